@@ -1,0 +1,94 @@
+//! `oncebot jobs ...`: read the ledger with nothing but Redis (Telegram and MoviePilot may be
+//! down). Tables for people, `--json` for scripts; the output goes to stdout only.
+
+use std::io::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::ledger::{Job, JobFilter, Ledger};
+
+/// Prints jobs as a table, or as one JSON array.
+pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Result<()> {
+    let jobs = ledger.list_jobs(filter).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &jobs)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if jobs.is_empty() {
+        writeln!(out, "no jobs")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:>6}  {:<12}  {:<13}  {:<24}  {:>14}  {:>8}  {:<20}",
+        "ID", "STATUS", "COMMAND", "ARGS", "CHAT", "ATTEMPTS", "CREATED (UTC)"
+    )?;
+    for j in &jobs {
+        writeln!(
+            out,
+            "{:>6}  {:<12}  {:<13}  {:<24}  {:>14}  {:>8}  {:<20}",
+            j.id,
+            j.status,
+            j.command,
+            truncate(&j.args, 24),
+            j.chat_id,
+            j.attempts,
+            timestamp(j.created_at)
+        )?;
+    }
+    Ok(())
+}
+
+/// Prints one job; an unknown id is an error (exit status 1).
+pub async fn show(ledger: &Ledger, id: u64, json: bool) -> anyhow::Result<()> {
+    let Some(job) = ledger.job(id).await? else {
+        anyhow::bail!("job {id} not found (it never existed, or its retention expired)");
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &job)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    print_job(&mut out, &job)?;
+    Ok(())
+}
+
+fn print_job(out: &mut impl Write, j: &Job) -> std::io::Result<()> {
+    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "{k:<16} {v}");
+    row(out, "id", &j.id.to_string())?;
+    row(out, "status", &j.status)?;
+    row(out, "command", &j.command)?;
+    row(out, "args", &j.args)?;
+    row(out, "chat_id", &j.chat_id.to_string())?;
+    row(out, "user_id", &j.user_id.to_string())?;
+    row(out, "update_id", &j.update_id.to_string())?;
+    row(out, "idempotency_key", &j.idempotency_key)?;
+    row(out, "attempts", &j.attempts.to_string())?;
+    row(out, "duplicates", &j.duplicates.to_string())?;
+    row(out, "created_at", &timestamp(j.created_at))?;
+    row(out, "updated_at", &timestamp(j.updated_at))?;
+    row(out, "result", j.result.as_deref().unwrap_or("-"))?;
+    row(out, "error", j.error.as_deref().unwrap_or("-"))?;
+    for (k, v) in &j.extra {
+        row(out, k, v)?;
+    }
+    Ok(())
+}
+
+fn timestamp(ms: u64) -> String {
+    if ms == 0 {
+        return "-".into();
+    }
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max - 1).collect();
+    t.push('…');
+    t
+}

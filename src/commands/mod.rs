@@ -1,0 +1,264 @@
+//! What a user typed, turned into a whitelisted command (or a reason it is not one).
+//!
+//! Parsing is pure: no I/O, no Redis. Anything that is not on the whitelist never reaches a
+//! worker; unknown commands and bad arguments become a helpful reply, not a failed job.
+
+mod policy;
+
+pub use policy::{Policy, Recovery};
+
+use sha2::{Digest, Sha256};
+
+/// The commands oncebot understands. `/help` and `/start` are answered at once, without a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command {
+    Search,
+    Subscribe,
+    Subscriptions,
+    Unsubscribe,
+    SearchNow,
+    Downloading,
+    Status,
+    Jobs,
+    Help,
+    Start,
+}
+
+impl Command {
+    pub const ALL: [Command; 10] = [
+        Command::Search,
+        Command::Subscribe,
+        Command::Subscriptions,
+        Command::Unsubscribe,
+        Command::SearchNow,
+        Command::Downloading,
+        Command::Status,
+        Command::Jobs,
+        Command::Help,
+        Command::Start,
+    ];
+
+    /// The name after the slash, which is also the `command` field of a job.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Search => "search",
+            Command::Subscribe => "subscribe",
+            Command::Subscriptions => "subscriptions",
+            Command::Unsubscribe => "unsubscribe",
+            Command::SearchNow => "searchnow",
+            Command::Downloading => "downloading",
+            Command::Status => "status",
+            Command::Jobs => "jobs",
+            Command::Help => "help",
+            Command::Start => "start",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// A message's text, read as a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    /// A valid command with its arguments (whitespace collapsed, case kept).
+    Run { command: Command, args: String },
+    /// A command oncebot knows, with arguments it cannot use; `usage` says what it expected.
+    BadArgs { command: Command },
+    /// A slash command oncebot does not know (the name, lower-cased).
+    Unknown { name: String },
+    /// Not for this bot (plain text in a group, or `/cmd@other_bot`).
+    NotForUs,
+}
+
+/// Where a message was written, which decides what counts as addressed to the bot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatKind {
+    Private,
+    Group,
+}
+
+/// Reads `text` as a command. `bot_username` (without `@`, may be empty) decides whether
+/// `/cmd@name` is for us. In a private chat plain text is a search, and `订阅 X` / `搜索 X` mean
+/// `/subscribe X` / `/search X`, as in MoviePilot's own bot.
+pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
+    let text = collapse_whitespace(text);
+    if text.is_empty() {
+        return Parsed::NotForUs;
+    }
+    let Some(rest) = text.strip_prefix('/') else {
+        if chat == ChatKind::Group {
+            return Parsed::NotForUs;
+        }
+        for (word, command) in [("订阅", Command::Subscribe), ("搜索", Command::Search)] {
+            if let Some(args) = text.strip_prefix(word)
+                && (args.is_empty() || args.starts_with(' '))
+            {
+                return with_args(command, args.trim());
+            }
+        }
+        return with_args(Command::Search, &text);
+    };
+    let (head, args) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (name, mention) = head.split_once('@').unwrap_or((head, ""));
+    if !mention.is_empty()
+        && !bot_username.is_empty()
+        && !mention.eq_ignore_ascii_case(bot_username.trim_start_matches('@'))
+    {
+        return Parsed::NotForUs;
+    }
+    let name = name.to_lowercase();
+    match Command::from_name(&name) {
+        Some(command) => with_args(command, args),
+        None if name.is_empty() => Parsed::NotForUs,
+        None => Parsed::Unknown { name },
+    }
+}
+
+fn with_args(command: Command, args: &str) -> Parsed {
+    let args = args.trim();
+    let ok = match command {
+        Command::Search | Command::Subscribe => !args.is_empty() && args.chars().count() <= 200,
+        Command::Unsubscribe | Command::SearchNow => is_id(args),
+        Command::Status => args.is_empty() || is_id(args),
+        Command::Subscriptions
+        | Command::Downloading
+        | Command::Jobs
+        | Command::Help
+        | Command::Start => true,
+    };
+    if !ok {
+        return Parsed::BadArgs { command };
+    }
+    let args = match command {
+        // Arguments these commands do not take are dropped, so `/jobs please` is `/jobs`.
+        Command::Subscriptions
+        | Command::Downloading
+        | Command::Jobs
+        | Command::Help
+        | Command::Start => String::new(),
+        _ => args.to_string(),
+    };
+    Parsed::Run { command, args }
+}
+
+fn is_id(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit()) && s != "0"
+}
+
+/// Trims and turns every run of whitespace into one space.
+pub fn collapse_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The business idempotency key: a digest of chat, user, command and case-folded arguments.
+/// The time window is not part of the digest: it is the key's PX expiry, so the window starts
+/// at the first request instead of at a clock boundary.
+pub fn idempotency_key(chat_id: i64, user_id: i64, command: Command, args: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(chat_id.to_le_bytes());
+    h.update(user_id.to_le_bytes());
+    h.update(command.name().as_bytes());
+    h.update([0]);
+    h.update(collapse_whitespace(args).to_lowercase().as_bytes());
+    // 128 bits are plenty for a key that lives for minutes.
+    hex::encode(&h.finalize()[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(command: Command, args: &str) -> Parsed {
+        Parsed::Run {
+            command,
+            args: args.into(),
+        }
+    }
+
+    #[test]
+    fn commands_are_case_folded_and_whitespace_collapsed() {
+        assert_eq!(
+            parse("  /Subscribe   三体  S1 ", ChatKind::Private, ""),
+            run(Command::Subscribe, "三体 S1")
+        );
+    }
+
+    #[test]
+    fn the_bot_mention_is_stripped_and_other_bots_are_ignored() {
+        assert_eq!(
+            parse("/subscribe@OnceBot dune", ChatKind::Group, "oncebot"),
+            run(Command::Subscribe, "dune")
+        );
+        assert_eq!(
+            parse("/subscribe@other_bot dune", ChatKind::Group, "oncebot"),
+            Parsed::NotForUs
+        );
+    }
+
+    #[test]
+    fn plain_text_is_a_search_in_private_and_ignored_in_groups() {
+        assert_eq!(
+            parse("流浪地球", ChatKind::Private, ""),
+            run(Command::Search, "流浪地球")
+        );
+        assert_eq!(parse("hello all", ChatKind::Group, ""), Parsed::NotForUs);
+    }
+
+    #[test]
+    fn chinese_keywords_map_to_commands() {
+        assert_eq!(
+            parse("订阅 三体", ChatKind::Private, ""),
+            run(Command::Subscribe, "三体")
+        );
+        assert_eq!(
+            parse("搜索 三体", ChatKind::Private, ""),
+            run(Command::Search, "三体")
+        );
+        // A title that merely starts with the keyword is a search for that title.
+        assert_eq!(
+            parse("订阅者", ChatKind::Private, ""),
+            run(Command::Search, "订阅者")
+        );
+    }
+
+    #[test]
+    fn bad_arguments_and_unknown_commands_are_values() {
+        assert_eq!(
+            parse("/unsubscribe abc", ChatKind::Private, ""),
+            Parsed::BadArgs {
+                command: Command::Unsubscribe
+            }
+        );
+        assert_eq!(
+            parse("/subscribe", ChatKind::Private, ""),
+            Parsed::BadArgs {
+                command: Command::Subscribe
+            }
+        );
+        assert_eq!(
+            parse("/frobnicate", ChatKind::Private, ""),
+            Parsed::Unknown {
+                name: "frobnicate".into()
+            }
+        );
+    }
+
+    #[test]
+    fn idempotency_key_ignores_case_and_spacing_of_arguments() {
+        let a = idempotency_key(1, 2, Command::Subscribe, "Dune  Part Two");
+        let b = idempotency_key(1, 2, Command::Subscribe, "dune part two");
+        assert_eq!(a, b);
+        assert_ne!(
+            a,
+            idempotency_key(1, 3, Command::Subscribe, "dune part two")
+        );
+        assert_ne!(
+            a,
+            idempotency_key(9, 2, Command::Subscribe, "dune part two")
+        );
+        assert_ne!(a, idempotency_key(1, 2, Command::Search, "dune part two"));
+        assert_eq!(a.len(), 32);
+    }
+}

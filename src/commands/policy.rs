@@ -1,0 +1,148 @@
+//! The one table that says how each command may be repeated and recovered.
+//!
+//! Ingress reads `window` (business-layer duplicates); workers read `recovery` when they find a
+//! job whose owner died mid-run. Nothing else decides these questions.
+
+use std::time::Duration;
+
+use super::Command;
+use crate::config::CommandSettings;
+
+/// What is safe to do with a job that was `running` when its worker died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// Read-only: run it again.
+    Rerun,
+    /// A side effect MoviePilot can be asked about: look first, then retry only if absent.
+    VerifyThenRetry,
+    /// A side effect that is idempotent by nature (delete by id): run it again.
+    IdempotentRerun,
+    /// A side effect that can be neither verified nor safely repeated: hold for a person.
+    HoldForReview,
+    /// Answered at admission; never becomes a job.
+    NoJob,
+}
+
+/// How one command behaves under repetition.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy {
+    pub command: Command,
+    /// Changes something outside oncebot (MoviePilot's state, its search queue).
+    pub side_effect: bool,
+    /// Needs a confirmation button before it runs.
+    pub needs_confirmation: bool,
+    /// The duplicate window, read from the settings; `None` for commands that never have one.
+    pub window: Option<fn(&CommandSettings) -> u64>,
+    pub recovery: Recovery,
+}
+
+/// The table. One row per command, in `Command::ALL` order.
+pub const POLICIES: [Policy; 10] = [
+    Policy {
+        command: Command::Search,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    Policy {
+        command: Command::Subscribe,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.subscribe_window_secs),
+        recovery: Recovery::VerifyThenRetry,
+    },
+    Policy {
+        command: Command::Subscriptions,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    Policy {
+        command: Command::Unsubscribe,
+        side_effect: true,
+        needs_confirmation: true,
+        window: Some(|s| s.unsubscribe_window_secs),
+        recovery: Recovery::IdempotentRerun,
+    },
+    Policy {
+        command: Command::SearchNow,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.searchnow_window_secs),
+        recovery: Recovery::HoldForReview,
+    },
+    Policy {
+        command: Command::Downloading,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    Policy {
+        command: Command::Status,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    Policy {
+        command: Command::Jobs,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    Policy {
+        command: Command::Help,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::NoJob,
+    },
+    Policy {
+        command: Command::Start,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::NoJob,
+    },
+];
+
+impl Command {
+    pub fn policy(self) -> &'static Policy {
+        // The table is in `Command::ALL` order; a unit test holds it to that.
+        &POLICIES[self as usize]
+    }
+
+    /// The duplicate window under these settings (zero: no business-layer check).
+    pub fn window(self, settings: &CommandSettings) -> Duration {
+        self.policy()
+            .window
+            .map_or(Duration::ZERO, |f| Duration::from_secs(f(settings)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_in_command_order() {
+        for (i, c) in Command::ALL.into_iter().enumerate() {
+            assert_eq!(POLICIES[i].command, c);
+            assert_eq!(c.policy().command, c);
+        }
+    }
+
+    #[test]
+    fn only_side_effects_have_windows_and_read_only_commands_rerun() {
+        for p in POLICIES {
+            assert_eq!(p.window.is_some(), p.side_effect, "{:?}", p.command);
+            if !p.side_effect {
+                assert!(matches!(p.recovery, Recovery::Rerun | Recovery::NoJob));
+            }
+        }
+    }
+}

@@ -1,0 +1,538 @@
+//! Settings: `config/default.toml` (compiled in), then an operator file, then `ONCEBOT__*`
+//! environment variables.
+//!
+//! Loading never guesses: an unknown key, a value of the wrong type or a setting a role needs but
+//! lacks stops start-up with one [`SettingError`] line that names the setting, its environment
+//! variable and the fix. Secrets are wrapped in [`Secret`], whose `Debug` never shows them.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::{Deserialize, Deserializer};
+
+/// The defaults, documented key by key; the same file is committed as `config/default.toml`.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+/// Environment variables that override settings start with this, then `__SECTION__KEY`.
+pub const ENV_PREFIX: &str = "ONCEBOT";
+
+/// Every setting oncebot reads.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub redis: RedisSettings,
+    pub http: HttpSettings,
+    pub telegram: TelegramSettings,
+    pub ledger: LedgerSettings,
+    pub commands: CommandSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSettings {
+    /// A URL may carry a password, so it is a secret as far as logs are concerned.
+    pub url: Secret,
+    /// The hash tag all keys share; see `ledger::keys`.
+    pub key_prefix: String,
+    /// Bounds every non-blocking command, so a hung Redis turns into a 503, not a hung webhook.
+    pub command_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    pub listen: String,
+    /// Bodies above this are refused with 413 before they are parsed.
+    pub max_body_bytes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramSettings {
+    pub token: Secret,
+    pub api_url: String,
+    pub webhook_secret: Secret,
+    pub webhook_url: String,
+    #[serde(deserialize_with = "user_list")]
+    pub allowed_users: Vec<i64>,
+    pub bot_username: String,
+    pub poll_timeout_secs: u64,
+    pub locale: Locale,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerSettings {
+    /// Telegram keeps undelivered updates for 24 h, so an update key must live at least that long.
+    pub update_retention_secs: u64,
+    pub chat_index_len: u32,
+    pub jobs_index_len: u32,
+}
+
+/// Duplicate windows of the side-effecting commands (see `commands::policy`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSettings {
+    pub subscribe_window_secs: u64,
+    pub unsubscribe_window_secs: u64,
+    pub searchnow_window_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The language replies are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locale {
+    Zh,
+    En,
+}
+
+/// A string that must never reach a log line: `Debug` and `Display` print `[redacted]`.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The value itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// One bad or missing setting, said in one line an operator can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{key} {problem}: {fix}")]
+pub struct SettingError {
+    /// The setting, as `section.key`.
+    pub key: &'static str,
+    pub problem: String,
+    pub fix: String,
+}
+
+impl SettingError {
+    fn new(key: &'static str, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            key,
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// The environment variable that sets `section.key`.
+pub fn env_name(key: &str) -> String {
+    format!("{ENV_PREFIX}__{}", key.replace('.', "__").to_uppercase())
+}
+
+/// Which parts of the settings a command needs; validation checks only those.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Receives updates (webhook or polling): needs the allow-list and the HTTP listener.
+    pub ingress: bool,
+    /// Ingress by webhook: needs the webhook secret.
+    pub webhook: bool,
+    /// Talks to the Bot API: needs the token.
+    pub bot_api: bool,
+}
+
+impl Settings {
+    /// Defaults, then `file` (if any), then `ONCEBOT__*` variables from the process environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
+        Self::load_from(file, std::env::vars())
+    }
+
+    /// Like [`Settings::load`] with an explicit environment, so tests need not touch the process's.
+    pub fn load_from(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context as _;
+        let mut builder = config::Config::builder().add_source(config::File::from_str(
+            DEFAULT_TOML,
+            config::FileFormat::Toml,
+        ));
+        if let Some(path) = file {
+            if !path.exists() {
+                anyhow::bail!(
+                    "config file {} does not exist: check the path given to --config",
+                    path.display()
+                );
+            }
+            builder = builder.add_source(
+                config::File::from(path)
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        let env: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}__")))
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix(ENV_PREFIX)
+                .separator("__")
+                .source(Some(env)),
+        );
+        let built = builder.build().context(
+            "reading settings (config/default.toml, --config file, ONCEBOT__* variables)",
+        )?;
+        let settings: Settings = built.try_deserialize().map_err(|e| {
+            anyhow::anyhow!(
+                "invalid settings: {e} (every setting is listed with its meaning in config/default.toml; \
+                 environment variables are ONCEBOT__SECTION__KEY)"
+            )
+        })?;
+        Ok(settings)
+    }
+
+    /// Checks what every command needs, plus what `needs` asks for.
+    pub fn validate(&self, needs: Needs) -> Result<(), SettingError> {
+        let prefix = &self.redis.key_prefix;
+        if prefix.is_empty()
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(SettingError::new(
+                "redis.key_prefix",
+                format!("is {prefix:?}, which is not a valid prefix"),
+                format!(
+                    "set {} to letters, digits, '_', '-' or '.' (e.g. oncebot)",
+                    env_name("redis.key_prefix")
+                ),
+            ));
+        }
+        if redis::IntoConnectionInfo::into_connection_info(self.redis.url.expose()).is_err() {
+            return Err(SettingError::new(
+                "redis.url",
+                "is not a valid Redis URL",
+                format!(
+                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock",
+                    env_name("redis.url")
+                ),
+            ));
+        }
+        if self.redis.command_timeout_ms == 0 {
+            return Err(SettingError::new(
+                "redis.command_timeout_ms",
+                "is 0",
+                format!("set {} to e.g. 2000", env_name("redis.command_timeout_ms")),
+            ));
+        }
+        if self.ledger.update_retention_secs < 86_400 {
+            return Err(SettingError::new(
+                "ledger.update_retention_secs",
+                format!(
+                    "is {}, shorter than the 24 hours Telegram keeps an update",
+                    self.ledger.update_retention_secs
+                ),
+                format!(
+                    "set {} to at least 86400",
+                    env_name("ledger.update_retention_secs")
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("ledger.chat_index_len", self.ledger.chat_index_len),
+            ("ledger.jobs_index_len", self.ledger.jobs_index_len),
+        ] {
+            if value == 0 {
+                return Err(SettingError::new(
+                    key,
+                    "is 0",
+                    format!("set {} to a positive number", env_name(key)),
+                ));
+            }
+        }
+        if needs.bot_api {
+            let token = self.telegram.token.expose();
+            if token.is_empty() {
+                return Err(SettingError::new(
+                    "telegram.token",
+                    "is not set",
+                    format!(
+                        "set {} to the token @BotFather gave you",
+                        env_name("telegram.token")
+                    ),
+                ));
+            }
+            if !token_looks_valid(token) {
+                return Err(SettingError::new(
+                    "telegram.token",
+                    "does not look like a bot token (expected <digits>:<letters, digits, _ and ->)",
+                    format!(
+                        "set {} to the token @BotFather gave you",
+                        env_name("telegram.token")
+                    ),
+                ));
+            }
+            if reqwest::Url::parse(&self.telegram.api_url).is_err() {
+                return Err(SettingError::new(
+                    "telegram.api_url",
+                    format!("is {:?}, not a URL", self.telegram.api_url),
+                    format!(
+                        "set {} to https://api.telegram.org or your Bot API server's URL",
+                        env_name("telegram.api_url")
+                    ),
+                ));
+            }
+        }
+        if needs.webhook {
+            let secret = self.telegram.webhook_secret.expose();
+            let charset_ok = secret
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if secret.is_empty() || secret.len() > 256 || !charset_ok {
+                let problem = if secret.is_empty() {
+                    "is not set".to_string()
+                } else {
+                    "is not 1-256 characters of A-Z a-z 0-9 _ -".to_string()
+                };
+                return Err(SettingError::new(
+                    "telegram.webhook_secret",
+                    problem,
+                    format!(
+                        "set {} to a random string of 1-256 characters of A-Z a-z 0-9 _ - \
+                         (e.g. `openssl rand -hex 32`); use --poll if you have no webhook",
+                        env_name("telegram.webhook_secret")
+                    ),
+                ));
+            }
+        }
+        if needs.ingress {
+            if self.telegram.allowed_users.is_empty() {
+                return Err(SettingError::new(
+                    "telegram.allowed_users",
+                    "is empty, so nobody could use the bot",
+                    format!(
+                        "set {} to your Telegram user ids, comma-separated (e.g. 123456789,987654321)",
+                        env_name("telegram.allowed_users")
+                    ),
+                ));
+            }
+            if self.listen_addr().is_err() {
+                return Err(SettingError::new(
+                    "http.listen",
+                    format!("is {:?}, not an address", self.http.listen),
+                    format!("set {} to e.g. 0.0.0.0:8080", env_name("http.listen")),
+                ));
+            }
+            if self.http.max_body_bytes < 1024 {
+                return Err(SettingError::new(
+                    "http.max_body_bytes",
+                    format!("is {}, too small for any update", self.http.max_body_bytes),
+                    format!("set {} to e.g. 1048576", env_name("http.max_body_bytes")),
+                ));
+            }
+            if self.telegram.poll_timeout_secs > 50 {
+                return Err(SettingError::new(
+                    "telegram.poll_timeout_secs",
+                    format!(
+                        "is {}, above Telegram's 50",
+                        self.telegram.poll_timeout_secs
+                    ),
+                    format!("set {} to 0-50", env_name("telegram.poll_timeout_secs")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The parsed `http.listen`.
+    pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
+        self.http.listen.parse()
+    }
+}
+
+/// `<digits>:<35ish characters of A-Z a-z 0-9 _ ->`, as @BotFather issues them.
+fn token_looks_valid(token: &str) -> bool {
+    let Some((id, rest)) = token.split_once(':') else {
+        return false;
+    };
+    !id.is_empty()
+        && id.chars().all(|c| c.is_ascii_digit())
+        && !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Accepts `"1,2,3"` (what an environment variable gives), a TOML array of numbers or strings,
+/// or a single number.
+fn user_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Number(i64),
+        List(Vec<Item>),
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Item {
+        Number(i64),
+        Text(String),
+    }
+    fn parse(s: &str) -> Result<i64, String> {
+        s.trim().parse::<i64>().map_err(|_| {
+            format!("{s:?} in telegram.allowed_users is not a Telegram user id (a number)")
+        })
+    }
+    let ids = match Raw::deserialize(d)? {
+        Raw::Number(n) => vec![n],
+        Raw::Text(s) => s
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(parse)
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)?,
+        Raw::List(items) => items
+            .into_iter()
+            .map(|i| match i {
+                Item::Number(n) => Ok(n),
+                Item::Text(s) => parse(&s),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)?,
+    };
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(env: &[(&str, &str)]) -> anyhow::Result<Settings> {
+        Settings::load_from(
+            None,
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+    }
+
+    fn serving_env() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("ONCEBOT__TELEGRAM__TOKEN", "123:abc-DEF_ghi"),
+            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "s3cret_-"),
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1, 2,3"),
+        ]
+    }
+
+    const ALL: Needs = Needs {
+        ingress: true,
+        webhook: true,
+        bot_api: true,
+    };
+
+    #[test]
+    fn defaults_load_and_are_safe() {
+        let s = load(&[]).unwrap();
+        assert_eq!(s.redis.url.expose(), "redis://127.0.0.1:6379");
+        assert_eq!(s.redis.key_prefix, "oncebot");
+        assert_eq!(s.http.listen, "0.0.0.0:8080");
+        assert_eq!(s.telegram.api_url, "https://api.telegram.org");
+        assert!(s.validate(Needs::default()).is_ok());
+        assert_eq!(s.validate(ALL).unwrap_err().key, "telegram.token");
+    }
+
+    #[test]
+    fn environment_overrides_with_double_underscores() {
+        let mut env = serving_env();
+        env.push(("ONCEBOT__REDIS__URL", "redis://10.0.0.1:6380"));
+        env.push(("ONCEBOT__REDIS__KEY_PREFIX", "bot2"));
+        env.push(("ONCEBOT__HTTP__LISTEN", "127.0.0.1:9000"));
+        let s = load(&env).unwrap();
+        assert_eq!(s.redis.url.expose(), "redis://10.0.0.1:6380");
+        assert_eq!(s.redis.key_prefix, "bot2");
+        assert_eq!(s.telegram.allowed_users, vec![1, 2, 3]);
+        s.validate(ALL).unwrap();
+    }
+
+    #[test]
+    fn a_missing_webhook_secret_names_its_variable() {
+        let env: Vec<_> = serving_env()
+            .into_iter()
+            .filter(|(k, _)| !k.contains("SECRET"))
+            .collect();
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.webhook_secret");
+        assert!(
+            err.to_string()
+                .contains("ONCEBOT__TELEGRAM__WEBHOOK_SECRET")
+        );
+    }
+
+    #[test]
+    fn a_webhook_secret_with_forbidden_characters_is_rejected() {
+        let mut env = serving_env();
+        env.retain(|(k, _)| !k.contains("SECRET"));
+        env.push(("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "has space"));
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.webhook_secret");
+    }
+
+    #[test]
+    fn a_non_numeric_user_id_is_rejected_with_its_value() {
+        let mut env = serving_env();
+        env.retain(|(k, _)| !k.contains("ALLOWED"));
+        env.push(("ONCEBOT__TELEGRAM__ALLOWED_USERS", "12,alice"));
+        let err = load(&env).unwrap_err().to_string();
+        assert!(err.contains("alice"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_setting_is_an_error() {
+        let err = load(&[("ONCEBOT__REDIS__URLL", "x")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("urll"), "{err}");
+    }
+
+    #[test]
+    fn short_update_retention_is_rejected() {
+        let s = load(&[("ONCEBOT__LEDGER__UPDATE_RETENTION_SECS", "3600")]).unwrap();
+        assert_eq!(
+            s.validate(Needs::default()).unwrap_err().key,
+            "ledger.update_retention_secs"
+        );
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let s = load(&serving_env()).unwrap();
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("abc-DEF_ghi"));
+        assert!(!shown.contains("s3cret_-"));
+    }
+
+    #[test]
+    fn env_names_follow_the_documented_pattern() {
+        assert_eq!(env_name("redis.key_prefix"), "ONCEBOT__REDIS__KEY_PREFIX");
+    }
+}

@@ -1,0 +1,29 @@
+//! Crash points for the crash tests: named places where a test can freeze the process and then
+//! SIGKILL it, to prove that a crash at exactly that line loses nothing and repeats nothing.
+//!
+//! Compiled in only with the `failpoints` feature; otherwise [`crash_point!`] is nothing.
+//! Enable one at run time with `FAILPOINTS=<name>=return` (the `fail` crate's syntax). When
+//! reached, the process prints `oncebot: crash point <name> reached` to stderr and freezes the
+//! thread, so the test can kill it at that instant.
+
+/// Freezes here if the crash point `name` is enabled (feature `failpoints`).
+#[macro_export]
+macro_rules! crash_point {
+    ($name:literal) => {
+        $crate::failpoints::hit($name)
+    };
+}
+
+/// See [`crash_point!`].
+pub fn hit(name: &str) {
+    #[cfg(feature = "failpoints")]
+    if fail::eval(name, |_| ()).is_some() {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "oncebot: crash point {name} reached");
+        loop {
+            std::thread::park();
+        }
+    }
+    #[cfg(not(feature = "failpoints"))]
+    let _ = name;
+}

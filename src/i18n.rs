@@ -1,0 +1,113 @@
+//! Every text a user reads, in Chinese (the default, MoviePilot's users) and English.
+//!
+//! Pure functions of the locale: no I/O. Placeholders `{job}` and `{state}` in
+//! [`Texts::duplicate_template`] are filled in by `lua/enqueue.lua`, which alone knows the
+//! original job's state at that instant.
+
+use crate::commands::Command;
+use crate::config::Locale;
+use crate::ledger::JobState;
+
+/// The texts of one locale.
+#[derive(Debug, Clone, Copy)]
+pub struct Texts {
+    pub locale: Locale,
+}
+
+impl Texts {
+    pub fn new(locale: Locale) -> Self {
+        Self { locale }
+    }
+
+    fn pick(&self, zh: &'static str, en: &'static str) -> &'static str {
+        match self.locale {
+            Locale::Zh => zh,
+            Locale::En => en,
+        }
+    }
+
+    /// The label of a state, as users read it.
+    pub fn state_label(&self, state: JobState) -> &'static str {
+        use JobState::*;
+        match state {
+            Pending => self.pick("排队中", "queued"),
+            Running => self.pick("执行中", "running"),
+            RetryWait => self.pick("等待重试", "waiting to retry"),
+            Succeeded => self.pick("已完成", "succeeded"),
+            Failed => self.pick("失败", "failed"),
+            NeedsReview => self.pick("待人工确认", "waiting for a person"),
+        }
+    }
+
+    /// Sent when a command repeats one inside its duplicate window.
+    pub fn duplicate_template(&self) -> &'static str {
+        self.pick(
+            "已收到相同的请求，即任务 #{job}（{state}），不会重复执行。发送 /status {job} 查看进度。",
+            "Already received as job #{job} ({state}); it will not run twice. Send /status {job} to follow it.",
+        )
+    }
+
+    pub fn refusal(&self) -> &'static str {
+        self.pick(
+            "抱歉，你没有使用这个机器人的权限。请联系管理员把你的 Telegram 用户 ID 加入白名单。",
+            "Sorry, you are not allowed to use this bot. Ask its owner to add your Telegram user id to the allow-list.",
+        )
+    }
+
+    pub fn unknown_command(&self, name: &str) -> String {
+        match self.locale {
+            Locale::Zh => format!("不认识的命令 /{name}。发送 /help 查看可用命令。"),
+            Locale::En => format!("I don't know /{name}. Send /help to see what I can do."),
+        }
+    }
+
+    /// How to call a command, for a reply to bad arguments.
+    pub fn usage(&self, command: Command) -> &'static str {
+        use Command::*;
+        match command {
+            Search => self.pick("用法：/search <片名>", "Usage: /search <title>"),
+            Subscribe => self.pick(
+                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集）",
+                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series)",
+            ),
+            Unsubscribe => self.pick(
+                "用法：/unsubscribe <订阅 ID>（/subscriptions 可查看 ID）",
+                "Usage: /unsubscribe <subscription id> (/subscriptions lists them)",
+            ),
+            SearchNow => self.pick(
+                "用法：/searchnow <订阅 ID>",
+                "Usage: /searchnow <subscription id>",
+            ),
+            Status => self.pick(
+                "用法：/status [任务编号]",
+                "Usage: /status [job id]",
+            ),
+            Subscriptions | Downloading | Jobs | Help | Start => self.help(),
+        }
+    }
+
+    pub fn help(&self) -> &'static str {
+        self.pick(
+            "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\
+             /search <片名> 搜索影视\n\
+             /subscribe <片名> 订阅（或 tmdb:<id> [S<季>]）\n\
+             /subscriptions 查看订阅\n\
+             /unsubscribe <订阅 ID> 取消订阅（需确认）\n\
+             /searchnow <订阅 ID> 立即搜索订阅\n\
+             /downloading 正在下载\n\
+             /status [任务编号] 任务状态\n\
+             /jobs 最近的任务\n\
+             直接发送片名即可搜索；“订阅 X”“搜索 X”也可以。",
+            "I drive MoviePilot for you, and every command takes effect once:\n\
+             /search <title> search for a movie or series\n\
+             /subscribe <title> subscribe (or tmdb:<id> [S<n>])\n\
+             /subscriptions list subscriptions\n\
+             /unsubscribe <subscription id> cancel one (asks first)\n\
+             /searchnow <subscription id> search a subscription now\n\
+             /downloading active downloads\n\
+             /status [job id] how a job is doing\n\
+             /jobs your recent jobs\n\
+             Plain text is a search.",
+        )
+    }
+}

@@ -1,0 +1,211 @@
+//! Ingress: a Telegram update in, one admission decision out.
+//!
+//! Both doors (the webhook and long polling) call [`Ingress::handle`], so the rules for what
+//! becomes a job are written once. Ingress never waits for MoviePilot or for a send: it records
+//! the update in Redis and returns.
+
+pub mod polling;
+pub mod webhook;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::commands::{self, ChatKind, Command, Parsed};
+use crate::config::{CommandSettings, Settings};
+use crate::i18n::Texts;
+use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError};
+use crate::telegram::types::Update;
+
+/// A stranger is told "not allowed" once per this window, however much they write.
+const REFUSAL_WINDOW: Duration = Duration::from_secs(3600);
+
+/// Why an update made no change in the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignored {
+    /// An update kind the bot does not handle (poll, chat_member, ...).
+    UnhandledKind,
+    /// An edited message: editing a command does not run it again.
+    EditedMessage,
+    /// A callback query; buttons are not handled by this release.
+    CallbackQuery,
+    /// No sender, a bot sender, a channel post, or no text.
+    NoCommand,
+    /// Plain text in a group, or a command for another bot.
+    NotForUs,
+}
+
+impl Ignored {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ignored::UnhandledKind => "unhandled_kind",
+            Ignored::EditedMessage => "edited_message",
+            Ignored::CallbackQuery => "callback_query",
+            Ignored::NoCommand => "no_command",
+            Ignored::NotForUs => "not_for_us",
+        }
+    }
+}
+
+/// What became of one update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    Admitted(Admitted),
+    Ignored(Ignored),
+}
+
+/// The rules of admission, shared by both doors.
+#[derive(Clone)]
+pub struct Ingress {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    ledger: Ledger,
+    allowed_users: HashSet<i64>,
+    bot_username: String,
+    texts: Texts,
+    commands: CommandSettings,
+}
+
+impl Ingress {
+    pub fn new(settings: &Settings, ledger: Ledger) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                ledger,
+                allowed_users: settings.telegram.allowed_users.iter().copied().collect(),
+                bot_username: settings
+                    .telegram
+                    .bot_username
+                    .trim_start_matches('@')
+                    .into(),
+                texts: Texts::new(settings.telegram.locale),
+                commands: settings.commands.clone(),
+            }),
+        }
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.inner.ledger
+    }
+
+    /// Decides and records one update. An `Err` means Redis did not take it: the caller must
+    /// make Telegram deliver it again (503 to the webhook; no offset advance when polling).
+    pub async fn handle(&self, update: &Update) -> Result<Handled, LedgerError> {
+        let admission = match self.decide(update) {
+            Ok(a) => a,
+            Err(ignored) => {
+                tracing::debug!(
+                    update_id = update.update_id,
+                    reason = ignored.as_str(),
+                    "update ignored"
+                );
+                return Ok(Handled::Ignored(ignored));
+            }
+        };
+        let admitted = self.inner.ledger.admit(&admission).await?;
+        match &admitted {
+            Admitted::New { job_id } => tracing::info!(
+                update_id = update.update_id,
+                job_id,
+                chat_id = admission.chat_id,
+                "job created"
+            ),
+            Admitted::DuplicateUpdate { job_id, .. } => tracing::info!(
+                update_id = update.update_id,
+                job_id,
+                "update delivered again; nothing changed"
+            ),
+            Admitted::DuplicateCommand { job_id, state } => tracing::info!(
+                update_id = update.update_id,
+                job_id,
+                state = state.as_str(),
+                "same command inside its window; pointed at the existing job"
+            ),
+            Admitted::Replied | Admitted::Suppressed => tracing::debug!(
+                update_id = update.update_id,
+                outcome = admitted.outcome(),
+                "answered without a job"
+            ),
+        }
+        Ok(Handled::Admitted(admitted))
+    }
+
+    /// The pure part: what this update asks for, before Redis is involved.
+    pub fn decide(&self, update: &Update) -> Result<Admission, Ignored> {
+        let inner = &self.inner;
+        let Some(message) = &update.message else {
+            return Err(if update.edited_message.is_some() {
+                Ignored::EditedMessage
+            } else if update.callback_query.is_some() {
+                Ignored::CallbackQuery
+            } else {
+                Ignored::UnhandledKind
+            });
+        };
+        let (Some(from), Some(text)) = (&message.from, &message.text) else {
+            return Err(Ignored::NoCommand);
+        };
+        if from.is_bot {
+            return Err(Ignored::NoCommand);
+        }
+        let chat = match message.chat.kind.as_str() {
+            "private" => ChatKind::Private,
+            "group" | "supergroup" => ChatKind::Group,
+            _ => return Err(Ignored::NoCommand),
+        };
+        let parsed = commands::parse(text, chat, &inner.bot_username);
+        if parsed == Parsed::NotForUs {
+            return Err(Ignored::NotForUs);
+        }
+        let texts = inner.texts;
+        let reply = |kind: &'static str, text: String| AdmissionAction::Reply {
+            kind,
+            text,
+            window: Duration::ZERO,
+            once_key: String::new(),
+        };
+        let action = if !inner.allowed_users.contains(&from.id) {
+            AdmissionAction::Reply {
+                kind: "refusal",
+                text: texts.refusal().into(),
+                window: REFUSAL_WINDOW,
+                once_key: once_key("refusal", message.chat.id, from.id),
+            }
+        } else {
+            match parsed {
+                Parsed::Run {
+                    command: Command::Help | Command::Start,
+                    ..
+                } => reply("help", texts.help().into()),
+                Parsed::Run { command, args } => AdmissionAction::Job {
+                    command,
+                    window: command.window(&inner.commands),
+                    args,
+                },
+                Parsed::BadArgs { command } => reply("usage", texts.usage(command).into()),
+                Parsed::Unknown { name } => reply("unknown_command", texts.unknown_command(&name)),
+                Parsed::NotForUs => return Err(Ignored::NotForUs),
+            }
+        };
+        Ok(Admission {
+            update_id: update.update_id,
+            chat_id: message.chat.id,
+            user_id: from.id,
+            message_id: Some(message.message_id),
+            action,
+        })
+    }
+}
+
+/// The key under which a reply of `kind` to this user in this chat goes out once per window.
+fn once_key(kind: &str, chat_id: i64, user_id: i64) -> String {
+    let mut h = Sha256::new();
+    h.update(kind.as_bytes());
+    h.update([0]);
+    h.update(chat_id.to_le_bytes());
+    h.update(user_id.to_le_bytes());
+    hex::encode(&h.finalize()[..16])
+}

@@ -1,0 +1,141 @@
+//! Long polling: getUpdates instead of a webhook, for hosts with no public HTTPS endpoint.
+//!
+//! The offset lives in Redis (`{p}:v1:poll:offset`) and advances past an update only after that
+//! update's admission script committed. A crash in between re-reads the update on restart and
+//! the update_id layer absorbs it; an update is never lost and never admitted twice.
+
+use std::time::Duration;
+
+use redis::AsyncCommands as _;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Ingress;
+use crate::telegram::api::{ApiError, BotApi};
+use crate::telegram::types::Update;
+
+/// Runs until `shutdown` is cancelled, or returns an error that no retry can fix (a bad token).
+pub async fn run(
+    ingress: Ingress,
+    api: BotApi,
+    poll_timeout: Duration,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let offset_key = ingress.ledger().keys().poll_offset();
+    let mut conn = ingress.ledger().connection();
+    let mut backoff = Backoff::default();
+    tracing::info!("long polling started");
+    loop {
+        let offset: Option<i64> = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            r = conn.get(&offset_key) => match r {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the polling offset from Redis; retrying");
+                    if backoff.wait(&shutdown).await { return Ok(()) }
+                    continue;
+                }
+            },
+        };
+        let body = json!({
+            "offset": offset.unwrap_or(0),
+            "timeout": poll_timeout.as_secs(),
+            "allowed_updates": ["message", "callback_query"],
+        });
+        let call = api.call::<Vec<serde_json::Value>>(
+            "getUpdates",
+            &body,
+            poll_timeout + Duration::from_secs(10),
+        );
+        let updates = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            r = call => r,
+        };
+        let updates = match updates {
+            Ok(u) => u,
+            Err(ApiError::Unauthorized) => return Err(ApiError::Unauthorized.into()),
+            Err(ApiError::Conflict(description)) => {
+                tracing::error!(
+                    description = %description,
+                    "getUpdates refused with 409 Conflict. If a webhook is set, remove it \
+                     (`oncebot webhook delete`) or serve without --poll; if another process \
+                     polls with this token (a second oncebot, or MoviePilot's own Telegram \
+                     channel), stop it or give oncebot its own bot token. Retrying in 30 s."
+                );
+                if sleep_or_stop(Duration::from_secs(30), &shutdown).await {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(ApiError::RetryAfter(d)) => {
+                tracing::warn!(wait = ?d, "getUpdates rate-limited");
+                if sleep_or_stop(d, &shutdown).await {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "getUpdates failed; retrying");
+                if backoff.wait(&shutdown).await {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        backoff.reset();
+        let mut stalled = false;
+        for raw in updates {
+            let Some(update_id) = raw.get("update_id").and_then(|v| v.as_i64()) else {
+                tracing::error!("getUpdates returned an entry without update_id; skipping it");
+                continue;
+            };
+            match serde_json::from_value::<Update>(raw) {
+                Ok(update) => {
+                    if let Err(e) = ingress.handle(&update).await {
+                        tracing::error!(update_id, error = %e, "update not recorded; will read it again");
+                        stalled = true;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(update_id, error = %e, "skipping an update that is not a valid Update");
+                }
+            }
+            crate::crash_point!("poll.after_enqueue");
+            let committed: redis::RedisResult<()> = conn.set(&offset_key, update_id + 1).await;
+            if let Err(e) = committed {
+                tracing::error!(update_id, error = %e, "offset not saved; the update will be read again and absorbed");
+                stalled = true;
+                break;
+            }
+        }
+        if stalled && backoff.wait(&shutdown).await {
+            return Ok(());
+        }
+    }
+}
+
+/// Exponential backoff from 1 s to 30 s for failures without a prescribed wait.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    /// Sleeps; true if shutdown was requested meanwhile.
+    async fn wait(&mut self, shutdown: &CancellationToken) -> bool {
+        let secs = 1u64 << self.failures.min(5);
+        self.failures += 1;
+        sleep_or_stop(Duration::from_secs(secs.min(30)), shutdown).await
+    }
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+async fn sleep_or_stop(d: Duration, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = shutdown.cancelled() => true,
+        _ = tokio::time::sleep(d) => false,
+    }
+}

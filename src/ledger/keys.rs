@@ -1,0 +1,107 @@
+//! Every Redis key oncebot uses, in one table. This layout is a documented interface (README,
+//! "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration.
+//!
+//! All keys start with `{<prefix>}:v1:`. The braces are a Redis Cluster hash tag, so every key of
+//! one deployment lives in one slot and a Lua script may touch any of them.
+
+/// The layout version in every key name; a release that changes the layout bumps it.
+pub const LAYOUT: &str = "v1";
+
+/// The consumer group of workers on the jobs stream.
+pub const JOBS_GROUP: &str = "workers";
+/// The consumer group of dispatchers on the replies stream.
+pub const REPLIES_GROUP: &str = "dispatchers";
+
+/// Builds key names for one deployment.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    base: String,
+}
+
+impl Keys {
+    /// `prefix` has been validated by `config` (no braces, colons or spaces).
+    pub fn new(prefix: &str) -> Self {
+        Self {
+            base: format!("{{{prefix}}}:{LAYOUT}:"),
+        }
+    }
+
+    /// `{p}:v1:`, the start of every key.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// STRING, TTL = update retention: the job an update_id became, or `-` for none.
+    pub fn update(&self, update_id: i64) -> String {
+        format!("{}update:{update_id}", self.base)
+    }
+
+    /// STRING, PX = the command's duplicate window: the job a business idempotency key points at.
+    pub fn command(&self, digest: &str) -> String {
+        format!("{}cmd:{digest}", self.base)
+    }
+
+    /// STRING counter: the last job id handed out.
+    pub fn job_seq(&self) -> String {
+        format!("{}seq:job", self.base)
+    }
+
+    /// The prefix of job HASH keys; scripts append the id.
+    pub fn job_prefix(&self) -> String {
+        format!("{}job:", self.base)
+    }
+
+    /// HASH: one job's ledger row.
+    pub fn job(&self, id: u64) -> String {
+        format!("{}job:{id}", self.base)
+    }
+
+    /// STREAM: one entry (`job=<id>`) per job to run; group [`JOBS_GROUP`].
+    pub fn jobs_stream(&self) -> String {
+        format!("{}stream:jobs", self.base)
+    }
+
+    /// STREAM: outgoing messages; group [`REPLIES_GROUP`].
+    pub fn replies_stream(&self) -> String {
+        format!("{}stream:replies", self.base)
+    }
+
+    /// LIST: a chat's recent job ids, newest first.
+    pub fn chat_jobs(&self, chat_id: i64) -> String {
+        format!("{}chat:{chat_id}:jobs", self.base)
+    }
+
+    /// ZSET: recent job ids (score = id), for listing every chat's jobs.
+    pub fn jobs_index(&self) -> String {
+        format!("{}index:jobs", self.base)
+    }
+
+    /// STRING: the next getUpdates offset of long polling.
+    pub fn poll_offset(&self) -> String {
+        format!("{}poll:offset", self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_carries_the_hash_tag_and_layout_version() {
+        let k = Keys::new("oncebot");
+        for key in [
+            k.update(7),
+            k.command("ab"),
+            k.job_seq(),
+            k.job(42),
+            k.jobs_stream(),
+            k.replies_stream(),
+            k.chat_jobs(-100),
+            k.jobs_index(),
+            k.poll_offset(),
+        ] {
+            assert!(key.starts_with("{oncebot}:v1:"), "{key}");
+        }
+        assert_eq!(k.job(42), format!("{}42", k.job_prefix()));
+    }
+}

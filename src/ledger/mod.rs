@@ -1,0 +1,426 @@
+//! The ledger: oncebot's only boundary onto Redis.
+//!
+//! Nothing outside this module builds a key name or an EVAL call. Every state change is one Lua
+//! script (see `lua/`), so a crash leaves either the whole change or none of it.
+
+pub mod keys;
+mod scripts;
+mod state;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::AsyncCommands as _;
+use redis::aio::ConnectionManager;
+use serde::Serialize;
+
+use crate::commands::Command;
+use crate::config::Settings;
+use crate::i18n::Texts;
+pub use keys::Keys;
+pub use state::JobState;
+
+/// A Redis failure, said with what oncebot was doing.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// Redis could not be reached or did not answer in time: the caller may try again later.
+    #[error("Redis is unavailable while {doing}: {source}")]
+    Unavailable {
+        doing: &'static str,
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Redis answered something the ledger does not expect (a bug, or keys written by hand).
+    #[error("unexpected ledger data while {doing}: {detail}")]
+    Corrupt { doing: &'static str, detail: String },
+}
+
+impl LedgerError {
+    fn redis(doing: &'static str) -> impl FnOnce(redis::RedisError) -> LedgerError {
+        move |source| LedgerError::Unavailable { doing, source }
+    }
+}
+
+/// What one update asks of the ledger.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub update_id: i64,
+    pub chat_id: i64,
+    pub user_id: i64,
+    /// The message to reply to, if any.
+    pub message_id: Option<i64>,
+    pub action: AdmissionAction,
+}
+
+#[derive(Debug, Clone)]
+pub enum AdmissionAction {
+    /// Create a job, unless the update or (inside `window`) the command was seen before.
+    Job {
+        command: Command,
+        args: String,
+        window: Duration,
+    },
+    /// Queue a reply and make no job. With a non-zero `window`, the same `once_key` replies
+    /// once per window (so a stranger's every message does not cost a refusal).
+    Reply {
+        kind: &'static str,
+        text: String,
+        window: Duration,
+        once_key: String,
+    },
+}
+
+/// What the admission script decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admitted {
+    /// A new job, now `pending` on the jobs stream.
+    New { job_id: u64 },
+    /// Telegram delivered this update before; nothing changed.
+    DuplicateUpdate {
+        job_id: Option<u64>,
+        state: Option<JobState>,
+    },
+    /// The same command inside its window: the user was told about this existing job.
+    DuplicateCommand { job_id: u64, state: JobState },
+    /// A reply was queued; no job.
+    Replied,
+    /// A reply that already went out inside its window; nothing queued.
+    Suppressed,
+}
+
+impl Admitted {
+    /// A short name for logs and metrics.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Admitted::New { .. } => "new",
+            Admitted::DuplicateUpdate { .. } => "duplicate_update",
+            Admitted::DuplicateCommand { .. } => "duplicate_command",
+            Admitted::Replied => "replied",
+            Admitted::Suppressed => "suppressed",
+        }
+    }
+}
+
+/// One job's ledger row, as stored in its HASH.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Job {
+    pub id: u64,
+    pub status: String,
+    pub command: String,
+    pub args: String,
+    pub chat_id: i64,
+    pub user_id: i64,
+    pub update_id: i64,
+    pub idempotency_key: String,
+    pub attempts: u64,
+    /// Milliseconds since the Unix epoch (Redis server time).
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    /// How many later updates were recognised as this same command.
+    pub duplicates: u64,
+    /// Every other field of the HASH, as stored (later layers add their own).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl Job {
+    fn from_hash(mut h: BTreeMap<String, String>) -> Result<Job, String> {
+        fn num<T: std::str::FromStr + Default>(
+            h: &mut BTreeMap<String, String>,
+            k: &str,
+        ) -> Result<T, String> {
+            match h.remove(k) {
+                None => Ok(T::default()),
+                Some(v) if v.is_empty() => Ok(T::default()),
+                Some(v) => v.parse().map_err(|_| format!("field {k} is {v:?}")),
+            }
+        }
+        fn text(h: &mut BTreeMap<String, String>, k: &str) -> String {
+            h.remove(k).unwrap_or_default()
+        }
+        fn opt(h: &mut BTreeMap<String, String>, k: &str) -> Option<String> {
+            h.remove(k).filter(|v| !v.is_empty())
+        }
+        Ok(Job {
+            id: num(&mut h, "id")?,
+            status: text(&mut h, "status"),
+            command: text(&mut h, "command"),
+            args: text(&mut h, "args"),
+            chat_id: num(&mut h, "chat_id")?,
+            user_id: num(&mut h, "user_id")?,
+            update_id: num(&mut h, "update_id")?,
+            idempotency_key: text(&mut h, "idempotency_key"),
+            attempts: num(&mut h, "attempts")?,
+            created_at: num(&mut h, "created_at")?,
+            updated_at: num(&mut h, "updated_at")?,
+            result: opt(&mut h, "result"),
+            error: opt(&mut h, "error"),
+            duplicates: num(&mut h, "duplicates")?,
+            extra: h,
+        })
+    }
+}
+
+/// Which jobs `list_jobs` returns.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub status: Option<JobState>,
+    pub chat_id: Option<i64>,
+    pub limit: usize,
+}
+
+/// Handle onto one deployment's ledger. Cheap to clone: one multiplexed connection underneath.
+#[derive(Clone)]
+pub struct Ledger {
+    conn: ConnectionManager,
+    keys: Keys,
+    /// `ARGV[17..]` of enqueue.lua: state names and their labels, built once.
+    state_labels: Vec<String>,
+    duplicate_template: String,
+    update_retention_secs: u64,
+    chat_index_len: u32,
+    jobs_index_len: u32,
+}
+
+impl Ledger {
+    /// Connects lazily: a Redis that is down at start-up makes calls fail (and the webhook
+    /// answer 503) until it comes back, instead of stopping the process.
+    pub fn connect(settings: &Settings) -> anyhow::Result<Ledger> {
+        use anyhow::Context as _;
+        let client = redis::Client::open(settings.redis.url.expose())
+            .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
+        let timeout = Duration::from_millis(settings.redis.command_timeout_ms);
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_response_timeout(Some(timeout))
+            .set_connection_timeout(Some(timeout))
+            .set_max_delay(Duration::from_secs(2));
+        let conn = ConnectionManager::new_lazy_with_config(client, config)
+            .context("setting up the Redis connection")?;
+        let texts = Texts::new(settings.telegram.locale);
+        let state_labels = JobState::ALL
+            .into_iter()
+            .flat_map(|s| [s.as_str().to_string(), texts.state_label(s).to_string()])
+            .collect();
+        Ok(Ledger {
+            conn,
+            keys: Keys::new(&settings.redis.key_prefix),
+            state_labels,
+            duplicate_template: texts.duplicate_template().to_string(),
+            update_retention_secs: settings.ledger.update_retention_secs,
+            chat_index_len: settings.ledger.chat_index_len,
+            jobs_index_len: settings.ledger.jobs_index_len,
+        })
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// A clone of the shared multiplexed connection (not for blocking reads).
+    pub fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// Loads the scripts and creates the consumer groups; safe to call on every start.
+    pub async fn prepare(&self) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        scripts::load_all(&mut conn)
+            .await
+            .map_err(LedgerError::redis("loading the Lua scripts"))?;
+        for (stream, group) in [
+            (self.keys.jobs_stream(), keys::JOBS_GROUP),
+            (self.keys.replies_stream(), keys::REPLIES_GROUP),
+        ] {
+            let created: redis::RedisResult<()> =
+                conn.xgroup_create_mkstream(&stream, group, "0").await;
+            match created {
+                Ok(()) => {}
+                Err(e) if e.code() == Some("BUSYGROUP") => {}
+                Err(e) => return Err(LedgerError::redis("creating consumer groups")(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Redis answers and the admission script is loaded (what `/readyz` reports).
+    pub async fn ready(&self) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        let loaded = scripts::loaded(&mut conn)
+            .await
+            .map_err(LedgerError::redis("checking the scripts"))?;
+        if !loaded {
+            // Redis restarted (scripts are not persisted) or SCRIPT FLUSH: load them again.
+            scripts::load_all(&mut conn)
+                .await
+                .map_err(LedgerError::redis("loading the Lua scripts"))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `lua/enqueue.lua` for one update: the transport check, the business check and
+    /// the job's creation (or the reply) happen in one atomic step.
+    pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
+        let k = &self.keys;
+        let (mode, command, args, idem, window, kind, text) = match &a.action {
+            AdmissionAction::Job {
+                command,
+                args,
+                window,
+            } => (
+                "job",
+                command.name(),
+                args.as_str(),
+                crate::commands::idempotency_key(a.chat_id, a.user_id, *command, args),
+                *window,
+                "duplicate",
+                self.duplicate_template.as_str(),
+            ),
+            AdmissionAction::Reply {
+                kind,
+                text,
+                window,
+                once_key,
+            } => (
+                "reply",
+                "",
+                "",
+                once_key.clone(),
+                *window,
+                *kind,
+                text.as_str(),
+            ),
+        };
+        let mut inv = scripts::ENQUEUE.prepare_invoke();
+        inv.key(k.update(a.update_id))
+            .key(k.command(if idem.is_empty() { "-" } else { &idem }))
+            .key(k.job_seq())
+            .key(k.job_prefix())
+            .key(k.jobs_stream())
+            .key(k.replies_stream())
+            .key(k.chat_jobs(a.chat_id))
+            .key(k.jobs_index())
+            .arg(mode)
+            .arg(a.update_id)
+            .arg(self.update_retention_secs)
+            .arg(a.chat_id)
+            .arg(a.user_id)
+            .arg(a.message_id.map(|m| m.to_string()).unwrap_or_default())
+            .arg(command)
+            .arg(args)
+            .arg(&idem)
+            .arg(window.as_millis() as u64)
+            .arg(kind)
+            .arg(text)
+            .arg(self.chat_index_len)
+            .arg(self.jobs_index_len)
+            .arg(keys::JOBS_GROUP)
+            .arg(keys::REPLIES_GROUP)
+            .arg(&self.state_labels);
+        let mut conn = self.conn.clone();
+        let (outcome, job, state): (String, String, String) = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("admitting an update"))?;
+        let corrupt = |detail: String| LedgerError::Corrupt {
+            doing: "admitting an update",
+            detail,
+        };
+        let job_id = || {
+            job.parse::<u64>()
+                .map_err(|_| corrupt(format!("job id {job:?}")))
+        };
+        let job_state = || {
+            state
+                .parse::<JobState>()
+                .map_err(|e| corrupt(format!("job {job}: {e}")))
+        };
+        Ok(match outcome.as_str() {
+            "new" => Admitted::New { job_id: job_id()? },
+            "duplicate_update" if job.is_empty() => Admitted::DuplicateUpdate {
+                job_id: None,
+                state: None,
+            },
+            "duplicate_update" => Admitted::DuplicateUpdate {
+                job_id: Some(job_id()?),
+                // A job that expired from the ledger leaves its update key behind.
+                state: job_state().ok(),
+            },
+            "duplicate_command" => Admitted::DuplicateCommand {
+                job_id: job_id()?,
+                state: job_state()?,
+            },
+            "replied" => Admitted::Replied,
+            "suppressed" => Admitted::Suppressed,
+            other => return Err(corrupt(format!("admission outcome {other:?}"))),
+        })
+    }
+
+    /// One job, or `None` if it does not exist (never did, or expired).
+    pub async fn job(&self, id: u64) -> Result<Option<Job>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let h: BTreeMap<String, String> = conn
+            .hgetall(self.keys.job(id))
+            .await
+            .map_err(LedgerError::redis("reading a job"))?;
+        if h.is_empty() {
+            return Ok(None);
+        }
+        Job::from_hash(h)
+            .map(Some)
+            .map_err(|detail| LedgerError::Corrupt {
+                doing: "reading a job",
+                detail: format!("job {id}: {detail}"),
+            })
+    }
+
+    /// Recent jobs, newest first: a chat's index, or the global one.
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>, LedgerError> {
+        const PAGE: isize = 200;
+        let mut conn = self.conn.clone();
+        let mut found = Vec::new();
+        let mut start: isize = 0;
+        while found.len() < filter.limit {
+            let ids: Vec<u64> = match filter.chat_id {
+                Some(chat) => conn
+                    .lrange(self.keys.chat_jobs(chat), start, start + PAGE - 1)
+                    .await
+                    .map_err(LedgerError::redis("reading a chat's jobs"))?,
+                None => conn
+                    .zrevrange(self.keys.jobs_index(), start, start + PAGE - 1)
+                    .await
+                    .map_err(LedgerError::redis("reading the jobs index"))?,
+            };
+            if ids.is_empty() {
+                break;
+            }
+            start += ids.len() as isize;
+            let mut pipe = redis::pipe();
+            for id in &ids {
+                pipe.hgetall(self.keys.job(*id));
+            }
+            let rows: Vec<BTreeMap<String, String>> = pipe
+                .query_async(&mut conn)
+                .await
+                .map_err(LedgerError::redis("reading jobs"))?;
+            for (id, row) in ids.iter().zip(rows) {
+                if row.is_empty() {
+                    continue;
+                }
+                let job = Job::from_hash(row).map_err(|detail| LedgerError::Corrupt {
+                    doing: "reading jobs",
+                    detail: format!("job {id}: {detail}"),
+                })?;
+                if filter.status.is_some_and(|s| job.status != s.as_str()) {
+                    continue;
+                }
+                found.push(job);
+                if found.len() == filter.limit {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+}

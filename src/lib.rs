@@ -1,0 +1,23 @@
+//! oncebot: a Telegram bot for MoviePilot that makes every command take effect once.
+//!
+//! ARCHITECTURE.md is the map. In reading order, following an update:
+//! - `config`: settings from `config/default.toml`, a file and `ONCEBOT__*` variables.
+//! - `telegram`: the update types oncebot reads and a thin Bot API client.
+//! - `commands`: text → a whitelisted command, and the one table of per-command policies.
+//! - `ingress`: the webhook and long polling; both decide the same way and call the ledger.
+//! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
+//! - `admin`: `oncebot jobs ...`, reading the ledger.
+//! - `app`: roles, start-up and graceful shutdown.
+
+pub mod admin;
+pub mod app;
+pub mod bench;
+pub mod commands;
+pub mod config;
+pub mod failpoints;
+pub mod i18n;
+pub mod ingress;
+pub mod ledger;
+pub mod redis_server;
+pub mod telegram;
+pub mod telemetry;

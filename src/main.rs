@@ -1,0 +1,135 @@
+//! The `oncebot` binary: parses the command line, loads settings, and hands over to the library.
+//! Errors are printed once, as one line on stderr; stdout carries only a command's own output.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use oncebot::app::{self, Role, ServeOptions};
+use oncebot::config::{Needs, Settings};
+use oncebot::ledger::{JobFilter, JobState, Ledger};
+
+/// A Telegram bot for MoviePilot that makes every command take effect once.
+#[derive(Parser)]
+#[command(name = "oncebot", version, about)]
+struct Cli {
+    /// A TOML file layered over config/default.toml; ONCEBOT__SECTION__KEY variables override both.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the bot: every role in this process, or the ones given with --role.
+    Serve {
+        /// Run only this role (repeatable): ingress, worker, dispatcher.
+        #[arg(long = "role", value_enum)]
+        roles: Vec<Role>,
+        /// Take updates with getUpdates (long polling) instead of the webhook.
+        #[arg(long)]
+        poll: bool,
+    },
+    /// Look at the job ledger (needs only Redis).
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCmd,
+    },
+    /// Measure admission throughput and latency on a private Redis.
+    Bench(oncebot::bench::BenchArgs),
+}
+
+#[derive(Subcommand)]
+enum JobsCmd {
+    /// Recent jobs, newest first.
+    List {
+        /// Only jobs in this state: pending, running, retry_wait, succeeded, failed, needs_review.
+        #[arg(long, value_parser = parse_state)]
+        status: Option<JobState>,
+        /// Only jobs of this Telegram chat.
+        #[arg(long, value_name = "ID", allow_negative_numbers = true)]
+        chat: Option<i64>,
+        /// At most this many jobs.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// One JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One job with every field.
+    Show {
+        id: u64,
+        /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_state(s: &str) -> Result<JobState, String> {
+    s.parse()
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    #[cfg(feature = "failpoints")]
+    let _failpoints = fail::FailScenario::setup();
+    let settings = match Settings::load(cli.config.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("oncebot: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    oncebot::telemetry::init(&settings.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("oncebot: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(cli.command, settings));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = if e.downcast_ref::<oncebot::config::SettingError>().is_some() {
+                2
+            } else {
+                1
+            };
+            eprintln!("oncebot: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
+    match command {
+        Cmd::Serve { roles, poll } => app::serve(settings, ServeOptions { roles, poll }).await,
+        Cmd::Jobs { command } => {
+            settings.validate(Needs::default())?;
+            let ledger = Ledger::connect(&settings)?;
+            match command {
+                JobsCmd::List {
+                    status,
+                    chat,
+                    limit,
+                    json,
+                } => {
+                    let filter = JobFilter {
+                        status,
+                        chat_id: chat,
+                        limit,
+                    };
+                    oncebot::admin::list(&ledger, &filter, json).await
+                }
+                JobsCmd::Show { id, json } => oncebot::admin::show(&ledger, id, json).await,
+            }
+        }
+        Cmd::Bench(args) => oncebot::bench::run(args).await,
+    }
+}

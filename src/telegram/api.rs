@@ -1,0 +1,119 @@
+//! A thin Bot API client: one `call` that speaks Telegram's envelope and classifies its errors.
+//!
+//! The token is part of every URL, so no error or log line here ever carries a URL
+//! (`reqwest::Error::without_url`), and `BotApi`'s `Debug` hides it.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::config::Secret;
+
+/// A Bot API failure, classified by what the caller should do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 429: wait exactly this long before the next call.
+    #[error("Telegram asks to wait {0:?} (429 Too Many Requests)")]
+    RetryAfter(Duration),
+    /// 409 on getUpdates: a webhook is set, or another process polls with this token.
+    #[error("Telegram answered 409 Conflict: {0}")]
+    Conflict(String),
+    /// 401: the token is wrong or revoked. Nothing works until it is fixed.
+    #[error("Telegram rejected the bot token (401 Unauthorized): check ONCEBOT__TELEGRAM__TOKEN")]
+    Unauthorized,
+    /// Any other `ok:false` answer.
+    #[error("Telegram answered {code}: {description}")]
+    Api { code: u16, description: String },
+    /// No answer, or one that is not the Bot API's JSON (a proxy's 502 page): try again later.
+    #[error("Bot API unreachable: {0}")]
+    Network(String),
+}
+
+#[derive(serde::Deserialize)]
+struct Envelope<T> {
+    ok: bool,
+    result: Option<T>,
+    description: Option<String>,
+    error_code: Option<u16>,
+    parameters: Option<Parameters>,
+}
+
+#[derive(serde::Deserialize)]
+struct Parameters {
+    retry_after: Option<u64>,
+}
+
+/// A client for one bot.
+#[derive(Clone)]
+pub struct BotApi {
+    http: reqwest::Client,
+    /// `<api_url>/bot<token>/`: a secret, like the token inside it.
+    base: Secret,
+}
+
+impl fmt::Debug for BotApi {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BotApi { .. }")
+    }
+}
+
+impl BotApi {
+    pub fn new(api_url: &str, token: &Secret) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| anyhow::anyhow!("building the HTTP client: {}", e.without_url()))?;
+        Ok(Self {
+            http,
+            base: Secret::new(format!(
+                "{}/bot{}/",
+                api_url.trim_end_matches('/'),
+                token.expose()
+            )),
+        })
+    }
+
+    /// Calls `method` with a JSON body; `timeout` bounds the whole call.
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        body: &impl Serialize,
+        timeout: Duration,
+    ) -> Result<T, ApiError> {
+        let url = format!("{}{method}", self.base.expose());
+        let resp = self
+            .http
+            .post(url)
+            .json(body)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+        let code = resp.status().as_u16();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
+        let envelope: Envelope<T> = serde_json::from_slice(&bytes).map_err(|_| {
+            ApiError::Network(format!("HTTP {code} with a body that is not Bot API JSON"))
+        })?;
+        if envelope.ok {
+            return envelope
+                .result
+                .ok_or_else(|| ApiError::Network(format!("HTTP {code}: ok without a result")));
+        }
+        let description = envelope.description.unwrap_or_default();
+        let code = envelope.error_code.unwrap_or(code);
+        Err(match code {
+            429 => ApiError::RetryAfter(Duration::from_secs(
+                envelope.parameters.and_then(|p| p.retry_after).unwrap_or(1),
+            )),
+            409 => ApiError::Conflict(description),
+            401 => ApiError::Unauthorized,
+            500..=599 => ApiError::Network(format!("HTTP {code}: {description}")),
+            _ => ApiError::Api { code, description },
+        })
+    }
+}

@@ -1,0 +1,19 @@
+//! Logging: human-readable or JSON lines on stderr (stdout is for a command's own output).
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{LogFormat, LogSettings};
+
+/// Installs the global subscriber. `RUST_LOG` overrides `log.level`.
+pub fn init(settings: &LogSettings) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&settings.level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match settings.format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
