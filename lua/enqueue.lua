@@ -35,7 +35,9 @@
   ARGV[14] jobs index length
   ARGV[15] consumer group of the jobs stream
   ARGV[16] consumer group of the replies stream
-  ARGV[17..] pairs: state name, state label (for "{state}")
+  ARGV[17] recovery policy of the command (rerun | verify | idempotent | review), stored in the
+           job for claim.lua to read after a crash
+  ARGV[18..] pairs: state name, state label (for "{state}")
 
   Returns an array {outcome, job_id, state}:
     {"new", id, "pending"}                   a job was created and added to the jobs stream
@@ -100,7 +102,7 @@ if window_ms > 0 then
       redis.call('HINCRBY', job_key, 'duplicates', 1)
       redis.call('HSET', job_key, 'last_duplicate_update_id', update_id)
       local label = state
-      for i = 17, #ARGV - 1, 2 do
+      for i = 18, #ARGV - 1, 2 do
         if ARGV[i] == state then label = ARGV[i + 1] end
       end
       local text = string.gsub(reply_text, '{job}', existing)
@@ -118,13 +120,14 @@ redis.call('HSET', job_key,
   'id', id, 'idempotency_key', idem_key, 'update_id', update_id,
   'chat_id', chat_id, 'user_id', user_id, 'message_id', message_id,
   'command', command, 'args', args, 'status', 'pending', 'attempts', '0',
-  'created_at', now_ms, 'updated_at', now_ms, 'result', '', 'error', '')
+  'recovery', ARGV[17], 'created_at', now_ms, 'updated_at', now_ms, 'result', '', 'error', '')
 redis.call('SET', update_key, id, 'EX', retention)
 if window_ms > 0 then
   redis.call('SET', command_key, id, 'PX', window_ms)
 end
 ensure_group(jobs_stream, ARGV[15])
-redis.call('XADD', jobs_stream, '*', 'job', id)
+local entry = redis.call('XADD', jobs_stream, '*', 'job', id)
+redis.call('HSET', job_key, 'entry', entry)
 redis.call('LPUSH', chat_index, id)
 redis.call('LTRIM', chat_index, 0, tonumber(ARGV[13]) - 1)
 redis.call('ZADD', jobs_index, id, id)

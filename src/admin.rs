@@ -4,7 +4,9 @@
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::ledger::{Job, JobFilter, Ledger};
+use crate::config::Settings;
+use crate::ledger::{Job, JobFilter, Ledger, Resolution};
+use crate::worker::Render;
 
 /// Prints jobs as a table, or as one JSON array.
 pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Result<()> {
@@ -53,6 +55,38 @@ pub async fn show(ledger: &Ledger, id: u64, json: bool) -> anyhow::Result<()> {
     }
     print_job(&mut out, &job)?;
     Ok(())
+}
+
+/// Settles a `needs_review` job; refused (exit status 1) for a job in any other state.
+pub async fn resolve(
+    ledger: &Ledger,
+    settings: &Settings,
+    id: u64,
+    decision: Resolution,
+    note: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let reply = Render::new(settings.telegram.locale).resolved(decision.as_str());
+    let retention = Duration::from_secs(settings.worker.job_retention_secs);
+    match ledger
+        .resolve(id, decision, note, &reply, retention)
+        .await?
+    {
+        Ok(status) => {
+            let mut out = std::io::stdout().lock();
+            if json {
+                let doc = serde_json::json!({"id": id, "status": status, "resolved_as": decision.as_str()});
+                writeln!(out, "{doc}")?;
+            } else {
+                writeln!(out, "job {id} is now {status}")?;
+            }
+            Ok(())
+        }
+        Err(status) if status == "missing" => anyhow::bail!("job {id} not found"),
+        Err(status) => anyhow::bail!(
+            "job {id} is {status}, not needs_review: only jobs waiting for a person can be resolved"
+        ),
+    }
 }
 
 fn print_job(out: &mut impl Write, j: &Job) -> std::io::Result<()> {

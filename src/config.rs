@@ -25,6 +25,7 @@ pub struct Settings {
     pub http: HttpSettings,
     pub telegram: TelegramSettings,
     pub ledger: LedgerSettings,
+    pub worker: WorkerSettings,
     pub commands: CommandSettings,
     pub log: LogSettings,
 }
@@ -69,6 +70,23 @@ pub struct LedgerSettings {
     pub update_retention_secs: u64,
     pub chat_index_len: u32,
     pub jobs_index_len: u32,
+}
+
+/// How workers run jobs; see `worker`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSettings {
+    pub concurrency: usize,
+    pub max_attempts: u32,
+    pub retry_min_delay_ms: u64,
+    pub retry_max_delay_ms: u64,
+    /// Lease length: an entry idle this long belongs to a dead worker.
+    pub reclaim_idle_ms: u64,
+    pub max_recoveries: u32,
+    pub read_block_ms: u64,
+    pub shutdown_grace_secs: u64,
+    pub job_retention_secs: u64,
+    pub consumer_name: String,
 }
 
 /// Duplicate windows of the side-effecting commands (see `commands::policy`).
@@ -270,6 +288,46 @@ impl Settings {
                     format!("set {} to a positive number", env_name(key)),
                 ));
             }
+        }
+        let w = &self.worker;
+        for (key, value) in [
+            ("worker.concurrency", w.concurrency as u64),
+            ("worker.max_attempts", w.max_attempts as u64),
+            ("worker.reclaim_idle_ms", w.reclaim_idle_ms),
+            ("worker.read_block_ms", w.read_block_ms),
+            ("worker.job_retention_secs", w.job_retention_secs),
+        ] {
+            if value == 0 {
+                return Err(SettingError::new(
+                    key,
+                    "is 0",
+                    format!("set {} to a positive number", env_name(key)),
+                ));
+            }
+        }
+        if w.retry_max_delay_ms < w.retry_min_delay_ms {
+            return Err(SettingError::new(
+                "worker.retry_max_delay_ms",
+                "is below worker.retry_min_delay_ms",
+                format!(
+                    "set {} to at least {}",
+                    env_name("worker.retry_max_delay_ms"),
+                    w.retry_min_delay_ms
+                ),
+            ));
+        }
+        if w.reclaim_idle_ms < 4 * 50 {
+            return Err(SettingError::new(
+                "worker.reclaim_idle_ms",
+                format!(
+                    "is {}, too short to renew leases in time",
+                    w.reclaim_idle_ms
+                ),
+                format!(
+                    "set {} to at least 200 (default 60000)",
+                    env_name("worker.reclaim_idle_ms")
+                ),
+            ));
         }
         if needs.bot_api {
             let token = self.telegram.token.expose();

@@ -18,6 +18,8 @@ pub mod failpoints;
 pub mod i18n;
 pub mod ingress;
 pub mod ledger;
+pub mod moviepilot;
 pub mod redis_server;
 pub mod telegram;
 pub mod telemetry;
+pub mod worker;

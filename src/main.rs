@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use oncebot::app::{self, Role, ServeOptions};
 use oncebot::config::{Needs, Settings};
-use oncebot::ledger::{JobFilter, JobState, Ledger};
+use oncebot::ledger::{JobFilter, JobState, Ledger, Resolution};
 
 /// A Telegram bot for MoviePilot that makes every command take effect once.
 #[derive(Parser)]
@@ -61,6 +61,19 @@ enum JobsCmd {
     Show {
         id: u64,
         /// One JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Settle a job waiting for a person (needs_review): succeeded, failed, or retry.
+    Resolve {
+        id: u64,
+        /// What happened, as far as you found out at MoviePilot.
+        #[arg(long = "as", value_enum)]
+        decision: Resolution,
+        /// Who decided and why; kept in the job as resolution_note.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// Print the result as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -128,6 +141,12 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                     oncebot::admin::list(&ledger, &filter, json).await
                 }
                 JobsCmd::Show { id, json } => oncebot::admin::show(&ledger, id, json).await,
+                JobsCmd::Resolve {
+                    id,
+                    decision,
+                    note,
+                    json,
+                } => oncebot::admin::resolve(&ledger, &settings, id, decision, &note, json).await,
             }
         }
         Cmd::Bench(args) => oncebot::bench::run(args).await,

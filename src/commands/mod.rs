@@ -3,8 +3,10 @@
 //! Parsing is pure: no I/O, no Redis. Anything that is not on the whitelist never reaches a
 //! worker; unknown commands and bad arguments become a helpful reply, not a failed job.
 
+mod action;
 mod policy;
 
+pub use action::{Action, parse_tmdb};
 pub use policy::{Policy, Recovery};
 
 use sha2::{Digest, Sha256};
@@ -119,7 +121,12 @@ pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
 fn with_args(command: Command, args: &str) -> Parsed {
     let args = args.trim();
     let ok = match command {
-        Command::Search | Command::Subscribe => !args.is_empty() && args.chars().count() <= 200,
+        Command::Search => !args.is_empty() && args.chars().count() <= 200,
+        Command::Subscribe => {
+            !args.is_empty()
+                && args.chars().count() <= 200
+                && !matches!(parse_tmdb(args), Some(Err(())))
+        }
         Command::Unsubscribe | Command::SearchNow => is_id(args),
         Command::Status => args.is_empty() || is_id(args),
         Command::Subscriptions

@@ -23,6 +23,19 @@ pub enum Recovery {
     NoJob,
 }
 
+impl Recovery {
+    /// The name stored in a job's `recovery` field, which claim.lua reads after a crash.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recovery::Rerun => "rerun",
+            Recovery::VerifyThenRetry => "verify",
+            Recovery::IdempotentRerun => "idempotent",
+            Recovery::HoldForReview => "review",
+            Recovery::NoJob => "none",
+        }
+    }
+}
+
 /// How one command behaves under repetition.
 #[derive(Debug, Clone, Copy)]
 pub struct Policy {

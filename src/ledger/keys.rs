@@ -76,6 +76,16 @@ impl Keys {
         format!("{}index:jobs", self.base)
     }
 
+    /// ZSET: `retry_wait` jobs by due time (ms); promote.lua moves due ones to the stream.
+    pub fn retry_schedule(&self) -> String {
+        format!("{}retry", self.base)
+    }
+
+    /// SET: ids of jobs in `needs_review`, waiting for a person.
+    pub fn review_index(&self) -> String {
+        format!("{}index:needs_review", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -99,6 +109,8 @@ mod tests {
             k.chat_jobs(-100),
             k.jobs_index(),
             k.poll_offset(),
+            k.retry_schedule(),
+            k.review_index(),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

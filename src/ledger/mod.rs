@@ -3,6 +3,7 @@
 //! Nothing outside this module builds a key name or an EVAL call. Every state change is one Lua
 //! script (see `lua/`), so a crash leaves either the whole change or none of it.
 
+mod attempts;
 pub mod keys;
 mod scripts;
 mod state;
@@ -17,6 +18,7 @@ use serde::Serialize;
 use crate::commands::Command;
 use crate::config::Settings;
 use crate::i18n::Texts;
+pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
 pub use state::JobState;
 
@@ -263,6 +265,10 @@ impl Ledger {
     /// the job's creation (or the reply) happen in one atomic step.
     pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
         let k = &self.keys;
+        let recovery = match &a.action {
+            AdmissionAction::Job { command, .. } => command.policy().recovery.as_str(),
+            AdmissionAction::Reply { .. } => "none",
+        };
         let (mode, command, args, idem, window, kind, text) = match &a.action {
             AdmissionAction::Job {
                 command,
@@ -317,6 +323,7 @@ impl Ledger {
             .arg(self.jobs_index_len)
             .arg(keys::JOBS_GROUP)
             .arg(keys::REPLIES_GROUP)
+            .arg(recovery)
             .arg(&self.state_labels);
         let mut conn = self.conn.clone();
         let (outcome, job, state): (String, String, String) = inv

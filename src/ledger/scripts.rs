@@ -12,8 +12,28 @@ use redis::aio::ConnectionManager;
 pub(crate) static ENQUEUE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/enqueue.lua")));
 
-fn all() -> [&'static Script; 1] {
-    [&ENQUEUE]
+/// `lua/claim.lua`: take a jobs-stream entry; fresh run, recovery by policy, or nothing.
+pub(crate) static CLAIM: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/claim.lua")));
+
+/// `lua/complete.lua`: record an attempt's outcome, queue the reply, XACK, in one step.
+pub(crate) static COMPLETE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/complete.lua")));
+
+/// `lua/extend.lua`: renew the leases of a live worker's running jobs.
+pub(crate) static EXTEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/extend.lua")));
+
+/// `lua/promote.lua`: due `retry_wait` jobs back onto the jobs stream.
+pub(crate) static PROMOTE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/promote.lua")));
+
+/// `lua/resolve.lua`: a person settles a `needs_review` job.
+pub(crate) static RESOLVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/resolve.lua")));
+
+fn all() -> [&'static Script; 6] {
+    [&ENQUEUE, &CLAIM, &COMPLETE, &EXTEND, &PROMOTE, &RESOLVE]
 }
 
 /// SCRIPT LOAD of every script.

@@ -1,0 +1,107 @@
+--[[
+  claim: a worker takes one jobs-stream entry; the job becomes (or stays) `running` under a new
+  attempt, which is the fencing token every later script checks.
+
+  Guarantee: two workers can never both run one attempt. Only a `pending` job, a `retry_wait` job
+  (its entry is added only once due, by promote.lua), or a `running` job whose owner stopped
+  renewing its lease (the entry came back through XAUTOCLAIM) is claimed. A recovered job is never
+  simply replayed: its `recovery` policy (written at enqueue) decides.
+
+  KEYS[1] job HASH          {P}:v1:job:<id>
+  KEYS[2] jobs stream       {P}:v1:stream:jobs
+  KEYS[3] replies stream    {P}:v1:stream:replies
+  KEYS[4] review index      {P}:v1:index:needs_review   SET of job ids waiting for a person
+
+  ARGV[1] stream entry id being claimed
+  ARGV[2] consumer name of the claiming worker
+  ARGV[3] jobs consumer group
+  ARGV[4] replies consumer group
+  ARGV[5] most recoveries (crashes of an owner) a job may go through before it is settled
+  ARGV[6] text sent when a job is held for review; "{job}" becomes the job id
+  ARGV[7] text sent when a read-only job failed after too many crashes; "{job}" likewise
+  ARGV[8] retention of a finished job's HASH, seconds
+
+  Returns:
+    {"run", attempt, "fresh", fields...}      pending|retry_wait -> running
+    {"run", attempt, "recovered", fields...}  running (owner gone) -> running, recoveries + 1;
+                                              the job's policy is rerun, idempotent or verify
+    {"held", attempt}                         running -> needs_review (policy "review", or a side
+                                              effect out of recoveries); reply queued, entry acked
+    {"failed", attempt}                       running -> failed (read-only, out of recoveries)
+    {"skip", status}                          nothing to run (finished, held, missing, or an
+                                              entry that is not the job's current one): acked
+  fields... is the job HASH as alternating names and values (HGETALL).
+]]
+
+local job_key, stream, replies, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local entry, consumer, group, replies_group = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local max_recoveries = tonumber(ARGV[5])
+local retention = tonumber(ARGV[8])
+
+local function drop_entry()
+  redis.call('XACK', stream, group, entry)
+  redis.call('XDEL', stream, entry)
+end
+
+local job = redis.call('HMGET', job_key, 'status', 'entry', 'attempts', 'recoveries',
+  'recovery', 'chat_id', 'message_id', 'id')
+local status, current_entry = job[1], job[2]
+if not status or current_entry ~= entry then
+  drop_entry()
+  return {'skip', status or 'missing'}
+end
+
+local t = redis.call('TIME')
+local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local attempts = tonumber(job[3] or '0')
+local recoveries = tonumber(job[4] or '0')
+local recovery, chat_id, message_id, id = job[5], job[6], job[7] or '', job[8]
+
+local function reply(kind, text)
+  if redis.call('EXISTS', replies) == 0 then
+    redis.call('XGROUP', 'CREATE', replies, replies_group, '0', 'MKSTREAM')
+  end
+  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id,
+    'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now_ms)
+end
+
+local function run(mode)
+  attempts = attempts + 1
+  redis.call('HSET', job_key, 'status', 'running', 'attempts', attempts, 'owner', consumer,
+    'updated_at', now_ms, 'started_at', now_ms)
+  local out = {'run', tostring(attempts), mode}
+  local fields = redis.call('HGETALL', job_key)
+  for i = 1, #fields do out[#out + 1] = fields[i] end
+  return out
+end
+
+if status == 'pending' or status == 'retry_wait' then
+  return run('fresh')
+end
+
+if status ~= 'running' then
+  -- succeeded, failed or needs_review: nothing to run; the entry is stale.
+  drop_entry()
+  return {'skip', status}
+end
+
+-- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
+recoveries = recoveries + 1
+redis.call('HSET', job_key, 'recoveries', recoveries)
+if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
+  redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now_ms, 'owner', '',
+    'error', 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')')
+  redis.call('SADD', review, id)
+  drop_entry()
+  reply('needs_review', ARGV[6])
+  return {'held', tostring(attempts)}
+end
+if recoveries > max_recoveries then
+  redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now_ms, 'owner', '',
+    'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again')
+  redis.call('EXPIRE', job_key, retention)
+  drop_entry()
+  reply('failed', ARGV[7])
+  return {'failed', tostring(attempts)}
+end
+return run('recovered')

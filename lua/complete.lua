@@ -1,0 +1,75 @@
+--[[
+  complete: record the outcome of one attempt, queue the user's reply and acknowledge the jobs
+  entry, in one atomic step. A crash before it leaves the job `running` (recovered later by
+  policy); a crash after it leaves nothing to do.
+
+  Guarantee: only the attempt that owns the job can record its outcome. A worker that was
+  presumed dead and comes back (its attempt is not the job's current one, or the job is no longer
+  `running`) changes nothing and does not acknowledge the entry.
+
+  KEYS[1] job HASH          {P}:v1:job:<id>
+  KEYS[2] jobs stream       {P}:v1:stream:jobs
+  KEYS[3] replies stream    {P}:v1:stream:replies
+  KEYS[4] retry schedule    {P}:v1:retry                ZSET job id -> due time (ms)
+  KEYS[5] review index      {P}:v1:index:needs_review   SET of job ids
+
+  ARGV[1]  stream entry id of the attempt
+  ARGV[2]  consumer name
+  ARGV[3]  attempt number (the fencing token)
+  ARGV[4]  new status: succeeded | failed | retry_wait | needs_review
+  ARGV[5]  result (text; "" keeps none)
+  ARGV[6]  error (text; "" keeps none)
+  ARGV[7]  reply text for the user ("" sends none)
+  ARGV[8]  reply kind
+  ARGV[9]  retry_wait: due time in ms since the epoch
+  ARGV[10] retention of a finished job's HASH, seconds
+  ARGV[11] jobs consumer group
+  ARGV[12] replies consumer group
+  ARGV[13..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
+
+  Returns:
+    {"ok", status}                    recorded, reply queued, entry acknowledged and deleted
+    {"stale", status, attempts}       this attempt does not own the job: nothing changed
+]]
+
+local job_key, stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local entry, consumer, attempt, new_status = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
+  'message_id', 'id')
+local status, attempts, owner = job[1], job[2], job[3]
+if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
+  return {'stale', status or 'missing', attempts or ''}
+end
+local id = job[7]
+
+local t = redis.call('TIME')
+local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+
+redis.call('HSET', job_key, 'status', new_status, 'updated_at', now_ms, 'owner', '')
+if ARGV[5] ~= '' then redis.call('HSET', job_key, 'result', ARGV[5]) end
+if ARGV[6] ~= '' then redis.call('HSET', job_key, 'error', ARGV[6]) end
+for i = 13, #ARGV - 1, 2 do
+  redis.call('HSET', job_key, ARGV[i], ARGV[i + 1])
+end
+
+if new_status == 'retry_wait' then
+  redis.call('HSET', job_key, 'retry_at', ARGV[9])
+  redis.call('ZADD', retry, ARGV[9], id)
+elseif new_status == 'needs_review' then
+  redis.call('SADD', review, id)
+else
+  redis.call('EXPIRE', job_key, tonumber(ARGV[10]))
+end
+
+if ARGV[7] ~= '' then
+  if redis.call('EXISTS', replies) == 0 then
+    redis.call('XGROUP', 'CREATE', replies, ARGV[12], '0', 'MKSTREAM')
+  end
+  redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
+    'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'created_at', now_ms)
+end
+
+redis.call('XACK', stream, ARGV[11], entry)
+redis.call('XDEL', stream, entry)
+return {'ok', new_status}

@@ -1,0 +1,129 @@
+//! A job's command and arguments as a typed action: the whitelist of what may reach MoviePilot.
+
+use super::Command;
+
+/// One thing a worker may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Search {
+        title: String,
+    },
+    /// Search, then let the user choose what to subscribe to.
+    SubscribeTitle {
+        title: String,
+    },
+    /// Subscribe directly: a movie (`season: None`) or one season of a series.
+    SubscribeTmdb {
+        tmdb_id: u64,
+        season: Option<u32>,
+    },
+    Subscriptions,
+    Unsubscribe {
+        subscription_id: u64,
+    },
+    SearchNow {
+        subscription_id: u64,
+    },
+    Downloading,
+    Status {
+        job_id: Option<u64>,
+    },
+    Jobs,
+}
+
+impl Action {
+    /// Reads a job's `command` and `args`; `None` for anything not on the whitelist.
+    pub fn parse(command: &str, args: &str) -> Option<Action> {
+        let args = args.trim();
+        let id = |s: &str| s.parse::<u64>().ok().filter(|&n| n > 0);
+        Some(match Command::from_name(command)? {
+            Command::Search => Action::Search {
+                title: non_empty(args)?,
+            },
+            Command::Subscribe => match parse_tmdb(args) {
+                Some(Ok((tmdb_id, season))) => Action::SubscribeTmdb { tmdb_id, season },
+                Some(Err(())) => return None,
+                None => Action::SubscribeTitle {
+                    title: non_empty(args)?,
+                },
+            },
+            Command::Subscriptions => Action::Subscriptions,
+            Command::Unsubscribe => Action::Unsubscribe {
+                subscription_id: id(args)?,
+            },
+            Command::SearchNow => Action::SearchNow {
+                subscription_id: id(args)?,
+            },
+            Command::Downloading => Action::Downloading,
+            Command::Status if args.is_empty() => Action::Status { job_id: None },
+            Command::Status => Action::Status {
+                job_id: Some(id(args)?),
+            },
+            Command::Jobs => Action::Jobs,
+            Command::Help | Command::Start => return None,
+        })
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// `tmdb:<id>` or `tmdb:<id> S<n>`: `None` if the arguments are not a tmdb reference at all,
+/// `Some(Err)` if they start like one but are malformed.
+pub fn parse_tmdb(args: &str) -> Option<Result<(u64, Option<u32>), ()>> {
+    let lower = args.to_lowercase();
+    let rest = lower.strip_prefix("tmdb:")?;
+    let mut parts = rest.split_whitespace();
+    let parsed = (|| {
+        let id = parts.next()?.parse::<u64>().ok().filter(|&n| n > 0)?;
+        let season = match parts.next() {
+            None => None,
+            Some(s) => Some(
+                s.strip_prefix('s')?
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&n| n > 0)?,
+            ),
+        };
+        parts.next().is_none().then_some((id, season))
+    })();
+    Some(parsed.ok_or(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmdb_references_with_and_without_a_season() {
+        assert_eq!(
+            Action::parse("subscribe", "tmdb:108545 S1"),
+            Some(Action::SubscribeTmdb {
+                tmdb_id: 108545,
+                season: Some(1)
+            })
+        );
+        assert_eq!(
+            Action::parse("subscribe", "TMDB:438631"),
+            Some(Action::SubscribeTmdb {
+                tmdb_id: 438631,
+                season: None
+            })
+        );
+        assert_eq!(Action::parse("subscribe", "tmdb:abc"), None);
+        assert_eq!(Action::parse("subscribe", "tmdb:1 season2"), None);
+        assert_eq!(
+            Action::parse("subscribe", "三体"),
+            Some(Action::SubscribeTitle {
+                title: "三体".into()
+            })
+        );
+    }
+
+    #[test]
+    fn commands_without_a_job_are_not_actions() {
+        assert_eq!(Action::parse("help", ""), None);
+        assert_eq!(Action::parse("rm", "-rf"), None);
+    }
+}

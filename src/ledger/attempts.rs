@@ -1,0 +1,308 @@
+//! The worker's side of the ledger: claim an entry, renew leases, record an outcome, promote
+//! due retries, and a person's resolution. One Lua script each; see their headers in `lua/`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::{Job, Ledger, LedgerError, keys, scripts};
+
+/// One claimed attempt: the fencing token every later call presents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub job_id: u64,
+    /// The jobs-stream entry this attempt was delivered as.
+    pub entry: String,
+    /// The consumer (worker) that owns the attempt.
+    pub consumer: String,
+    pub attempt: u64,
+}
+
+/// What claiming an entry gave.
+#[derive(Debug, Clone)]
+pub enum Claimed {
+    /// Run the job. `recovered` is true when its previous owner died mid-run: the caller must
+    /// follow the job's recovery policy (verify before repeating a side effect).
+    Run {
+        attempt: Attempt,
+        job: Box<Job>,
+        recovered: bool,
+    },
+    /// Held for a person (its outcome is uncertain); the user was told.
+    Held { attempt: u64 },
+    /// Failed after too many crashes of its workers; the user was told.
+    Failed { attempt: u64 },
+    /// Nothing to run: the entry is stale or the job finished; the entry was acknowledged.
+    Skip { status: String },
+}
+
+/// The outcome of one attempt, as recorded by complete.lua.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// succeeded | failed | retry_wait | needs_review
+    pub status: &'static str,
+    pub result: String,
+    pub error: String,
+    /// The user's reply ("" for none) and its kind.
+    pub reply: String,
+    pub reply_kind: &'static str,
+    /// For retry_wait: when it is due.
+    pub retry_in: Duration,
+    /// Extra job fields to record (MoviePilot ids touched, the external outcome, ...).
+    pub fields: Vec<(String, String)>,
+}
+
+/// Whether complete.lua recorded the outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completed {
+    Recorded,
+    /// This attempt no longer owns the job (a zombie worker): nothing was changed.
+    Stale {
+        status: String,
+        attempts: String,
+    },
+}
+
+/// A person's decision on a `needs_review` job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Resolution {
+    Succeeded,
+    Failed,
+    Retry,
+}
+
+impl Resolution {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Succeeded => "succeeded",
+            Resolution::Failed => "failed",
+            Resolution::Retry => "retry",
+        }
+    }
+}
+
+/// Texts claim.lua sends on its own; "{job}" becomes the job id.
+#[derive(Debug, Clone)]
+pub struct ClaimTexts {
+    pub held: String,
+    pub failed: String,
+}
+
+/// Limits claim.lua and complete.lua apply.
+#[derive(Debug, Clone)]
+pub struct AttemptLimits {
+    pub max_recoveries: u32,
+    pub retention: Duration,
+}
+
+impl Ledger {
+    /// claim.lua for one delivered entry.
+    pub async fn claim(
+        &self,
+        job_id: u64,
+        entry: &str,
+        consumer: &str,
+        limits: &AttemptLimits,
+        texts: &ClaimTexts,
+    ) -> Result<Claimed, LedgerError> {
+        let k = &self.keys;
+        let mut inv = scripts::CLAIM.prepare_invoke();
+        inv.key(k.job(job_id))
+            .key(k.jobs_stream())
+            .key(k.replies_stream())
+            .key(k.review_index())
+            .arg(entry)
+            .arg(consumer)
+            .arg(keys::JOBS_GROUP)
+            .arg(keys::REPLIES_GROUP)
+            .arg(limits.max_recoveries)
+            .arg(&texts.held)
+            .arg(&texts.failed)
+            .arg(limits.retention.as_secs());
+        let mut conn = self.conn.clone();
+        let reply: Vec<String> = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("claiming a job"))?;
+        let corrupt = |detail: String| LedgerError::Corrupt {
+            doing: "claiming a job",
+            detail,
+        };
+        let number = |i: usize| -> Result<u64, LedgerError> {
+            reply
+                .get(i)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| corrupt(format!("claim answered {reply:?}")))
+        };
+        match reply.first().map(String::as_str) {
+            Some("run") => {
+                let attempt = number(1)?;
+                let recovered = reply.get(2).map(String::as_str) == Some("recovered");
+                let fields: BTreeMap<String, String> = reply[3..]
+                    .chunks(2)
+                    .filter_map(|p| match p {
+                        [k, v] => Some((k.clone(), v.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                let job = Job::from_hash(fields).map_err(corrupt)?;
+                Ok(Claimed::Run {
+                    attempt: Attempt {
+                        job_id,
+                        entry: entry.to_string(),
+                        consumer: consumer.to_string(),
+                        attempt,
+                    },
+                    job: Box::new(job),
+                    recovered,
+                })
+            }
+            Some("held") => Ok(Claimed::Held {
+                attempt: number(1)?,
+            }),
+            Some("failed") => Ok(Claimed::Failed {
+                attempt: number(1)?,
+            }),
+            Some("skip") => Ok(Claimed::Skip {
+                status: reply.get(1).cloned().unwrap_or_default(),
+            }),
+            _ => Err(corrupt(format!("claim answered {reply:?}"))),
+        }
+    }
+
+    /// Acknowledges and deletes a jobs-stream entry that names no job (written by hand?).
+    pub async fn drop_entry(&self, entry: &str) -> Result<(), LedgerError> {
+        let stream = self.keys.jobs_stream();
+        let mut conn = self.conn.clone();
+        redis::pipe()
+            .atomic()
+            .xack(&stream, keys::JOBS_GROUP, &[entry])
+            .xdel(&stream, &[entry])
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(LedgerError::redis("dropping a malformed entry"))
+    }
+
+    /// complete.lua: the outcome, the reply and the XACK in one step, fenced by the attempt.
+    pub async fn complete(
+        &self,
+        attempt: &Attempt,
+        outcome: &Outcome,
+        retention: Duration,
+    ) -> Result<Completed, LedgerError> {
+        let k = &self.keys;
+        let due_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            + outcome.retry_in;
+        let mut inv = scripts::COMPLETE.prepare_invoke();
+        inv.key(k.job(attempt.job_id))
+            .key(k.jobs_stream())
+            .key(k.replies_stream())
+            .key(k.retry_schedule())
+            .key(k.review_index())
+            .arg(&attempt.entry)
+            .arg(&attempt.consumer)
+            .arg(attempt.attempt)
+            .arg(outcome.status)
+            .arg(&outcome.result)
+            .arg(&outcome.error)
+            .arg(&outcome.reply)
+            .arg(outcome.reply_kind)
+            .arg(due_ms.as_millis() as u64)
+            .arg(retention.as_secs())
+            .arg(keys::JOBS_GROUP)
+            .arg(keys::REPLIES_GROUP);
+        for (name, value) in &outcome.fields {
+            inv.arg(name).arg(value);
+        }
+        let mut conn = self.conn.clone();
+        let reply: Vec<String> = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("recording a job's outcome"))?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => Ok(Completed::Recorded),
+            Some("stale") => Ok(Completed::Stale {
+                status: reply.get(1).cloned().unwrap_or_default(),
+                attempts: reply.get(2).cloned().unwrap_or_default(),
+            }),
+            _ => Err(LedgerError::Corrupt {
+                doing: "recording a job's outcome",
+                detail: format!("complete answered {reply:?}"),
+            }),
+        }
+    }
+
+    /// extend.lua: renews the leases of `running`; returns the entries this worker lost.
+    pub async fn extend(
+        &self,
+        consumer: &str,
+        running: &[Attempt],
+    ) -> Result<Vec<String>, LedgerError> {
+        if running.is_empty() {
+            return Ok(Vec::new());
+        }
+        let k = &self.keys;
+        let mut inv = scripts::EXTEND.prepare_invoke();
+        inv.key(k.jobs_stream()).arg(keys::JOBS_GROUP).arg(consumer);
+        for a in running {
+            inv.key(k.job(a.job_id)).arg(&a.entry).arg(a.attempt);
+        }
+        let mut conn = self.conn.clone();
+        inv.invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("renewing leases"))
+    }
+
+    /// promote.lua: due retries back on the jobs stream; returns how many.
+    pub async fn promote_due(&self, limit: u32) -> Result<u64, LedgerError> {
+        let k = &self.keys;
+        let mut inv = scripts::PROMOTE.prepare_invoke();
+        inv.key(k.retry_schedule())
+            .key(k.jobs_stream())
+            .key(k.job_prefix())
+            .arg(limit)
+            .arg(keys::JOBS_GROUP);
+        let mut conn = self.conn.clone();
+        inv.invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("promoting due retries"))
+    }
+
+    /// resolve.lua: settles a `needs_review` job. `Err(status)` inside `Ok` when it is not
+    /// waiting for review.
+    pub async fn resolve(
+        &self,
+        job_id: u64,
+        decision: Resolution,
+        note: &str,
+        reply: &str,
+        retention: Duration,
+    ) -> Result<Result<String, String>, LedgerError> {
+        let k = &self.keys;
+        let mut inv = scripts::RESOLVE.prepare_invoke();
+        inv.key(k.job(job_id))
+            .key(k.jobs_stream())
+            .key(k.replies_stream())
+            .key(k.review_index())
+            .arg(decision.as_str())
+            .arg(note)
+            .arg(reply)
+            .arg(retention.as_secs())
+            .arg(keys::JOBS_GROUP)
+            .arg(keys::REPLIES_GROUP);
+        let mut conn = self.conn.clone();
+        let out: Vec<String> = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("resolving a job"))?;
+        match out.first().map(String::as_str) {
+            Some("ok") => Ok(Ok(out.get(1).cloned().unwrap_or_default())),
+            Some("refused") => Ok(Err(out.get(1).cloned().unwrap_or_default())),
+            _ => Err(LedgerError::Corrupt {
+                doing: "resolving a job",
+                detail: format!("resolve answered {out:?}"),
+            }),
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! Runs one action against MoviePilot (or the ledger, for /status and /jobs) and says what
+//! happened in words for the user. No retry decisions here: errors go back classified.
+//!
+//! Creating a subscription always looks first (`find_subscription`): MoviePilot answers a repeat
+//! with the existing id but re-sends its notifications, so oncebot never sends a repeat. The same
+//! look is how a crashed subscribe is verified, so recovery and first run share one path.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::commands::Action;
+use crate::ledger::{Job, JobFilter, Ledger};
+use crate::moviepilot::{MediaKind, MoviePilot, MpError, NewSubscription};
+
+use super::render::Render;
+
+/// What a successful run produced.
+#[derive(Debug, Clone, Default)]
+pub struct Done {
+    /// The reply for the user.
+    pub reply: String,
+    /// A short result for the ledger's `result` field.
+    pub result: String,
+    /// Extra job fields: MoviePilot ids touched, what the external call answered.
+    pub fields: Vec<(String, String)>,
+}
+
+/// Serialises subscription creates for one media inside this process, so two users asking for
+/// the same title at once cannot both pass the existence check.
+pub type MediaLocks = KeyedLocks<(u64, Option<u32>)>;
+
+/// One async mutex per key, created on demand and forgotten when nobody holds it.
+pub struct KeyedLocks<K> {
+    locks: Arc<Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl<K> Default for KeyedLocks<K> {
+    fn default() -> Self {
+        Self {
+            locks: Arc::default(),
+        }
+    }
+}
+
+impl<K> Clone for KeyedLocks<K> {
+    fn clone(&self) -> Self {
+        Self {
+            locks: self.locks.clone(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone> KeyedLocks<K> {
+    /// The lock for `key`; hold its guard for as long as the work must be exclusive.
+    pub fn get(&self, key: K) -> Arc<tokio::sync::Mutex<()>> {
+        // A poisoned lock only means another task panicked while inserting; the map is fine.
+        let mut map = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, l| Arc::strong_count(l) > 1);
+        map.entry(key).or_default().clone()
+    }
+}
+
+/// Everything an action may use.
+pub struct Context<'a> {
+    pub mp: &'a MoviePilot,
+    pub ledger: &'a Ledger,
+    pub render: Render,
+    pub media_locks: &'a MediaLocks,
+}
+
+/// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
+pub async fn run(
+    cx: &Context<'_>,
+    job: &Job,
+    action: &Action,
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    match action {
+        Action::Search { title } | Action::SubscribeTitle { title } => {
+            let items = cx.mp.search_media(title).await?;
+            let choose = matches!(action, Action::SubscribeTitle { .. });
+            Ok(Done {
+                reply: r.search_results(title, &items, choose),
+                result: format!("{} results", items.len()),
+                fields: vec![],
+            })
+        }
+        Action::SubscribeTmdb { tmdb_id, season } => {
+            subscribe(cx, job, *tmdb_id, *season, recovered).await
+        }
+        Action::Subscriptions => {
+            let subs = cx.mp.list_subscriptions().await?;
+            Ok(Done {
+                reply: r.subscriptions(&subs),
+                result: format!("{} subscriptions", subs.len()),
+                fields: vec![],
+            })
+        }
+        Action::Unsubscribe { subscription_id } => {
+            cx.mp.delete_subscription(*subscription_id).await?;
+            Ok(Done {
+                reply: r.unsubscribed(*subscription_id),
+                result: format!("deleted subscription {subscription_id}"),
+                fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
+            })
+        }
+        Action::SearchNow { subscription_id } => {
+            cx.mp.search_subscription_now(*subscription_id).await?;
+            Ok(Done {
+                reply: r.search_now(*subscription_id),
+                result: format!("search requested for subscription {subscription_id}"),
+                fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
+            })
+        }
+        Action::Downloading => {
+            let downloads = cx.mp.downloading().await?;
+            Ok(Done {
+                reply: r.downloading(&downloads),
+                result: format!("{} downloads", downloads.len()),
+                fields: vec![],
+            })
+        }
+        Action::Status { job_id } => {
+            let reply = status(cx, job, *job_id).await?;
+            Ok(Done {
+                reply,
+                result: "status".into(),
+                fields: vec![],
+            })
+        }
+        Action::Jobs => {
+            let filter = JobFilter {
+                chat_id: Some(job.chat_id),
+                limit: 11,
+                status: None,
+            };
+            let jobs: Vec<Job> = cx
+                .ledger
+                .list_jobs(&filter)
+                .await
+                .map_err(|e| MpError::Transient(e.to_string()))?
+                .into_iter()
+                .filter(|j| j.id != job.id)
+                .take(10)
+                .collect();
+            Ok(Done {
+                reply: r.jobs(&jobs),
+                result: format!("{} jobs", jobs.len()),
+                fields: vec![],
+            })
+        }
+    }
+}
+
+async fn subscribe(
+    cx: &Context<'_>,
+    job: &Job,
+    tmdb_id: u64,
+    season: Option<u32>,
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let lock = cx.media_locks.get((tmdb_id, season));
+    let _guard = lock.lock().await;
+    if let Some(existing) = cx.mp.find_subscription(tmdb_id, season).await? {
+        let reply = if recovered {
+            r.subscription_verified(job.id, &existing.name, season, existing.id)
+        } else {
+            r.already_subscribed(&existing.name, season, existing.id)
+        };
+        let outcome = if recovered {
+            "verified_existing"
+        } else {
+            "already_existed"
+        };
+        return Ok(Done {
+            reply,
+            result: format!("subscription {} exists", existing.id),
+            fields: vec![
+                ("mp_subscription_id".into(), existing.id.to_string()),
+                ("mp_outcome".into(), outcome.into()),
+            ],
+        });
+    }
+    let kind = if season.is_some() {
+        MediaKind::Tv
+    } else {
+        MediaKind::Movie
+    };
+    let media = cx
+        .mp
+        .media_detail(tmdb_id, kind)
+        .await?
+        .ok_or_else(|| MpError::Permanent(r.media_not_found(tmdb_id)))?;
+    if let Some(n) = season
+        && !media.season_numbers.is_empty()
+        && !media.season_numbers.contains(&n)
+    {
+        return Err(MpError::Permanent(r.no_such_season(&media.title, n)));
+    }
+    let created = cx
+        .mp
+        .create_subscription(&NewSubscription {
+            name: media.title.clone(),
+            year: media.year.clone(),
+            kind,
+            tmdb_id,
+            season,
+        })
+        .await;
+    let id = created?;
+    Ok(Done {
+        reply: r.subscribed(&media.title, season, id),
+        result: format!("subscription {id} created"),
+        fields: vec![
+            ("mp_subscription_id".into(), id.to_string()),
+            ("mp_outcome".into(), "created".into()),
+        ],
+    })
+}
+
+async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<String, MpError> {
+    let r = &cx.render;
+    let ledger_error = |e: crate::ledger::LedgerError| MpError::Transient(e.to_string());
+    let target = match asked {
+        Some(id) => cx.ledger.job(id).await.map_err(ledger_error)?,
+        None => cx
+            .ledger
+            .list_jobs(&JobFilter {
+                chat_id: Some(job.chat_id),
+                limit: 2,
+                status: None,
+            })
+            .await
+            .map_err(ledger_error)?
+            .into_iter()
+            .find(|j| j.id != job.id),
+    };
+    // A user sees only their own chat's jobs; another chat's job is "not found", not "forbidden",
+    // so ids of other chats' jobs leak nothing.
+    Ok(match target.filter(|j| j.chat_id == job.chat_id) {
+        Some(j) => r.job_status(&j),
+        None => r.job_not_found(asked),
+    })
+}

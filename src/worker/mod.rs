@@ -1,0 +1,543 @@
+//! Workers: the jobs stream's consumer group. Each entry is claimed (claim.lua), run against
+//! MoviePilot, and its outcome recorded with the user's reply and the XACK in one step
+//! (complete.lua).
+//!
+//! Policy, in one place:
+//! - **Leases.** An entry's idle time in the group is its lease. A live worker renews the leases
+//!   of its running jobs (extend.lua) every quarter of `reclaim_idle`, so a slow job is never
+//!   taken from it; entries idle longer than `reclaim_idle` belong to a dead worker and are
+//!   taken with XAUTOCLAIM.
+//! - **Recovery is by policy, never a blind replay.** A reclaimed `running` job is re-run only
+//!   if it is read-only or idempotent; a subscribe re-runs through its existence check (which
+//!   verifies what the dead worker did); anything else waits for a person (`needs_review`).
+//! - **Errors decide the next state.** Permanent: `failed` at once. Transient: `retry_wait` with
+//!   exponential backoff and jitter until `max_attempts`. Uncertain (a side effect may have
+//!   happened): verified or held by the same policy as a crash.
+//! - **Fencing.** Every script after the claim presents (entry, consumer, attempt); a worker that
+//!   was presumed dead cannot record anything over the attempt that replaced it.
+//! - **Per-chat order.** Jobs of one chat run one after another within a process.
+
+mod execute;
+pub mod render;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use backon::BackoffBuilder as _;
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use crate::commands::{Action, Command, Recovery};
+use crate::config::Settings;
+use crate::config::WorkerSettings;
+use crate::ledger::{
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome, keys,
+};
+use crate::moviepilot::{MoviePilot, MpError};
+use execute::{Context, KeyedLocks, MediaLocks};
+pub use render::Render;
+
+/// One worker process's share of the jobs stream.
+pub struct Worker {
+    ledger: Ledger,
+    mp: MoviePilot,
+    cfg: WorkerSettings,
+    consumer: String,
+    render: Render,
+    claim_texts: ClaimTexts,
+    limits: AttemptLimits,
+    /// Attempts this worker is running, by entry id: the leases it renews.
+    in_flight: Mutex<HashMap<String, Attempt>>,
+    chat_locks: KeyedLocks<i64>,
+    media_locks: MediaLocks,
+    permits: Arc<Semaphore>,
+    tasks: TaskTracker,
+}
+
+impl Worker {
+    pub fn new(settings: &Settings, ledger: Ledger, mp: MoviePilot) -> Arc<Self> {
+        let cfg = settings.worker.clone();
+        let render = Render::new(settings.telegram.locale);
+        let consumer = if cfg.consumer_name.is_empty() {
+            default_consumer_name()
+        } else {
+            cfg.consumer_name.clone()
+        };
+        Arc::new(Worker {
+            claim_texts: ClaimTexts {
+                held: render.held(None, None),
+                failed: render.crashed_too_often(),
+            },
+            limits: AttemptLimits {
+                max_recoveries: cfg.max_recoveries,
+                retention: Duration::from_secs(cfg.job_retention_secs),
+            },
+            permits: Arc::new(Semaphore::new(cfg.concurrency)),
+            ledger,
+            mp,
+            consumer,
+            render,
+            in_flight: Mutex::default(),
+            chat_locks: KeyedLocks::default(),
+            media_locks: MediaLocks::default(),
+            tasks: TaskTracker::new(),
+            cfg,
+        })
+    }
+
+    /// This worker's consumer name in the group.
+    pub fn consumer(&self) -> &str {
+        &self.consumer
+    }
+
+    /// Reads and runs jobs until `shutdown`, then lets running jobs finish within the grace
+    /// period; what is still running after that is left to be reclaimed.
+    pub async fn run(
+        self: Arc<Self>,
+        client: redis::Client,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        tracing::info!(consumer = %self.consumer, concurrency = self.cfg.concurrency, "worker started");
+        let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
+        let reader = self.clone().read_loop(client, shutdown.clone()).await;
+        let _ = housekeeping.await;
+        self.tasks.close();
+        let grace = Duration::from_secs(self.cfg.shutdown_grace_secs);
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            let left = self.lock_in_flight().len();
+            tracing::warn!(
+                jobs = left,
+                "shutdown grace period over; leaving running jobs to be reclaimed and recovered by policy"
+            );
+        }
+        tracing::info!(consumer = %self.consumer, "worker stopped");
+        reader
+    }
+
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Attempt>> {
+        // Poisoning only means a task panicked mid-update of a plain map; it is still usable.
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// XREADGROUP on a connection of its own (a blocking read would stall every other command
+    /// on a shared multiplexed connection), as many entries as there are free permits.
+    async fn read_loop(
+        self: Arc<Self>,
+        client: redis::Client,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let stream = self.ledger.keys().jobs_stream();
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(Duration::from_secs(5)));
+        let mut conn = None;
+        let mut failures = 0u32;
+        while !shutdown.is_cancelled() {
+            let permit = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                p = self.permits.clone().acquire_owned() => p?,
+            };
+            let count = self.permits.available_permits() + 1;
+            drop(permit);
+            if conn.is_none() {
+                match client
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await
+                {
+                    Ok(c) => conn = Some(c),
+                    Err(e) => {
+                        failures += 1;
+                        tracing::error!(error = %e, "cannot connect to Redis for reading jobs; retrying");
+                        if sleep_or_stop(backoff_step(failures), &shutdown).await {
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let Some(c) = conn.as_mut() else { continue };
+            let mut cmd = redis::cmd("XREADGROUP");
+            cmd.arg("GROUP")
+                .arg(keys::JOBS_GROUP)
+                .arg(&self.consumer)
+                .arg("COUNT")
+                .arg(count)
+                .arg("BLOCK")
+                .arg(self.cfg.read_block_ms)
+                .arg("STREAMS")
+                .arg(&stream)
+                .arg(">");
+            let read = cmd.query_async::<Option<StreamReadReply>>(c);
+            let reply = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                r = read => r,
+            };
+            match reply {
+                Ok(reply) => {
+                    failures = 0;
+                    for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+                        self.clone().spawn_entry(entry, false).await;
+                    }
+                }
+                Err(e) if e.code() == Some("NOGROUP") => {
+                    // Redis lost its data (no persistence) or someone deleted the group.
+                    tracing::warn!("the jobs consumer group is missing; creating it");
+                    if let Err(e) = self.ledger.prepare().await {
+                        tracing::error!(error = %e, "cannot create the consumer group");
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    conn = None;
+                    tracing::error!(error = %e, "reading the jobs stream failed; retrying");
+                    if sleep_or_stop(backoff_step(failures), &shutdown).await {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes a permit and runs one entry in its own task.
+    async fn spawn_entry(self: Arc<Self>, entry: StreamId, reclaimed: bool) {
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return;
+        };
+        let this = self.clone();
+        self.tasks.spawn(async move {
+            this.handle_entry(entry, reclaimed).await;
+            drop(permit);
+        });
+    }
+
+    async fn handle_entry(&self, entry: StreamId, reclaimed: bool) {
+        let job_id = entry
+            .map
+            .get("job")
+            .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
+            .and_then(|s| s.parse::<u64>().ok());
+        let Some(job_id) = job_id else {
+            tracing::error!(entry = %entry.id, "jobs-stream entry without a job id; dropping it");
+            if let Err(e) = self.ledger.drop_entry(&entry.id).await {
+                tracing::error!(error = %e, "could not drop the malformed entry");
+            }
+            return;
+        };
+        let span = tracing::info_span!("job", job_id, entry = %entry.id);
+        self.claim_and_run(job_id, &entry.id, reclaimed)
+            .instrument(span)
+            .await;
+    }
+
+    async fn claim_and_run(&self, job_id: u64, entry: &str, reclaimed: bool) {
+        let claimed = match self
+            .ledger
+            .claim(
+                job_id,
+                entry,
+                &self.consumer,
+                &self.limits,
+                &self.claim_texts,
+            )
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                // The entry stays in this worker's pending list and is reclaimed later.
+                tracing::error!(error = %e, "claim failed; the entry will be reclaimed");
+                return;
+            }
+        };
+        let (attempt, job, recovered) = match claimed {
+            Claimed::Run {
+                attempt,
+                job,
+                recovered,
+            } => (attempt, job, recovered),
+            Claimed::Held { attempt } => {
+                tracing::warn!(
+                    attempt,
+                    reclaimed,
+                    "interrupted job held for a person (needs_review)"
+                );
+                return;
+            }
+            Claimed::Failed { attempt } => {
+                tracing::warn!(attempt, "job lost its worker too often; marked failed");
+                return;
+            }
+            Claimed::Skip { status } => {
+                tracing::debug!(status = %status, "nothing to run for this entry");
+                return;
+            }
+        };
+        crate::crash_point!("worker.after_claim");
+        if recovered {
+            tracing::warn!(
+                attempt = attempt.attempt,
+                command = %job.command,
+                policy = job.extra.get("recovery").map(String::as_str).unwrap_or(""),
+                "recovering a job whose worker stopped mid-run"
+            );
+        } else {
+            tracing::info!(attempt = attempt.attempt, command = %job.command, "job started");
+        }
+        self.lock_in_flight()
+            .insert(attempt.entry.clone(), attempt.clone());
+        let chat_lock = self.chat_locks.get(job.chat_id);
+        let outcome = {
+            let _in_chat_order = chat_lock.lock().await;
+            self.execute(&job, &attempt, recovered).await
+        };
+        self.record(&attempt, &outcome).await;
+        crate::crash_point!("worker.after_complete");
+        self.lock_in_flight().remove(&attempt.entry);
+    }
+
+    /// Runs the job's action and turns the result into the outcome to record.
+    async fn execute(&self, job: &Job, attempt: &Attempt, recovered: bool) -> Outcome {
+        let Some(action) = Action::parse(&job.command, &job.args) else {
+            let reason = format!(
+                "/{} {} is not a command oncebot runs",
+                job.command, job.args
+            );
+            return self.failed(job, &reason, "permanent");
+        };
+        let cx = Context {
+            mp: &self.mp,
+            ledger: &self.ledger,
+            render: self.render,
+            media_locks: &self.media_locks,
+        };
+        crate::crash_point!("worker.before_call");
+        let result = execute::run(&cx, job, &action, recovered).await;
+        crate::crash_point!("worker.after_call");
+        let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
+        match result {
+            Ok(done) => {
+                tracing::info!(result = %done.result, "job succeeded");
+                Outcome {
+                    status: "succeeded",
+                    result: done.result,
+                    reply: done.reply,
+                    reply_kind: "result",
+                    fields: done.fields,
+                    ..Outcome::default()
+                }
+            }
+            Err(MpError::Permanent(reason)) => self.failed(job, &reason, "permanent"),
+            Err(MpError::Transient(reason)) => self.retry_or_fail(job, &reason, used, "transient"),
+            Err(MpError::Uncertain(reason)) => {
+                let recovery = Command::from_name(&job.command).map(|c| c.policy().recovery);
+                match recovery {
+                    // The next attempt looks before it creates: that look is the verification.
+                    Some(
+                        Recovery::VerifyThenRetry | Recovery::IdempotentRerun | Recovery::Rerun,
+                    ) => self.retry_or_fail(job, &reason, used, "uncertain"),
+                    _ => {
+                        tracing::warn!(reason = %reason, "uncertain outcome that cannot be verified; holding for a person");
+                        Outcome {
+                            status: "needs_review",
+                            error: format!("uncertain: {reason}"),
+                            reply: self.render.held(Some(job.id), Some(&reason)),
+                            reply_kind: "needs_review",
+                            fields: vec![("mp_error_kind".into(), "uncertain".into())],
+                            ..Outcome::default()
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn failed(&self, job: &Job, reason: &str, kind: &str) -> Outcome {
+        tracing::warn!(reason = %reason, kind, "job failed");
+        Outcome {
+            status: "failed",
+            error: reason.to_string(),
+            reply: self.render.failed(job.id, reason),
+            reply_kind: "result",
+            fields: vec![("mp_error_kind".into(), kind.into())],
+            ..Outcome::default()
+        }
+    }
+
+    fn retry_or_fail(&self, job: &Job, reason: &str, used: u32, kind: &str) -> Outcome {
+        let max = self.cfg.max_attempts;
+        if used >= max {
+            let reason = format!("gave up after {used} attempts: {reason}");
+            return self.failed(job, &reason, kind);
+        }
+        let delay = self.backoff(used);
+        tracing::warn!(reason = %reason, kind, retry_in = ?delay, "job will be retried");
+        // One "failed for now" message per job, at its first retry; the final outcome follows.
+        let reply = if used == 1 {
+            self.render
+                .retrying(job.id, reason, delay.as_secs().max(1), used + 1, max)
+        } else {
+            String::new()
+        };
+        Outcome {
+            status: "retry_wait",
+            error: reason.to_string(),
+            reply,
+            reply_kind: "retrying",
+            retry_in: delay,
+            fields: vec![("mp_error_kind".into(), kind.into())],
+            ..Outcome::default()
+        }
+    }
+
+    /// The delay before attempt `used + 1`: exponential with jitter (backon).
+    fn backoff(&self, used: u32) -> Duration {
+        let min = Duration::from_millis(self.cfg.retry_min_delay_ms);
+        let max = Duration::from_millis(self.cfg.retry_max_delay_ms);
+        backon::ExponentialBuilder::default()
+            .with_min_delay(min)
+            .with_max_delay(max)
+            .with_factor(2.0)
+            .with_jitter()
+            .without_max_times()
+            .build()
+            .nth(used.saturating_sub(1) as usize)
+            .unwrap_or(max)
+    }
+
+    /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
+    /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
+    async fn record(&self, attempt: &Attempt, outcome: &Outcome) {
+        let retention = Duration::from_secs(self.cfg.job_retention_secs);
+        let mut failures = 0u32;
+        loop {
+            match self.ledger.complete(attempt, outcome, retention).await {
+                Ok(Completed::Recorded) => {
+                    tracing::debug!(status = outcome.status, "outcome recorded");
+                    return;
+                }
+                Ok(Completed::Stale { status, attempts }) => {
+                    tracing::warn!(
+                        status = %status,
+                        attempts = %attempts,
+                        "this attempt no longer owns the job (its lease was taken); outcome discarded"
+                    );
+                    return;
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::error!(error = %e, "recording the outcome failed; retrying");
+                    if failures > 30 {
+                        tracing::error!("giving up recording; the job will be recovered by policy");
+                        return;
+                    }
+                    tokio::time::sleep(backoff_step(failures)).await;
+                }
+            }
+        }
+    }
+
+    /// Promotes due retries, renews leases, and reclaims the entries of dead workers.
+    async fn housekeeping(self: Arc<Self>, shutdown: CancellationToken) {
+        let reclaim_idle = Duration::from_millis(self.cfg.reclaim_idle_ms);
+        let renew_every = reclaim_idle / 4;
+        let tick = renew_every.min(Duration::from_millis(500));
+        let mut last_renew = tokio::time::Instant::now();
+        let mut last_reclaim = tokio::time::Instant::now();
+        loop {
+            if sleep_or_stop(tick, &shutdown).await {
+                return;
+            }
+            if let Err(e) = self.ledger.promote_due(100).await {
+                tracing::warn!(error = %e, "promoting due retries failed");
+            }
+            if last_renew.elapsed() >= renew_every {
+                last_renew = tokio::time::Instant::now();
+                self.renew_leases().await;
+            }
+            if last_reclaim.elapsed() >= reclaim_idle / 2 {
+                last_reclaim = tokio::time::Instant::now();
+                self.clone().reclaim(reclaim_idle).await;
+            }
+        }
+    }
+
+    async fn renew_leases(&self) {
+        let running: Vec<Attempt> = self.lock_in_flight().values().cloned().collect();
+        match self.ledger.extend(&self.consumer, &running).await {
+            Ok(lost) => {
+                for entry in lost {
+                    tracing::warn!(entry = %entry, "lease lost: another worker owns this job now; its result will be discarded");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "renewing leases failed"),
+        }
+    }
+
+    /// XAUTOCLAIM: entries idle longer than `min_idle` (their worker stopped renewing).
+    async fn reclaim(self: Arc<Self>, min_idle: Duration) {
+        let mut conn = self.ledger.connection();
+        let reply: redis::RedisResult<StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
+            .arg(self.ledger.keys().jobs_stream())
+            .arg(keys::JOBS_GROUP)
+            .arg(&self.consumer)
+            .arg(min_idle.as_millis() as u64)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(50)
+            .query_async(&mut conn)
+            .await;
+        match reply {
+            Ok(reply) => {
+                for entry in reply.claimed {
+                    tracing::warn!(entry = %entry.id, "reclaimed an entry from a worker that stopped");
+                    self.clone().spawn_entry(entry, true).await;
+                }
+            }
+            Err(e) if e.code() == Some("NOGROUP") => {}
+            Err(e) => tracing::warn!(error = %e, "reclaiming idle entries failed"),
+        }
+    }
+}
+
+/// Attempts made before a person sent the job back (`jobs resolve --as retry`) do not count
+/// against the retry budget again.
+fn attempt_base(job: &Job) -> u64 {
+    job.extra
+        .get("attempt_base")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn backoff_step(failures: u32) -> Duration {
+    Duration::from_millis(100 * (1u64 << failures.min(6)))
+}
+
+async fn sleep_or_stop(d: Duration, shutdown: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = shutdown.cancelled() => true,
+        _ = tokio::time::sleep(d) => false,
+    }
+}
+
+/// `<hostname>-<pid>-<random>`: unique per process, so a restarted worker is a new consumer and
+/// its predecessor's entries are reclaimed by idle time, not mistaken for its own.
+fn default_consumer_name() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "oncebot".into());
+    format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    )
+}
