@@ -593,4 +593,48 @@ mod tests {
     fn env_names_follow_the_documented_pattern() {
         assert_eq!(env_name("redis.key_prefix"), "ONCEBOT__REDIS__KEY_PREFIX");
     }
+
+    #[test]
+    fn the_example_operator_file_loads_and_validates() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/example.toml");
+        let s = Settings::load_from(Some(&path), std::iter::empty()).unwrap();
+        assert_eq!(s.telegram.allowed_users, vec![123456789, 987654321]);
+        assert_eq!(s.telegram.locale, Locale::En);
+        // The token and the webhook secret come from the environment, never from the file.
+        s.validate(Needs {
+            ingress: true,
+            webhook: false,
+            bot_api: false,
+        })
+        .unwrap();
+        let with_secrets = Settings::load_from(
+            Some(&path),
+            serving_env()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+        .unwrap();
+        with_secrets.validate(ALL).unwrap();
+    }
+
+    /// The README's configuration table is the operator's reference; it must not miss a key.
+    #[test]
+    fn the_readme_lists_every_setting_with_its_variable() {
+        let readme = include_str!("../README.md");
+        let mut section = String::new();
+        let mut missing = Vec::new();
+        for line in DEFAULT_TOML.lines().map(str::trim) {
+            if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = name.to_string();
+            } else if let Some((key, _)) = line.split_once('=')
+                && !line.starts_with('#')
+            {
+                let var = env_name(&format!("{section}.{}", key.trim()));
+                if !readme.contains(&format!("`{var}`")) {
+                    missing.push(var);
+                }
+            }
+        }
+        assert!(missing.is_empty(), "README.md does not list {missing:?}");
+    }
 }
