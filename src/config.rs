@@ -59,6 +59,9 @@ pub struct TelegramSettings {
     pub allowed_users: Vec<i64>,
     pub bot_username: String,
     pub poll_timeout_secs: u64,
+    /// After getUpdates answers 409 (a webhook is set, or another poller), wait this long
+    /// before asking again: the conflict needs an operator, so retrying fast only adds noise.
+    pub poll_conflict_retry_secs: u64,
     pub locale: Locale,
 }
 
@@ -359,6 +362,16 @@ impl Settings {
                         self.telegram.poll_timeout_secs
                     ),
                     format!("set {} to 0-50", env_name("telegram.poll_timeout_secs")),
+                ));
+            }
+            if self.telegram.poll_conflict_retry_secs == 0 {
+                return Err(SettingError::new(
+                    "telegram.poll_conflict_retry_secs",
+                    "is 0, which would ask Telegram again without pause",
+                    format!(
+                        "set {} to e.g. 30",
+                        env_name("telegram.poll_conflict_retry_secs")
+                    ),
                 ));
             }
         }
