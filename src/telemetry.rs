@@ -9,8 +9,10 @@ pub fn init(settings: &LogSettings) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only on a terminal: in a pipe, a file or `docker logs` they are escape-code noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match settings.format {
         LogFormat::Text => builder.try_init(),
