@@ -1249,8 +1249,11 @@ impl<'a> PollWaiting<'a> {
 
 impl Drop for PollWaiting<'_> {
     fn drop(&mut self) {
-        let mut st = self.0.lock();
-        st.polls_waiting = st.polls_waiting.saturating_sub(1);
+        {
+            let mut st = self.0.lock();
+            st.polls_waiting = st.polls_waiting.saturating_sub(1);
+        }
+        self.0.changed.notify_waiters();
     }
 }
 

@@ -397,3 +397,17 @@ async fn faults_are_consumed_in_order_and_look_like_the_real_failures() {
     assert_eq!(texts, ["5", "6"]);
     assert_eq!(sim.count("sendMessage"), 6);
 }
+
+#[tokio::test]
+async fn a_poll_whose_client_went_away_stops_waiting() {
+    let sim = TelegramSim::start().await.unwrap();
+    let api = api(&sim);
+    let poll = tokio::spawn(async move {
+        api.call::<Vec<Value>>("getUpdates", &json!({"timeout": 30}), T * 4)
+            .await
+    });
+    sim.wait_for(T, |o| o.polls_waiting() == 1).await.unwrap();
+    // The client gives up (a process shutting down drops its request the same way).
+    poll.abort();
+    sim.wait_for(T, |o| o.polls_waiting() == 0).await.unwrap();
+}
