@@ -537,6 +537,14 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_poll_conflict_pause_is_rejected() {
+        let mut env = serving_env();
+        env.push(("ONCEBOT__TELEGRAM__POLL_CONFLICT_RETRY_SECS", "0"));
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.poll_conflict_retry_secs");
+    }
+
+    #[test]
     fn secrets_never_show_in_debug_output() {
         let s = load(&serving_env()).unwrap();
         let shown = format!("{s:?}");
