@@ -19,6 +19,10 @@
 //!
 //! The token never appears in the log, in an error or in a description: a call is recorded by
 //! method and parameters only.
+//!
+//! Not simulated (yet): rate limits (the call log's timestamps are what a limiter would read;
+//! it would answer 429 from `handle`, before the fault queue), `allowed_updates` filtering
+//! (recorded, not applied), webhook delivery, callback-query expiry by time, and files.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::convert::Infallible;
@@ -515,6 +519,9 @@ impl TelegramSim {
     }
 
     /// Makes the next call of `method` (any case) fail with `fault`; faults queue in order.
+    ///
+    /// # Panics
+    /// If the sim does not implement `method`: a fault on it could never fire.
     pub fn fail_next(&self, method: &str, fault: Fault) {
         let Some(method) = canonical(method) else {
             panic!("the simulated Bot API has no method {method:?}; known: {METHODS:?}");
