@@ -98,6 +98,8 @@ impl Oncebot {
     }
 
     /// SIGKILL: a crash, no chance to clean up.
+    // Only the crash tests use it, and they need the `failpoints` feature.
+    #[cfg_attr(not(feature = "failpoints"), allow(dead_code))]
     pub async fn sigkill(&mut self) {
         self.child.kill().await.expect("SIGKILL oncebot");
     }
