@@ -116,10 +116,10 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         );
         if opts.poll {
             let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
-            let timeout = Duration::from_secs(settings.telegram.poll_timeout_secs);
+            let poll = polling::PollOptions::from_settings(&settings.telegram);
             let stop = shutdown.clone();
             tasks.push(tokio::spawn(async move {
-                let result = polling::run(ingress, api, timeout, stop.clone()).await;
+                let result = polling::run(ingress, api, poll, stop.clone()).await;
                 if result.is_err() {
                     // A poller that cannot go on (bad token) takes the process down with it.
                     stop.cancel();

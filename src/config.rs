@@ -60,6 +60,9 @@ pub struct TelegramSettings {
     pub allowed_users: Vec<i64>,
     pub bot_username: String,
     pub poll_timeout_secs: u64,
+    /// After getUpdates answers 409 (a webhook is set, or another poller), wait this long
+    /// before asking again: the conflict needs an operator, so retrying fast only adds noise.
+    pub poll_conflict_retry_secs: u64,
     pub locale: Locale,
 }
 
@@ -419,6 +422,16 @@ impl Settings {
                     format!("set {} to 0-50", env_name("telegram.poll_timeout_secs")),
                 ));
             }
+            if self.telegram.poll_conflict_retry_secs == 0 {
+                return Err(SettingError::new(
+                    "telegram.poll_conflict_retry_secs",
+                    "is 0, which would ask Telegram again without pause",
+                    format!(
+                        "set {} to e.g. 30",
+                        env_name("telegram.poll_conflict_retry_secs")
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -579,6 +592,14 @@ mod tests {
             s.validate(Needs::default()).unwrap_err().key,
             "ledger.update_retention_secs"
         );
+    }
+
+    #[test]
+    fn a_zero_poll_conflict_pause_is_rejected() {
+        let mut env = serving_env();
+        env.push(("ONCEBOT__TELEGRAM__POLL_CONFLICT_RETRY_SECS", "0"));
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.poll_conflict_retry_secs");
     }
 
     #[test]

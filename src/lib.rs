@@ -8,6 +8,7 @@
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
 //! - `admin`: `oncebot jobs ...`, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
+//! - `sim`: simulated outside services (the Bot API) for tests, the demo and the bench.
 
 pub mod admin;
 pub mod app;
@@ -20,6 +21,7 @@ pub mod ingress;
 pub mod ledger;
 pub mod moviepilot;
 pub mod redis_server;
+pub mod sim;
 pub mod telegram;
 pub mod telemetry;
 pub mod worker;

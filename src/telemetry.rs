@@ -9,7 +9,7 @@ pub fn init(settings: &LogSettings) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    // Colour only for a person at a terminal, not in `docker logs` or a file.
+    // Colours only on a terminal: in a pipe, a file or `docker logs` they are escape-code noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -11,16 +11,40 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Ingress;
+use crate::config::TelegramSettings;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::telegram::types::Update;
+
+/// How the poller paces itself.
+#[derive(Debug, Clone, Copy)]
+pub struct PollOptions {
+    /// How long one getUpdates call waits for updates (`telegram.poll_timeout_secs`).
+    pub timeout: Duration,
+    /// The pause after a 409 Conflict (`telegram.poll_conflict_retry_secs`).
+    pub conflict_retry: Duration,
+}
+
+impl PollOptions {
+    pub fn from_settings(t: &TelegramSettings) -> Self {
+        Self {
+            timeout: Duration::from_secs(t.poll_timeout_secs),
+            conflict_retry: Duration::from_secs(t.poll_conflict_retry_secs),
+        }
+    }
+}
+
+/// With `timeout` 0 (short polling) an empty answer comes back at once; wait this long before
+/// asking again instead of calling Telegram in a tight loop.
+const SHORT_POLL_PAUSE: Duration = Duration::from_secs(1);
 
 /// Runs until `shutdown` is cancelled, or returns an error that no retry can fix (a bad token).
 pub async fn run(
     ingress: Ingress,
     api: BotApi,
-    poll_timeout: Duration,
+    opts: PollOptions,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let poll_timeout = opts.timeout;
     let offset_key = ingress.ledger().keys().poll_offset();
     let mut conn = ingress.ledger().connection();
     let mut backoff = Backoff::default();
@@ -55,14 +79,25 @@ pub async fn run(
             Ok(u) => u,
             Err(ApiError::Unauthorized) => return Err(ApiError::Unauthorized.into()),
             Err(ApiError::Conflict(description)) => {
-                tracing::error!(
-                    description = %description,
-                    "getUpdates refused with 409 Conflict. If a webhook is set, remove it \
-                     (`oncebot webhook delete`) or serve without --poll; if another process \
-                     polls with this token (a second oncebot, or MoviePilot's own Telegram \
-                     channel), stop it or give oncebot its own bot token. Retrying in 30 s."
-                );
-                if sleep_or_stop(Duration::from_secs(30), &shutdown).await {
+                let retry = opts.conflict_retry;
+                if description.contains("webhook") {
+                    tracing::error!(
+                        description = %description,
+                        retry_in = ?retry,
+                        "getUpdates refused with 409 Conflict: a webhook is set for this bot. \
+                         Remove it (`oncebot webhook delete`, or the Bot API's deleteWebhook) \
+                         to poll, or serve without --poll to use the webhook"
+                    );
+                } else {
+                    tracing::error!(
+                        description = %description,
+                        retry_in = ?retry,
+                        "getUpdates refused with 409 Conflict: another process polls with this \
+                         token (a second oncebot, or MoviePilot's own Telegram channel). Stop it \
+                         or give oncebot its own bot token"
+                    );
+                }
+                if sleep_or_stop(retry, &shutdown).await {
                     return Ok(());
                 }
                 continue;
@@ -83,6 +118,12 @@ pub async fn run(
             }
         };
         backoff.reset();
+        if updates.is_empty() && poll_timeout.is_zero() {
+            if sleep_or_stop(SHORT_POLL_PAUSE, &shutdown).await {
+                return Ok(());
+            }
+            continue;
+        }
         let mut stalled = false;
         for raw in updates {
             let Some(update_id) = raw.get("update_id").and_then(|v| v.as_i64()) else {

@@ -1,0 +1,1319 @@
+//! A simulated Telegram Bot API server: real paths, real JSON shapes, real error envelopes.
+//!
+//! It serves `/bot<token>/<method>` (POST or GET; JSON, form-encoded or query parameters;
+//! method names in any case, since teloxide writes `/bot<T>/SendMessage`) on 127.0.0.1 with a
+//! port picked by the OS. Behaviour follows `shared/reference/telegram-bot-api.md`:
+//! - `getUpdates` confirms every update below `offset` and forgets it, long-polls up to
+//!   `timeout` (capped at 50 s) until an update is pushed, answers 409 while a webhook is set,
+//!   and ends an older poll with 409 when a newer one arrives, as the real server does;
+//! - `sendMessage` numbers messages per chat; `editMessageText` / `editMessageReplyMarkup`
+//!   answer 400 "message is not modified" for an identical edit; `answerCallbackQuery` accepts
+//!   each pushed callback query once; `setWebhook` / `deleteWebhook` / `getWebhookInfo`,
+//!   `setMyCommands` / `getMyCommands` / `deleteMyCommands` and `getMe` keep their state;
+//! - a wrong token answers 401, an unknown method 404, both in the Bot API's envelope.
+//!
+//! The test side pushes updates, reads the log of every call (with its time, so rate limits can
+//! be checked from it later) and of every sent message, queues faults per method (429 with
+//! `retry_after`, a proxy's 5xx HTML page, 403, 400, 409, a delay, a connection closed without
+//! an answer), and waits for a condition with [`TelegramSim::wait_for`] instead of sleeping.
+//!
+//! The token never appears in the log, in an error or in a description: a call is recorded by
+//! method and parameters only.
+//!
+//! Not simulated (yet): rate limits (the call log's timestamps are what a limiter would read;
+//! it would answer 429 from `handle`, before the fault queue), `allowed_updates` filtering
+//! (recorded, not applied), webhook delivery, callback-query expiry by time, and files.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::convert::Infallible;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use warp::Filter;
+use warp::http::StatusCode;
+use warp::reply::Response;
+
+/// The token [`TelegramSim::start`] accepts. It has the shape @BotFather issues, so oncebot's
+/// settings validation takes it.
+pub const SIM_TOKEN: &str = "123456789:AAsim-token_for_tests-only";
+
+/// The sim bot's `@username` (without the `@`), as `getMe` reports it.
+pub const SIM_BOT_USERNAME: &str = "oncebot_sim_bot";
+
+/// `getUpdates` never waits longer than this, whatever `timeout` asks (the real server's cap).
+const MAX_POLL_TIMEOUT_SECS: i64 = 50;
+
+/// Descriptions the real Bot API answers with, for faults and for assertions.
+pub mod descriptions {
+    pub const UNAUTHORIZED: &str = "Unauthorized";
+    pub const NOT_FOUND: &str = "Not Found";
+    pub const WEBHOOK_ACTIVE: &str = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
+    pub const OTHER_POLLER: &str = "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
+    pub const BOT_BLOCKED: &str = "Forbidden: bot was blocked by the user";
+    pub const USER_DEACTIVATED: &str = "Forbidden: user is deactivated";
+    pub const BOT_KICKED: &str = "Forbidden: bot was kicked from the group chat";
+    pub const QUERY_TOO_OLD: &str =
+        "Bad Request: query is too old and response timeout expired or query ID is invalid";
+    pub const NOT_MODIFIED: &str = "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message";
+    pub const MESSAGE_TO_EDIT_NOT_FOUND: &str = "Bad Request: message to edit not found";
+    pub const TEXT_EMPTY: &str = "Bad Request: message text is empty";
+    pub const TEXT_TOO_LONG: &str = "Bad Request: message is too long";
+    pub const CHAT_ID_EMPTY: &str = "Bad Request: chat_id is empty";
+    pub const CHAT_NOT_FOUND: &str = "Bad Request: chat not found";
+    pub const BOT_COMMAND_INVALID: &str = "Bad Request: BOT_COMMAND_INVALID";
+    pub const HTTPS_URL_REQUIRED: &str =
+        "Bad Request: bad webhook: An HTTPS URL must be provided for webhook";
+}
+
+/// The methods the sim knows, in the Bot API's spelling. Lookup ignores case.
+const METHODS: &[&str] = &[
+    "getMe",
+    "getUpdates",
+    "sendMessage",
+    "editMessageText",
+    "editMessageReplyMarkup",
+    "answerCallbackQuery",
+    "setMyCommands",
+    "getMyCommands",
+    "deleteMyCommands",
+    "setWebhook",
+    "deleteWebhook",
+    "getWebhookInfo",
+];
+
+fn canonical(method: &str) -> Option<&'static str> {
+    METHODS
+        .iter()
+        .copied()
+        .find(|m| m.eq_ignore_ascii_case(method))
+}
+
+/// A failure to inject into the next call of one method. Faults queue per method and are
+/// consumed in order, one per call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// 429 with `parameters.retry_after` = these seconds and the real description
+    /// "Too Many Requests: retry after N".
+    RetryAfter(u64),
+    /// This 5xx status with an HTML page, as a reverse proxy in front of the Bot API answers:
+    /// not the Bot API's JSON.
+    ServerError(u16),
+    /// 403 with this description, e.g. [`descriptions::BOT_BLOCKED`].
+    Forbidden(String),
+    /// 400 with this description, taken as given (real ones start with "Bad Request: ").
+    BadRequest(String),
+    /// 409 with this description, e.g. [`descriptions::OTHER_POLLER`].
+    Conflict(String),
+    /// Waits this long, then carries the call out and answers as usual.
+    Delay(Duration),
+    /// Closes the connection without an answer; the call has no effect.
+    Drop,
+    /// Carries the call out, then closes the connection without an answer: the effect happened
+    /// (a message was sent) but the caller never learns it.
+    DropAfter,
+}
+
+/// What became of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Still being handled (a long poll, or a delay).
+    InFlight,
+    /// Answered with this HTTP status; `body` is the JSON answered (`None` for an HTML page).
+    Answered { status: u16, body: Option<Value> },
+    /// The connection was closed without an answer.
+    Dropped,
+}
+
+/// One request the sim received.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The Bot API spelling (`sendMessage`) for known methods; as sent otherwise.
+    pub method: String,
+    /// Every parameter, from the query string and the body. Never the token.
+    pub params: Value,
+    /// When the request arrived.
+    pub at: Instant,
+    pub outcome: Outcome,
+}
+
+impl Call {
+    /// The HTTP status answered, if any.
+    pub fn status(&self) -> Option<u16> {
+        match &self.outcome {
+            Outcome::Answered { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The `result` of a successful answer.
+    pub fn result(&self) -> Option<&Value> {
+        match &self.outcome {
+            Outcome::Answered {
+                status: 200,
+                body: Some(body),
+            } => body.get("result"),
+            _ => None,
+        }
+    }
+}
+
+/// A message the bot sent with `sendMessage`, as the sim accepted it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentMessage {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub text: String,
+    pub reply_markup: Option<Value>,
+    /// When the call arrived (for rate-limit checks).
+    pub at: Instant,
+}
+
+/// A bot message as it stands now, after any edits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub text: String,
+    /// The inline keyboard, if the message has one.
+    pub reply_markup: Option<Value>,
+    /// How many edits changed it.
+    pub edits: u32,
+}
+
+/// The webhook set with `setWebhook`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Webhook {
+    pub url: String,
+    pub secret_token: Option<String>,
+    pub allowed_updates: Option<Value>,
+    pub max_connections: i64,
+}
+
+/// How to start a sim.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    /// The only token accepted; any other gets 401.
+    pub token: String,
+    /// Where to listen; port 0 lets the OS pick.
+    pub bind: SocketAddr,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self {
+            token: SIM_TOKEN.into(),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        }
+    }
+}
+
+/// A running simulated Bot API; it stops when dropped.
+pub struct TelegramSim {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+}
+
+impl fmt::Debug for TelegramSim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TelegramSim")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Woken on every change: pushed updates, calls, answers. Long polls and `wait_for` use it.
+    changed: Notify,
+    /// Cancelled when the sim is dropped: stops accepting and closes every connection.
+    stop: CancellationToken,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain data behind; keep serving it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Default)]
+struct ChatState {
+    last_message_id: i64,
+    messages: BTreeMap<i64, StoredMessage>,
+}
+
+struct State {
+    token: String,
+    bot_id: i64,
+    updates: VecDeque<Value>,
+    next_update_id: i64,
+    confirmed_offset: i64,
+    /// Bumped by every getUpdates; a waiting poll that sees a newer one answers 409.
+    poll_generation: u64,
+    polls_waiting: usize,
+    webhook: Option<Webhook>,
+    chats: HashMap<i64, ChatState>,
+    /// Callback query id → answered yet.
+    callback_queries: HashMap<String, bool>,
+    /// `scope`+`language_code` (as JSON text) → commands.
+    commands: HashMap<String, Value>,
+    faults: HashMap<&'static str, VecDeque<Fault>>,
+    calls: Vec<Call>,
+    sent: Vec<SentMessage>,
+}
+
+impl State {
+    fn new(token: String) -> Self {
+        let bot_id = token
+            .split_once(':')
+            .and_then(|(id, _)| id.parse().ok())
+            .unwrap_or(1);
+        Self {
+            token,
+            bot_id,
+            updates: VecDeque::new(),
+            // Real ids are large and sequential; start somewhere that looks like one.
+            next_update_id: 700_000_001,
+            confirmed_offset: 0,
+            poll_generation: 0,
+            polls_waiting: 0,
+            webhook: None,
+            chats: HashMap::new(),
+            callback_queries: HashMap::new(),
+            commands: HashMap::new(),
+            faults: HashMap::new(),
+            calls: Vec::new(),
+            sent: Vec::new(),
+        }
+    }
+
+    fn next_message_id(&mut self, chat_id: i64) -> i64 {
+        let chat = self.chats.entry(chat_id).or_default();
+        chat.last_message_id += 1;
+        chat.last_message_id
+    }
+
+    fn bot_user(&self) -> Value {
+        json!({
+            "id": self.bot_id,
+            "is_bot": true,
+            "first_name": "oncebot sim",
+            "username": SIM_BOT_USERNAME,
+        })
+    }
+
+    /// Forgets what `offset` confirms, as getUpdates does before answering.
+    fn confirm(&mut self, offset: i64) {
+        if offset > 0 {
+            self.updates.retain(|u| update_id(u) >= offset);
+            self.confirmed_offset = self.confirmed_offset.max(offset);
+        } else if offset < 0 {
+            // "-N": keep the last N; everything before is forgotten.
+            let keep = usize::try_from(offset.unsigned_abs()).unwrap_or(usize::MAX);
+            while self.updates.len() > keep {
+                self.updates.pop_front();
+            }
+        }
+    }
+}
+
+fn update_id(u: &Value) -> i64 {
+    u.get("update_id").and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// A read-only view of the sim's state, for [`TelegramSim::wait_for`] and
+/// [`TelegramSim::observe`].
+pub struct Observed<'a>(&'a State);
+
+impl Observed<'_> {
+    /// Every call received, oldest first (unauthorized ones too, answered 401).
+    pub fn calls(&self) -> &[Call] {
+        &self.0.calls
+    }
+
+    /// Calls of `method` (any case) that carried the right token.
+    pub fn count(&self, method: &str) -> usize {
+        self.0
+            .calls
+            .iter()
+            .filter(|c| c.method.eq_ignore_ascii_case(method) && c.status() != Some(401))
+            .count()
+    }
+
+    /// Calls of `method` that got an answer (200 or an error), not counting ones in flight.
+    pub fn answered(&self, method: &str) -> usize {
+        self.0
+            .calls
+            .iter()
+            .filter(|c| c.method.eq_ignore_ascii_case(method) && c.status().is_some())
+            .count()
+    }
+
+    /// Calls refused with 401 (a wrong token).
+    pub fn unauthorized(&self) -> usize {
+        self.0
+            .calls
+            .iter()
+            .filter(|c| c.status() == Some(401))
+            .count()
+    }
+
+    /// Messages sent with `sendMessage`, oldest first.
+    pub fn sent(&self) -> &[SentMessage] {
+        &self.0.sent
+    }
+
+    /// The highest offset a getUpdates call has confirmed (0: none yet).
+    pub fn confirmed_offset(&self) -> i64 {
+        self.0.confirmed_offset
+    }
+
+    /// Updates not confirmed yet.
+    pub fn pending_updates(&self) -> usize {
+        self.0.updates.len()
+    }
+
+    /// How many getUpdates answers carried the update `update_id`.
+    pub fn deliveries(&self, update_id: i64) -> usize {
+        self.0
+            .calls
+            .iter()
+            .filter(|c| c.method == "getUpdates")
+            .filter_map(|c| c.result().and_then(Value::as_array))
+            .filter(|batch| batch.iter().any(|u| self::update_id(u) == update_id))
+            .count()
+    }
+
+    /// getUpdates calls waiting for an update right now.
+    pub fn polls_waiting(&self) -> usize {
+        self.0.polls_waiting
+    }
+
+    pub fn webhook(&self) -> Option<&Webhook> {
+        self.0.webhook.as_ref()
+    }
+
+    /// A bot message as it stands now.
+    pub fn message(&self, chat_id: i64, message_id: i64) -> Option<&StoredMessage> {
+        self.0.chats.get(&chat_id)?.messages.get(&message_id)
+    }
+
+    /// The commands set for the default scope and language, if any.
+    pub fn commands(&self) -> Option<&Value> {
+        self.0.commands.get(&commands_key(&Map::new()))
+    }
+
+    /// One line per method: how many calls, for a test failure message.
+    pub fn summary(&self) -> String {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for c in &self.0.calls {
+            *counts.entry(c.method.as_str()).or_default() += 1;
+        }
+        if counts.is_empty() {
+            return "no calls".into();
+        }
+        counts
+            .iter()
+            .map(|(m, n)| format!("{m}×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// [`TelegramSim::wait_for`] gave up.
+#[derive(Debug, thiserror::Error)]
+#[error("the simulated Bot API did not reach the condition within {deadline:?} (calls: {calls})")]
+pub struct WaitTimeout {
+    pub deadline: Duration,
+    pub calls: String,
+}
+
+impl TelegramSim {
+    /// Starts a sim on 127.0.0.1 (free port) that accepts [`SIM_TOKEN`].
+    pub async fn start() -> anyhow::Result<TelegramSim> {
+        Self::start_with(SimOptions::default()).await
+    }
+
+    pub async fn start_with(opts: SimOptions) -> anyhow::Result<TelegramSim> {
+        let listener = tokio::net::TcpListener::bind(opts.bind)
+            .await
+            .with_context(|| format!("binding the simulated Bot API on {}", opts.bind))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(opts.token)),
+            changed: Notify::new(),
+            stop: CancellationToken::new(),
+        });
+        tokio::spawn(accept_loop(listener, shared.clone()));
+        Ok(TelegramSim { shared, addr })
+    }
+
+    /// `http://127.0.0.1:<port>`: the value for `ONCEBOT__TELEGRAM__API_URL`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The token the sim accepts (the test's own secret; the sim never logs it).
+    pub fn token(&self) -> String {
+        self.shared.lock().token.clone()
+    }
+
+    /// Queues an update for getUpdates and returns its `update_id`. Missing parts are filled in
+    /// as Telegram would: `update_id` (next in sequence), and a message's `message_id` (next in
+    /// its chat) and `date`. A callback query's id becomes answerable once.
+    pub fn push_update(&self, mut update: Value) -> i64 {
+        let id = {
+            let mut st = self.shared.lock();
+            let id = match update.get("update_id").and_then(Value::as_i64) {
+                Some(id) => id,
+                None => st.next_update_id,
+            };
+            st.next_update_id = st.next_update_id.max(id + 1);
+            if let Some(obj) = update.as_object_mut() {
+                obj.insert("update_id".into(), json!(id));
+                for kind in ["message", "edited_message", "channel_post"] {
+                    let Some(message) = obj.get_mut(kind).and_then(Value::as_object_mut) else {
+                        continue;
+                    };
+                    if !message.contains_key("message_id") {
+                        let chat_id = message
+                            .get("chat")
+                            .and_then(|c| c.get("id"))
+                            .and_then(Value::as_i64)
+                            .unwrap_or(0);
+                        message.insert("message_id".into(), json!(st.next_message_id(chat_id)));
+                    }
+                    message.entry("date").or_insert_with(|| json!(unix_now()));
+                }
+                if let Some(query_id) = obj
+                    .get("callback_query")
+                    .and_then(|q| q.get("id"))
+                    .and_then(Value::as_str)
+                {
+                    st.callback_queries.insert(query_id.to_string(), false);
+                }
+            }
+            st.updates.push_back(update);
+            id
+        };
+        self.shared.changed.notify_waiters();
+        id
+    }
+
+    /// Makes the next call of `method` (any case) fail with `fault`; faults queue in order.
+    ///
+    /// # Panics
+    /// If the sim does not implement `method`: a fault on it could never fire.
+    pub fn fail_next(&self, method: &str, fault: Fault) {
+        let Some(method) = canonical(method) else {
+            panic!("the simulated Bot API has no method {method:?}; known: {METHODS:?}");
+        };
+        self.shared
+            .lock()
+            .faults
+            .entry(method)
+            .or_default()
+            .push_back(fault);
+    }
+
+    /// Sets a webhook as `setWebhook` would (getUpdates then answers 409).
+    pub fn set_webhook(&self, url: &str) {
+        self.shared.lock().webhook = Some(Webhook {
+            url: url.into(),
+            secret_token: None,
+            allowed_updates: None,
+            max_connections: 40,
+        });
+        self.shared.changed.notify_waiters();
+    }
+
+    /// Removes the webhook as `deleteWebhook` would.
+    pub fn delete_webhook(&self) {
+        self.shared.lock().webhook = None;
+        self.shared.changed.notify_waiters();
+    }
+
+    /// Reads the state with `f`.
+    pub fn observe<T>(&self, f: impl FnOnce(&Observed<'_>) -> T) -> T {
+        let st = self.shared.lock();
+        f(&Observed(&st))
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.observe(|o| o.calls().to_vec())
+    }
+
+    pub fn sent(&self) -> Vec<SentMessage> {
+        self.observe(|o| o.sent().to_vec())
+    }
+
+    /// Calls of `method` (any case) with the right token.
+    pub fn count(&self, method: &str) -> usize {
+        self.observe(|o| o.count(method))
+    }
+
+    pub fn confirmed_offset(&self) -> i64 {
+        self.observe(|o| o.confirmed_offset())
+    }
+
+    /// Waits until `condition` holds, re-checking after every change in the sim; gives up after
+    /// `deadline`.
+    pub async fn wait_for(
+        &self,
+        deadline: Duration,
+        mut condition: impl FnMut(&Observed<'_>) -> bool,
+    ) -> Result<(), WaitTimeout> {
+        let until = tokio::time::Instant::now() + deadline;
+        loop {
+            let changed = self.shared.changed.notified();
+            tokio::pin!(changed);
+            // Registered before the check, so a change between the check and the wait is seen.
+            changed.as_mut().enable();
+            if self.observe(&mut condition) {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(until, changed).await.is_err() {
+                if self.observe(&mut condition) {
+                    return Ok(());
+                }
+                return Err(WaitTimeout {
+                    deadline,
+                    calls: self.observe(|o| o.summary()),
+                });
+            }
+        }
+    }
+
+    /// Waits until `method` has been called at least `n` times.
+    pub async fn wait_for_calls(
+        &self,
+        method: &str,
+        n: usize,
+        deadline: Duration,
+    ) -> Result<(), WaitTimeout> {
+        self.wait_for(deadline, |o| o.count(method) >= n).await
+    }
+}
+
+impl Drop for TelegramSim {
+    fn drop(&mut self) {
+        self.shared.stop.cancel();
+    }
+}
+
+/// A text message update from `user_id` in `chat_id` (a private chat when positive, a
+/// supergroup when negative), without `update_id` and `message_id`: [`TelegramSim::push_update`]
+/// fills them in.
+pub fn text_update(chat_id: i64, user_id: i64, text: &str) -> Value {
+    json!({
+        "message": {
+            "from": user(user_id),
+            "chat": chat(chat_id),
+            "text": text,
+        }
+    })
+}
+
+/// A callback query update: `user_id` pressed a button with `data` under the bot's message
+/// `message_id` in `chat_id`. Its id is unique in this process; read it from
+/// `update["callback_query"]["id"]`.
+pub fn callback_update(chat_id: i64, user_id: i64, message_id: i64, data: &str) -> Value {
+    static NEXT: AtomicU64 = AtomicU64::new(4_000_000_000_000_000_001);
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    json!({
+        "callback_query": {
+            "id": id.to_string(),
+            "from": user(user_id),
+            "chat_instance": format!("-{}", chat_id.unsigned_abs()),
+            "message": {
+                "message_id": message_id,
+                "chat": chat(chat_id),
+                "date": unix_now(),
+            },
+            "data": data,
+        }
+    })
+}
+
+fn user(id: i64) -> Value {
+    json!({"id": id, "is_bot": false, "first_name": format!("User {id}"), "language_code": "en"})
+}
+
+fn chat(id: i64) -> Value {
+    if id > 0 {
+        json!({"id": id, "type": "private", "first_name": format!("User {id}")})
+    } else {
+        json!({"id": id, "type": "supergroup", "title": format!("Group {id}")})
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serving
+
+/// Accepts connections until the sim is dropped. Each connection is served on its own task
+/// that a [`Fault::Drop`] can end without an answer.
+async fn accept_loop(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
+    loop {
+        let stream = tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "simulated Bot API: accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let hang_up = CancellationToken::new();
+            let service = hyper_util::service::TowerToHyperService::new(warp::service(routes(
+                shared.clone(),
+                hang_up.clone(),
+            )));
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            // Dropping the connection future closes the socket at once, answer or not.
+            tokio::select! {
+                _ = conn => {}
+                _ = hang_up.cancelled() => {}
+                _ = shared.stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// One parsed request.
+struct Request {
+    path: String,
+    query: Vec<(String, String)>,
+    content_type: Option<String>,
+    body: Bytes,
+}
+
+fn routes(
+    shared: Arc<Shared>,
+    hang_up: CancellationToken,
+) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    warp::path::full()
+        .and(warp::query::<Vec<(String, String)>>())
+        .and(warp::header::optional::<String>("content-type"))
+        .and(warp::body::bytes())
+        .then(
+            move |path: warp::path::FullPath, query, content_type, body| {
+                let shared = shared.clone();
+                let hang_up = hang_up.clone();
+                let req = Request {
+                    path: path.as_str().to_string(),
+                    query,
+                    content_type,
+                    body,
+                };
+                async move { handle(shared, hang_up, req).await }
+            },
+        )
+        .recover(|_: warp::Rejection| async {
+            Ok::<_, Infallible>(api_error(&Failure::bad_request(
+                "Bad Request: invalid request",
+            )))
+        })
+        .unify()
+}
+
+/// An `ok:false` answer.
+#[derive(Debug, Clone)]
+struct Failure {
+    code: u16,
+    description: String,
+    retry_after: Option<u64>,
+}
+
+impl Failure {
+    fn new(code: u16, description: impl Into<String>) -> Self {
+        Self {
+            code,
+            description: description.into(),
+            retry_after: None,
+        }
+    }
+    fn bad_request(description: impl Into<String>) -> Self {
+        Self::new(400, description)
+    }
+}
+
+/// A successful answer: `result`, and the optional `description` some methods add.
+struct Success {
+    result: Value,
+    description: Option<&'static str>,
+}
+
+impl From<Value> for Success {
+    fn from(result: Value) -> Self {
+        Success {
+            result,
+            description: None,
+        }
+    }
+}
+
+type Answer = Result<Success, Failure>;
+
+async fn handle(shared: Arc<Shared>, hang_up: CancellationToken, req: Request) -> Response {
+    let Some((token, method)) = req
+        .path
+        .strip_prefix("/bot")
+        .and_then(|rest| rest.split_once('/'))
+    else {
+        return api_error(&Failure::new(404, descriptions::NOT_FOUND));
+    };
+    let params = match parse_params(&req) {
+        Ok(p) => p,
+        Err(f) => return api_error(&f),
+    };
+    let known = canonical(method);
+    let name = known.map_or_else(|| method.to_string(), str::to_string);
+    let (index, authorized, fault) = {
+        let mut st = shared.lock();
+        let authorized = token == st.token;
+        let fault = match known {
+            Some(m) if authorized => st.faults.get_mut(m).and_then(VecDeque::pop_front),
+            _ => None,
+        };
+        st.calls.push(Call {
+            method: name,
+            params: Value::Object(params.clone()),
+            at: Instant::now(),
+            outcome: Outcome::InFlight,
+        });
+        (st.calls.len() - 1, authorized, fault)
+    };
+    shared.changed.notify_waiters();
+
+    let answer = |status: u16, body: Option<Value>| {
+        shared.lock().calls[index].outcome = Outcome::Answered { status, body };
+        shared.changed.notify_waiters();
+    };
+    let respond = |result: &Answer| {
+        let (status, body) = envelope(result);
+        answer(status, Some(body.clone()));
+        json_response(status, &body)
+    };
+    if !authorized {
+        return respond(&Err(Failure::new(401, descriptions::UNAUTHORIZED)));
+    }
+    let Some(method) = known else {
+        return respond(&Err(Failure::new(404, descriptions::NOT_FOUND)));
+    };
+
+    let mut drop_after = false;
+    match fault {
+        None => {}
+        Some(Fault::RetryAfter(secs)) => {
+            return respond(&Err(Failure {
+                code: 429,
+                description: format!("Too Many Requests: retry after {secs}"),
+                retry_after: Some(secs),
+            }));
+        }
+        Some(Fault::ServerError(status)) => {
+            answer(status, None);
+            return proxy_error_page(status);
+        }
+        Some(Fault::Forbidden(d)) => return respond(&Err(Failure::new(403, d))),
+        Some(Fault::BadRequest(d)) => return respond(&Err(Failure::new(400, d))),
+        Some(Fault::Conflict(d)) => return respond(&Err(Failure::new(409, d))),
+        Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+        Some(Fault::Drop) => return hang_up_now(&shared, index, &hang_up).await,
+        Some(Fault::DropAfter) => drop_after = true,
+    }
+
+    let result = if method == "getUpdates" {
+        get_updates(&shared, &params).await
+    } else {
+        let result = {
+            let mut st = shared.lock();
+            call_method(&mut st, method, &params)
+        };
+        shared.changed.notify_waiters();
+        result
+    };
+    if drop_after {
+        return hang_up_now(&shared, index, &hang_up).await;
+    }
+    respond(&result)
+}
+
+/// Marks the call dropped, closes its connection and never answers.
+async fn hang_up_now(shared: &Shared, index: usize, hang_up: &CancellationToken) -> Response {
+    shared.lock().calls[index].outcome = Outcome::Dropped;
+    shared.changed.notify_waiters();
+    hang_up.cancel();
+    // The connection task drops this future together with the connection.
+    std::future::pending().await
+}
+
+fn envelope(answer: &Answer) -> (u16, Value) {
+    match answer {
+        Ok(Success {
+            result,
+            description,
+        }) => {
+            let mut body = json!({"ok": true, "result": result});
+            if let Some(d) = description {
+                body["description"] = json!(d);
+            }
+            (200, body)
+        }
+        Err(f) => {
+            let mut body = json!({
+                "ok": false,
+                "error_code": f.code,
+                "description": f.description,
+            });
+            if let Some(secs) = f.retry_after {
+                body["parameters"] = json!({"retry_after": secs});
+            }
+            (f.code, body)
+        }
+    }
+}
+
+fn api_error(f: &Failure) -> Response {
+    let (status, body) = envelope(&Err(f.clone()));
+    json_response(status, &body)
+}
+
+fn json_response(status: u16, body: &Value) -> Response {
+    let mut resp = Response::new(body.to_string().into());
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(
+        warp::http::header::CONTENT_TYPE,
+        warp::http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// What nginx in front of a Bot API server answers when the server behind it fails.
+fn proxy_error_page(status: u16) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let title = format!(
+        "{} {}",
+        code.as_u16(),
+        code.canonical_reason().unwrap_or("Error")
+    );
+    let page = format!(
+        "<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>\r\n\
+         <hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+    );
+    let mut resp = Response::new(page.into());
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(
+        warp::http::header::CONTENT_TYPE,
+        warp::http::HeaderValue::from_static("text/html"),
+    );
+    resp
+}
+
+/// Query parameters, then the body's (JSON object or form-encoded); the body wins.
+fn parse_params(req: &Request) -> Result<Map<String, Value>, Failure> {
+    let mut params: Map<String, Value> = req
+        .query
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    if req.body.is_empty() {
+        return Ok(params);
+    }
+    let content_type = req.content_type.as_deref().unwrap_or("");
+    if content_type.starts_with("application/x-www-form-urlencoded") {
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&req.body)
+            .map_err(|_| Failure::bad_request("Bad Request: can't parse form data"))?;
+        params.extend(pairs.into_iter().map(|(k, v)| (k, Value::String(v))));
+    } else {
+        match serde_json::from_slice::<Value>(&req.body) {
+            Ok(Value::Object(body)) => params.extend(body),
+            _ => return Err(Failure::bad_request("Bad Request: can't parse JSON object")),
+        }
+    }
+    Ok(params)
+}
+
+/// A number, or a string holding one (form-encoded and query parameters are strings).
+fn int(p: &Map<String, Value>, key: &str) -> Option<i64> {
+    match p.get(key)? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(p: &Map<String, Value>, key: &str) -> Option<String> {
+    match p.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn flag(p: &Map<String, Value>, key: &str) -> bool {
+    match p.get(key) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s == "true" || s == "1",
+        _ => false,
+    }
+}
+
+/// An object or array parameter; form-encoded calls send them as JSON text.
+fn structured(p: &Map<String, Value>, key: &str) -> Option<Value> {
+    match p.get(key)? {
+        Value::Null => None,
+        Value::String(s) => serde_json::from_str(s).ok(),
+        v => Some(v.clone()),
+    }
+}
+
+fn chat_id(p: &Map<String, Value>) -> Result<i64, Failure> {
+    match p.get("chat_id") {
+        None | Some(Value::Null) => Err(Failure::bad_request(descriptions::CHAT_ID_EMPTY)),
+        Some(Value::String(s)) if s.is_empty() => {
+            Err(Failure::bad_request(descriptions::CHAT_ID_EMPTY))
+        }
+        // `@channelusername` and anything else that is not a known numeric id.
+        _ => int(p, "chat_id").ok_or_else(|| Failure::bad_request(descriptions::CHAT_NOT_FOUND)),
+    }
+}
+
+/// The inline keyboard a message keeps: `None` for no markup or an empty keyboard (both
+/// remove it), and for reply keyboards, which a message does not show as its own markup.
+fn inline_markup(p: &Map<String, Value>) -> Option<Value> {
+    let markup = structured(p, "reply_markup")?;
+    let rows = markup.get("inline_keyboard")?.as_array()?;
+    (!rows.is_empty()).then_some(markup)
+}
+
+fn message_json(st: &State, m: &StoredMessage, edited: bool) -> Value {
+    let mut v = json!({
+        "message_id": m.message_id,
+        "from": st.bot_user(),
+        "chat": chat(m.chat_id),
+        "date": unix_now(),
+        "text": m.text,
+    });
+    if edited {
+        v["edit_date"] = json!(unix_now());
+    }
+    if let Some(markup) = &m.reply_markup {
+        v["reply_markup"] = markup.clone();
+    }
+    v
+}
+
+fn commands_key(p: &Map<String, Value>) -> String {
+    let scope = structured(p, "scope").unwrap_or_else(|| json!({"type": "default"}));
+    let language = text(p, "language_code").unwrap_or_default();
+    format!("{scope}|{language}")
+}
+
+/// Every method but getUpdates: quick, under the lock.
+fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
+    match method {
+        "getMe" => Ok(json!({
+            "id": st.bot_id,
+            "is_bot": true,
+            "first_name": "oncebot sim",
+            "username": SIM_BOT_USERNAME,
+            "can_join_groups": true,
+            "can_read_all_group_messages": false,
+            "supports_inline_queries": false,
+        })
+        .into()),
+        "sendMessage" => send_message(st, p),
+        "editMessageText" | "editMessageReplyMarkup" => edit_message(st, method, p),
+        "answerCallbackQuery" => {
+            let id = text(p, "callback_query_id").unwrap_or_default();
+            match st.callback_queries.get_mut(&id) {
+                Some(answered @ false) => {
+                    *answered = true;
+                    Ok(json!(true).into())
+                }
+                _ => Err(Failure::bad_request(descriptions::QUERY_TOO_OLD)),
+            }
+        }
+        "setMyCommands" => {
+            let commands = structured(p, "commands").unwrap_or(Value::Null);
+            let Some(list) = commands.as_array() else {
+                return Err(Failure::bad_request(
+                    "Bad Request: parameter \"commands\" is required",
+                ));
+            };
+            let valid = |c: &Value| {
+                let name = c.get("command").and_then(Value::as_str).unwrap_or("");
+                (1..=32).contains(&name.len())
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            };
+            if !list.iter().all(valid) {
+                return Err(Failure::bad_request(descriptions::BOT_COMMAND_INVALID));
+            }
+            st.commands.insert(commands_key(p), commands.clone());
+            Ok(json!(true).into())
+        }
+        "getMyCommands" => Ok(st
+            .commands
+            .get(&commands_key(p))
+            .cloned()
+            .unwrap_or_else(|| json!([]))
+            .into()),
+        "deleteMyCommands" => {
+            st.commands.remove(&commands_key(p));
+            Ok(json!(true).into())
+        }
+        "setWebhook" => {
+            let url = text(p, "url").unwrap_or_default();
+            if flag(p, "drop_pending_updates") {
+                st.updates.clear();
+            }
+            if url.is_empty() {
+                let was_set = st.webhook.take().is_some();
+                return Ok(Success {
+                    result: json!(true),
+                    description: Some(if was_set {
+                        "Webhook was deleted"
+                    } else {
+                        "Webhook is already deleted"
+                    }),
+                });
+            }
+            if !url.starts_with("https://") {
+                return Err(Failure::bad_request(descriptions::HTTPS_URL_REQUIRED));
+            }
+            let previous = st.webhook.take();
+            let hook = Webhook {
+                url,
+                secret_token: text(p, "secret_token"),
+                allowed_updates: structured(p, "allowed_updates")
+                    .or_else(|| previous.as_ref().and_then(|w| w.allowed_updates.clone())),
+                max_connections: int(p, "max_connections").unwrap_or(40).clamp(1, 100),
+            };
+            let unchanged = previous.as_ref() == Some(&hook);
+            st.webhook = Some(hook);
+            Ok(Success {
+                result: json!(true),
+                description: Some(if unchanged {
+                    "Webhook is already set"
+                } else {
+                    "Webhook was set"
+                }),
+            })
+        }
+        "deleteWebhook" => {
+            if flag(p, "drop_pending_updates") {
+                st.updates.clear();
+            }
+            let was_set = st.webhook.take().is_some();
+            Ok(Success {
+                result: json!(true),
+                description: Some(if was_set {
+                    "Webhook was deleted"
+                } else {
+                    "Webhook is already deleted"
+                }),
+            })
+        }
+        "getWebhookInfo" => {
+            let mut info = json!({
+                "url": "",
+                "has_custom_certificate": false,
+                "pending_update_count": st.updates.len(),
+            });
+            if let Some(w) = &st.webhook {
+                info["url"] = json!(w.url);
+                info["max_connections"] = json!(w.max_connections);
+                if let Some(allowed) = &w.allowed_updates {
+                    info["allowed_updates"] = allowed.clone();
+                }
+            }
+            Ok(info.into())
+        }
+        other => Err(Failure::new(
+            501,
+            format!("the simulated Bot API does not implement {other}"),
+        )),
+    }
+}
+
+fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
+    let chat_id = chat_id(p)?;
+    let text = text(p, "text").unwrap_or_default();
+    if text.trim().is_empty() {
+        return Err(Failure::bad_request(descriptions::TEXT_EMPTY));
+    }
+    if text.chars().count() > 4096 {
+        return Err(Failure::bad_request(descriptions::TEXT_TOO_LONG));
+    }
+    let message_id = st.next_message_id(chat_id);
+    let stored = StoredMessage {
+        chat_id,
+        message_id,
+        text: text.clone(),
+        reply_markup: inline_markup(p),
+        edits: 0,
+    };
+    st.sent.push(SentMessage {
+        chat_id,
+        message_id,
+        text,
+        reply_markup: structured(p, "reply_markup"),
+        at: Instant::now(),
+    });
+    let result = message_json(st, &stored, false);
+    st.chats
+        .entry(chat_id)
+        .or_default()
+        .messages
+        .insert(message_id, stored);
+    Ok(result.into())
+}
+
+fn edit_message(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
+    if p.contains_key("inline_message_id") {
+        // Messages sent via inline mode are not the bot's to show; the API answers `true`.
+        return Ok(json!(true).into());
+    }
+    let chat_id = chat_id(p)?;
+    let Some(message_id) = int(p, "message_id") else {
+        return Err(Failure::bad_request(
+            descriptions::MESSAGE_TO_EDIT_NOT_FOUND,
+        ));
+    };
+    let new_text = if method == "editMessageText" {
+        let t = text(p, "text").unwrap_or_default();
+        if t.trim().is_empty() {
+            return Err(Failure::bad_request(descriptions::TEXT_EMPTY));
+        }
+        if t.chars().count() > 4096 {
+            return Err(Failure::bad_request(descriptions::TEXT_TOO_LONG));
+        }
+        Some(t)
+    } else {
+        None
+    };
+    // Both methods replace the keyboard: omitting reply_markup removes it.
+    let new_markup = inline_markup(p);
+    let Some(message) = st
+        .chats
+        .get_mut(&chat_id)
+        .and_then(|c| c.messages.get_mut(&message_id))
+    else {
+        return Err(Failure::bad_request(
+            descriptions::MESSAGE_TO_EDIT_NOT_FOUND,
+        ));
+    };
+    let text_same = new_text.as_ref().is_none_or(|t| *t == message.text);
+    if text_same && new_markup == message.reply_markup {
+        return Err(Failure::bad_request(descriptions::NOT_MODIFIED));
+    }
+    if let Some(t) = new_text {
+        message.text = t;
+    }
+    message.reply_markup = new_markup;
+    message.edits += 1;
+    let message = message.clone();
+    Ok(message_json(st, &message, true).into())
+}
+
+/// Counts a waiting poll for as long as it waits, even if its connection goes away.
+struct PollWaiting<'a>(&'a Shared);
+
+impl<'a> PollWaiting<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        shared.lock().polls_waiting += 1;
+        shared.changed.notify_waiters();
+        Self(shared)
+    }
+}
+
+impl Drop for PollWaiting<'_> {
+    fn drop(&mut self) {
+        {
+            let mut st = self.0.lock();
+            st.polls_waiting = st.polls_waiting.saturating_sub(1);
+        }
+        self.0.changed.notify_waiters();
+    }
+}
+
+async fn get_updates(shared: &Shared, p: &Map<String, Value>) -> Answer {
+    let offset = int(p, "offset").unwrap_or(0);
+    let limit = usize::try_from(int(p, "limit").unwrap_or(100).clamp(1, 100)).unwrap_or(100);
+    let timeout = int(p, "timeout")
+        .unwrap_or(0)
+        .clamp(0, MAX_POLL_TIMEOUT_SECS);
+    let generation = {
+        let mut st = shared.lock();
+        if st.webhook.is_some() {
+            return Err(Failure::new(409, descriptions::WEBHOOK_ACTIVE));
+        }
+        st.confirm(offset);
+        st.poll_generation += 1;
+        st.poll_generation
+    };
+    // Wakes an older poll still waiting, which now answers 409.
+    shared.changed.notify_waiters();
+    let until = tokio::time::Instant::now() + Duration::from_secs(timeout.unsigned_abs());
+    let mut waiting = None;
+    loop {
+        let changed = shared.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        {
+            let st = shared.lock();
+            if st.poll_generation != generation {
+                return Err(Failure::new(409, descriptions::OTHER_POLLER));
+            }
+            if st.webhook.is_some() {
+                return Err(Failure::new(409, descriptions::WEBHOOK_ACTIVE));
+            }
+            let batch: Vec<Value> = st
+                .updates
+                .iter()
+                .filter(|u| update_id(u) >= offset)
+                .take(limit)
+                .cloned()
+                .collect();
+            if !batch.is_empty() || tokio::time::Instant::now() >= until {
+                drop(st);
+                drop(waiting);
+                return Ok(Value::Array(batch).into());
+            }
+        }
+        if waiting.is_none() {
+            waiting = Some(PollWaiting::new(shared));
+        }
+        tokio::select! {
+            _ = &mut changed => {}
+            _ = tokio::time::sleep_until(until) => {}
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Helpers for the integration tests.
+
+pub mod child;
