@@ -20,6 +20,9 @@ pub enum ApiError {
     /// 409 on getUpdates: a webhook is set, or another process polls with this token.
     #[error("Telegram answered 409 Conflict: {0}")]
     Conflict(String),
+    /// 400 with `migrate_to_chat_id`: the group became a supergroup with this new id.
+    #[error("the chat moved to {0} (group upgraded to a supergroup)")]
+    Migrated(i64),
     /// 401: the token is wrong or revoked. Nothing works until it is fixed.
     #[error("Telegram rejected the bot token (401 Unauthorized): check ONCEBOT__TELEGRAM__TOKEN")]
     Unauthorized,
@@ -43,6 +46,7 @@ struct Envelope<T> {
 #[derive(serde::Deserialize)]
 struct Parameters {
     retry_after: Option<u64>,
+    migrate_to_chat_id: Option<i64>,
 }
 
 /// A client for one bot.
@@ -106,10 +110,12 @@ impl BotApi {
         }
         let description = envelope.description.unwrap_or_default();
         let code = envelope.error_code.unwrap_or(code);
+        let retry_after = envelope.parameters.as_ref().and_then(|p| p.retry_after);
+        if let Some(chat) = envelope.parameters.as_ref().and_then(|p| p.migrate_to_chat_id) {
+            return Err(ApiError::Migrated(chat));
+        }
         Err(match code {
-            429 => ApiError::RetryAfter(Duration::from_secs(
-                envelope.parameters.and_then(|p| p.retry_after).unwrap_or(1),
-            )),
+            429 => ApiError::RetryAfter(Duration::from_secs(retry_after.unwrap_or(1))),
             409 => ApiError::Conflict(description),
             401 => ApiError::Unauthorized,
             500..=599 => ApiError::Network(format!("HTTP {code}: {description}")),
