@@ -111,7 +111,11 @@ impl BotApi {
         let description = envelope.description.unwrap_or_default();
         let code = envelope.error_code.unwrap_or(code);
         let retry_after = envelope.parameters.as_ref().and_then(|p| p.retry_after);
-        if let Some(chat) = envelope.parameters.as_ref().and_then(|p| p.migrate_to_chat_id) {
+        if let Some(chat) = envelope
+            .parameters
+            .as_ref()
+            .and_then(|p| p.migrate_to_chat_id)
+        {
             return Err(ApiError::Migrated(chat));
         }
         Err(match code {
