@@ -126,3 +126,60 @@ fn truncate(s: &str, max: usize) -> String {
     t.push('…');
     t
 }
+
+fn bot_api(settings: &Settings) -> anyhow::Result<crate::telegram::api::BotApi> {
+    crate::telegram::api::BotApi::new(&settings.telegram.api_url, &settings.telegram.token)
+}
+
+const BOT_API_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// setWebhook with the configured URL and secret, then prints getWebhookInfo.
+pub async fn webhook_set(
+    settings: &Settings,
+    max_connections: u8,
+    drop_pending_updates: bool,
+) -> anyhow::Result<()> {
+    let url = &settings.telegram.webhook_url;
+    if !url.starts_with("https://") {
+        anyhow::bail!(
+            "telegram.webhook_url is {url:?}: set ONCEBOT__TELEGRAM__WEBHOOK_URL to the public \
+             https:// URL of /telegram/webhook (Telegram calls only HTTPS on ports 443, 80, 88, 8443)"
+        );
+    }
+    let body = serde_json::json!({
+        "url": url,
+        "secret_token": settings.telegram.webhook_secret.expose(),
+        "allowed_updates": ["message", "callback_query"],
+        "max_connections": max_connections,
+        "drop_pending_updates": drop_pending_updates,
+    });
+    let _: bool = bot_api(settings)?
+        .call("setWebhook", &body, BOT_API_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!("setWebhook failed: {e}"))?;
+    eprintln!("webhook set to {url}");
+    webhook_info(settings).await
+}
+
+/// Prints getWebhookInfo as JSON.
+pub async fn webhook_info(settings: &Settings) -> anyhow::Result<()> {
+    let info: serde_json::Value = bot_api(settings)?
+        .call("getWebhookInfo", &serde_json::json!({}), BOT_API_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!("getWebhookInfo failed: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &info)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// deleteWebhook, then prints getWebhookInfo.
+pub async fn webhook_delete(settings: &Settings, drop_pending_updates: bool) -> anyhow::Result<()> {
+    let body = serde_json::json!({ "drop_pending_updates": drop_pending_updates });
+    let _: bool = bot_api(settings)?
+        .call("deleteWebhook", &body, BOT_API_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!("deleteWebhook failed: {e}"))?;
+    eprintln!("webhook deleted; `oncebot serve --poll` can take updates now");
+    webhook_info(settings).await
+}

@@ -36,6 +36,12 @@ enum Cmd {
         #[command(subcommand)]
         command: JobsCmd,
     },
+    /// Register, inspect or remove the webhook with Telegram (setWebhook, getWebhookInfo,
+    /// deleteWebhook).
+    Webhook {
+        #[command(subcommand)]
+        command: WebhookCmd,
+    },
     /// Measure admission throughput and latency on a private Redis.
     Bench(oncebot::bench::BenchArgs),
 }
@@ -76,6 +82,28 @@ enum JobsCmd {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum WebhookCmd {
+    /// setWebhook with telegram.webhook_url, the webhook secret, and allowed_updates
+    /// message + callback_query.
+    Set {
+        /// How many connections Telegram may open at once (1-100).
+        #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u8).range(1..=100))]
+        max_connections: u8,
+        /// Drop the updates Telegram is still holding for the bot.
+        #[arg(long)]
+        drop_pending_updates: bool,
+    },
+    /// getWebhookInfo: the URL, pending updates and the last delivery error.
+    Info,
+    /// deleteWebhook (needed before `serve --poll`).
+    Delete {
+        /// Drop the updates Telegram is still holding for the bot.
+        #[arg(long)]
+        drop_pending_updates: bool,
     },
 }
 
@@ -147,6 +175,27 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                     note,
                     json,
                 } => oncebot::admin::resolve(&ledger, &settings, id, decision, &note, json).await,
+            }
+        }
+        Cmd::Webhook { command } => {
+            let needs = Needs {
+                bot_api: true,
+                webhook: matches!(command, WebhookCmd::Set { .. }),
+                ..Needs::default()
+            };
+            settings.validate(needs)?;
+            match command {
+                WebhookCmd::Set {
+                    max_connections,
+                    drop_pending_updates,
+                } => {
+                    oncebot::admin::webhook_set(&settings, max_connections, drop_pending_updates)
+                        .await
+                }
+                WebhookCmd::Info => oncebot::admin::webhook_info(&settings).await,
+                WebhookCmd::Delete {
+                    drop_pending_updates,
+                } => oncebot::admin::webhook_delete(&settings, drop_pending_updates).await,
             }
         }
         Cmd::Bench(args) => oncebot::bench::run(args).await,
