@@ -6,6 +6,7 @@
 //! - `commands`: text → a whitelisted command, and the one table of per-command policies.
 //! - `ingress`: the webhook and long polling; both decide the same way and call the ledger.
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
+//! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `admin`: `oncebot jobs ...`, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
 
@@ -18,6 +19,7 @@ pub mod failpoints;
 pub mod i18n;
 pub mod ingress;
 pub mod ledger;
+pub mod moviepilot;
 pub mod redis_server;
 pub mod telegram;
 pub mod telemetry;

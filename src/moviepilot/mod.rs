@@ -1,0 +1,21 @@
+//! MoviePilot: the one place oncebot talks to it.
+//!
+//! - `client`: [`MoviePilot`], connected once per process and shared; picks the v2 or v3
+//!   dialect from the server's version, owns the login token and the timeouts.
+//! - `types`: what the rest of oncebot sees ([`MediaItem`], [`Subscription`], [`Download`]) and
+//!   the lenient wire shapes behind them.
+//! - `error`: [`MpError`], whose kind (permanent, transient, uncertain) is the worker's retry
+//!   decision.
+//!
+//! The facts this follows (paths, bodies, duplicate behaviour, what v2.5.6 really answered) are
+//! in the project's MoviePilot reference notes; `sim::moviepilot` is a server that answers the
+//! same way, for tests and the demo.
+
+mod client;
+mod error;
+mod types;
+
+pub use crate::config::MoviePilotSettings;
+pub use client::MoviePilot;
+pub use error::MpError;
+pub use types::{Dialect, Download, MediaItem, MediaKind, NewSubscription, Subscription};
