@@ -644,7 +644,10 @@ mod tests {
         assert!(s.validate(Needs::default()).is_ok());
         let err = s.validate(WORKER).unwrap_err();
         assert_eq!(err.key, "moviepilot.url");
-        assert!(err.to_string().contains("ONCEBOT__MOVIEPILOT__URL"), "{err}");
+        assert!(
+            err.to_string().contains("ONCEBOT__MOVIEPILOT__URL"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -668,7 +671,10 @@ mod tests {
         assert!(text.contains("ONCEBOT__MOVIEPILOT__PASSWORD"), "{text}");
 
         let half = load(&[url, ("ONCEBOT__MOVIEPILOT__USERNAME", "admin")]).unwrap();
-        assert_eq!(half.validate(WORKER).unwrap_err().key, "moviepilot.password");
+        assert_eq!(
+            half.validate(WORKER).unwrap_err().key,
+            "moviepilot.password"
+        );
 
         for env in [
             vec![url, ("ONCEBOT__MOVIEPILOT__API_KEY", "k")],

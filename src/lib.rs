@@ -9,6 +9,7 @@
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `admin`: `oncebot jobs ...`, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
+//! - `sim`: simulated external servers speaking the real APIs, for tests, `demo` and `bench`.
 
 pub mod admin;
 pub mod app;
@@ -21,5 +22,6 @@ pub mod ingress;
 pub mod ledger;
 pub mod moviepilot;
 pub mod redis_server;
+pub mod sim;
 pub mod telegram;
 pub mod telemetry;
