@@ -542,9 +542,9 @@ impl Inner {
                 env_name("moviepilot.password")
             )));
         }
-        tracing::info!(
+        tracing::debug!(
             status = answer.status.as_u16(),
-            "MoviePilot refused oncebot's credential; logging in again"
+            "MoviePilot refused oncebot's credential; renewing it"
         );
         self.renew(generation, started)
             .await
@@ -577,6 +577,9 @@ impl Inner {
             && *at >= started
         {
             return Err(error.clone());
+        }
+        if state.bearer.is_some() {
+            tracing::info!("MoviePilot no longer accepts oncebot's token; logging in again");
         }
         match self.login(login).await {
             Ok(token) => {

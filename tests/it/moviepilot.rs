@@ -217,7 +217,7 @@ async fn tv_subscriptions_are_told_apart_by_season(opts: SimOptions) {
 }
 
 async fn find_subscription_sees_only_the_asked_media_and_season(opts: SimOptions) {
-    let (_sim, mp) = connected(opts).await;
+    let (sim, mp) = connected(opts).await;
     assert_eq!(mp.find_subscription(EXPANSE, Some(2)).await.unwrap(), None);
     let id = mp.create_subscription(&expanse(2)).await.unwrap();
     let found = mp
@@ -234,6 +234,13 @@ async fn find_subscription_sees_only_the_asked_media_and_season(opts: SimOptions
     assert_eq!(found.lack_episode, Some(13));
     assert_eq!(mp.find_subscription(EXPANSE, Some(3)).await.unwrap(), None);
     assert_eq!(mp.find_subscription(DUNE, None).await.unwrap(), None);
+
+    // One made in MoviePilot's own UI is found the same way.
+    let made_elsewhere = sim
+        .insert_subscription(THREE_BODY, MediaKind::Tv, Some(1))
+        .unwrap();
+    let found = mp.find_subscription(THREE_BODY, Some(1)).await.unwrap();
+    assert_eq!(found.map(|s| s.id), Some(made_elsewhere));
 }
 
 async fn list_subscriptions_returns_every_row(opts: SimOptions) {
