@@ -47,6 +47,7 @@ impl ServeOptions {
             ingress,
             webhook: ingress && !self.poll,
             bot_api: (ingress && self.poll) || self.runs(Role::Dispatcher),
+            moviepilot: self.runs(Role::Worker),
         }
     }
 }

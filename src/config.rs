@@ -27,6 +27,7 @@ pub struct Settings {
     pub ledger: LedgerSettings,
     pub worker: WorkerSettings,
     pub commands: CommandSettings,
+    pub moviepilot: MoviePilotSettings,
     pub log: LogSettings,
 }
 
@@ -99,6 +100,25 @@ pub struct CommandSettings {
     pub subscribe_window_secs: u64,
     pub unsubscribe_window_secs: u64,
     pub searchnow_window_secs: u64,
+}
+
+/// Where MoviePilot is and how to authenticate (see `moviepilot`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoviePilotSettings {
+    /// The base URL, e.g. `http://moviepilot:3001` (the API) or `http://moviepilot:3000` (the web
+    /// UI, which proxies `/api`). Required by the worker.
+    pub url: String,
+    /// MoviePilot's `API_TOKEN`, sent as `X-API-KEY`. v3 (and probably late v2) accept it
+    /// everywhere; v2.5.6 does not, and needs `username` + `password`.
+    pub api_key: Secret,
+    /// A MoviePilot user oncebot logs in as (form login, bearer token).
+    pub username: String,
+    pub password: Secret,
+    /// Bounds every call that does not wait for TMDB.
+    pub timeout_secs: u64,
+    /// Bounds the calls that make MoviePilot ask TMDB (media search and detail), which are slower.
+    pub search_timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -181,6 +201,8 @@ pub struct Needs {
     pub webhook: bool,
     /// Talks to the Bot API: needs the token.
     pub bot_api: bool,
+    /// Talks to MoviePilot (the worker): needs its URL and credentials.
+    pub moviepilot: bool,
 }
 
 impl Settings {
@@ -433,6 +455,82 @@ impl Settings {
                 ));
             }
         }
+        if needs.moviepilot {
+            self.validate_moviepilot()?;
+        }
+        Ok(())
+    }
+
+    fn validate_moviepilot(&self) -> Result<(), SettingError> {
+        let mp = &self.moviepilot;
+        if mp.url.trim().is_empty() {
+            return Err(SettingError::new(
+                "moviepilot.url",
+                "is not set",
+                format!(
+                    "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
+                    env_name("moviepilot.url")
+                ),
+            ));
+        }
+        let parsed = reqwest::Url::parse(&mp.url);
+        if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
+            return Err(SettingError::new(
+                "moviepilot.url",
+                format!("is {:?}, not an http(s) URL", mp.url),
+                format!(
+                    "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
+                    env_name("moviepilot.url")
+                ),
+            ));
+        }
+        let has_login = !mp.username.is_empty() && !mp.password.is_empty();
+        if !mp.username.is_empty() && mp.password.is_empty() {
+            return Err(SettingError::new(
+                "moviepilot.password",
+                "is not set, but moviepilot.username is",
+                format!(
+                    "set {} to the password of MoviePilot user {:?}",
+                    env_name("moviepilot.password"),
+                    mp.username
+                ),
+            ));
+        }
+        if mp.username.is_empty() && !mp.password.is_empty() {
+            return Err(SettingError::new(
+                "moviepilot.username",
+                "is not set, but moviepilot.password is",
+                format!(
+                    "set {} to the MoviePilot user the password belongs to",
+                    env_name("moviepilot.username")
+                ),
+            ));
+        }
+        if mp.api_key.is_empty() && !has_login {
+            return Err(SettingError::new(
+                "moviepilot.api_key",
+                "is not set, and neither are moviepilot.username and moviepilot.password",
+                format!(
+                    "set {} to MoviePilot's API_TOKEN (v3, late v2), or {} and {} to a \
+                     MoviePilot user (needed for v2.5.6)",
+                    env_name("moviepilot.api_key"),
+                    env_name("moviepilot.username"),
+                    env_name("moviepilot.password")
+                ),
+            ));
+        }
+        for (key, value) in [
+            ("moviepilot.timeout_secs", mp.timeout_secs),
+            ("moviepilot.search_timeout_secs", mp.search_timeout_secs),
+        ] {
+            if value == 0 {
+                return Err(SettingError::new(
+                    key,
+                    "is 0, so every call would time out at once",
+                    format!("set {} to a number of seconds, e.g. 15", env_name(key)),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -519,6 +617,14 @@ mod tests {
         ingress: true,
         webhook: true,
         bot_api: true,
+        moviepilot: false,
+    };
+
+    const WORKER: Needs = Needs {
+        ingress: false,
+        webhook: false,
+        bot_api: false,
+        moviepilot: true,
     };
 
     #[test]
@@ -608,6 +714,69 @@ mod tests {
         let shown = format!("{s:?}");
         assert!(!shown.contains("abc-DEF_ghi"));
         assert!(!shown.contains("s3cret_-"));
+    }
+
+    #[test]
+    fn moviepilot_defaults_need_a_url_for_the_worker() {
+        let s = load(&[]).unwrap();
+        assert_eq!(s.moviepilot.timeout_secs, 15);
+        assert!(s.validate(Needs::default()).is_ok());
+        let err = s.validate(WORKER).unwrap_err();
+        assert_eq!(err.key, "moviepilot.url");
+        assert!(
+            err.to_string().contains("ONCEBOT__MOVIEPILOT__URL"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn moviepilot_url_must_be_http() {
+        let s = load(&[
+            ("ONCEBOT__MOVIEPILOT__URL", "moviepilot:3001"),
+            ("ONCEBOT__MOVIEPILOT__API_KEY", "k"),
+        ])
+        .unwrap();
+        assert_eq!(s.validate(WORKER).unwrap_err().key, "moviepilot.url");
+    }
+
+    #[test]
+    fn moviepilot_needs_an_api_key_or_a_login() {
+        let url = ("ONCEBOT__MOVIEPILOT__URL", "http://127.0.0.1:3001");
+        let err = load(&[url]).unwrap().validate(WORKER).unwrap_err();
+        assert_eq!(err.key, "moviepilot.api_key");
+        let text = err.to_string();
+        assert!(text.contains("ONCEBOT__MOVIEPILOT__API_KEY"), "{text}");
+        assert!(text.contains("ONCEBOT__MOVIEPILOT__USERNAME"), "{text}");
+        assert!(text.contains("ONCEBOT__MOVIEPILOT__PASSWORD"), "{text}");
+
+        let half = load(&[url, ("ONCEBOT__MOVIEPILOT__USERNAME", "admin")]).unwrap();
+        assert_eq!(
+            half.validate(WORKER).unwrap_err().key,
+            "moviepilot.password"
+        );
+
+        for env in [
+            vec![url, ("ONCEBOT__MOVIEPILOT__API_KEY", "k")],
+            vec![
+                url,
+                ("ONCEBOT__MOVIEPILOT__USERNAME", "admin"),
+                ("ONCEBOT__MOVIEPILOT__PASSWORD", "pw"),
+            ],
+        ] {
+            load(&env).unwrap().validate(WORKER).unwrap();
+        }
+    }
+
+    #[test]
+    fn moviepilot_secrets_never_show_in_debug_output() {
+        let s = load(&[
+            ("ONCEBOT__MOVIEPILOT__API_KEY", "key-1234567890abcdef"),
+            ("ONCEBOT__MOVIEPILOT__PASSWORD", "pass-word-xyz"),
+        ])
+        .unwrap();
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("key-1234567890abcdef"));
+        assert!(!shown.contains("pass-word-xyz"));
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! - `commands`: text → a whitelisted command, and the one table of per-command policies.
 //! - `ingress`: the webhook and long polling; both decide the same way and call the ledger.
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
+//! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `admin`: `oncebot jobs ...`, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
-//! - `sim`: simulated outside services (the Bot API) for tests, the demo and the bench.
+//! - `sim`: simulated external servers speaking the real APIs, for tests, `demo` and `bench`.
 
 pub mod admin;
 pub mod app;

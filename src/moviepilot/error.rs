@@ -1,0 +1,41 @@
+//! What a failed MoviePilot call means for the job that made it.
+//!
+//! The worker decides from the kind alone: a permanent failure ends the job, a transient one is
+//! retried later, and an uncertain one must be checked against MoviePilot before anything is
+//! repeated, because the call may already have taken effect. The text says which call failed
+//! and why; it never carries a secret, a token or raw torrent data (see `client`).
+
+/// A failed MoviePilot call, classified by what may be done about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MpError {
+    /// Repeating the call fails the same way: MoviePilot refused it (a 4xx, or `success:false`
+    /// with a reason such as 未识别到媒体信息), or refused oncebot's credentials.
+    #[error("{0}")]
+    Permanent(String),
+    /// Nothing happened, try again later: MoviePilot is unreachable, answered 5xx, or a
+    /// read-only call timed out.
+    #[error("{0}")]
+    Transient(String),
+    /// A call with a side effect (subscribe, unsubscribe, search now) was sent but its answer
+    /// never arrived: it may or may not have taken effect. Check before repeating it.
+    #[error("{0}")]
+    Uncertain(String),
+}
+
+impl MpError {
+    /// `"permanent"`, `"transient"` or `"uncertain"`, for logs and the ledger.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MpError::Permanent(_) => "permanent",
+            MpError::Transient(_) => "transient",
+            MpError::Uncertain(_) => "uncertain",
+        }
+    }
+
+    /// The text, without the kind.
+    pub fn message(&self) -> &str {
+        match self {
+            MpError::Permanent(m) | MpError::Transient(m) | MpError::Uncertain(m) => m,
+        }
+    }
+}
