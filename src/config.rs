@@ -793,8 +793,7 @@ mod tests {
         // The token and the webhook secret come from the environment, never from the file.
         s.validate(Needs {
             ingress: true,
-            webhook: false,
-            bot_api: false,
+            ..Needs::default()
         })
         .unwrap();
         let with_secrets = Settings::load_from(
