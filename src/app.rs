@@ -164,10 +164,14 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
 
 /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
 pub async fn serve(settings: Settings, opts: ServeOptions) -> anyhow::Result<()> {
+    // The handlers go in before anything listens: a SIGTERM between the first accepted request
+    // and their installation would otherwise take the default action and kill the process
+    // mid-request, without the graceful shutdown and exit status 0.
+    let signals = Signals::install();
     let running = start(settings, opts).await?;
     let stop = running.shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signals.recv().await;
         tracing::info!("shutting down: finishing requests in flight");
         stop.cancel();
     });
@@ -176,18 +180,41 @@ pub async fn serve(settings: Settings, opts: ServeOptions) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops oncebot");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// SIGTERM and SIGINT, listened for from the moment this is built.
+struct Signals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for {name}; it will stop oncebot abruptly");
+                None
+            }
+        };
+        Signals {
+            term: listen(SignalKind::terminate(), "SIGTERM"),
+            int: listen(SignalKind::interrupt(), "SIGINT"),
         }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT.
+    async fn recv(mut self) {
+        async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = next(&mut self.term) => {}
+            _ = next(&mut self.int) => {}
+        }
     }
 }
