@@ -10,6 +10,10 @@ mod support;
 // (update_id, command window, none for read-only commands), Redis outages and restarts.
 mod ingress;
 
+// Long polling as a real process against a fake Bot API: the offset commit after admission, and
+// a crash between the two (failpoint + SIGKILL) that re-reads without a second job.
+mod polling;
+
 // The Lua scripts called through the ledger: every outcome in a script's header, and every job
 // state change checked against `JobState::can_transition`.
 mod lua_scripts;

@@ -6,6 +6,7 @@
 //! on itself: "nothing was written" is checked against a dump of every key.
 
 pub mod app;
+pub mod telegram;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
