@@ -13,7 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{Needs, Settings};
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
+use crate::moviepilot::{MoviePilot, Unreachable};
 use crate::telegram::api::BotApi;
+use crate::worker::Worker;
 
 /// A part of oncebot that can run in its own process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -129,13 +131,13 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
             }));
         }
     }
-    for role in [Role::Worker, Role::Dispatcher] {
-        if opts.runs(role) {
-            tracing::warn!(
-                role = ?role,
-                "this role is not part of this release yet; jobs wait in the ledger until it is"
-            );
-        }
+    if opts.runs(Role::Worker) {
+        tasks.push(start_worker(&settings, ledger.clone(), shutdown.clone()).await?);
+    }
+    if opts.runs(Role::Dispatcher) {
+        tracing::warn!(
+            "the dispatcher role is not part of this release yet; replies wait on the replies stream"
+        );
     }
 
     let stop = shutdown.clone();
@@ -163,12 +165,67 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     })
 }
 
+/// Connects to MoviePilot and runs a worker. A setting MoviePilot refuses (an API key v2.5.6
+/// does not accept, an unsupported version) stops start-up; an unreachable MoviePilot is tried
+/// again in the background, so the other roles (the webhook above all) keep working meanwhile.
+async fn start_worker(
+    settings: &Settings,
+    ledger: Ledger,
+    shutdown: CancellationToken,
+) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
+    let client = redis::Client::open(settings.redis.url.expose())
+        .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
+    let first = MoviePilot::connect(&settings.moviepilot).await;
+    let first = match first {
+        Ok(mp) => Some(mp),
+        Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
+            tracing::warn!(error = %e, "MoviePilot is not reachable yet; jobs wait until it is");
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let settings = settings.clone();
+    Ok(tokio::spawn(async move {
+        let mp = match first {
+            Some(mp) => mp,
+            None => {
+                let mut wait = Duration::from_secs(1);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                    match MoviePilot::connect(&settings.moviepilot).await {
+                        Ok(mp) => break mp,
+                        Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
+                            tracing::warn!(error = %e, retry_in = ?wait, "MoviePilot still unreachable");
+                            wait = (wait * 2).min(Duration::from_secs(60));
+                        }
+                        Err(e) => {
+                            shutdown.cancel();
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        };
+        tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
+        Worker::new(&settings, ledger, mp)
+            .run(client, shutdown)
+            .await
+    }))
+}
+
 /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
 pub async fn serve(settings: Settings, opts: ServeOptions) -> anyhow::Result<()> {
+    // The handlers go in before anything listens: a SIGTERM between the first accepted request
+    // and their installation would otherwise take the default action and kill the process
+    // mid-request, without the graceful shutdown and exit status 0.
+    let signals = Signals::install();
     let running = start(settings, opts).await?;
     let stop = running.shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signals.recv().await;
         tracing::info!("shutting down: finishing requests in flight");
         stop.cancel();
     });
@@ -177,18 +234,41 @@ pub async fn serve(settings: Settings, opts: ServeOptions) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops oncebot");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// SIGTERM and SIGINT, listened for from the moment this is built.
+struct Signals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for {name}; it will stop oncebot abruptly");
+                None
+            }
+        };
+        Signals {
+            term: listen(SignalKind::terminate(), "SIGTERM"),
+            int: listen(SignalKind::interrupt(), "SIGINT"),
         }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT.
+    async fn recv(mut self) {
+        async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            _ = next(&mut self.term) => {}
+            _ = next(&mut self.int) => {}
+        }
     }
 }

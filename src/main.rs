@@ -118,7 +118,7 @@ fn main() -> ExitCode {
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("oncebot: {e:#}");
+            eprintln!("oncebot: {}", one_line(&e));
             return ExitCode::from(2);
         }
     };
@@ -142,7 +142,7 @@ fn main() -> ExitCode {
             } else {
                 1
             };
-            eprintln!("oncebot: {e:#}");
+            eprintln!("oncebot: {}", one_line(&e));
             ExitCode::from(code)
         }
     }
@@ -200,4 +200,22 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
         }
         Cmd::Bench(args) => oncebot::bench::run(args).await,
     }
+}
+
+/// The error and its causes on one line, each cause once. `{:#}` alone repeats a cause whose
+/// text the layer above already carries (a Redis error names its I/O error and also returns it
+/// as its source), which printed "No such file or directory (os error 2)" three times.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }

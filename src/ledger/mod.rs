@@ -189,6 +189,11 @@ pub struct Ledger {
 impl Ledger {
     /// Connects lazily: a Redis that is down at start-up makes calls fail (and the webhook
     /// answer 503) until it comes back, instead of stopping the process.
+    ///
+    /// A call makes one connection attempt, not a retry loop: with the manager's default six
+    /// retries every webhook call waited about 7.5 s for its 503 while Redis was down, far past
+    /// `redis.command_timeout_ms`. The callers retry instead (Telegram after a 503, the poller
+    /// and the workers with their own backoff), and the next call reconnects.
     pub fn connect(settings: &Settings) -> anyhow::Result<Ledger> {
         use anyhow::Context as _;
         let client = redis::Client::open(settings.redis.url.expose())
@@ -197,7 +202,7 @@ impl Ledger {
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(Some(timeout))
             .set_connection_timeout(Some(timeout))
-            .set_max_delay(Duration::from_secs(2));
+            .set_number_of_retries(0);
         let conn = ConnectionManager::new_lazy_with_config(client, config)
             .context("setting up the Redis connection")?;
         let texts = Texts::new(settings.telegram.locale);

@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use super::error::MpError;
+use super::error::{MpError, Unreachable};
 use super::types::{
     CreatedId, Dialect, Download, Envelope, MediaItem, MediaKind, NewSubscription, Subscription,
     WireDownload, WireMedia, WireSubscribe, WireToken,
@@ -147,6 +147,8 @@ impl MoviePilot {
     /// refuses it there (v2.5.6) gives an error naming ONCEBOT__MOVIEPILOT__USERNAME and
     /// ONCEBOT__MOVIEPILOT__PASSWORD. With both, the API key is tried first and the login is
     /// the fallback.
+    /// An error that is [`Unreachable`] may go away by itself (MoviePilot still starting); any
+    /// other is a setting to fix.
     pub async fn connect(settings: &MoviePilotSettings) -> anyhow::Result<MoviePilot> {
         let url_var = env_name("moviepilot.url");
         let parsed = reqwest::Url::parse(settings.url.trim())
@@ -807,11 +809,11 @@ impl Inner {
             timeout: self.timeout,
         };
         let answer = self.send(&call, &Credential::None).await.map_err(|e| {
-            anyhow!(
+            anyhow::Error::new(Unreachable(format!(
                 "cannot reach MoviePilot at {}: {e} (check {} and that MoviePilot is running)",
                 self.shown_url,
                 env_name("moviepilot.url")
-            )
+            )))
         })?;
         let mut old_v2 = false;
         if answer.status.is_success()

@@ -39,3 +39,9 @@ impl MpError {
         }
     }
 }
+
+/// `MoviePilot::connect` could not reach the server at all (as opposed to a setting it refused):
+/// worth trying again later.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreachable(pub String);

@@ -17,5 +17,5 @@ mod types;
 
 pub use crate::config::MoviePilotSettings;
 pub use client::MoviePilot;
-pub use error::MpError;
+pub use error::{MpError, Unreachable};
 pub use types::{Dialect, Download, MediaItem, MediaKind, NewSubscription, Subscription};

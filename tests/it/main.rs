@@ -1,18 +1,38 @@
-//! oncebot's integration tests: one binary, one module per area. Tests talk to real
-//! `redis-server` processes (private, on unix sockets) and to simulated outside services that
-//! speak the real wire protocol (`oncebot::sim`).
+//! oncebot's integration tests: one binary, one module per area, every test against its own real
+//! `redis-server` (private, on a unix socket) and simulated outside services that speak the real
+//! wire protocol (`oncebot::sim`), never traits.
+//!
+//! Run them with `cargo nextest run --features failpoints`. `redis-server` must be on the PATH
+//! (`apt-get install redis-server`); tests fail, not skip, without it.
 
-/// Helpers shared by the modules: oncebot as a child process, waiting on conditions.
+/// Shared helpers: updates as Telegram sends them, a view of Redis, the app in-process and the
+/// binary as a child process.
 mod support;
+
+/// The webhook front door: secret, size and shape checks, and the three layers of duplicates
+/// (update_id, command window, none for read-only commands), Redis outages and restarts.
+mod ingress;
+
+/// `oncebot serve --role ingress --poll` as a real process against the simulated Bot API: the
+/// offset advances only after admission, a crash in between repeats nothing, 409 and 401.
+mod polling;
+
+/// The Lua scripts called through the ledger: every outcome in a script's header, and every job
+/// state change checked against `JobState::can_transition`.
+mod lua_scripts;
+
+/// The `oncebot` binary as a process: `jobs list/show --json`, exit codes, start-up errors,
+/// `serve` with its probes and graceful SIGTERM.
+mod cli;
 
 /// The simulated Bot API itself: offset semantics, long polls, error shapes, faults.
 mod telegram_sim;
-
-/// `oncebot serve --role ingress --poll` as a real process: updates become jobs once, the
-/// offset advances only after admission, a crash in between repeats nothing, 409 and 401.
-mod polling;
 
 /// The MoviePilot client against the simulator, in both dialects: operations, duplicate
 /// creates, the shared re-login, timeouts and error kinds; and the simulator against the bodies
 /// a real v2.5.6 answered (`tests/fixtures/moviepilot-v2.5.6/`).
 mod moviepilot;
+
+/// Workers as real processes against the MoviePilot simulator (both dialects): one effect per
+/// command, retries by error kind, and a SIGKILL at every dangerous point of a job.
+mod worker;

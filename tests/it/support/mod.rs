@@ -1,3 +1,297 @@
-//! Helpers for the integration tests.
+//! What every integration test shares: Telegram updates as Telegram sends them, a direct view
+//! of the ledger in Redis, waiting for a condition with a deadline, and the job-state transition
+//! check the Lua script tests run.
+//!
+//! Tests look at Redis themselves (`Store`) instead of trusting the code under test to report
+//! on itself: "nothing was written" is checked against a dump of every key.
 
+pub mod app;
 pub mod child;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use oncebot::ledger::{JobState, Keys};
+use redis::AsyncCommands as _;
+use redis::aio::MultiplexedConnection;
+use serde_json::{Value, json};
+
+/// An allowed user (ONCEBOT__TELEGRAM__ALLOWED_USERS); in a private chat, chat id = user id.
+pub const ALICE: i64 = 1001;
+/// A second allowed user.
+pub const BOB: i64 = 1002;
+/// Not on the allow-list.
+pub const MALLORY: i64 = 6666;
+/// A supergroup (negative ids, as Telegram gives them).
+pub const GROUP: i64 = -1001234567890;
+/// `telegram.bot_username` in the test settings.
+pub const BOT_USERNAME: &str = "OnceTestBot";
+/// `telegram.webhook_secret` in the test settings.
+pub const SECRET: &str = "test-secret_0123456789";
+
+/// How long a test waits for something that should happen at once.
+pub const DEADLINE: Duration = Duration::from_secs(10);
+
+/// A private-chat text message from `user`, shaped as the Bot API sends it.
+pub fn private_text(update_id: i64, user: i64, text: &str) -> Value {
+    message_update(
+        update_id,
+        user,
+        json!({"id": user, "first_name": "Test", "type": "private"}),
+        text,
+    )
+}
+
+/// A text message from `user` in the supergroup [`GROUP`].
+pub fn group_text(update_id: i64, user: i64, text: &str) -> Value {
+    message_update(
+        update_id,
+        user,
+        json!({"id": GROUP, "title": "Movie night", "type": "supergroup"}),
+        text,
+    )
+}
+
+fn message_update(update_id: i64, user: i64, chat: Value, text: &str) -> Value {
+    let mut message = json!({
+        "message_id": message_id(update_id),
+        "from": {"id": user, "is_bot": false, "first_name": "Test", "language_code": "en"},
+        "chat": chat,
+        "date": 1_767_225_600,
+        "text": text,
+    });
+    if let Some(command) = text.strip_prefix('/') {
+        // Telegram marks the command; offsets are UTF-16 units, and the command is ASCII.
+        let len = 1 + command.find(char::is_whitespace).unwrap_or(command.len());
+        message["entities"] = json!([{"offset": 0, "length": len, "type": "bot_command"}]);
+    }
+    json!({"update_id": update_id, "message": message})
+}
+
+/// The message id the update builders give `update_id`'s message (so replies can be matched).
+pub fn message_id(update_id: i64) -> i64 {
+    update_id + 500
+}
+
+/// A user edited an earlier message (here, into a command).
+pub fn edited_text(update_id: i64, user: i64, text: &str) -> Value {
+    let mut update = private_text(update_id, user, text);
+    let message = update["message"].take();
+    let mut edited = message;
+    edited["edit_date"] = json!(1_767_225_700);
+    json!({"update_id": update_id, "edited_message": edited})
+}
+
+/// An update kind oncebot does not handle: a poll's new state.
+pub fn poll_update(update_id: i64) -> Value {
+    json!({
+        "update_id": update_id,
+        "poll": {
+            "id": "5390110011712345678",
+            "question": "Which film tonight?",
+            "options": [
+                {"text": "Dune", "voter_count": 1},
+                {"text": "Arrival", "voter_count": 0}
+            ],
+            "total_voter_count": 1,
+            "is_closed": false,
+            "is_anonymous": true,
+            "type": "regular",
+            "allows_multiple_answers": false
+        }
+    })
+}
+
+/// Polls `check` until it gives `Some`, panicking with `what` after `timeout`. This is how tests
+/// wait for an event: never a bare sleep.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A view of a test's Redis, for looking at what the ledger wrote. Every call opens its own
+/// connection, so a `Store` outlives a Redis restart (and exists before Redis is up).
+#[derive(Clone)]
+pub struct Store {
+    client: redis::Client,
+    pub keys: Keys,
+}
+
+impl Store {
+    pub fn new(url: &str, prefix: &str) -> Store {
+        Store {
+            client: redis::Client::open(url).unwrap(),
+            keys: Keys::new(prefix),
+        }
+    }
+
+    pub async fn conn(&self) -> MultiplexedConnection {
+        self.client
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
+    /// Every key in the database.
+    pub async fn all_keys(&self) -> BTreeSet<String> {
+        let mut conn = self.conn().await;
+        let keys: Vec<String> = conn.keys("*").await.unwrap();
+        keys.into_iter().collect()
+    }
+
+    /// Every key with its DUMP (type, value and stream metadata), to prove nothing changed.
+    pub async fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut conn = self.conn().await;
+        let mut out = BTreeMap::new();
+        for key in self.all_keys().await {
+            let dump: Vec<u8> = redis::cmd("DUMP")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            out.insert(key, dump);
+        }
+        out
+    }
+
+    /// Asserts that the database holds only what start-up creates: the two streams with their
+    /// consumer groups, both empty. No update, command, job or index key exists.
+    pub async fn assert_pristine(&self) {
+        let expected: BTreeSet<String> = [self.keys.jobs_stream(), self.keys.replies_stream()]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            self.all_keys().await,
+            expected,
+            "keys other than the empty streams"
+        );
+        assert_eq!(self.stream_len(&self.keys.jobs_stream()).await, 0);
+        assert_eq!(self.stream_len(&self.keys.replies_stream()).await, 0);
+    }
+
+    pub async fn get(&self, key: &str) -> Option<String> {
+        let mut conn = self.conn().await;
+        conn.get(key).await.unwrap()
+    }
+
+    pub async fn stream_len(&self, key: &str) -> usize {
+        let mut conn = self.conn().await;
+        conn.xlen(key).await.unwrap()
+    }
+
+    /// A stream's entries, oldest first, as field maps.
+    pub async fn stream(&self, key: &str) -> Vec<BTreeMap<String, String>> {
+        let mut conn = self.conn().await;
+        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            .arg(key)
+            .arg("-")
+            .arg("+")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        entries
+            .into_iter()
+            .map(|(_, fields)| fields.into_iter().collect())
+            .collect()
+    }
+
+    /// The job ids on the jobs stream, in order.
+    pub async fn jobs_on_stream(&self) -> Vec<u64> {
+        self.stream(&self.keys.jobs_stream())
+            .await
+            .into_iter()
+            .map(|e| e["job"].parse().unwrap())
+            .collect()
+    }
+
+    /// The replies stream's entries, oldest first.
+    pub async fn replies(&self) -> Vec<BTreeMap<String, String>> {
+        self.stream(&self.keys.replies_stream()).await
+    }
+
+    /// The ids of every job HASH in Redis.
+    pub async fn job_ids(&self) -> BTreeSet<u64> {
+        let mut conn = self.conn().await;
+        let prefix = self.keys.job_prefix();
+        let keys: Vec<String> = conn.keys(format!("{prefix}*")).await.unwrap();
+        keys.iter()
+            .map(|k| k.strip_prefix(&prefix).unwrap().parse().unwrap())
+            .collect()
+    }
+
+    /// One job's HASH (empty if there is none).
+    pub async fn job(&self, id: u64) -> BTreeMap<String, String> {
+        let mut conn = self.conn().await;
+        conn.hgetall(self.keys.job(id)).await.unwrap()
+    }
+
+    /// The business-layer keys (`{p}:v1:cmd:*`) that exist now.
+    pub async fn command_keys(&self) -> Vec<String> {
+        let mut conn = self.conn().await;
+        conn.keys(self.keys.command("*")).await.unwrap()
+    }
+
+    /// Every job's `(status, attempts)`, for [`checked_transitions`].
+    pub async fn job_states(&self) -> BTreeMap<u64, (String, String)> {
+        let mut out = BTreeMap::new();
+        for id in self.job_ids().await {
+            let job = self.job(id).await;
+            let field = |k: &str| job.get(k).cloned().unwrap_or_default();
+            out.insert(id, (field("status"), field("attempts")));
+        }
+        out
+    }
+}
+
+/// Runs one script call (`call`) and asserts that every job-state change it made is an edge of
+/// `JobState::can_transition`: a new job starts from `None`, no job disappears, and a job whose
+/// attempt count changed in the same state (a re-claim) must be allowed `s -> s`.
+///
+/// Every test of a state-changing script goes through this, so a script that writes a state the
+/// table does not allow fails here with the script's name and the offending edge.
+pub async fn checked_transitions<T>(
+    store: &Store,
+    script: &str,
+    call: impl Future<Output = T>,
+) -> T {
+    let before = store.job_states().await;
+    let out = call.await;
+    let after = store.job_states().await;
+    for id in before.keys() {
+        assert!(after.contains_key(id), "{script} removed job {id}");
+    }
+    for (id, (status, attempts)) in &after {
+        let to: JobState = status
+            .parse()
+            .unwrap_or_else(|e| panic!("{script} left job {id} in {status:?}: {e}"));
+        let from = match before.get(id) {
+            None => None,
+            Some((old, old_attempts)) => {
+                if old == status && old_attempts == attempts {
+                    continue;
+                }
+                Some(old.parse::<JobState>().unwrap())
+            }
+        };
+        assert!(
+            JobState::can_transition(from, to),
+            "{script} moved job {id} {} -> {to}, which JobState::can_transition forbids",
+            from.map_or("(new)".to_string(), |s| s.to_string()),
+        );
+    }
+    out
+}

@@ -1,0 +1,435 @@
+//! The `oncebot` binary as an operator meets it: a real process, its exit code, stdout (a
+//! command's output only, so `--json` pipes) and stderr (logs and the one-line error).
+//!
+//! Exit codes: 0 done, 1 a failure while running (e.g. no such job), 2 a setting is missing or
+//! invalid.
+
+use std::time::Duration;
+
+use oncebot::commands::Command;
+use oncebot::ledger::{Admission, AdmissionAction, JobState, Ledger};
+use oncebot::redis_server::{Persistence, RedisServer};
+use oncebot::sim::moviepilot::{MoviePilotSim, SimOptions};
+use redis::AsyncCommands as _;
+use serde_json::Value;
+
+use crate::support::app::{ServeChild, free_port, run_oncebot, spawn_ledger};
+use crate::support::{ALICE, BOB, DEADLINE, SECRET, Store, eventually, private_text};
+
+/// The fields `jobs list --json` and `jobs show --json` promise (the seed's bot_jobs columns,
+/// plus id and attempts).
+const JOB_FIELDS: [&str; 13] = [
+    "id",
+    "idempotency_key",
+    "update_id",
+    "chat_id",
+    "user_id",
+    "command",
+    "args",
+    "status",
+    "created_at",
+    "updated_at",
+    "result",
+    "error",
+    "attempts",
+];
+
+async fn admit(ledger: &Ledger, update_id: i64, user: i64, command: Command, args: &str) {
+    let a = Admission {
+        update_id,
+        chat_id: user,
+        user_id: user,
+        message_id: Some(1),
+        action: AdmissionAction::Job {
+            command,
+            args: args.into(),
+            window: Duration::from_secs(60),
+        },
+    };
+    ledger.admit(&a).await.unwrap();
+}
+
+fn assert_job_object(v: &Value) {
+    let obj = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"));
+    for field in JOB_FIELDS {
+        assert!(obj.contains_key(field), "{field} missing from {v}");
+    }
+}
+
+/// Three jobs: 1 and 2 from ALICE, 3 from BOB.
+async fn three_jobs() -> (RedisServer, Store) {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    admit(&ledger, 11, ALICE, Command::Subscribe, "Dune").await;
+    admit(&ledger, 12, ALICE, Command::Search, "Arrival").await;
+    admit(&ledger, 13, BOB, Command::Subscriptions, "").await;
+    (redis, store)
+}
+
+#[tokio::test]
+async fn jobs_list_json_prints_one_array_of_jobs_newest_first() {
+    let (redis, _store) = three_jobs().await;
+    let url = redis.url();
+
+    let out = run_oncebot(
+        &["jobs", "list", "--json"],
+        &[("ONCEBOT__REDIS__URL", &url)],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let jobs: Value = serde_json::from_str(&out.stdout).unwrap();
+    let jobs = jobs.as_array().unwrap();
+    let ids: Vec<u64> = jobs.iter().map(|j| j["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, vec![3, 2, 1]);
+    jobs.iter().for_each(assert_job_object);
+    assert_eq!(jobs[2]["command"], "subscribe");
+    assert_eq!(jobs[2]["args"], "Dune");
+    assert_eq!(jobs[2]["status"], "pending");
+    assert_eq!(jobs[2]["chat_id"], ALICE);
+    assert_eq!(jobs[2]["update_id"], 11);
+}
+
+#[tokio::test]
+async fn jobs_list_filters_by_status_chat_and_limit() {
+    let (redis, store) = three_jobs().await;
+    let mut conn = store.conn().await;
+    let _: () = conn
+        .hset(store.keys.job(1), "status", JobState::Failed.as_str())
+        .await
+        .unwrap();
+    let env = [("ONCEBOT__REDIS__URL", &*redis.url())];
+    let ids = |out: &str| -> Vec<u64> {
+        let v: Value = serde_json::from_str(out).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_u64().unwrap())
+            .collect()
+    };
+
+    let failed = run_oncebot(&["jobs", "list", "--json", "--status", "failed"], &env).await;
+    assert_eq!(ids(&failed.stdout), vec![1]);
+    let alice = format!("{ALICE}");
+    let chat = run_oncebot(&["jobs", "list", "--json", "--chat", &alice], &env).await;
+    assert_eq!(ids(&chat.stdout), vec![2, 1]);
+    let one = run_oncebot(&["jobs", "list", "--json", "--limit", "1"], &env).await;
+    assert_eq!(ids(&one.stdout), vec![3]);
+    let none = run_oncebot(&["jobs", "list", "--json", "--status", "running"], &env).await;
+    assert_eq!(ids(&none.stdout), Vec::<u64>::new());
+}
+
+#[tokio::test]
+async fn jobs_list_without_json_prints_a_table() {
+    let (redis, _store) = three_jobs().await;
+    let out = run_oncebot(&["jobs", "list"], &[("ONCEBOT__REDIS__URL", &redis.url())]).await;
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", out.stdout);
+    assert!(lines[0].contains("STATUS"));
+    assert!(lines[3].contains("subscribe") && lines[3].contains("Dune"));
+}
+
+#[tokio::test]
+async fn jobs_show_json_prints_one_job_object() {
+    let (redis, _store) = three_jobs().await;
+    let out = run_oncebot(
+        &["jobs", "show", "2", "--json"],
+        &[("ONCEBOT__REDIS__URL", &redis.url())],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let job: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_job_object(&job);
+    assert_eq!(job["id"], 2);
+    assert_eq!(job["command"], "search");
+    assert_eq!(job["args"], "Arrival");
+    assert_eq!(job["attempts"], 0);
+    assert_eq!(job["result"], Value::Null);
+}
+
+#[tokio::test]
+async fn jobs_show_of_an_unknown_id_exits_1_with_the_reason_on_stderr_only() {
+    let (redis, _store) = three_jobs().await;
+    let out = run_oncebot(
+        &["jobs", "show", "999", "--json"],
+        &[("ONCEBOT__REDIS__URL", &redis.url())],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.contains("job 999 not found"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn a_bad_setting_exits_2_with_one_line_naming_its_variable() {
+    let (redis, _store) = three_jobs().await;
+    let out = run_oncebot(
+        &["jobs", "list", "--json"],
+        &[
+            ("ONCEBOT__REDIS__URL", &redis.url()),
+            ("ONCEBOT__REDIS__KEY_PREFIX", "a b"),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ONCEBOT__REDIS__KEY_PREFIX"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test]
+async fn jobs_list_with_redis_unreachable_exits_1_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redis+unix://{}/absent.sock", dir.path().display());
+    let out = run_oncebot(&["jobs", "list"], &[("ONCEBOT__REDIS__URL", &url)]).await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Redis is unavailable"),
+        "{}",
+        out.stderr
+    );
+    // The cause is said once, not once per layer that carries it.
+    assert_eq!(
+        out.stderr.matches("(os error 2)").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+}
+
+/// The environment `oncebot serve` needs, against `redis_url`, listening on `port`.
+/// Settings for `serve`; `mp` is the MoviePilot the worker role talks to (a simulator).
+fn serve_env(redis_url: &str, port: u16) -> Vec<(&'static str, String)> {
+    vec![
+        ("ONCEBOT__REDIS__URL", redis_url.to_string()),
+        ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
+        (
+            "ONCEBOT__TELEGRAM__TOKEN",
+            "123456:TEST-token_for-oncebot".into(),
+        ),
+        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
+        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
+    ]
+}
+
+/// `serve_env` plus a running MoviePilot simulator for the worker role (all roles run).
+async fn full_serve_env(
+    redis_url: &str,
+    port: u16,
+) -> (MoviePilotSim, Vec<(&'static str, String)>) {
+    let sim = MoviePilotSim::start(SimOptions::v2_5_6()).await;
+    let mut env = serve_env(redis_url, port);
+    env.push(("ONCEBOT__MOVIEPILOT__URL", sim.url()));
+    env.push((
+        "ONCEBOT__MOVIEPILOT__USERNAME",
+        sim.options().username.clone(),
+    ));
+    env.push((
+        "ONCEBOT__MOVIEPILOT__PASSWORD",
+        sim.options().password.clone(),
+    ));
+    (sim, env)
+}
+
+fn as_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+#[tokio::test]
+async fn serve_answers_its_probes_admits_updates_and_exits_0_on_sigterm() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let port = free_port();
+    let (_mp, env) = full_serve_env(&redis.url(), port).await;
+    let mut child = ServeChild::spawn(&["serve"], &as_refs(&env));
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+
+    eventually("/healthz to answer 200", DEADLINE, || {
+        let req = http.get(format!("{base}/healthz")).send();
+        async move { req.await.ok().filter(|r| r.status() == 200).map(|_| ()) }
+    })
+    .await;
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+
+    let resp = http
+        .post(format!("{base}/telegram/webhook"))
+        .header("x-telegram-bot-api-secret-token", SECRET)
+        .json(&private_text(1, ALICE, "/subscribe Dune"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "");
+    let store = Store::new(&redis.url(), "oncebot");
+    assert_eq!(store.jobs_on_stream().await, vec![1]);
+
+    child.signal("TERM");
+    let status = child.wait(DEADLINE).await;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "stderr:\n{}",
+        child.final_stderr().await
+    );
+    assert!(
+        http.get(format!("{base}/healthz")).send().await.is_err(),
+        "nothing listens after shutdown"
+    );
+}
+
+#[tokio::test]
+async fn serve_finishes_a_request_in_flight_on_sigterm_then_exits_0() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let port = free_port();
+    let mut env = serve_env(&redis.url(), port);
+    // The request is held in Redis below; it must not time out meanwhile.
+    env.push(("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "10000".into()));
+    let mut child = ServeChild::spawn(&["serve", "--role", "ingress"], &as_refs(&env));
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    wait_ready(&http, &base).await;
+
+    // Hold every write in Redis, so the next admission is provably in flight.
+    let store = Store::new(&redis.url(), "oncebot");
+    let mut conn = store.conn().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(30_000)
+        .arg("WRITE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let request = http
+        .post(format!("{base}/telegram/webhook"))
+        .header("x-telegram-bot-api-secret-token", SECRET)
+        .json(&private_text(1, ALICE, "/subscribe Dune"))
+        .send();
+    let in_flight = tokio::spawn(request);
+    eventually(
+        "the admission script to wait in Redis",
+        DEADLINE,
+        || async {
+            let clients: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut store.conn().await)
+                .await
+                .unwrap();
+            clients
+                .lines()
+                .any(|c| c.contains("cmd=evalsha") && c.contains(" flags=b"))
+                .then_some(())
+        },
+    )
+    .await;
+
+    child.signal("TERM");
+    // It stops accepting at once...
+    eventually("the listener to close", DEADLINE, || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+            .then_some(())
+    })
+    .await;
+    // ...but the request in flight is finished and answered once Redis takes it.
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let resp = in_flight.await.unwrap().unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "");
+    let status = child.wait(DEADLINE).await;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "stderr:\n{}",
+        child.final_stderr().await
+    );
+    assert_eq!(store.jobs_on_stream().await, vec![1]);
+}
+
+#[tokio::test]
+async fn serve_exits_0_on_sigint() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let port = free_port();
+    let (_mp, env) = full_serve_env(&redis.url(), port).await;
+    let mut child = ServeChild::spawn(&["serve"], &as_refs(&env));
+    wait_ready(&reqwest::Client::new(), &format!("http://127.0.0.1:{port}")).await;
+
+    child.signal("INT");
+    let status = child.wait(DEADLINE).await;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "stderr:\n{}",
+        child.final_stderr().await
+    );
+}
+
+async fn wait_ready(http: &reqwest::Client, base: &str) {
+    eventually("/readyz to answer 200", DEADLINE, || {
+        let req = http.get(format!("{base}/readyz")).send();
+        async move { req.await.ok().filter(|r| r.status() == 200).map(|_| ()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn serve_without_a_webhook_secret_exits_2_with_one_line_naming_it() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let mut env = serve_env(&redis.url(), free_port());
+    env.retain(|(k, _)| *k != "ONCEBOT__TELEGRAM__WEBHOOK_SECRET");
+    let out = run_oncebot(&["serve"], &as_refs(&env)).await;
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ONCEBOT__TELEGRAM__WEBHOOK_SECRET"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test]
+async fn serve_never_prints_its_secrets() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let port = free_port();
+    let (_mp, mut env) = full_serve_env(&redis.url(), port).await;
+    env.push(("RUST_LOG", "trace".into()));
+    let mut child = ServeChild::spawn(&["serve"], &as_refs(&env));
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    wait_ready(&http, &base).await;
+    // A wrong secret is refused and logged; the log must not echo either secret.
+    let resp = http
+        .post(format!("{base}/telegram/webhook"))
+        .header("x-telegram-bot-api-secret-token", "guess")
+        .json(&private_text(1, ALICE, "/jobs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+
+    child.signal("TERM");
+    assert_eq!(child.wait(DEADLINE).await.code(), Some(0));
+    let stderr = child.final_stderr().await;
+    assert!(!stderr.is_empty(), "trace logging shows something");
+    for (k, v) in &env {
+        if k.contains("SECRET") || k.contains("TOKEN") || k.contains("PASSWORD") {
+            assert!(
+                !stderr.contains(v.as_str()),
+                "{k} appears in the logs:\n{stderr}"
+            );
+        }
+    }
+}

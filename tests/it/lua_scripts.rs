@@ -1,0 +1,407 @@
+//! The Lua scripts, called through the ledger against a real Redis.
+//!
+//! Two duties: every outcome a script's header lists has a test here, and every call runs inside
+//! [`checked_transitions`], which fails if the script moved a job along an edge that
+//! `JobState::can_transition` (and so docs/job-states.mmd) does not have. A new script (claim,
+//! complete, reclaim, ...) gets its tests here the same way: set the jobs up, call the script
+//! through the ledger inside `checked_transitions`, assert its outcome.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use oncebot::commands::Command;
+use oncebot::ledger::{Admission, AdmissionAction, Admitted, JobState, Ledger, keys};
+use redis::AsyncCommands as _;
+
+use crate::support::app::spawn_ledger;
+use crate::support::{ALICE, BOB, Store, checked_transitions};
+
+const WINDOW: Duration = Duration::from_secs(60);
+
+fn job(update_id: i64, user: i64, command: Command, args: &str, window: Duration) -> Admission {
+    Admission {
+        update_id,
+        chat_id: user,
+        user_id: user,
+        message_id: Some(update_id + 500),
+        action: AdmissionAction::Job {
+            command,
+            args: args.into(),
+            window,
+        },
+    }
+}
+
+fn subscribe(update_id: i64, args: &str) -> Admission {
+    job(update_id, ALICE, Command::Subscribe, args, WINDOW)
+}
+
+fn reply(update_id: i64, window: Duration, once_key: &str) -> Admission {
+    Admission {
+        update_id,
+        chat_id: ALICE,
+        user_id: ALICE,
+        message_id: None,
+        action: AdmissionAction::Reply {
+            kind: "refusal",
+            text: "not allowed".into(),
+            window,
+            once_key: once_key.into(),
+        },
+    }
+}
+
+/// `enqueue.lua` through `Ledger::admit`, with the transition check around it.
+async fn enqueue(store: &Store, ledger: &Ledger, a: &Admission) -> Admitted {
+    checked_transitions(store, "enqueue.lua", ledger.admit(a))
+        .await
+        .unwrap()
+}
+
+/// Sets a job's state by hand, standing in for the scripts of later layers (claim, complete).
+async fn force_state(store: &Store, id: u64, state: JobState) {
+    let mut conn = store.conn().await;
+    let _: () = conn
+        .hset(store.keys.job(id), "status", state.as_str())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    assert!(JobState::can_transition(None, JobState::Pending));
+
+    let admitted = enqueue(&store, &ledger, &subscribe(1, "Dune Part Two")).await;
+    assert_eq!(admitted, Admitted::New { job_id: 1 });
+
+    let job = store.job(1).await;
+    // The seed's bot_jobs columns, plus attempts.
+    for field in [
+        "id",
+        "idempotency_key",
+        "update_id",
+        "chat_id",
+        "user_id",
+        "command",
+        "args",
+        "status",
+        "created_at",
+        "updated_at",
+        "result",
+        "error",
+        "attempts",
+    ] {
+        assert!(job.contains_key(field), "job HASH lacks {field}: {job:?}");
+    }
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["command"], "subscribe");
+    assert_eq!(job["args"], "Dune Part Two");
+    assert_eq!(job["attempts"], "0");
+    assert_eq!(
+        job["idempotency_key"],
+        oncebot::commands::idempotency_key(ALICE, ALICE, Command::Subscribe, "Dune Part Two")
+    );
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let created: u64 = job["created_at"].parse().unwrap();
+    assert!(
+        now_ms.abs_diff(created) < 60_000,
+        "created_at {created}, now {now_ms}"
+    );
+    assert_eq!(job["created_at"], job["updated_at"]);
+
+    // On the jobs stream, in the chat's index and the global one; the window key points at it.
+    assert_eq!(store.jobs_on_stream().await, vec![1]);
+    let mut conn = store.conn().await;
+    let chat: Vec<u64> = conn
+        .lrange(store.keys.chat_jobs(ALICE), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(chat, vec![1]);
+    let index: Vec<u64> = conn.zrange(store.keys.jobs_index(), 0, -1).await.unwrap();
+    assert_eq!(index, vec![1]);
+    assert_eq!(store.get(&store.keys.update(1)).await.as_deref(), Some("1"));
+    let idem = job["idempotency_key"].clone();
+    assert_eq!(
+        store.get(&store.keys.command(&idem)).await.as_deref(),
+        Some("1")
+    );
+    // The Job type reads back what the script wrote.
+    let read = ledger.job(1).await.unwrap().unwrap();
+    assert_eq!(read.status, "pending");
+    assert_eq!(read.update_id, 1);
+}
+
+#[tokio::test]
+async fn every_enqueue_outcome_keeps_to_the_transition_table() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+
+    // new
+    assert_eq!(
+        enqueue(&store, &ledger, &subscribe(1, "Dune")).await,
+        Admitted::New { job_id: 1 }
+    );
+    // duplicate_update with a job: nothing changes
+    let before = store.snapshot().await;
+    assert_eq!(
+        enqueue(&store, &ledger, &subscribe(1, "Dune")).await,
+        Admitted::DuplicateUpdate {
+            job_id: Some(1),
+            state: Some(JobState::Pending)
+        }
+    );
+    assert_eq!(
+        store.snapshot().await,
+        before,
+        "a transport duplicate changes nothing"
+    );
+    // duplicate_command
+    assert_eq!(
+        enqueue(&store, &ledger, &subscribe(2, "dune")).await,
+        Admitted::DuplicateCommand {
+            job_id: 1,
+            state: JobState::Pending
+        }
+    );
+    // replied (no window), and its update answered again
+    assert_eq!(
+        enqueue(&store, &ledger, &reply(3, Duration::ZERO, "")).await,
+        Admitted::Replied
+    );
+    assert_eq!(
+        enqueue(&store, &ledger, &reply(3, Duration::ZERO, "")).await,
+        Admitted::DuplicateUpdate {
+            job_id: None,
+            state: None
+        }
+    );
+    // replied once per window, then suppressed
+    let hour = Duration::from_secs(3600);
+    assert_eq!(
+        enqueue(&store, &ledger, &reply(4, hour, "refusal-alice")).await,
+        Admitted::Replied
+    );
+    assert_eq!(
+        enqueue(&store, &ledger, &reply(5, hour, "refusal-alice")).await,
+        Admitted::Suppressed
+    );
+
+    assert_eq!(store.jobs_on_stream().await, vec![1]);
+    let kinds: Vec<String> = store
+        .replies()
+        .await
+        .into_iter()
+        .map(|r| r["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["duplicate", "refusal", "refusal"]);
+}
+
+#[tokio::test]
+async fn a_duplicate_command_reports_the_original_jobs_current_state() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    enqueue(&store, &ledger, &subscribe(1, "Dune")).await;
+
+    let open_states = JobState::ALL.into_iter().filter(|s| *s != JobState::Failed);
+    for (i, state) in open_states.enumerate() {
+        force_state(&store, 1, state).await;
+        let update_id = 10 + i as i64;
+        assert_eq!(
+            enqueue(&store, &ledger, &subscribe(update_id, "Dune")).await,
+            Admitted::DuplicateCommand { job_id: 1, state },
+            "original job in {state}"
+        );
+        let replies = store.replies().await;
+        let last = replies.last().unwrap();
+        assert_eq!(last["kind"], "duplicate");
+        assert_eq!(last["reply_to"], (update_id + 500).to_string());
+        let label = oncebot::i18n::Texts::new(oncebot::config::Locale::En).state_label(state);
+        assert!(
+            last["text"].contains(&format!("job #1 ({label})")),
+            "{state}: {}",
+            last["text"]
+        );
+    }
+    assert_eq!(store.jobs_on_stream().await, vec![1]);
+}
+
+#[tokio::test]
+async fn a_failed_job_does_not_absorb_a_repeat_of_its_command() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    enqueue(&store, &ledger, &subscribe(1, "Dune")).await;
+    force_state(&store, 1, JobState::Failed).await;
+
+    assert_eq!(
+        enqueue(&store, &ledger, &subscribe(2, "Dune")).await,
+        Admitted::New { job_id: 2 }
+    );
+    let idem = store.job(2).await["idempotency_key"].clone();
+    assert_eq!(
+        store.get(&store.keys.command(&idem)).await.as_deref(),
+        Some("2")
+    );
+    assert!(store.replies().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_command_without_a_window_is_never_a_duplicate() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    for update_id in 1..=3 {
+        let a = job(update_id, ALICE, Command::Search, "Dune", Duration::ZERO);
+        assert_eq!(
+            enqueue(&store, &ledger, &a).await,
+            Admitted::New {
+                job_id: update_id as u64
+            }
+        );
+    }
+    assert!(store.command_keys().await.is_empty());
+    assert!(store.replies().await.is_empty());
+}
+
+#[tokio::test]
+async fn enqueue_recreates_the_streams_and_their_groups_if_they_are_gone() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let mut conn = store.conn().await;
+    let _: () = conn
+        .del(&[store.keys.jobs_stream(), store.keys.replies_stream()])
+        .await
+        .unwrap();
+
+    enqueue(&store, &ledger, &subscribe(1, "Dune")).await;
+    enqueue(&store, &ledger, &subscribe(2, "Dune")).await;
+
+    for (stream, group) in [
+        (store.keys.jobs_stream(), keys::JOBS_GROUP),
+        (store.keys.replies_stream(), keys::REPLIES_GROUP),
+    ] {
+        let groups: Vec<redis::Value> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&stream)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let text = format!("{groups:?}");
+        assert_eq!(groups.len(), 1, "{stream}: {text}");
+        assert!(text.contains(group), "{stream}: {text}");
+    }
+}
+
+#[tokio::test]
+async fn the_chat_and_jobs_indexes_are_trimmed_to_their_lengths() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[
+        ("ONCEBOT__LEDGER__CHAT_INDEX_LEN", "3"),
+        ("ONCEBOT__LEDGER__JOBS_INDEX_LEN", "4"),
+    ])
+    .await;
+    for update_id in 1..=6 {
+        let a = job(update_id, ALICE, Command::Subscriptions, "", Duration::ZERO);
+        enqueue(&store, &ledger, &a).await;
+    }
+
+    let mut conn = store.conn().await;
+    let chat: Vec<u64> = conn
+        .lrange(store.keys.chat_jobs(ALICE), 0, -1)
+        .await
+        .unwrap();
+    assert_eq!(chat, vec![6, 5, 4]);
+    let index: Vec<u64> = conn.zrange(store.keys.jobs_index(), 0, -1).await.unwrap();
+    assert_eq!(index, vec![3, 4, 5, 6]);
+    // Trimming an index never drops a job from the ledger.
+    assert_eq!(store.job_ids().await, (1..=6).collect());
+}
+
+#[tokio::test]
+async fn every_key_enqueue_writes_is_under_the_prefix_hash_tag_and_layout_version() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[("ONCEBOT__REDIS__KEY_PREFIX", "bot-2")]).await;
+    enqueue(&store, &ledger, &subscribe(1, "Dune")).await;
+    enqueue(&store, &ledger, &subscribe(2, "Dune")).await;
+    enqueue(
+        &store,
+        &ledger,
+        &job(3, BOB, Command::Search, "x", Duration::ZERO),
+    )
+    .await;
+    enqueue(&store, &ledger, &reply(4, Duration::from_secs(60), "k")).await;
+
+    let keys: BTreeSet<String> = store.all_keys().await;
+    assert!(keys.len() >= 8, "{keys:?}");
+    for key in &keys {
+        assert!(
+            key.starts_with("{bot-2}:v1:"),
+            "{key} is outside the layout"
+        );
+    }
+}
+
+#[tokio::test]
+async fn admission_survives_a_script_cache_flush_and_readiness_reloads_it() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let mut conn = store.conn().await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+
+    // EVALSHA meets NOSCRIPT and the script is sent again: no error reaches the caller.
+    assert_eq!(
+        enqueue(&store, &ledger, &subscribe(1, "Dune")).await,
+        Admitted::New { job_id: 1 }
+    );
+
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    ledger.ready().await.unwrap();
+    let sha = redis::Script::new(include_str!("../../lua/enqueue.lua"))
+        .get_hash()
+        .to_string();
+    let exists: Vec<bool> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(&sha)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(exists, vec![true], "readiness loads the scripts back");
+}
+
+/// The checker itself: a write the table forbids must fail the test that made it.
+#[tokio::test]
+async fn the_transition_check_catches_edges_the_table_lacks() {
+    use futures::FutureExt as _;
+    use std::panic::AssertUnwindSafe;
+
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    enqueue(&store, &ledger, &subscribe(1, "Dune")).await;
+
+    let skip_running = checked_transitions(
+        &store,
+        "rogue.lua",
+        force_state(&store, 1, JobState::Succeeded),
+    );
+    let caught = AssertUnwindSafe(skip_running).catch_unwind().await;
+    let message = *caught.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.contains("rogue.lua moved job 1 pending -> succeeded"),
+        "{message}"
+    );
+
+    // A new attempt without a state change is a transition `s -> s` too: pending has none.
+    force_state(&store, 1, JobState::Pending).await;
+    let bump_attempts = checked_transitions(&store, "rogue.lua", async {
+        let _: () = store
+            .conn()
+            .await
+            .hincr(store.keys.job(1), "attempts", 1)
+            .await
+            .unwrap();
+    });
+    let caught = AssertUnwindSafe(bump_attempts).catch_unwind().await;
+    let message = *caught.unwrap_err().downcast::<String>().unwrap();
+    assert!(message.contains("pending -> pending"), "{message}");
+}
