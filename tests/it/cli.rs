@@ -269,7 +269,8 @@ async fn serve_answers_its_probes_admits_updates_and_exits_0_on_sigterm() {
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "");
     let store = Store::new(&redis.url(), "oncebot");
-    assert_eq!(store.jobs_on_stream().await, vec![1]);
+    // The worker role may already have run it; the ledger has it either way.
+    assert_eq!(store.job_ids().await, [1].into());
 
     child.signal("TERM");
     let status = child.wait(DEADLINE).await;
