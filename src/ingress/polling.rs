@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use redis::AsyncCommands as _;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -45,14 +44,13 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
     let poll_timeout = opts.timeout;
-    let offset_key = ingress.ledger().keys().poll_offset();
-    let mut conn = ingress.ledger().connection();
+    let ledger = ingress.ledger().clone();
     let mut backoff = Backoff::default();
     tracing::info!("long polling started");
     loop {
         let offset: Option<i64> = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
-            r = conn.get(&offset_key) => match r {
+            r = ledger.poll_offset() => match r {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the polling offset from Redis; retrying");
@@ -143,7 +141,7 @@ pub async fn run(
                 }
             }
             crate::crash_point!("poll.after_enqueue");
-            let committed: redis::RedisResult<()> = conn.set(&offset_key, update_id + 1).await;
+            let committed = ledger.commit_poll_offset(update_id + 1).await;
             if let Err(e) = committed {
                 tracing::error!(update_id, error = %e, "offset not saved; the update will be read again and absorbed");
                 stalled = true;

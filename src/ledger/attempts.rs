@@ -95,6 +95,58 @@ pub struct AttemptLimits {
 }
 
 impl Ledger {
+    /// XREADGROUP `>` on the jobs stream for `consumer`, blocking up to `block`. `conn` must be
+    /// a connection of the caller's own: a blocking read stalls every other command queued on a
+    /// shared multiplexed connection. `None` when the block timed out.
+    pub async fn read_new_entries(
+        &self,
+        conn: &mut redis::aio::MultiplexedConnection,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
+        let reply: Option<redis::streams::StreamReadReply> = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(keys::JOBS_GROUP)
+            .arg(consumer)
+            .arg("COUNT")
+            .arg(count)
+            .arg("BLOCK")
+            .arg(block.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(self.keys.jobs_stream())
+            .arg(">")
+            .query_async(conn)
+            .await?;
+        Ok(reply
+            .into_iter()
+            .flat_map(|r| r.keys)
+            .flat_map(|k| k.ids)
+            .collect())
+    }
+
+    /// XAUTOCLAIM: up to `count` jobs-stream entries idle longer than `min_idle` (their worker
+    /// stopped renewing its lease), now delivered to `consumer`.
+    pub async fn reclaim_idle_entries(
+        &self,
+        consumer: &str,
+        min_idle: Duration,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
+        let mut conn = self.conn.clone();
+        let reply: redis::streams::StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+            .arg(self.keys.jobs_stream())
+            .arg(keys::JOBS_GROUP)
+            .arg(consumer)
+            .arg(min_idle.as_millis() as u64)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut conn)
+            .await?;
+        Ok(reply.claimed)
+    }
+
     /// claim.lua for one delivered entry.
     pub async fn claim(
         &self,

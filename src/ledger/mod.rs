@@ -369,6 +369,22 @@ impl Ledger {
         })
     }
 
+    /// The next getUpdates offset of long polling (`None` before the first update).
+    pub async fn poll_offset(&self) -> Result<Option<i64>, LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.get(self.keys.poll_offset())
+            .await
+            .map_err(LedgerError::redis("reading the polling offset"))
+    }
+
+    /// Records that every update below `next` was admitted; called only after its admission.
+    pub async fn commit_poll_offset(&self, next: i64) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.set(self.keys.poll_offset(), next)
+            .await
+            .map_err(LedgerError::redis("saving the polling offset"))
+    }
+
     /// One job, or `None` if it does not exist (never did, or expired).
     pub async fn job(&self, id: u64) -> Result<Option<Job>, LedgerError> {
         let mut conn = self.conn.clone();

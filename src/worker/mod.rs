@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backon::BackoffBuilder as _;
-use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+use redis::streams::StreamId;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,9 +34,7 @@ use tracing::Instrument as _;
 use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
-use crate::ledger::{
-    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome, keys,
-};
+use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
 use crate::moviepilot::{MoviePilot, MpError};
 use execute::{Context, KeyedLocks, MediaLocks};
 pub use render::Render;
@@ -133,7 +131,6 @@ impl Worker {
         client: redis::Client,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
-        let stream = self.ledger.keys().jobs_stream();
         let config = redis::AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(Duration::from_secs(5)));
@@ -163,26 +160,18 @@ impl Worker {
                 }
             }
             let Some(c) = conn.as_mut() else { continue };
-            let mut cmd = redis::cmd("XREADGROUP");
-            cmd.arg("GROUP")
-                .arg(keys::JOBS_GROUP)
-                .arg(&self.consumer)
-                .arg("COUNT")
-                .arg(count)
-                .arg("BLOCK")
-                .arg(self.cfg.read_block_ms)
-                .arg("STREAMS")
-                .arg(&stream)
-                .arg(">");
-            let read = cmd.query_async::<Option<StreamReadReply>>(c);
+            let block = Duration::from_millis(self.cfg.read_block_ms);
+            let read = self
+                .ledger
+                .read_new_entries(c, &self.consumer, count, block);
             let reply = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 r = read => r,
             };
             match reply {
-                Ok(reply) => {
+                Ok(entries) => {
                     failures = 0;
-                    for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {
+                    for entry in entries {
                         self.clone().spawn_entry(entry, false).await;
                     }
                 }
@@ -376,7 +365,7 @@ impl Worker {
             let reason = format!("gave up after {used} attempts: {reason}");
             return self.failed(job, &reason, kind);
         }
-        let delay = self.backoff(used);
+        let delay = retry_delay(&self.cfg, used);
         tracing::warn!(reason = %reason, kind, retry_in = ?delay, "job will be retried");
         // One "failed for now" message per job, at its first retry; the final outcome follows.
         let reply = if used == 1 {
@@ -394,21 +383,6 @@ impl Worker {
             fields: vec![("mp_error_kind".into(), kind.into())],
             ..Outcome::default()
         }
-    }
-
-    /// The delay before attempt `used + 1`: exponential with jitter (backon).
-    fn backoff(&self, used: u32) -> Duration {
-        let min = Duration::from_millis(self.cfg.retry_min_delay_ms);
-        let max = Duration::from_millis(self.cfg.retry_max_delay_ms);
-        backon::ExponentialBuilder::default()
-            .with_min_delay(min)
-            .with_max_delay(max)
-            .with_factor(2.0)
-            .with_jitter()
-            .without_max_times()
-            .build()
-            .nth(used.saturating_sub(1) as usize)
-            .unwrap_or(max)
     }
 
     /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
@@ -482,20 +456,13 @@ impl Worker {
 
     /// XAUTOCLAIM: entries idle longer than `min_idle` (their worker stopped renewing).
     async fn reclaim(self: Arc<Self>, min_idle: Duration) {
-        let mut conn = self.ledger.connection();
-        let reply: redis::RedisResult<StreamAutoClaimReply> = redis::cmd("XAUTOCLAIM")
-            .arg(self.ledger.keys().jobs_stream())
-            .arg(keys::JOBS_GROUP)
-            .arg(&self.consumer)
-            .arg(min_idle.as_millis() as u64)
-            .arg("0-0")
-            .arg("COUNT")
-            .arg(50)
-            .query_async(&mut conn)
+        let reply = self
+            .ledger
+            .reclaim_idle_entries(&self.consumer, min_idle, 50)
             .await;
         match reply {
-            Ok(reply) => {
-                for entry in reply.claimed {
+            Ok(entries) => {
+                for entry in entries {
                     tracing::warn!(entry = %entry.id, "reclaimed an entry from a worker that stopped");
                     self.clone().spawn_entry(entry, true).await;
                 }
@@ -513,6 +480,21 @@ fn attempt_base(job: &Job) -> u64 {
         .get("attempt_base")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// The delay before attempt `used + 1`: exponential from the minimum, with jitter (backon).
+fn retry_delay(cfg: &WorkerSettings, used: u32) -> Duration {
+    let min = Duration::from_millis(cfg.retry_min_delay_ms);
+    let max = Duration::from_millis(cfg.retry_max_delay_ms);
+    backon::ExponentialBuilder::default()
+        .with_min_delay(min)
+        .with_max_delay(max)
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .build()
+        .nth(used.saturating_sub(1) as usize)
+        .unwrap_or(max)
 }
 
 fn backoff_step(failures: u32) -> Duration {
@@ -540,4 +522,37 @@ fn default_consumer_name() -> String {
         std::process::id(),
         rand::random::<u16>()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker_settings() -> WorkerSettings {
+        Settings::load_from(None, std::iter::empty())
+            .unwrap()
+            .worker
+    }
+
+    #[test]
+    fn backoff_grows_with_each_attempt_and_stays_under_the_maximum() {
+        let cfg = worker_settings();
+        let delay = |used: u32| retry_delay(&cfg, used);
+        for _ in 0..50 {
+            // Jitter adds less than one base delay, so two doublings always outgrow it.
+            assert!(delay(1) < delay(3));
+            assert!(delay(3) < delay(5));
+            assert!(delay(1) >= Duration::from_millis(cfg.retry_min_delay_ms));
+            assert!(delay(30) <= Duration::from_millis(2 * cfg.retry_max_delay_ms));
+        }
+    }
+
+    #[test]
+    fn consumer_names_differ_between_processes_and_calls() {
+        let a = default_consumer_name();
+        let b = default_consumer_name();
+        assert!(a.contains(&std::process::id().to_string()));
+        // Two random suffixes collide 1 time in 65536; try again once to keep this honest.
+        assert!(a != b || default_consumer_name() != a);
+    }
 }

@@ -36,3 +36,10 @@ mod moviepilot;
 /// Workers as real processes against the MoviePilot simulator (both dialects): one effect per
 /// command, retries by error kind, and a SIGKILL at every dangerous point of a job.
 mod worker;
+
+/// The worker's scripts through the ledger: fencing of zombie completions and lease renewals,
+/// recovery by policy, retries promoted once, and what may be resolved by a person.
+mod worker_scripts;
+
+/// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
+mod admin_cli;

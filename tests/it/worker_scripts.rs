@@ -1,0 +1,294 @@
+//! The worker's scripts (claim, complete, extend, promote, resolve) through the ledger against a
+//! real Redis, each call inside `checked_transitions`. These pin the fencing rules that no
+//! process-level test can hit on demand: a zombie's late completion, a zombie's lease renewal.
+
+use std::time::Duration;
+
+use oncebot::commands::Command;
+use oncebot::ledger::{
+    Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
+    Ledger, Outcome, Resolution, keys,
+};
+use redis::streams::StreamReadReply;
+
+use crate::support::app::spawn_ledger;
+use crate::support::{ALICE, Store, checked_transitions};
+
+const A: &str = "worker-a";
+const B: &str = "worker-b";
+
+fn limits() -> AttemptLimits {
+    AttemptLimits {
+        max_recoveries: 2,
+        retention: Duration::from_secs(3600),
+    }
+}
+
+fn texts() -> ClaimTexts {
+    ClaimTexts {
+        held: "job #{job} held".into(),
+        failed: "job #{job} crashed too often".into(),
+    }
+}
+
+async fn enqueue(ledger: &Ledger, update_id: i64, command: Command, args: &str) -> u64 {
+    let admitted = ledger
+        .admit(&Admission {
+            update_id,
+            chat_id: ALICE,
+            user_id: ALICE,
+            message_id: Some(update_id + 500),
+            action: AdmissionAction::Job {
+                command,
+                args: args.into(),
+                window: Duration::ZERO,
+            },
+        })
+        .await
+        .unwrap();
+    let Admitted::New { job_id } = admitted else {
+        panic!("{admitted:?}")
+    };
+    job_id
+}
+
+/// XREADGROUP as `consumer`: the entry id of the next new entry.
+async fn deliver(store_url: &str, consumer: &str) -> String {
+    let mut conn = redis::Client::open(store_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let reply: StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(keys::JOBS_GROUP)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(1)
+        .arg("STREAMS")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    reply.keys[0].ids[0].id.clone()
+}
+
+/// What XAUTOCLAIM does for a dead consumer's entry: hand it to `consumer`.
+async fn hand_over(store_url: &str, entry: &str, consumer: &str) {
+    let mut conn = redis::Client::open(store_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: redis::Value = redis::cmd("XCLAIM")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(keys::JOBS_GROUP)
+        .arg(consumer)
+        .arg(0)
+        .arg(entry)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+async fn claim(store: &Store, ledger: &Ledger, job: u64, entry: &str, consumer: &str) -> Claimed {
+    checked_transitions(
+        store,
+        "claim.lua",
+        ledger.claim(job, entry, consumer, &limits(), &texts()),
+    )
+    .await
+    .unwrap()
+}
+
+fn run(claimed: Claimed) -> (Attempt, bool) {
+    match claimed {
+        Claimed::Run {
+            attempt, recovered, ..
+        } => (attempt, recovered),
+        other => panic!("expected Run, got {other:?}"),
+    }
+}
+
+fn succeeded() -> Outcome {
+    Outcome {
+        status: "succeeded",
+        result: "done".into(),
+        reply: "done".into(),
+        reply_kind: "result",
+        ..Outcome::default()
+    }
+}
+
+#[tokio::test]
+async fn a_zombie_workers_late_completion_is_rejected() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, recovered) = run(claim(&store, &ledger, job, &entry, A).await);
+    assert!(!recovered);
+    assert_eq!(a.attempt, 1);
+
+    // A stops renewing; its entry goes to B, whose claim recovers the job as attempt 2.
+    hand_over(&redis.url(), &entry, B).await;
+    let (b, recovered) = run(claim(&store, &ledger, job, &entry, B).await);
+    assert!(recovered, "a running job claimed again is a recovery");
+    assert_eq!(b.attempt, 2);
+
+    // A comes back and tries to record its outcome: refused, nothing changes.
+    let late = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete(&a, &succeeded(), Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(late, Completed::Stale { .. }), "{late:?}");
+    assert_eq!(store.job(job).await["status"], "running");
+    assert_eq!(store.job(job).await["owner"], B);
+    assert!(
+        store.replies().await.is_empty(),
+        "a stale completion sends nothing"
+    );
+
+    // A's lease renewal is refused too, so it cannot take the entry back from B.
+    let lost = ledger.extend(A, std::slice::from_ref(&a)).await.unwrap();
+    assert_eq!(lost, vec![entry.clone()]);
+
+    let done = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete(&b, &succeeded(), Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done, Completed::Recorded);
+    assert_eq!(store.job(job).await["status"], "succeeded");
+    assert_eq!(store.replies().await.len(), 1);
+    assert!(
+        store.jobs_on_stream().await.is_empty(),
+        "the entry is acked and deleted"
+    );
+}
+
+#[tokio::test]
+async fn a_live_workers_lease_renewal_keeps_its_entry() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
+    let lost = ledger.extend(A, std::slice::from_ref(&a)).await.unwrap();
+    assert!(lost.is_empty());
+}
+
+#[tokio::test]
+async fn a_recovered_side_effect_that_cannot_be_verified_is_held_for_a_person() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::SearchNow, "7").await;
+    let entry = deliver(&redis.url(), A).await;
+    run(claim(&store, &ledger, job, &entry, A).await);
+    hand_over(&redis.url(), &entry, B).await;
+    let held = claim(&store, &ledger, job, &entry, B).await;
+    assert!(matches!(held, Claimed::Held { attempt: 1 }), "{held:?}");
+    let row = store.job(job).await;
+    assert_eq!(row["status"], "needs_review");
+    assert!(row["error"].contains("uncertain"), "{row:?}");
+    let replies = store.replies().await;
+    assert_eq!(replies.len(), 1);
+    assert_eq!(replies[0]["text"], format!("job #{job} held"));
+    assert!(store.jobs_on_stream().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_read_only_job_that_keeps_crashing_its_workers_fails() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    run(claim(&store, &ledger, job, &entry, A).await);
+    // max_recoveries is 2: two recoveries run it again, the third gives up.
+    for (i, consumer) in ["c1", "c2"].into_iter().enumerate() {
+        hand_over(&redis.url(), &entry, consumer).await;
+        let (attempt, recovered) = run(claim(&store, &ledger, job, &entry, consumer).await);
+        assert!(recovered);
+        assert_eq!(attempt.attempt, i as u64 + 2);
+    }
+    hand_over(&redis.url(), &entry, "c3").await;
+    let failed = claim(&store, &ledger, job, &entry, "c3").await;
+    assert!(matches!(failed, Claimed::Failed { .. }), "{failed:?}");
+    assert_eq!(store.job(job).await["status"], "failed");
+    assert!(store.jobs_on_stream().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_due_retry_goes_back_on_the_stream_and_runs_as_the_next_attempt() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
+    let retry = Outcome {
+        status: "retry_wait",
+        error: "MoviePilot answered 502".into(),
+        reply_kind: "retrying",
+        retry_in: Duration::ZERO,
+        ..Outcome::default()
+    };
+    let recorded = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete(&a, &retry, Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(recorded, Completed::Recorded);
+    assert_eq!(store.job(job).await["status"], "retry_wait");
+    assert!(
+        store.jobs_on_stream().await.is_empty(),
+        "not queued until due"
+    );
+
+    let promoted = ledger.promote_due(10).await.unwrap();
+    assert_eq!(promoted, 1);
+    assert_eq!(ledger.promote_due(10).await.unwrap(), 0, "promoted once");
+    let next = deliver(&redis.url(), A).await;
+    assert_ne!(next, entry);
+    let (second, recovered) = run(claim(&store, &ledger, job, &next, A).await);
+    assert!(!recovered);
+    assert_eq!(second.attempt, 2);
+    // The old entry, should it ever come back, is stale and runs nothing.
+    let stale = claim(&store, &ledger, job, &entry, B).await;
+    assert!(matches!(stale, Claimed::Skip { .. }), "{stale:?}");
+}
+
+#[tokio::test]
+async fn only_a_job_waiting_for_review_can_be_resolved() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::SearchNow, "7").await;
+    let refused = ledger
+        .resolve(job, Resolution::Succeeded, "", "", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(refused, Err("pending".to_string()));
+
+    let entry = deliver(&redis.url(), A).await;
+    run(claim(&store, &ledger, job, &entry, A).await);
+    hand_over(&redis.url(), &entry, B).await;
+    claim(&store, &ledger, job, &entry, B).await;
+    let retried = checked_transitions(
+        &store,
+        "resolve.lua",
+        ledger.resolve(
+            job,
+            Resolution::Retry,
+            "checked: nothing ran",
+            "job #{job} again",
+            Duration::from_secs(60),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(retried, Ok("pending".to_string()));
+    let row = store.job(job).await;
+    assert_eq!(row["resolution_note"], "checked: nothing ran");
+    assert_eq!(store.jobs_on_stream().await, vec![job], "queued again");
+}
