@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Needs, Settings};
+use crate::dispatch::Dispatcher;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
 use crate::moviepilot::{MoviePilot, Unreachable};
@@ -135,9 +136,11 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         tasks.push(start_worker(&settings, ledger.clone(), shutdown.clone()).await?);
     }
     if opts.runs(Role::Dispatcher) {
-        tracing::warn!(
-            "the dispatcher role is not part of this release yet; replies wait on the replies stream"
-        );
+        let client = redis::Client::open(settings.redis.url.expose())
+            .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
+        let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
+        let dispatcher = Dispatcher::new(&settings, ledger.clone(), api);
+        tasks.push(tokio::spawn(dispatcher.run(client, shutdown.clone())));
     }
 
     let stop = shutdown.clone();

@@ -26,6 +26,7 @@ pub struct Settings {
     pub telegram: TelegramSettings,
     pub ledger: LedgerSettings,
     pub worker: WorkerSettings,
+    pub dispatcher: DispatcherSettings,
     pub commands: CommandSettings,
     pub moviepilot: MoviePilotSettings,
     pub log: LogSettings,
@@ -90,7 +91,27 @@ pub struct WorkerSettings {
     pub read_block_ms: u64,
     pub shutdown_grace_secs: u64,
     pub job_retention_secs: u64,
+    /// After this long a running job tells its user it is working on it (0: never).
+    pub progress_after_ms: u64,
     pub consumer_name: String,
+}
+
+/// How replies reach Telegram; see `dispatch`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DispatcherSettings {
+    pub concurrency: usize,
+    pub per_chat_interval_ms: u64,
+    /// Groups (negative chat ids) allow about 20 messages a minute.
+    pub group_interval_ms: u64,
+    pub global_per_second: u32,
+    pub max_attempts: u32,
+    pub retry_min_delay_ms: u64,
+    pub retry_max_delay_ms: u64,
+    pub reclaim_idle_ms: u64,
+    pub read_block_ms: u64,
+    pub reply_retention_secs: u64,
+    pub set_commands: bool,
 }
 
 /// Duplicate windows of the side-effecting commands (see `commands::policy`).
@@ -321,6 +342,23 @@ impl Settings {
             ("worker.reclaim_idle_ms", w.reclaim_idle_ms),
             ("worker.read_block_ms", w.read_block_ms),
             ("worker.job_retention_secs", w.job_retention_secs),
+        ] {
+            if value == 0 {
+                return Err(SettingError::new(
+                    key,
+                    "is 0",
+                    format!("set {} to a positive number", env_name(key)),
+                ));
+            }
+        }
+        let d = &self.dispatcher;
+        for (key, value) in [
+            ("dispatcher.concurrency", d.concurrency as u64),
+            ("dispatcher.global_per_second", d.global_per_second as u64),
+            ("dispatcher.max_attempts", d.max_attempts as u64),
+            ("dispatcher.reclaim_idle_ms", d.reclaim_idle_ms),
+            ("dispatcher.read_block_ms", d.read_block_ms),
+            ("dispatcher.reply_retention_secs", d.reply_retention_secs),
         ] {
             if value == 0 {
                 return Err(SettingError::new(

@@ -86,6 +86,30 @@ impl Texts {
         }
     }
 
+    /// The command menu registered with setMyCommands: (command, description).
+    pub fn command_list(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "search",
+                self.pick("搜索影视", "Search for a movie or series"),
+            ),
+            ("subscribe", self.pick("订阅", "Subscribe")),
+            ("subscriptions", self.pick("查看订阅", "List subscriptions")),
+            (
+                "unsubscribe",
+                self.pick("取消订阅", "Cancel a subscription"),
+            ),
+            (
+                "searchnow",
+                self.pick("立即搜索订阅", "Search a subscription now"),
+            ),
+            ("downloading", self.pick("正在下载", "Active downloads")),
+            ("status", self.pick("任务状态", "How a job is doing")),
+            ("jobs", self.pick("最近的任务", "Recent jobs")),
+            ("help", self.pick("帮助", "Help")),
+        ]
+    }
+
     pub fn help(&self) -> &'static str {
         self.pick(
             "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\

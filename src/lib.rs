@@ -16,6 +16,7 @@ pub mod app;
 pub mod bench;
 pub mod commands;
 pub mod config;
+pub mod dispatch;
 pub mod failpoints;
 pub mod i18n;
 pub mod ingress;

@@ -97,7 +97,7 @@ pub struct AttemptLimits {
 impl Ledger {
     /// XREADGROUP `>` on the jobs stream for `consumer`, blocking up to `block`. `conn` must be
     /// a connection of the caller's own: a blocking read stalls every other command queued on a
-    /// shared multiplexed connection. `None` when the block timed out.
+    /// shared multiplexed connection.
     pub async fn read_new_entries(
         &self,
         conn: &mut redis::aio::MultiplexedConnection,
@@ -105,24 +105,9 @@ impl Ledger {
         count: usize,
         block: Duration,
     ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
-        let reply: Option<redis::streams::StreamReadReply> = redis::cmd("XREADGROUP")
-            .arg("GROUP")
-            .arg(keys::JOBS_GROUP)
-            .arg(consumer)
-            .arg("COUNT")
-            .arg(count)
-            .arg("BLOCK")
-            .arg(block.as_millis() as u64)
-            .arg("STREAMS")
-            .arg(self.keys.jobs_stream())
-            .arg(">")
-            .query_async(conn)
-            .await?;
-        Ok(reply
-            .into_iter()
-            .flat_map(|r| r.keys)
-            .flat_map(|k| k.ids)
-            .collect())
+        let stream = self.keys.jobs_stream();
+        self.read_group(conn, &stream, keys::JOBS_GROUP, consumer, count, block)
+            .await
     }
 
     /// XAUTOCLAIM: up to `count` jobs-stream entries idle longer than `min_idle` (their worker
@@ -133,10 +118,52 @@ impl Ledger {
         min_idle: Duration,
         count: usize,
     ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
+        let stream = self.keys.jobs_stream();
+        self.autoclaim(&stream, keys::JOBS_GROUP, consumer, min_idle, count)
+            .await
+    }
+
+    pub(super) async fn read_group(
+        &self,
+        conn: &mut redis::aio::MultiplexedConnection,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
+        let reply: Option<redis::streams::StreamReadReply> = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg(group)
+            .arg(consumer)
+            .arg("COUNT")
+            .arg(count)
+            .arg("BLOCK")
+            .arg(block.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(stream)
+            .arg(">")
+            .query_async(conn)
+            .await?;
+        Ok(reply
+            .into_iter()
+            .flat_map(|r| r.keys)
+            .flat_map(|k| k.ids)
+            .collect())
+    }
+
+    pub(super) async fn autoclaim(
+        &self,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+        min_idle: Duration,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
         let mut conn = self.conn.clone();
         let reply: redis::streams::StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
-            .arg(self.keys.jobs_stream())
-            .arg(keys::JOBS_GROUP)
+            .arg(stream)
+            .arg(group)
             .arg(consumer)
             .arg(min_idle.as_millis() as u64)
             .arg("0-0")

@@ -66,6 +66,17 @@ impl Keys {
         format!("{}stream:replies", self.base)
     }
 
+    /// HASH, TTL = reply retention: one reply's delivery state (queued/sending/sent/failed),
+    /// keyed by its replies-stream entry id.
+    pub fn reply(&self, entry: &str) -> String {
+        format!("{}reply:{entry}", self.base)
+    }
+
+    /// STREAM: answerCallbackQuery calls for the dispatcher's fast lane; group [`REPLIES_GROUP`].
+    pub fn callbacks_stream(&self) -> String {
+        format!("{}stream:callbacks", self.base)
+    }
+
     /// LIST: a chat's recent job ids, newest first.
     pub fn chat_jobs(&self, chat_id: i64) -> String {
         format!("{}chat:{chat_id}:jobs", self.base)
@@ -110,6 +121,8 @@ mod tests {
             k.jobs_index(),
             k.poll_offset(),
             k.retry_schedule(),
+            k.reply("1-0"),
+            k.callbacks_stream(),
             k.review_index(),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");

@@ -5,6 +5,7 @@
 
 mod attempts;
 pub mod keys;
+mod replies;
 mod scripts;
 mod state;
 
@@ -20,6 +21,7 @@ use crate::config::Settings;
 use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
+pub use replies::{Begin, CallbackEntry, Lane, ReplyEntry};
 pub use state::JobState;
 
 /// A Redis failure, said with what oncebot was doing.
@@ -239,6 +241,7 @@ impl Ledger {
         for (stream, group) in [
             (self.keys.jobs_stream(), keys::JOBS_GROUP),
             (self.keys.replies_stream(), keys::REPLIES_GROUP),
+            (self.keys.callbacks_stream(), keys::REPLIES_GROUP),
         ] {
             let created: redis::RedisResult<()> =
                 conn.xgroup_create_mkstream(&stream, group, "0").await;

@@ -32,8 +32,35 @@ pub(crate) static PROMOTE: LazyLock<Script> =
 pub(crate) static RESOLVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/resolve.lua")));
 
-fn all() -> [&'static Script; 6] {
-    [&ENQUEUE, &CLAIM, &COMPLETE, &EXTEND, &PROMOTE, &RESOLVE]
+/// `lua/reply_begin.lua`: record `sending` before a Bot API call.
+pub(crate) static REPLY_BEGIN: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/reply_begin.lua")));
+
+/// `lua/reply_end.lua`: record `sent`/`failed` and acknowledge the entry, in one step.
+pub(crate) static REPLY_END: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/reply_end.lua")));
+
+/// `lua/lease.lua`: renew a live consumer's PEL entries (replies, callbacks).
+pub(crate) static LEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/lease.lua")));
+
+/// `lua/progress.lua`: queue a job's "working on it" message once.
+pub(crate) static PROGRESS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/progress.lua")));
+
+fn all() -> [&'static Script; 10] {
+    [
+        &ENQUEUE,
+        &CLAIM,
+        &COMPLETE,
+        &EXTEND,
+        &PROMOTE,
+        &RESOLVE,
+        &REPLY_BEGIN,
+        &REPLY_END,
+        &LEASE,
+        &PROGRESS,
+    ]
 }
 
 /// SCRIPT LOAD of every script.

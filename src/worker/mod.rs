@@ -36,7 +36,8 @@ use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
 use crate::moviepilot::{MoviePilot, MpError};
-use execute::{Context, KeyedLocks, MediaLocks};
+pub use execute::KeyedLocks;
+use execute::{Context, MediaLocks};
 pub use render::Render;
 
 /// One worker process's share of the jobs stream.
@@ -284,7 +285,23 @@ impl Worker {
         let chat_lock = self.chat_locks.get(job.chat_id);
         let outcome = {
             let _in_chat_order = chat_lock.lock().await;
-            self.execute(&job, &attempt, recovered).await
+            let run = self.execute(&job, &attempt, recovered);
+            tokio::pin!(run);
+            let progress_after = Duration::from_millis(self.cfg.progress_after_ms);
+            if progress_after.is_zero() {
+                run.await
+            } else {
+                tokio::select! {
+                    outcome = &mut run => outcome,
+                    _ = tokio::time::sleep(progress_after) => {
+                        let text = self.render.working_on_it();
+                        if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
+                            tracing::warn!(error = %e, "could not queue the progress message");
+                        }
+                        run.await
+                    }
+                }
+            }
         };
         self.record(&attempt, &outcome).await;
         crate::crash_point!("worker.after_complete");
@@ -510,7 +527,7 @@ async fn sleep_or_stop(d: Duration, shutdown: &CancellationToken) -> bool {
 
 /// `<hostname>-<pid>-<random>`: unique per process, so a restarted worker is a new consumer and
 /// its predecessor's entries are reclaimed by idle time, not mistaken for its own.
-fn default_consumer_name() -> String {
+pub fn default_consumer_name() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok())

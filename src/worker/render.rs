@@ -264,6 +264,15 @@ impl Render {
         out.trim_end().to_string()
     }
 
+    /// "received, working on it"; "{job}" is filled in by progress.lua.
+    pub fn working_on_it(&self) -> String {
+        self.texts_pick(
+            "已接收，正在处理（任务 #{job}）…",
+            "Received, working on it (job #{job})…",
+        )
+        .into()
+    }
+
     pub fn failed(&self, job: u64, reason: &str) -> String {
         if self.zh() {
             format!("任务 #{job} 失败：{reason}")

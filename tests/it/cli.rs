@@ -10,6 +10,7 @@ use oncebot::commands::Command;
 use oncebot::ledger::{Admission, AdmissionAction, JobState, Ledger};
 use oncebot::redis_server::{Persistence, RedisServer};
 use oncebot::sim::moviepilot::{MoviePilotSim, SimOptions};
+use oncebot::sim::telegram::TelegramSim;
 use redis::AsyncCommands as _;
 use serde_json::Value;
 
@@ -219,13 +220,18 @@ fn serve_env(redis_url: &str, port: u16) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// `serve_env` plus a running MoviePilot simulator for the worker role (all roles run).
+/// `serve_env` plus simulated MoviePilot and Bot API servers for the worker and dispatcher
+/// roles (all roles run).
 async fn full_serve_env(
     redis_url: &str,
     port: u16,
-) -> (MoviePilotSim, Vec<(&'static str, String)>) {
+) -> ((MoviePilotSim, TelegramSim), Vec<(&'static str, String)>) {
     let sim = MoviePilotSim::start(SimOptions::v2_5_6()).await;
+    let tg = TelegramSim::start().await.unwrap();
     let mut env = serve_env(redis_url, port);
+    env.retain(|(k, _)| *k != "ONCEBOT__TELEGRAM__TOKEN");
+    env.push(("ONCEBOT__TELEGRAM__TOKEN", tg.token()));
+    env.push(("ONCEBOT__TELEGRAM__API_URL", tg.url()));
     env.push(("ONCEBOT__MOVIEPILOT__URL", sim.url()));
     env.push((
         "ONCEBOT__MOVIEPILOT__USERNAME",
@@ -235,7 +241,7 @@ async fn full_serve_env(
         "ONCEBOT__MOVIEPILOT__PASSWORD",
         sim.options().password.clone(),
     ));
-    (sim, env)
+    ((sim, tg), env)
 }
 
 fn as_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {

@@ -1,0 +1,35 @@
+--[[
+  reply_begin: a dispatcher is about to send one replies-stream entry. Records `sending` (and
+  counts the attempt) BEFORE the Bot API call, so after a crash the ledger shows the send may
+  have happened: replies are at-least-once, and this keeps a duplicate rare and visible.
+
+  KEYS[1] reply HASH        {P}:v1:reply:<entry id>     state, attempts, message_id, error, ...
+  KEYS[2] replies stream    {P}:v1:stream:replies
+
+  ARGV[1] entry id
+  ARGV[2] replies consumer group
+  ARGV[3] consumer name
+  ARGV[4] retention of the reply HASH, seconds
+  ARGV[5] chat id, ARGV[6] job id ("" for none), ARGV[7] kind (copied into the HASH)
+
+  Returns:
+    {"send", attempts}              go ahead (attempts includes this one; > 1 means a retry or
+                                    a recovery after a crash, and the message may exist already)
+    {"done", state, message_id}     already `sent` or `failed`: the entry was acknowledged and
+                                    deleted, nothing to send
+]]
+
+local reply, stream, entry = KEYS[1], KEYS[2], ARGV[1]
+local state = redis.call('HGET', reply, 'state')
+if state == 'sent' or state == 'failed' then
+  redis.call('XACK', stream, ARGV[2], entry)
+  redis.call('XDEL', stream, entry)
+  return {'done', state, redis.call('HGET', reply, 'message_id') or ''}
+end
+local t = redis.call('TIME')
+local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local attempts = redis.call('HINCRBY', reply, 'attempts', 1)
+redis.call('HSET', reply, 'state', 'sending', 'consumer', ARGV[3], 'updated_at', now_ms,
+  'chat_id', ARGV[5], 'job_id', ARGV[6], 'kind', ARGV[7])
+redis.call('EXPIRE', reply, tonumber(ARGV[4]))
+return {'send', tostring(attempts)}

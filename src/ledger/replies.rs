@@ -1,0 +1,291 @@
+//! The dispatcher's side of the ledger: read reply and callback entries, record each reply's
+//! delivery state around the Bot API call, renew leases, and queue progress messages.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use redis::AsyncCommands as _;
+use redis::streams::StreamId;
+
+use super::{Ledger, LedgerError, keys, scripts};
+
+/// One outgoing message as the replies stream carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplyEntry {
+    pub entry: String,
+    pub chat_id: i64,
+    pub reply_to: Option<i64>,
+    pub kind: String,
+    pub job_id: Option<u64>,
+    pub text: String,
+    /// An InlineKeyboardMarkup as JSON.
+    pub markup: Option<String>,
+    /// Edit this message instead of sending a new one.
+    pub edit_message_id: Option<i64>,
+    /// `clear_markup`: remove the buttons of `edit_message_id`.
+    pub op: Option<String>,
+}
+
+/// One answerCallbackQuery for the fast lane.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallbackEntry {
+    pub entry: String,
+    pub callback_query_id: String,
+    pub text: String,
+    pub show_alert: bool,
+}
+
+fn fields(id: &StreamId) -> HashMap<String, String> {
+    id.map
+        .iter()
+        .filter_map(|(k, v)| {
+            redis::from_redis_value::<String>(v.clone())
+                .ok()
+                .map(|s| (k.clone(), s))
+        })
+        .collect()
+}
+
+impl ReplyEntry {
+    /// `None` for an entry without a usable chat id (it cannot be delivered anywhere).
+    pub fn from_stream(id: &StreamId) -> Option<ReplyEntry> {
+        let mut f = fields(id);
+        fn num<T: std::str::FromStr>(f: &HashMap<String, String>, k: &str) -> Option<T> {
+            f.get(k).and_then(|v| v.parse().ok())
+        }
+        Some(ReplyEntry {
+            entry: id.id.clone(),
+            chat_id: num(&f, "chat_id")?,
+            reply_to: num(&f, "reply_to"),
+            job_id: num(&f, "job_id"),
+            edit_message_id: num(&f, "edit_message_id"),
+            kind: f.remove("kind").unwrap_or_default(),
+            text: f.remove("text").unwrap_or_default(),
+            markup: f.remove("markup").filter(|m| !m.is_empty()),
+            op: f.remove("op").filter(|o| !o.is_empty()),
+        })
+    }
+}
+
+impl CallbackEntry {
+    pub fn from_stream(id: &StreamId) -> Option<CallbackEntry> {
+        let mut f = fields(id);
+        Some(CallbackEntry {
+            entry: id.id.clone(),
+            callback_query_id: f.remove("callback_query_id")?,
+            text: f.remove("text").unwrap_or_default(),
+            show_alert: f.get("show_alert").map(String::as_str) == Some("1"),
+        })
+    }
+}
+
+/// What reply_begin.lua said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// Send it; `attempts` counts this one.
+    Send { attempts: u64 },
+    /// Already settled (a redelivery after a crash that followed the recording).
+    Done { state: String },
+}
+
+/// The streams the dispatcher consumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Replies,
+    Callbacks,
+}
+
+impl Ledger {
+    fn lane_stream(&self, lane: Lane) -> String {
+        match lane {
+            Lane::Replies => self.keys.replies_stream(),
+            Lane::Callbacks => self.keys.callbacks_stream(),
+        }
+    }
+
+    /// XREADGROUP `>` on a lane for `consumer`, on the caller's own connection (blocking).
+    pub async fn read_lane(
+        &self,
+        conn: &mut redis::aio::MultiplexedConnection,
+        lane: Lane,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<StreamId>> {
+        self.read_group(
+            conn,
+            &self.lane_stream(lane),
+            keys::REPLIES_GROUP,
+            consumer,
+            count,
+            block,
+        )
+        .await
+    }
+
+    /// XAUTOCLAIM on a lane: entries whose dispatcher stopped renewing its lease.
+    pub async fn reclaim_lane(
+        &self,
+        lane: Lane,
+        consumer: &str,
+        min_idle: Duration,
+        count: usize,
+    ) -> redis::RedisResult<Vec<StreamId>> {
+        self.autoclaim(
+            &self.lane_stream(lane),
+            keys::REPLIES_GROUP,
+            consumer,
+            min_idle,
+            count,
+        )
+        .await
+    }
+
+    /// lease.lua on a lane; returns the entries this consumer no longer owns.
+    pub async fn renew_lane(
+        &self,
+        lane: Lane,
+        consumer: &str,
+        entries: &[String],
+    ) -> Result<Vec<String>, LedgerError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = scripts::LEASE.prepare_invoke();
+        inv.key(self.lane_stream(lane))
+            .arg(keys::REPLIES_GROUP)
+            .arg(consumer)
+            .arg(entries);
+        let mut conn = self.conn.clone();
+        inv.invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("renewing reply leases"))
+    }
+
+    /// reply_begin.lua: `sending` is recorded before the Bot API call.
+    pub async fn reply_begin(
+        &self,
+        reply: &ReplyEntry,
+        consumer: &str,
+        retention: Duration,
+    ) -> Result<Begin, LedgerError> {
+        let mut inv = scripts::REPLY_BEGIN.prepare_invoke();
+        inv.key(self.keys.reply(&reply.entry))
+            .key(self.keys.replies_stream())
+            .arg(&reply.entry)
+            .arg(keys::REPLIES_GROUP)
+            .arg(consumer)
+            .arg(retention.as_secs())
+            .arg(reply.chat_id)
+            .arg(reply.job_id.map(|j| j.to_string()).unwrap_or_default())
+            .arg(&reply.kind);
+        let mut conn = self.conn.clone();
+        let out: Vec<String> = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("recording a send"))?;
+        match out.first().map(String::as_str) {
+            Some("send") => Ok(Begin::Send {
+                attempts: out.get(1).and_then(|a| a.parse().ok()).unwrap_or(1),
+            }),
+            Some("done") => Ok(Begin::Done {
+                state: out.get(1).cloned().unwrap_or_default(),
+            }),
+            _ => Err(LedgerError::Corrupt {
+                doing: "recording a send",
+                detail: format!("reply_begin answered {out:?}"),
+            }),
+        }
+    }
+
+    /// reply_end.lua: `sent` (with Telegram's message_id) or `failed` (with the reason), and
+    /// the entry acknowledged, in one step.
+    pub async fn reply_end(
+        &self,
+        reply: &ReplyEntry,
+        sent: Result<i64, String>,
+        retention: Duration,
+    ) -> Result<(), LedgerError> {
+        let (state, message_id, error) = match &sent {
+            Ok(id) => ("sent", id.to_string(), String::new()),
+            Err(e) => ("failed", String::new(), e.clone()),
+        };
+        let mut inv = scripts::REPLY_END.prepare_invoke();
+        inv.key(self.keys.reply(&reply.entry))
+            .key(self.keys.replies_stream())
+            .key(self.keys.job_prefix())
+            .arg(&reply.entry)
+            .arg(keys::REPLIES_GROUP)
+            .arg(state)
+            .arg(message_id)
+            .arg(error)
+            .arg(reply.job_id.map(|j| j.to_string()).unwrap_or_default())
+            .arg(if reply.kind == "progress" {
+                "progress"
+            } else {
+                ""
+            })
+            .arg(retention.as_secs());
+        let mut conn = self.conn.clone();
+        let _: Vec<String> = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("recording a reply's outcome"))?;
+        Ok(())
+    }
+
+    /// The message a job's "working on it" reply became, if it was sent.
+    pub async fn progress_message(&self, job_id: u64) -> Result<Option<i64>, LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.hget(self.keys.job(job_id), "progress_message_id")
+            .await
+            .map_err(LedgerError::redis("reading a job's progress message"))
+    }
+
+    /// Acknowledges and deletes an answered (or unanswerable) callback entry.
+    pub async fn callback_done(&self, entry: &str) -> Result<(), LedgerError> {
+        let stream = self.keys.callbacks_stream();
+        let mut conn = self.conn.clone();
+        redis::pipe()
+            .atomic()
+            .xack(&stream, keys::REPLIES_GROUP, &[entry])
+            .xdel(&stream, &[entry])
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(LedgerError::redis("acknowledging a callback answer"))
+    }
+
+    /// Acknowledges and deletes a reply entry that cannot be delivered (no chat id).
+    pub async fn drop_reply(&self, entry: &str) -> Result<(), LedgerError> {
+        let stream = self.keys.replies_stream();
+        let mut conn = self.conn.clone();
+        redis::pipe()
+            .atomic()
+            .xack(&stream, keys::REPLIES_GROUP, &[entry])
+            .xdel(&stream, &[entry])
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(LedgerError::redis("dropping a malformed reply"))
+    }
+
+    /// progress.lua: queue "working on it" for a job still running under `attempt`.
+    pub async fn queue_progress(
+        &self,
+        job_id: u64,
+        attempt: u64,
+        text: &str,
+    ) -> Result<bool, LedgerError> {
+        let mut inv = scripts::PROGRESS.prepare_invoke();
+        inv.key(self.keys.job(job_id))
+            .key(self.keys.replies_stream())
+            .arg(attempt)
+            .arg(text)
+            .arg(keys::REPLIES_GROUP);
+        let mut conn = self.conn.clone();
+        let queued: i64 = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("queueing a progress message"))?;
+        Ok(queued == 1)
+    }
+}
