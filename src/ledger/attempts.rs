@@ -261,6 +261,44 @@ impl Ledger {
             .map_err(LedgerError::redis("dropping a malformed entry"))
     }
 
+    /// Takes the lock on creating a subscription to this media for `ttl` (lock.lua; the same
+    /// owner may take it again); false if another owner holds it.
+    pub async fn lock_media(
+        &self,
+        tmdb_id: u64,
+        season: Option<u32>,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, LedgerError> {
+        let mut inv = scripts::LOCK.prepare_invoke();
+        inv.key(self.keys.media_lock(tmdb_id, season))
+            .arg(owner)
+            .arg(ttl.as_millis() as u64);
+        let mut conn = self.conn.clone();
+        let held: i64 = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("locking a media"))?;
+        Ok(held == 1)
+    }
+
+    /// Releases the media lock if `owner` still holds it.
+    pub async fn unlock_media(
+        &self,
+        tmdb_id: u64,
+        season: Option<u32>,
+        owner: &str,
+    ) -> Result<(), LedgerError> {
+        let mut inv = scripts::UNLOCK.prepare_invoke();
+        inv.key(self.keys.media_lock(tmdb_id, season)).arg(owner);
+        let mut conn = self.conn.clone();
+        let _: i64 = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("unlocking a media"))?;
+        Ok(())
+    }
+
     /// complete.lua: the outcome, the reply and the XACK in one step, fenced by the attempt.
     pub async fn complete(
         &self,

@@ -97,6 +97,12 @@ impl Keys {
         format!("{}index:needs_review", self.base)
     }
 
+    /// STRING, PX = lease: who is creating a subscription to this media right now, so two
+    /// worker processes never both pass the existence check.
+    pub fn media_lock(&self, tmdb_id: u64, season: Option<u32>) -> String {
+        format!("{}lock:media:{tmdb_id}:{}", self.base, season.unwrap_or(0))
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -121,6 +127,7 @@ mod tests {
             k.jobs_index(),
             k.poll_offset(),
             k.retry_schedule(),
+            k.media_lock(1, None),
             k.reply("1-0"),
             k.callbacks_stream(),
             k.review_index(),

@@ -48,7 +48,15 @@ pub(crate) static LEASE: LazyLock<Script> =
 pub(crate) static PROGRESS: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/progress.lua")));
 
-fn all() -> [&'static Script; 10] {
+/// `lua/lock.lua`: take (or, for its owner, renew) a lock.
+pub(crate) static LOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/lock.lua")));
+
+/// `lua/unlock.lua`: release a lock only if its owner still holds it.
+pub(crate) static UNLOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/unlock.lua")));
+
+fn all() -> [&'static Script; 12] {
     [
         &ENQUEUE,
         &CLAIM,
@@ -60,6 +68,8 @@ fn all() -> [&'static Script; 10] {
         &REPLY_END,
         &LEASE,
         &PROGRESS,
+        &LOCK,
+        &UNLOCK,
     ]
 }
 

@@ -69,7 +69,6 @@ impl JobState {
                 | (Some(Running), Failed)
                 | (Some(Running), NeedsReview)
                 | (Some(RetryWait), Running)
-                | (Some(RetryWait), Failed)
                 // A person settles an uncertain job.
                 | (Some(NeedsReview), Succeeded)
                 | (Some(NeedsReview), Failed)

@@ -160,9 +160,41 @@ async fn subscribe(
     season: Option<u32>,
     recovered: bool,
 ) -> Result<Done, MpError> {
-    let r = &cx.render;
     let lock = cx.media_locks.get((tmdb_id, season));
     let _guard = lock.lock().await;
+    // Across processes too: the existence check and the create must not interleave with another
+    // worker's. The lease outlives a create call; a crash leaves it to expire, or to the same
+    // job's recovery, which may take it again at once.
+    let owner = format!("job:{}", job.id);
+    let ledger_error = |e: crate::ledger::LedgerError| MpError::Transient(e.to_string());
+    if !cx
+        .ledger
+        .lock_media(tmdb_id, season, &owner, MEDIA_LOCK_LEASE)
+        .await
+        .map_err(ledger_error)?
+    {
+        return Err(MpError::Transient(
+            "another worker is creating this subscription right now".into(),
+        ));
+    }
+    let result = subscribe_locked(cx, job, tmdb_id, season, recovered).await;
+    if let Err(e) = cx.ledger.unlock_media(tmdb_id, season, &owner).await {
+        tracing::warn!(error = %e, "could not release the media lock; it expires by itself");
+    }
+    result
+}
+
+/// How long a media lock lives if its holder dies before releasing it.
+const MEDIA_LOCK_LEASE: std::time::Duration = std::time::Duration::from_secs(120);
+
+async fn subscribe_locked(
+    cx: &Context<'_>,
+    job: &Job,
+    tmdb_id: u64,
+    season: Option<u32>,
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
     if let Some(existing) = cx.mp.find_subscription(tmdb_id, season).await? {
         let reply = if recovered {
             r.subscription_verified(job.id, &existing.name, season, existing.id)

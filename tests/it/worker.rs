@@ -335,6 +335,39 @@ async fn two_workers_never_run_the_same_job() {
     assert_eq!(rig.mp.calls(routes::SUBSCRIBE_LIST) - before, JOBS as u64);
 }
 
+/// Two users ask for the same season at once, on two worker processes: MoviePilot sees one
+/// create (it would re-send its notifications for a second), and both users get an answer.
+#[tokio::test]
+async fn two_workers_never_create_the_same_subscription_twice() {
+    let rig = Rig::new(Dialect::V2).await;
+    let a = rig.start(None).await;
+    a.wait_for_stderr("worker started", Duration::from_secs(10))
+        .await;
+    let _b = rig.start_worker_only().await;
+    // A slow create widens the window in which the other job could look and find nothing.
+    rig.mp.fail_next(
+        routes::SUBSCRIBE_CREATE,
+        Fault::Delay(Duration::from_millis(500)),
+    );
+    let send = |update_id: i64, user: i64| {
+        rig.http
+            .post(format!("http://127.0.0.1:{}/telegram/webhook", rig.port))
+            .header("x-telegram-bot-api-secret-token", SECRET)
+            .json(&private_text(update_id, user, "/subscribe tmdb:108545 S1"))
+            .send()
+    };
+    let (r1, r2) = tokio::join!(send(1, ALICE), send(2, BOB));
+    assert_eq!(r1.unwrap().status(), 200);
+    assert_eq!(r2.unwrap().status(), 200);
+    let one = rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let two = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+    assert_eq!(rig.mp.subscriptions().len(), 1);
+    let mut outcomes = [one["mp_outcome"].clone(), two["mp_outcome"].clone()];
+    outcomes.sort();
+    assert_eq!(outcomes, ["already_existed", "created"]);
+}
+
 #[tokio::test]
 async fn a_slow_job_on_a_live_worker_is_not_reclaimed() {
     let rig = Rig::new(Dialect::V2).await;

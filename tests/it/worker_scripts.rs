@@ -292,3 +292,49 @@ async fn only_a_job_waiting_for_review_can_be_resolved() {
     assert_eq!(row["resolution_note"], "checked: nothing ran");
     assert_eq!(store.jobs_on_stream().await, vec![job], "queued again");
 }
+
+#[tokio::test]
+async fn a_media_lock_is_exclusive_reentrant_for_its_owner_and_released_only_by_it() {
+    let (_redis, ledger, _store, _) = spawn_ledger(&[]).await;
+    let lease = Duration::from_secs(60);
+    assert!(
+        ledger
+            .lock_media(42, Some(1), "job:1", lease)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !ledger
+            .lock_media(42, Some(1), "job:2", lease)
+            .await
+            .unwrap()
+    );
+    // The same job, recovered after a crash, takes it again without waiting for the lease.
+    assert!(
+        ledger
+            .lock_media(42, Some(1), "job:1", lease)
+            .await
+            .unwrap()
+    );
+    // Another season is another lock.
+    assert!(
+        ledger
+            .lock_media(42, Some(2), "job:2", lease)
+            .await
+            .unwrap()
+    );
+    ledger.unlock_media(42, Some(1), "job:2").await.unwrap();
+    assert!(
+        !ledger
+            .lock_media(42, Some(1), "job:2", lease)
+            .await
+            .unwrap()
+    );
+    ledger.unlock_media(42, Some(1), "job:1").await.unwrap();
+    assert!(
+        ledger
+            .lock_media(42, Some(1), "job:2", lease)
+            .await
+            .unwrap()
+    );
+}
