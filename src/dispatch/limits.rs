@@ -79,6 +79,21 @@ impl RateLimiter {
         Ok(slot)
     }
 
+    /// A call to `chat` has been answered: its next message may go one interval from now. Counting
+    /// from the answer (not the departure) keeps the interval at Telegram's end too, whatever
+    /// the transit time of each call.
+    pub fn sent(&self, chat: i64) {
+        let interval = if chat < 0 {
+            self.group_interval
+        } else {
+            self.private_interval
+        };
+        let until = Instant::now() + interval;
+        let mut st = self.lock();
+        let entry = st.chats.entry(chat).or_insert(until);
+        *entry = (*entry).max(until);
+    }
+
     /// After a 429: nothing goes to `chat` until `wait` has passed.
     pub fn pause_chat(&self, chat: i64, wait: Duration) {
         let until = Instant::now() + wait;

@@ -337,6 +337,17 @@ impl Dispatcher {
         chat: i64,
         edit_allowed: bool,
     ) -> Result<Option<i64>, ApiError> {
+        let result = self.send_once_unpaced(reply, chat, edit_allowed).await;
+        self.limiter.sent(chat);
+        result
+    }
+
+    async fn send_once_unpaced(
+        &self,
+        reply: &ReplyEntry,
+        chat: i64,
+        edit_allowed: bool,
+    ) -> Result<Option<i64>, ApiError> {
         let markup: Option<Value> = reply
             .markup
             .as_deref()
@@ -391,6 +402,7 @@ impl Dispatcher {
                     self.api.call("sendMessage", &body, CALL_TIMEOUT).await?
                 }
             };
+            self.limiter.sent(chat);
             let id = message.get("message_id").and_then(Value::as_i64);
             first_id = first_id.or(id).or(edit_target);
         }

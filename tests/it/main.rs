@@ -43,3 +43,7 @@ mod worker_scripts;
 
 /// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
 mod admin_cli;
+
+/// The dispatcher as a process against the simulated Bot API: 429/5xx/403, a SIGKILL mid-send,
+/// rate limits under a burst, long texts, progress edited in place, the callback fast lane.
+mod dispatch;

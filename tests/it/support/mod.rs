@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod child;
+pub mod rig;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -168,12 +169,16 @@ impl Store {
         out
     }
 
-    /// Asserts that the database holds only what start-up creates: the two streams with their
-    /// consumer groups, both empty. No update, command, job or index key exists.
+    /// Asserts that the database holds only what start-up creates: the three streams with their
+    /// consumer groups, all empty. No update, command, job or index key exists.
     pub async fn assert_pristine(&self) {
-        let expected: BTreeSet<String> = [self.keys.jobs_stream(), self.keys.replies_stream()]
-            .into_iter()
-            .collect();
+        let expected: BTreeSet<String> = [
+            self.keys.jobs_stream(),
+            self.keys.replies_stream(),
+            self.keys.callbacks_stream(),
+        ]
+        .into_iter()
+        .collect();
         assert_eq!(
             self.all_keys().await,
             expected,
@@ -181,6 +186,7 @@ impl Store {
         );
         assert_eq!(self.stream_len(&self.keys.jobs_stream()).await, 0);
         assert_eq!(self.stream_len(&self.keys.replies_stream()).await, 0);
+        assert_eq!(self.stream_len(&self.keys.callbacks_stream()).await, 0);
     }
 
     pub async fn get(&self, key: &str) -> Option<String> {

@@ -1,0 +1,312 @@
+//! The dispatcher as a real process against the simulated Bot API: replies arrive once despite
+//! 429 and 5xx, permanent errors are recorded without touching the job, a SIGKILL mid-send
+//! loses no reply and re-runs no job, the rate limits hold under a burst, long texts are split,
+//! a slow job's result edits its "working on it" message, and callback answers take the fast
+//! lane.
+
+use std::time::Duration;
+
+use oncebot::moviepilot::Dialect;
+use oncebot::sim::moviepilot::{Fault as MpFault, routes};
+use oncebot::sim::telegram::{Fault, descriptions};
+use redis::AsyncCommands as _;
+
+use crate::support::ALICE;
+use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+
+const ALL: [&str; 3] = ["ingress", "worker", "dispatcher"];
+
+/// Waits until the sim has seen `n` successful calls of `method`.
+async fn answered(rig: &Rig, method: &str, n: usize) {
+    let m = method.to_string();
+    rig.tg
+        .wait_for(RECOVERY_DEADLINE, |o| {
+            o.calls()
+                .iter()
+                .filter(|c| c.method == m && c.status() == Some(200))
+                .count()
+                >= n
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{method} x{n}: {e:?}\n{:#?}", rig.tg.calls()));
+}
+
+/// Waits until job `id`'s reply is recorded as sent or failed; returns the job.
+async fn reply_settled(rig: &Rig, id: u64) -> std::collections::BTreeMap<String, String> {
+    let store = &rig.store;
+    crate::support::eventually(
+        "the reply to be settled",
+        RECOVERY_DEADLINE,
+        || async move {
+            let job = store.job(id).await;
+            job.contains_key("reply_state").then_some(job)
+        },
+    )
+    .await
+}
+
+fn ok_sends_to(rig: &Rig, chat: i64) -> Vec<oncebot::sim::telegram::Call> {
+    rig.tg
+        .calls()
+        .into_iter()
+        .filter(|c| {
+            c.method == "sendMessage"
+                && c.status() == Some(200)
+                && c.params.get("chat_id").and_then(|v| v.as_i64()) == Some(chat)
+        })
+        .collect()
+}
+
+/// The case: 429 (retry_after 1), then 500, then OK. The reply arrives once, after the
+/// wait, and MoviePilot saw one call.
+#[tokio::test]
+async fn a_reply_arrives_once_after_429_and_500_and_the_job_runs_once() {
+    let rig = Rig::new(Dialect::V2).await;
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    let list_calls = rig.mp.calls(routes::SUBSCRIBE_LIST);
+    rig.tg.fail_next("sendMessage", Fault::RetryAfter(1));
+    rig.tg.fail_next("sendMessage", Fault::ServerError(500));
+    rig.send(1, "/subscriptions").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    answered(&rig, "sendMessage", 1).await;
+
+    let calls: Vec<_> = rig
+        .tg
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "sendMessage")
+        .collect();
+    let statuses: Vec<_> = calls.iter().map(|c| c.status()).collect();
+    assert_eq!(statuses, [Some(429), Some(500), Some(200)]);
+    assert!(
+        calls[1].at.duration_since(calls[0].at) >= Duration::from_secs(1),
+        "the retry waited retry_after"
+    );
+    assert_eq!(ok_sends_to(&rig, ALICE).len(), 1);
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_LIST) - list_calls, 1);
+    let job = reply_settled(&rig, 1).await;
+    assert_eq!(job["reply_state"], "sent");
+    assert_eq!(job["attempts"], "1");
+}
+
+#[tokio::test]
+async fn a_blocked_chat_marks_the_reply_failed_and_leaves_the_job_succeeded() {
+    let rig = Rig::new(Dialect::V2).await;
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    rig.tg.fail_next(
+        "sendMessage",
+        Fault::Forbidden(descriptions::BOT_BLOCKED.into()),
+    );
+    rig.send(1, "/subscriptions").await;
+    let job = reply_settled(&rig, 1).await;
+    assert_eq!(job["reply_state"], "failed");
+    assert_eq!(job["status"], "succeeded");
+    assert!(job["reply_error"].contains("blocked"), "{job:?}");
+    // Never retried unchanged.
+    assert_eq!(rig.tg.count("sendMessage"), 1);
+}
+
+/// SIGKILL after Telegram accepted a message and before it was recorded: after a restart every
+/// queued reply is delivered, the interrupted one possibly twice (replies are at-least-once),
+/// and no job runs again.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_dispatcher_killed_mid_send_delivers_every_reply_after_restart() {
+    let rig = Rig::with(
+        Dialect::V2,
+        &[
+            ("ONCEBOT__DISPATCHER__RECLAIM_IDLE_MS", "1000"),
+            ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10"),
+        ],
+    )
+    .await;
+    let mut bot = rig.start_roles(&ALL, Some("dispatch.after_send")).await;
+    for id in 1..=3 {
+        rig.send(id, "/subscriptions").await;
+    }
+    bot.wait_for_stderr(
+        "crash point dispatch.after_send reached",
+        Duration::from_secs(10),
+    )
+    .await;
+    for id in 1..=3 {
+        rig.job_in(id, "succeeded", RECOVERY_DEADLINE).await;
+    }
+    bot.sigkill().await;
+    let sent_before = ok_sends_to(&rig, ALICE).len();
+    assert_eq!(sent_before, 1, "frozen right after the first send");
+
+    let list_calls = rig.mp.calls(routes::SUBSCRIBE_LIST);
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("worker started", Duration::from_secs(10))
+        .await;
+    // Connecting to MoviePilot may read the list once; count from there.
+    let list_calls = list_calls.max(rig.mp.calls(routes::SUBSCRIBE_LIST));
+    let store = &rig.store;
+    crate::support::eventually(
+        "every reply recorded sent",
+        RECOVERY_DEADLINE,
+        || async move {
+            let mut all = true;
+            for id in 1..=3 {
+                all &= store.job(id).await.get("reply_state").map(String::as_str) == Some("sent");
+            }
+            all.then_some(())
+        },
+    )
+    .await;
+    let sends = ok_sends_to(&rig, ALICE).len();
+    assert!(
+        (3..=4).contains(&sends),
+        "3 replies, one maybe twice: {sends}"
+    );
+    for id in 1..=3 {
+        assert_eq!(
+            rig.store.job(id).await["attempts"],
+            "1",
+            "job {id} ran once"
+        );
+    }
+    assert_eq!(
+        rig.mp.calls(routes::SUBSCRIBE_LIST),
+        list_calls,
+        "no job ran again after the restart"
+    );
+    assert!(rig.store.replies().await.is_empty(), "nothing left queued");
+}
+
+/// 100 replies to one chat at a scaled limit of one per 20 ms: never two closer than that.
+#[tokio::test]
+async fn the_per_chat_rate_limit_holds_under_a_burst() {
+    let rig = Rig::with(
+        Dialect::V2,
+        &[
+            ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "20"),
+            ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000"),
+            ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
+        ],
+    )
+    .await;
+    let _bot = rig.start_roles(&ALL, None).await;
+    // /help is answered at admission: 100 replies, no jobs.
+    let sends: Vec<_> = (1..=100).map(|id| rig.send(id, "/help")).collect();
+    futures::future::join_all(sends).await;
+    answered(&rig, "sendMessage", 100).await;
+    let calls = ok_sends_to(&rig, ALICE);
+    assert_eq!(calls.len(), 100);
+    for pair in calls.windows(2) {
+        let gap = pair[1].at.duration_since(pair[0].at);
+        // The sim stamps arrival; the dispatcher paces from each answer, so arrivals keep the
+        // interval too.
+        assert!(gap >= Duration::from_millis(20), "two sends {gap:?} apart");
+    }
+}
+
+#[tokio::test]
+async fn a_text_over_4096_characters_is_sent_in_pieces() {
+    let rig = Rig::new(Dialect::V2).await;
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    // A producer's view of the documented replies stream: one long message.
+    let long = "订阅".repeat(3000);
+    let mut conn = rig.store.conn().await;
+    let _: String = conn
+        .xadd(
+            "{oncebot}:v1:stream:replies",
+            "*",
+            &[
+                ("chat_id", ALICE.to_string()),
+                ("reply_to", String::new()),
+                ("kind", "result".into()),
+                ("job_id", String::new()),
+                ("text", long.clone()),
+            ],
+        )
+        .await
+        .unwrap();
+    answered(&rig, "sendMessage", 2).await;
+    let texts: Vec<String> = rig.tg.sent().into_iter().map(|m| m.text).collect();
+    assert_eq!(texts.len(), 2);
+    assert!(texts.iter().all(|t| t.chars().count() <= 4096));
+    assert_eq!(texts.concat(), long);
+}
+
+/// The seed's 已接收 → 任务完成: a slow job first says it is working, then its result replaces
+/// that message.
+#[tokio::test]
+async fn a_slow_jobs_result_edits_its_working_on_it_message() {
+    let rig = Rig::with(
+        Dialect::V2,
+        &[("ONCEBOT__WORKER__PROGRESS_AFTER_MS", "200")],
+    )
+    .await;
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    rig.mp.fail_next(
+        routes::SUBSCRIBE_LIST,
+        MpFault::Delay(Duration::from_millis(1500)),
+    );
+    rig.send(1, "/subscriptions").await;
+    answered(&rig, "editMessageText", 1).await;
+    let sent = ok_sends_to(&rig, ALICE);
+    assert_eq!(sent.len(), 1, "one message, edited in place");
+    assert!(
+        sent[0].params["text"]
+            .as_str()
+            .unwrap()
+            .contains("working on it"),
+        "{sent:?}"
+    );
+    let progress_id = rig.tg.sent()[0].message_id;
+    let edited = rig
+        .tg
+        .observe(|o| o.message(ALICE, progress_id).cloned())
+        .unwrap();
+    assert!(
+        edited.text.starts_with("No subscriptions") || edited.text.starts_with("Subscriptions"),
+        "{edited:?}"
+    );
+    let job = rig.store.job(1).await;
+    assert_eq!(job["progress_message_id"], progress_id.to_string());
+}
+
+/// A callback answer is not held behind a chat's send limit.
+#[tokio::test]
+async fn callback_answers_take_the_fast_lane() {
+    let rig = Rig::with(
+        Dialect::V2,
+        &[("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "5000")],
+    )
+    .await;
+    let _bot = rig.start_roles(&ALL, None).await;
+    for id in 1..=3 {
+        rig.send(id, "/help").await;
+    }
+    answered(&rig, "sendMessage", 1).await;
+    let update = oncebot::sim::telegram::callback_update(ALICE, ALICE, 1, "t:x");
+    let query_id = update["callback_query"]["id"].as_str().unwrap().to_string();
+    // Pushed so the sim knows the query and accepts one answer to it.
+    rig.tg.push_update(update);
+    let mut conn = rig.store.conn().await;
+    let _: String = conn
+        .xadd(
+            "{oncebot}:v1:stream:callbacks",
+            "*",
+            &[
+                ("callback_query_id", query_id.as_str()),
+                ("text", "done"),
+                ("show_alert", "0"),
+            ],
+        )
+        .await
+        .unwrap();
+    answered(&rig, "answerCallbackQuery", 1).await;
+    // The other two /help replies are still waiting for the chat's 5 s slots.
+    assert_eq!(ok_sends_to(&rig, ALICE).len(), 1);
+}

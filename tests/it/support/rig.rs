@@ -1,0 +1,191 @@
+//! A whole deployment for process-level tests: a private Redis, simulated MoviePilot and Bot API
+//! servers, and the environment for `oncebot serve` processes using them (short leases and
+//! backoffs so recoveries take about a second).
+
+use std::time::Duration;
+
+use oncebot::moviepilot::Dialect;
+use oncebot::redis_server::{Persistence, RedisServer};
+use oncebot::sim::moviepilot::{MoviePilotSim, SimOptions};
+use oncebot::sim::telegram::TelegramSim;
+use serde_json::Value;
+
+use super::app::free_port;
+use super::child::Oncebot;
+use super::{ALICE, BOB, SECRET, Store, eventually, private_text};
+
+pub const RECLAIM_IDLE_MS: u64 = 1000;
+/// Long enough for a restart plus one reclaim cycle, with room for a loaded CI machine.
+pub const RECOVERY_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A Redis, a MoviePilot simulator, and the environment for oncebot processes using them.
+pub struct Rig {
+    pub redis: RedisServer,
+    pub mp: MoviePilotSim,
+    pub tg: TelegramSim,
+    pub port: u16,
+    pub env: Vec<(String, String)>,
+    pub store: Store,
+    pub http: reqwest::Client,
+}
+
+impl Rig {
+    pub async fn new(dialect: Dialect) -> Rig {
+        Self::with(dialect, &[]).await
+    }
+
+    pub async fn with(dialect: Dialect, overrides: &[(&str, &str)]) -> Rig {
+        let redis = RedisServer::start(Persistence::None).unwrap();
+        let opts = match dialect {
+            Dialect::V2 => SimOptions::v2_5_6(),
+            Dialect::V3 => SimOptions::v3(),
+        };
+        let mp = MoviePilotSim::start(opts).await;
+        let tg = TelegramSim::start().await.unwrap();
+        let port = free_port();
+        let mut env: Vec<(String, String)> = [
+            ("ONCEBOT__REDIS__URL", redis.url()),
+            ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
+            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
+            ("ONCEBOT__TELEGRAM__LOCALE", "en".into()),
+            ("ONCEBOT__TELEGRAM__API_URL", tg.url()),
+            ("ONCEBOT__TELEGRAM__TOKEN", tg.token()),
+            ("ONCEBOT__MOVIEPILOT__URL", mp.url()),
+            (
+                "ONCEBOT__MOVIEPILOT__USERNAME",
+                mp.options().username.clone(),
+            ),
+            (
+                "ONCEBOT__MOVIEPILOT__PASSWORD",
+                mp.options().password.clone(),
+            ),
+            ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "5".into()),
+            (
+                "ONCEBOT__WORKER__RECLAIM_IDLE_MS",
+                RECLAIM_IDLE_MS.to_string(),
+            ),
+            ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "100".into()),
+            ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "400".into()),
+            ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
+            ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
+            ("RUST_LOG", "oncebot=debug,info".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (k, v) in overrides {
+            env.retain(|(key, _)| key != k);
+            env.push((k.to_string(), v.to_string()));
+        }
+        let store = Store::new(&redis.url(), "oncebot");
+        Rig {
+            redis,
+            mp,
+            tg,
+            port,
+            env,
+            store,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// `oncebot serve --role ingress --role worker`, optionally frozen at a crash point.
+    pub async fn start(&self, crash_point: Option<&str>) -> Oncebot {
+        self.start_roles(&["ingress", "worker"], crash_point).await
+    }
+
+    /// `oncebot serve` with these roles (ingress among them), once it answers /readyz.
+    pub async fn start_roles(&self, roles: &[&str], crash_point: Option<&str>) -> Oncebot {
+        let mut env = self.env.clone();
+        if let Some(point) = crash_point {
+            env.push(("FAILPOINTS".into(), format!("{point}=return")));
+        }
+        let mut args = vec!["serve"];
+        for role in roles {
+            args.extend(["--role", role]);
+        }
+        let child = Oncebot::spawn(&args, &env);
+        let url = format!("http://127.0.0.1:{}/readyz", self.port);
+        let http = self.http.clone();
+        eventually("oncebot to be ready", Duration::from_secs(10), || {
+            let req = http.get(&url).send();
+            async move { req.await.ok().filter(|r| r.status() == 200).map(|_| ()) }
+        })
+        .await;
+        child
+    }
+
+    /// A second worker-only process (no HTTP listener of its own), once it reads jobs.
+    pub async fn start_worker_only(&self) -> Oncebot {
+        let mut env = self.env.clone();
+        env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
+        let child = Oncebot::spawn(&["serve", "--role", "worker"], &env);
+        child
+            .wait_for_stderr("worker started", Duration::from_secs(10))
+            .await;
+        child
+    }
+
+    pub async fn send(&self, update_id: i64, text: &str) {
+        let resp = self
+            .http
+            .post(format!("http://127.0.0.1:{}/telegram/webhook", self.port))
+            .header("x-telegram-bot-api-secret-token", SECRET)
+            .json(&private_text(update_id, ALICE, text))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+
+    /// Waits until job `id` is in `status`, and returns its HASH.
+    pub async fn job_in(
+        &self,
+        id: u64,
+        status: &str,
+        deadline: Duration,
+    ) -> std::collections::BTreeMap<String, String> {
+        let store = &self.store;
+        eventually(
+            &format!("job {id} to be {status}"),
+            deadline,
+            || async move {
+                let job = store.job(id).await;
+                (job.get("status").map(String::as_str) == Some(status)).then_some(job)
+            },
+        )
+        .await
+    }
+
+    pub async fn replies_for(&self, job: u64) -> Vec<std::collections::BTreeMap<String, String>> {
+        self.store
+            .replies()
+            .await
+            .into_iter()
+            .filter(|r| r.get("job_id").map(String::as_str) == Some(&job.to_string()))
+            .collect()
+    }
+
+    pub async fn pending_entries(&self) -> u64 {
+        let mut conn = redis::Client::open(self.redis.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let summary: Value = redis::cmd("XPENDING")
+            .arg("{oncebot}:v1:stream:jobs")
+            .arg("workers")
+            .query_async::<redis::Value>(&mut conn)
+            .await
+            .map(|v| match v {
+                redis::Value::Array(items) => match items.first() {
+                    Some(redis::Value::Int(n)) => Value::from(*n),
+                    _ => Value::Null,
+                },
+                _ => Value::Null,
+            })
+            .unwrap();
+        summary.as_u64().unwrap_or(0)
+    }
+}
