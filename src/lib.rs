@@ -21,6 +21,7 @@ pub mod failpoints;
 pub mod i18n;
 pub mod ingress;
 pub mod ledger;
+pub mod metrics;
 pub mod moviepilot;
 pub mod redis_server;
 pub mod sim;

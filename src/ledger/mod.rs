@@ -21,7 +21,7 @@ use crate::config::Settings;
 use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
-pub use replies::{Begin, CallbackEntry, Lane, ReplyEntry};
+pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use state::JobState;
 
 /// A Redis failure, said with what oncebot was doing.

@@ -289,3 +289,88 @@ impl Ledger {
         Ok(queued == 1)
     }
 }
+
+/// One stream's backlog, for the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamStats {
+    pub name: &'static str,
+    pub length: u64,
+    /// Delivered to a consumer and not acknowledged.
+    pub pending: u64,
+    /// Age of the oldest unacknowledged entry (from its id's timestamp).
+    pub oldest_pending: Duration,
+}
+
+/// The queues at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStats {
+    pub streams: Vec<StreamStats>,
+    pub needs_review: u64,
+    pub retry_scheduled: u64,
+}
+
+impl Ledger {
+    /// XLEN and XPENDING of every stream, and the sizes of the review and retry sets.
+    pub async fn queue_stats(&self) -> Result<QueueStats, LedgerError> {
+        let streams = [
+            ("jobs", self.keys.jobs_stream(), keys::JOBS_GROUP),
+            ("replies", self.keys.replies_stream(), keys::REPLIES_GROUP),
+            (
+                "callbacks",
+                self.keys.callbacks_stream(),
+                keys::REPLIES_GROUP,
+            ),
+        ];
+        let mut pipe = redis::pipe();
+        for (_, key, group) in &streams {
+            pipe.cmd("XLEN").arg(key);
+            pipe.cmd("XPENDING").arg(key).arg(*group);
+        }
+        pipe.cmd("SCARD").arg(self.keys.review_index());
+        pipe.cmd("ZCARD").arg(self.keys.retry_schedule());
+        let mut conn = self.conn.clone();
+        let values: Vec<redis::Value> = match pipe.query_async(&mut conn).await {
+            Ok(v) => v,
+            // XPENDING on a stream without its group (Redis lost its data): report zeros.
+            Err(e) if e.code() == Some("NOGROUP") => Vec::new(),
+            Err(e) => return Err(LedgerError::redis("reading queue sizes")(e)),
+        };
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let int = |v: Option<&redis::Value>| match v {
+            Some(redis::Value::Int(n)) => *n as u64,
+            _ => 0,
+        };
+        let mut out = Vec::new();
+        for (i, (name, _, _)) in streams.iter().enumerate() {
+            let length = int(values.get(2 * i));
+            let (pending, oldest) = match values.get(2 * i + 1) {
+                Some(redis::Value::Array(summary)) => {
+                    let pending = int(summary.first());
+                    let min_id: Option<String> = summary
+                        .get(1)
+                        .and_then(|v| redis::from_redis_value(v.clone()).ok());
+                    let oldest_ms = min_id
+                        .and_then(|id| id.split('-').next().and_then(|ms| ms.parse::<u64>().ok()))
+                        .map(|ms| now_ms.saturating_sub(ms))
+                        .unwrap_or(0);
+                    (pending, Duration::from_millis(oldest_ms))
+                }
+                _ => (0, Duration::ZERO),
+            };
+            out.push(StreamStats {
+                name,
+                length,
+                pending,
+                oldest_pending: oldest,
+            });
+        }
+        Ok(QueueStats {
+            streams: out,
+            needs_review: int(values.get(6)),
+            retry_scheduled: int(values.get(7)),
+        })
+    }
+}
