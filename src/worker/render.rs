@@ -315,14 +315,7 @@ impl Render {
     }
 
     pub fn resolved(&self, decision: &str) -> String {
-        match (decision, self.zh()) {
-            ("succeeded", true) => "管理员已确认任务 #{job} 完成。".into(),
-            ("failed", true) => "管理员已将任务 #{job} 标记为失败。".into(),
-            (_, true) => "管理员已安排任务 #{job} 重新执行。".into(),
-            ("succeeded", false) => "An operator confirmed job #{job} succeeded.".into(),
-            ("failed", false) => "An operator marked job #{job} failed.".into(),
-            (_, false) => "An operator scheduled job #{job} to run again.".into(),
-        }
+        self.texts.resolved(decision).into()
     }
 
     fn texts_pick(&self, zh: &'static str, en: &'static str) -> &'static str {
