@@ -172,8 +172,8 @@ impl Texts {
         match command {
             Search => self.pick("用法：/search <片名>", "Usage: /search <title>"),
             Subscribe => self.pick(
-                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集）",
-                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series)",
+                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集），或 /subscribe tmdb:<id> tv（剧集，选择季）",
+                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series), or /subscribe tmdb:<id> tv (a series; choose the season)",
             ),
             Unsubscribe => self.pick(
                 "用法：/unsubscribe <订阅 ID>（/subscriptions 可查看 ID）",

@@ -36,7 +36,7 @@ use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
 use crate::moviepilot::{MoviePilot, MpError};
-use execute::{Context, KeyedLocks, MediaLocks};
+use execute::{ButtonSettings, Context, KeyedLocks, MediaLocks};
 pub use render::Render;
 
 /// One worker process's share of the jobs stream.
@@ -48,6 +48,7 @@ pub struct Worker {
     render: Render,
     claim_texts: ClaimTexts,
     limits: AttemptLimits,
+    buttons: ButtonSettings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     chat_locks: KeyedLocks<i64>,
@@ -73,6 +74,10 @@ impl Worker {
             limits: AttemptLimits {
                 max_recoveries: cfg.max_recoveries,
                 retention: Duration::from_secs(cfg.job_retention_secs),
+            },
+            buttons: ButtonSettings {
+                ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
+                subscribe_window: Command::Subscribe.window(&settings.commands),
             },
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
@@ -305,6 +310,7 @@ impl Worker {
             ledger: &self.ledger,
             render: self.render,
             media_locks: &self.media_locks,
+            buttons: &self.buttons,
         };
         crate::crash_point!("worker.before_call");
         let result = execute::run(&cx, job, &action, recovered).await;
@@ -318,6 +324,7 @@ impl Worker {
                     result: done.result,
                     reply: done.reply,
                     reply_kind: "result",
+                    markup: done.markup.unwrap_or_default(),
                     fields: done.fields,
                     ..Outcome::default()
                 }
