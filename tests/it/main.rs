@@ -43,3 +43,8 @@ mod worker_scripts;
 
 /// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
 mod admin_cli;
+
+/// One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe
+/// under search results and the season choice, review buttons in admin chats; a double tap, an
+/// expired button, another user's tap and a redelivered update each run nothing more.
+mod confirmations;

@@ -6,7 +6,9 @@
 //! SIGKILLs it and starts a new one, whose worker reclaims the dead one's entry after
 //! `worker.reclaim_idle_ms` (1 s here) and recovers it by the command's policy.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "failpoints")]
+use std::time::Instant;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot::redis_server::{Persistence, RedisServer};
@@ -22,21 +24,22 @@ const RECLAIM_IDLE_MS: u64 = 1000;
 const RECOVERY_DEADLINE: Duration = Duration::from_secs(20);
 
 /// A Redis, a MoviePilot simulator, and the environment for oncebot processes using them.
-struct Rig {
-    redis: RedisServer,
-    mp: MoviePilotSim,
+/// Other modules (confirmations) drive whole flows with it too.
+pub(crate) struct Rig {
+    pub(crate) redis: RedisServer,
+    pub(crate) mp: MoviePilotSim,
     port: u16,
     env: Vec<(String, String)>,
-    store: Store,
+    pub(crate) store: Store,
     http: reqwest::Client,
 }
 
 impl Rig {
-    async fn new(dialect: Dialect) -> Rig {
+    pub(crate) async fn new(dialect: Dialect) -> Rig {
         Self::with(dialect, &[]).await
     }
 
-    async fn with(dialect: Dialect, overrides: &[(&str, &str)]) -> Rig {
+    pub(crate) async fn with(dialect: Dialect, overrides: &[(&str, &str)]) -> Rig {
         let redis = RedisServer::start(Persistence::None).unwrap();
         let opts = match dialect {
             Dialect::V2 => SimOptions::v2_5_6(),
@@ -89,7 +92,7 @@ impl Rig {
     }
 
     /// `oncebot serve --role ingress --role worker`, optionally frozen at a crash point.
-    async fn start(&self, crash_point: Option<&str>) -> Oncebot {
+    pub(crate) async fn start(&self, crash_point: Option<&str>) -> Oncebot {
         let mut env = self.env.clone();
         if let Some(point) = crash_point {
             env.push(("FAILPOINTS".into(), format!("{point}=return")));
@@ -106,7 +109,7 @@ impl Rig {
     }
 
     /// A second worker-only process (no HTTP listener of its own), once it reads jobs.
-    async fn start_worker_only(&self) -> Oncebot {
+    pub(crate) async fn start_worker_only(&self) -> Oncebot {
         let mut env = self.env.clone();
         env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
         let child = Oncebot::spawn(&["serve", "--role", "worker"], &env);
@@ -116,12 +119,17 @@ impl Rig {
         child
     }
 
-    async fn send(&self, update_id: i64, text: &str) {
+    pub(crate) async fn send(&self, update_id: i64, text: &str) {
+        self.post(&private_text(update_id, ALICE, text)).await;
+    }
+
+    /// POSTs any update to the webhook and asserts it was accepted.
+    pub(crate) async fn post(&self, update: &Value) {
         let resp = self
             .http
             .post(format!("http://127.0.0.1:{}/telegram/webhook", self.port))
             .header("x-telegram-bot-api-secret-token", SECRET)
-            .json(&private_text(update_id, ALICE, text))
+            .json(update)
             .send()
             .await
             .unwrap();
@@ -129,7 +137,7 @@ impl Rig {
     }
 
     /// Waits until job `id` is in `status`, and returns its HASH.
-    async fn job_in(
+    pub(crate) async fn job_in(
         &self,
         id: u64,
         status: &str,
@@ -147,7 +155,10 @@ impl Rig {
         .await
     }
 
-    async fn replies_for(&self, job: u64) -> Vec<std::collections::BTreeMap<String, String>> {
+    pub(crate) async fn replies_for(
+        &self,
+        job: u64,
+    ) -> Vec<std::collections::BTreeMap<String, String>> {
         self.store
             .replies()
             .await
@@ -156,7 +167,7 @@ impl Rig {
             .collect()
     }
 
-    async fn pending_entries(&self) -> u64 {
+    pub(crate) async fn pending_entries(&self) -> u64 {
         let mut conn = redis::Client::open(self.redis.url())
             .unwrap()
             .get_multiplexed_async_connection()
@@ -179,7 +190,7 @@ impl Rig {
     }
 }
 
-const THREE_BODY: u64 = 108545;
+pub(crate) const THREE_BODY: u64 = 108545;
 
 #[tokio::test]
 async fn a_subscribe_creates_one_subscription_and_replies_once() {
