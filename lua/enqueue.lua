@@ -114,7 +114,7 @@ end
 
 -- 3a. A command that needs a confirmation: the buttons, and no job until one is tapped.
 if mode == 'confirm' then
-  create_tokens(KEYS[9], KEYS[10], ARGV[18], now)
+  create_tokens(KEYS[9], KEYS[10], cjson.decode(ARGV[18]), now)
   redis.call('SET', update_key, '-', 'EX', retention)
   reply('confirm', ARGV[19], '', ARGV[20])
   return {'confirming', '', ''}

@@ -14,5 +14,5 @@
   Returns "ok".
 ]]
 
-create_tokens(KEYS[1], KEYS[2], ARGV[1], now_ms())
+create_tokens(KEYS[1], KEYS[2], cjson.decode(ARGV[1]), now_ms())
 return 'ok'

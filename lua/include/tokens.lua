@@ -15,8 +15,8 @@
     <group_prefix><group>  HASH: state (open | used), tokens (how many), created_at; once used
                            also outcome, job_id, used_by, used_at, chat_id, message_id
 
-  create_tokens(token_prefix, group_prefix, spec, now)
-      spec = the JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
+  create_tokens(token_prefix, group_prefix, g, now)
+      g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision"}, ...]}; every value but
       ttl is a string (JSON numbers would lose the digits of 52-bit ids).
@@ -32,8 +32,7 @@
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
   'window_ms', 'recovery', 'reply_to', 'job_id', 'decision'}
 
-local function create_tokens(token_prefix, group_prefix, spec, now)
-  local g = cjson.decode(spec)
+local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = tonumber(g.ttl)
   local group_key = group_prefix .. g.group
   redis.call('HSET', group_key, 'state', 'open', 'tokens', #g.tokens, 'created_at', now)
@@ -55,7 +54,7 @@ end
 local function notify_review(n)
   if n.notice == nil or n.notice == '' then return end
   local notice = cjson.decode(n.notice)
-  create_tokens(n.token_prefix, n.group_prefix, cjson.encode(notice.group), n.now)
+  create_tokens(n.token_prefix, n.group_prefix, notice.group, n.now)
   local text = fill(notice.text, n.vars)
   ensure_group(n.replies, n.replies_group)
   for _, m in ipairs(notice.messages) do
