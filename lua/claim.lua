@@ -5,12 +5,16 @@
   Guarantee: two workers can never both run one attempt. Only a `pending` job, a `retry_wait` job
   (its entry is added only once due, by promote.lua), or a `running` job whose owner stopped
   renewing its lease (the entry came back through XAUTOCLAIM) is claimed. A recovered job is never
-  simply replayed: its `recovery` policy (written at enqueue) decides.
+  simply replayed: its `recovery` policy (written at enqueue) decides. A job held for a person
+  is announced to the admin chats with review buttons in the same step (include/tokens.lua's
+  notify_review; this script runs after include/common.lua and include/tokens.lua).
 
   KEYS[1] job HASH          {P}:v1:job:<id>
   KEYS[2] jobs stream       {P}:v1:stream:jobs
   KEYS[3] replies stream    {P}:v1:stream:replies
   KEYS[4] review index      {P}:v1:index:needs_review   SET of job ids waiting for a person
+  KEYS[5] token prefix      {P}:v1:token:               the review buttons' tokens
+  KEYS[6] token-group pfx   {P}:v1:tgroup:              their group
 
   ARGV[1] stream entry id being claimed
   ARGV[2] consumer name of the claiming worker
@@ -20,13 +24,16 @@
   ARGV[6] text sent when a job is held for review; "{job}" becomes the job id
   ARGV[7] text sent when a read-only job failed after too many crashes; "{job}" likewise
   ARGV[8] retention of a finished job's HASH, seconds
+  ARGV[9] review notice for the admin chats, used only if the job is held (JSON, see
+          include/tokens.lua; "" when there are no admin chats)
 
   Returns:
     {"run", attempt, "fresh", fields...}      pending|retry_wait -> running
     {"run", attempt, "recovered", fields...}  running (owner gone) -> running, recoveries + 1;
                                               the job's policy is rerun, idempotent or verify
     {"held", attempt}                         running -> needs_review (policy "review", or a side
-                                              effect out of recoveries); reply queued, entry acked
+                                              effect out of recoveries); reply queued, admin
+                                              chats told with buttons, entry acked
     {"failed", attempt}                       running -> failed (read-only, out of recoveries)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
@@ -44,7 +51,7 @@ local function drop_entry()
 end
 
 local job = redis.call('HMGET', job_key, 'status', 'entry', 'attempts', 'recoveries',
-  'recovery', 'chat_id', 'message_id', 'id')
+  'recovery', 'chat_id', 'message_id', 'id', 'command', 'args')
 local status, current_entry = job[1], job[2]
 if not status or current_entry ~= entry then
   drop_entry()
@@ -89,11 +96,16 @@ end
 recoveries = recoveries + 1
 redis.call('HSET', job_key, 'recoveries', recoveries)
 if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
+  local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
   redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now_ms, 'owner', '',
-    'error', 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')')
+    'error', why)
   redis.call('SADD', review, id)
   drop_entry()
   reply('needs_review', ARGV[6])
+  notify_review({notice = ARGV[9], token_prefix = KEYS[5], group_prefix = KEYS[6],
+    replies = replies, replies_group = replies_group, now = now_ms, job_id = id,
+    vars = {job = id, command = job[9] or '', args = job[10] or '', attempts = attempts,
+      error = why}})
   return {'held', tostring(attempts)}
 end
 if recoveries > max_recoveries then

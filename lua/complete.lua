@@ -7,11 +7,16 @@
   presumed dead and comes back (its attempt is not the job's current one, or the job is no longer
   `running`) changes nothing and does not acknowledge the entry.
 
+  Runs after include/common.lua and include/tokens.lua: a job that enters `needs_review` here is
+  announced to the admin chats, with review buttons, in the same step.
+
   KEYS[1] job HASH          {P}:v1:job:<id>
   KEYS[2] jobs stream       {P}:v1:stream:jobs
   KEYS[3] replies stream    {P}:v1:stream:replies
   KEYS[4] retry schedule    {P}:v1:retry                ZSET job id -> due time (ms)
   KEYS[5] review index      {P}:v1:index:needs_review   SET of job ids
+  KEYS[6] token prefix      {P}:v1:token:               review buttons' tokens
+  KEYS[7] token-group pfx   {P}:v1:tgroup:              their group
 
   ARGV[1]  stream entry id of the attempt
   ARGV[2]  consumer name
@@ -25,10 +30,15 @@
   ARGV[10] retention of a finished job's HASH, seconds
   ARGV[11] jobs consumer group
   ARGV[12] replies consumer group
-  ARGV[13..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
+  ARGV[13] buttons under the reply (Telegram InlineKeyboardMarkup JSON, written as the reply's
+           `markup` field; their tokens were stored before this call); "" for none
+  ARGV[14] needs_review only: the review notice for the admin chats (JSON, see
+           include/tokens.lua); "" for none
+  ARGV[15..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
 
   Returns:
-    {"ok", status}                    recorded, reply queued, entry acknowledged and deleted
+    {"ok", status}                    recorded, reply queued (and for needs_review the admin
+                                      chats' notices), entry acknowledged and deleted
     {"stale", status, attempts}       this attempt does not own the job: nothing changed
 ]]
 
@@ -36,7 +46,7 @@ local job_key, stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[
 local entry, consumer, attempt, new_status = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
 local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
-  'message_id', 'id')
+  'message_id', 'id', 'command', 'args', 'error')
 local status, attempts, owner = job[1], job[2], job[3]
 if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
   return {'stale', status or 'missing', attempts or ''}
@@ -49,7 +59,7 @@ local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000
 redis.call('HSET', job_key, 'status', new_status, 'updated_at', now_ms, 'owner', '')
 if ARGV[5] ~= '' then redis.call('HSET', job_key, 'result', ARGV[5]) end
 if ARGV[6] ~= '' then redis.call('HSET', job_key, 'error', ARGV[6]) end
-for i = 13, #ARGV - 1, 2 do
+for i = 15, #ARGV - 1, 2 do
   redis.call('HSET', job_key, ARGV[i], ARGV[i + 1])
 end
 
@@ -58,6 +68,12 @@ if new_status == 'retry_wait' then
   redis.call('ZADD', retry, ARGV[9], id)
 elseif new_status == 'needs_review' then
   redis.call('SADD', review, id)
+  local err = ARGV[6]
+  if err == '' then err = job[10] or '' end
+  notify_review({notice = ARGV[14], token_prefix = KEYS[6], group_prefix = KEYS[7],
+    replies = replies, replies_group = ARGV[12], now = now_ms, job_id = id,
+    vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
+      error = err}})
 else
   redis.call('EXPIRE', job_key, tonumber(ARGV[10]))
 end
@@ -66,8 +82,13 @@ if ARGV[7] ~= '' then
   if redis.call('EXISTS', replies) == 0 then
     redis.call('XGROUP', 'CREATE', replies, ARGV[12], '0', 'MKSTREAM')
   end
-  redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-    'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'created_at', now_ms)
+  if ARGV[13] ~= '' then
+    redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
+      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'markup', ARGV[13], 'created_at', now_ms)
+  else
+    redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
+      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'created_at', now_ms)
+  end
 end
 
 redis.call('XACK', stream, ARGV[11], entry)

@@ -1,5 +1,7 @@
 --[[
   enqueue: admit one Telegram update into the ledger, atomically (one EVALSHA per update).
+  Runs after include/common.lua, include/create_job.lua and include/tokens.lua (concatenated in
+  front of it by src/ledger/scripts.rs): a job is created by the same code here and in tap.lua.
 
   Guarantee: an update_id is admitted at most once while its key lives (transport layer), and a
   side-effecting command with a duplicate window creates at most one job per window (business
@@ -15,9 +17,14 @@
   KEYS[6]  replies stream   {P}:v1:stream:replies       entries: chat_id, text, kind, job_id, ...
   KEYS[7]  chat index       {P}:v1:chat:<chat_id>:jobs  LIST of job ids, newest first, trimmed
   KEYS[8]  jobs index       {P}:v1:index:jobs           ZSET job id -> id, trimmed to the newest N
-  Keys built inside: KEYS[4] .. <id> (the job HASH), for a new job and for the job a key points to.
+  KEYS[9]  token prefix     {P}:v1:token:               mode "confirm": the buttons' tokens (HASH)
+  KEYS[10] token-group pfx  {P}:v1:tgroup:              mode "confirm": their group (HASH)
+  Keys built inside: KEYS[4] .. <id> (the job HASH), for a new job and for the job a key points to;
+  KEYS[9] .. <token> and KEYS[10] .. <group> (see include/tokens.lua).
 
-  ARGV[1]  mode: "job" (create a job) or "reply" (answer with ARGV[12], make no job)
+  ARGV[1]  mode: "job" (create a job), "reply" (answer with ARGV[12], make no job) or "confirm"
+           (a command that needs a confirmation: offer Confirm / Cancel buttons, make no job;
+           the job is made by tap.lua when Confirm is tapped)
   ARGV[2]  update_id
   ARGV[3]  update key retention, seconds
   ARGV[4]  chat_id
@@ -29,15 +36,18 @@
   ARGV[10] duplicate window, milliseconds (0: the command is never treated as a duplicate);
            in mode "reply", the window in which the same reply (KEYS[2]) is sent only once
   ARGV[11] reply kind for the reply stream ("refusal", "help", "duplicate", ...)
-  ARGV[12] mode "reply": the text to send; mode "job": the text sent to a duplicate, in which
-           "{job}" becomes the original job id and "{state}" its state's label
+  ARGV[12] mode "reply": the text to send; modes "job" and "confirm": the text sent to a
+           duplicate, in which "{job}" becomes the original job id and "{state}" its state's label
   ARGV[13] chat index length
   ARGV[14] jobs index length
   ARGV[15] consumer group of the jobs stream
   ARGV[16] consumer group of the replies stream
   ARGV[17] recovery policy of the command (rerun | verify | idempotent | review), stored in the
            job for claim.lua to read after a crash
-  ARGV[18..] pairs: state name, state label (for "{state}")
+  ARGV[18] mode "confirm": the buttons' token group (JSON, see include/tokens.lua); else ""
+  ARGV[19] mode "confirm": the question asked; else ""
+  ARGV[20] mode "confirm": the buttons (a Telegram InlineKeyboardMarkup, JSON); else ""
+  ARGV[21..] pairs: state name, state label (for "{state}")
 
   Returns an array {outcome, job_id, state}:
     {"new", id, "pending"}                   a job was created and added to the jobs stream
@@ -45,6 +55,8 @@
     {"duplicate_command", id, state}         same command inside its window: the update now points
                                              at the existing job, whose duplicates counter grew; a
                                              "duplicate" reply went to the replies stream
+    {"confirming", "", ""}                   mode "confirm": the question went to the replies
+                                             stream (kind "confirm", with `markup`); no job yet
     {"replied", "", ""}                      mode "reply": the reply was queued, no job
     {"suppressed", "", ""}                   mode "reply" with a window that was already open:
                                              no reply, no job (refusals go out once a window)
@@ -66,19 +78,17 @@ if seen then
   return {'duplicate_update', seen, state or ''}
 end
 
-local t = redis.call('TIME')
-local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = now_ms()
 
-local function ensure_group(stream, group)
-  if redis.call('EXISTS', stream) == 0 then
-    redis.call('XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM')
-  end
-end
-
-local function reply(kind, text, job_id)
+local function reply(kind, text, job_id, markup)
   ensure_group(replies_stream, ARGV[16])
-  redis.call('XADD', replies_stream, '*', 'chat_id', chat_id, 'reply_to', message_id,
-    'kind', kind, 'job_id', job_id, 'text', text, 'created_at', now_ms)
+  if markup and markup ~= '' then
+    redis.call('XADD', replies_stream, '*', 'chat_id', chat_id, 'reply_to', message_id,
+      'kind', kind, 'job_id', job_id, 'text', text, 'markup', markup, 'created_at', now)
+  else
+    redis.call('XADD', replies_stream, '*', 'chat_id', chat_id, 'reply_to', message_id,
+      'kind', kind, 'job_id', job_id, 'text', text, 'created_at', now)
+  end
 end
 
 if mode == 'reply' then
@@ -92,47 +102,32 @@ if mode == 'reply' then
 end
 
 -- 2. Business layer: the same command inside its window points at the existing job.
-if window_ms > 0 then
-  local existing = redis.call('GET', command_key)
-  if existing then
-    local job_key = job_prefix .. existing
-    local state = redis.call('HGET', job_key, 'status')
-    if state and state ~= 'failed' then
-      redis.call('SET', update_key, existing, 'EX', retention)
-      redis.call('HINCRBY', job_key, 'duplicates', 1)
-      redis.call('HSET', job_key, 'last_duplicate_update_id', update_id)
-      local label = state
-      for i = 18, #ARGV - 1, 2 do
-        if ARGV[i] == state then label = ARGV[i + 1] end
-      end
-      local text = string.gsub(reply_text, '{job}', existing)
-      text = string.gsub(text, '{state}', (string.gsub(label, '%%', '%%%%')))
-      reply('duplicate', text, existing)
-      return {'duplicate_command', existing, state}
-    end
-  end
+local existing, state = find_duplicate(command_key, job_prefix, window_ms)
+if existing then
+  redis.call('SET', update_key, existing, 'EX', retention)
+  absorb_duplicate(job_prefix, existing, update_id)
+  local labels = {}
+  for i = 21, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
+  reply('duplicate', fill(reply_text, {job = existing, state = label_of(state, labels)}), existing)
+  return {'duplicate_command', existing, state}
 end
 
--- 3. A new job.
-local id = tostring(redis.call('INCR', seq_key))
-local job_key = job_prefix .. id
-redis.call('HSET', job_key,
-  'id', id, 'idempotency_key', idem_key, 'update_id', update_id,
-  'chat_id', chat_id, 'user_id', user_id, 'message_id', message_id,
-  'command', command, 'args', args, 'status', 'pending', 'attempts', '0',
-  'recovery', ARGV[17], 'created_at', now_ms, 'updated_at', now_ms, 'result', '', 'error', '')
-redis.call('SET', update_key, id, 'EX', retention)
-if window_ms > 0 then
-  redis.call('SET', command_key, id, 'PX', window_ms)
+-- 3a. A command that needs a confirmation: the buttons, and no job until one is tapped.
+if mode == 'confirm' then
+  create_tokens(KEYS[9], KEYS[10], cjson.decode(ARGV[18]), now)
+  redis.call('SET', update_key, '-', 'EX', retention)
+  reply('confirm', ARGV[19], '', ARGV[20])
+  return {'confirming', '', ''}
 end
-ensure_group(jobs_stream, ARGV[15])
-local entry = redis.call('XADD', jobs_stream, '*', 'job', id)
-redis.call('HSET', job_key, 'entry', entry)
-redis.call('LPUSH', chat_index, id)
-redis.call('LTRIM', chat_index, 0, tonumber(ARGV[13]) - 1)
-redis.call('ZADD', jobs_index, id, id)
-local excess = redis.call('ZCARD', jobs_index) - tonumber(ARGV[14])
-if excess > 0 then
-  redis.call('ZREMRANGEBYRANK', jobs_index, 0, excess - 1)
-end
+
+-- 3b. A new job.
+local id = create_job({
+  seq_key = seq_key, job_prefix = job_prefix, jobs_stream = jobs_stream, jobs_group = ARGV[15],
+  chat_index = chat_index, chat_index_len = ARGV[13], jobs_index = jobs_index,
+  jobs_index_len = ARGV[14], command_key = command_key, window_ms = window_ms,
+  update_key = update_key, retention = retention, now = now,
+  fields = {idempotency_key = idem_key, update_id = update_id, chat_id = chat_id,
+    user_id = user_id, message_id = message_id, command = command, args = args,
+    recovery = ARGV[17]},
+})
 return {'new', id, 'pending'}

@@ -66,6 +66,15 @@ pub struct TelegramSettings {
     /// before asking again: the conflict needs an operator, so retrying fast only adds noise.
     pub poll_conflict_retry_secs: u64,
     pub locale: Locale,
+    /// How long a user's buttons (confirmations, choices) can be used: an old message's button
+    /// tapped by mistake a day later must not run anything.
+    pub confirm_ttl_secs: u64,
+    /// Chats told about jobs that need a person, with buttons to settle them.
+    #[serde(deserialize_with = "user_list")]
+    pub admin_chats: Vec<i64>,
+    /// How long those review buttons can be used; longer than `confirm_ttl_secs`, because a
+    /// person may not look at once (and `oncebot jobs resolve` remains after it).
+    pub review_ttl_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -447,6 +456,18 @@ impl Settings {
                 ));
             }
         }
+        for (key, value) in [
+            ("telegram.confirm_ttl_secs", self.telegram.confirm_ttl_secs),
+            ("telegram.review_ttl_secs", self.telegram.review_ttl_secs),
+        ] {
+            if value == 0 {
+                return Err(SettingError::new(
+                    key,
+                    "is 0, so every button would have expired before it is shown",
+                    format!("set {} to a number of seconds, e.g. 600", env_name(key)),
+                ));
+            }
+        }
         if needs.ingress {
             if self.telegram.allowed_users.is_empty() {
                 return Err(SettingError::new(
@@ -591,6 +612,7 @@ fn token_looks_valid(token: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// A list of Telegram ids (`telegram.allowed_users`, `telegram.admin_chats`).
 /// Accepts `"1,2,3"` (what an environment variable gives), a TOML array of numbers or strings,
 /// or a single number.
 fn user_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
@@ -608,9 +630,9 @@ fn user_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
         Text(String),
     }
     fn parse(s: &str) -> Result<i64, String> {
-        s.trim().parse::<i64>().map_err(|_| {
-            format!("{s:?} in telegram.allowed_users is not a Telegram user id (a number)")
-        })
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| format!("{s:?} is not a Telegram user or chat id (a number)"))
     }
     let ids = match Raw::deserialize(d)? {
         Raw::Number(n) => vec![n],
@@ -744,6 +766,23 @@ mod tests {
         env.push(("ONCEBOT__TELEGRAM__POLL_CONFLICT_RETRY_SECS", "0"));
         let err = load(&env).unwrap().validate(ALL).unwrap_err();
         assert_eq!(err.key, "telegram.poll_conflict_retry_secs");
+    }
+
+    #[test]
+    fn admin_chats_take_user_and_group_ids_and_default_to_none() {
+        assert!(load(&[]).unwrap().telegram.admin_chats.is_empty());
+        let s = load(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "1001, -1001234567890")]).unwrap();
+        assert_eq!(s.telegram.admin_chats, vec![1001, -1001234567890]);
+        assert_eq!(s.telegram.confirm_ttl_secs, 600);
+    }
+
+    #[test]
+    fn a_zero_button_lifetime_is_rejected() {
+        let s = load(&[("ONCEBOT__TELEGRAM__CONFIRM_TTL_SECS", "0")]).unwrap();
+        assert_eq!(
+            s.validate(Needs::default()).unwrap_err().key,
+            "telegram.confirm_ttl_secs"
+        );
     }
 
     #[test]

@@ -1,12 +1,27 @@
 //! Every text a user reads, in Chinese (the default, MoviePilot's users) and English.
 //!
-//! Pure functions of the locale: no I/O. Placeholders `{job}` and `{state}` in
-//! [`Texts::duplicate_template`] are filled in by `lua/enqueue.lua`, which alone knows the
-//! original job's state at that instant.
+//! Pure functions of the locale: no I/O. Placeholders such as `{job}` and `{state}` in
+//! [`Texts::duplicate_template`], [`Texts::tap_texts`] and [`Texts::review_template`] are filled
+//! in by the Lua scripts, which alone know the job and its state at that instant.
 
 use crate::commands::Command;
 use crate::config::Locale;
 use crate::ledger::JobState;
+
+/// Answers to taps on buttons; see [`Texts::tap_texts`].
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TapTexts {
+    pub expired: &'static str,
+    pub foreign: &'static str,
+    pub unknown: &'static str,
+    pub received: &'static str,
+    pub duplicate: &'static str,
+    pub already: &'static str,
+    pub already_done: &'static str,
+    pub cancelled: &'static str,
+    pub resolved: &'static str,
+    pub settled: &'static str,
+}
 
 /// The texts of one locale.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +62,96 @@ impl Texts {
         )
     }
 
+    /// The question under a command's Confirm / Cancel buttons.
+    pub fn confirm_prompt(&self, command: Command, args: &str) -> String {
+        match (command, self.locale) {
+            (Command::Unsubscribe, Locale::Zh) => {
+                format!("确认取消订阅 #{args}？此操作不可撤销。")
+            }
+            (Command::Unsubscribe, Locale::En) => {
+                format!("Cancel subscription #{args}? This cannot be undone.")
+            }
+            (_, Locale::Zh) => format!("确认执行 /{} {args}？", command.name()),
+            (_, Locale::En) => format!("Run /{} {args}?", command.name()),
+        }
+    }
+
+    pub fn confirm_button(&self) -> &'static str {
+        self.pick("确认", "Confirm")
+    }
+
+    pub fn cancel_button(&self) -> &'static str {
+        self.pick("取消", "Cancel")
+    }
+
+    /// Answers to a tap (answerCallbackQuery, at most 200 characters). "{job}" and "{state}"
+    /// are filled in by `lua/tap.lua`, which alone knows the job and its state at that instant.
+    pub fn tap_texts(&self) -> TapTexts {
+        TapTexts {
+            expired: self.pick(
+                "按钮已过期，请重新发送命令",
+                "This button has expired; send the command again.",
+            ),
+            foreign: self.pick("这个按钮不是给你的", "This button is not for you."),
+            unknown: self.pick(
+                "这个按钮已失效，请重新发送命令",
+                "This button no longer works; send the command again.",
+            ),
+            received: self.pick("已接收：任务 #{job}", "Received: job #{job}"),
+            duplicate: self.duplicate_template(),
+            already: self.pick(
+                "已处理过：任务 #{job}（{state}）",
+                "Already handled: job #{job} {state}",
+            ),
+            already_done: self.pick("已处理过", "Already handled."),
+            cancelled: self.pick("已取消", "Cancelled."),
+            resolved: self.pick(
+                "已处理：任务 #{job} 现在是「{state}」",
+                "Done: job #{job} is now {state}",
+            ),
+            settled: self.pick(
+                "任务 #{job} 已被处理过（{state}），未做改动",
+                "Job #{job} was already settled ({state}); nothing changed.",
+            ),
+        }
+    }
+
+    /// Sent to the job's chat when a person settles it; "{job}" is filled in by the script.
+    pub fn resolved(&self, decision: &str) -> &'static str {
+        match decision {
+            "succeeded" => self.pick(
+                "管理员已确认任务 #{job} 完成。",
+                "An operator confirmed job #{job} succeeded.",
+            ),
+            "failed" => self.pick(
+                "管理员已将任务 #{job} 标记为失败。",
+                "An operator marked job #{job} failed.",
+            ),
+            _ => self.pick(
+                "管理员已安排任务 #{job} 重新执行。",
+                "An operator scheduled job #{job} to run again.",
+            ),
+        }
+    }
+
+    /// The message admin chats get when a job needs a person. "{job}", "{command}", "{args}",
+    /// "{attempts}" and "{error}" are filled in by the script that holds the job.
+    pub fn review_template(&self) -> &'static str {
+        self.pick(
+            "任务 #{job} 需要人工确认\n命令：/{command} {args}\n已尝试：{attempts} 次\n情况：{error}\n\n请核实 MoviePilot 中的实际结果后选择：",
+            "Job #{job} needs a person\nCommand: /{command} {args}\nAttempts: {attempts}\nWhat happened: {error}\n\nCheck what MoviePilot actually did, then choose:",
+        )
+    }
+
+    /// The labels of the review buttons: mark succeeded, mark failed, retry.
+    pub fn review_buttons(&self) -> [&'static str; 3] {
+        [
+            self.pick("标记成功", "Mark succeeded"),
+            self.pick("标记失败", "Mark failed"),
+            self.pick("重试", "Retry"),
+        ]
+    }
+
     pub fn refusal(&self) -> &'static str {
         self.pick(
             "抱歉，你没有使用这个机器人的权限。请联系管理员把你的 Telegram 用户 ID 加入白名单。",
@@ -67,8 +172,8 @@ impl Texts {
         match command {
             Search => self.pick("用法：/search <片名>", "Usage: /search <title>"),
             Subscribe => self.pick(
-                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集）",
-                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series)",
+                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集），或 /subscribe tmdb:<id> tv（剧集，选择季）",
+                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series), or /subscribe tmdb:<id> tv (a series; choose the season)",
             ),
             Unsubscribe => self.pick(
                 "用法：/unsubscribe <订阅 ID>（/subscriptions 可查看 ID）",
@@ -133,5 +238,33 @@ impl Texts {
              /jobs your recent jobs\n\
              Plain text is a search.",
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Telegram shows at most 200 characters of a callback answer; the placeholders add a job
+    /// id and a state label (a few dozen characters at most).
+    #[test]
+    fn tap_answers_fit_telegrams_200_characters() {
+        for locale in [Locale::Zh, Locale::En] {
+            let t = Texts::new(locale).tap_texts();
+            for text in [
+                t.expired,
+                t.foreign,
+                t.unknown,
+                t.received,
+                t.duplicate,
+                t.already,
+                t.already_done,
+                t.cancelled,
+                t.resolved,
+                t.settled,
+            ] {
+                assert!(text.chars().count() <= 150, "{text}");
+            }
+        }
     }
 }

@@ -17,6 +17,11 @@ pub enum Action {
         tmdb_id: u64,
         season: Option<u32>,
     },
+    /// A series whose season is not chosen yet (`tmdb:<id> tv`): ask MoviePilot for its seasons
+    /// and offer one button per season. Changes nothing.
+    ChooseSeason {
+        tmdb_id: u64,
+    },
     Subscriptions,
     Unsubscribe {
         subscription_id: u64,
@@ -39,6 +44,9 @@ impl Action {
         Some(match Command::from_name(command)? {
             Command::Search => Action::Search {
                 title: non_empty(args)?,
+            },
+            Command::Subscribe if parse_series(args).is_some() => Action::ChooseSeason {
+                tmdb_id: parse_series(args)?,
             },
             Command::Subscribe => match parse_tmdb(args) {
                 Some(Ok((tmdb_id, season))) => Action::SubscribeTmdb { tmdb_id, season },
@@ -67,6 +75,15 @@ impl Action {
 
 fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
+}
+
+/// `tmdb:<id> tv`: a series, season to be chosen (TMDB numbers movies and series separately, so
+/// the word also says which of the two the id is).
+pub fn parse_series(args: &str) -> Option<u64> {
+    let lower = args.to_lowercase();
+    let mut parts = lower.strip_prefix("tmdb:")?.split_whitespace();
+    let id = parts.next()?.parse::<u64>().ok().filter(|&n| n > 0)?;
+    (parts.next() == Some("tv") && parts.next().is_none()).then_some(id)
 }
 
 /// `tmdb:<id>` or `tmdb:<id> S<n>`: `None` if the arguments are not a tmdb reference at all,
@@ -111,6 +128,11 @@ mod tests {
                 season: None
             })
         );
+        assert_eq!(
+            Action::parse("subscribe", "tmdb:63639 TV"),
+            Some(Action::ChooseSeason { tmdb_id: 63639 })
+        );
+        assert_eq!(Action::parse("subscribe", "tmdb:63639 tv S1"), None);
         assert_eq!(Action::parse("subscribe", "tmdb:abc"), None);
         assert_eq!(Action::parse("subscribe", "tmdb:1 season2"), None);
         assert_eq!(

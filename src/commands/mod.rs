@@ -6,7 +6,7 @@
 mod action;
 mod policy;
 
-pub use action::{Action, parse_tmdb};
+pub use action::{Action, parse_series, parse_tmdb};
 pub use policy::{Policy, Recovery};
 
 use sha2::{Digest, Sha256};
@@ -125,7 +125,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
         Command::Subscribe => {
             !args.is_empty()
                 && args.chars().count() <= 200
-                && !matches!(parse_tmdb(args), Some(Err(())))
+                && (parse_series(args).is_some() || !matches!(parse_tmdb(args), Some(Err(()))))
         }
         Command::Unsubscribe | Command::SearchNow => is_id(args),
         Command::Status => args.is_empty() || is_id(args),

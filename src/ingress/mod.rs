@@ -3,6 +3,10 @@
 //! Both doors (the webhook and long polling) call [`Ingress::handle`], so the rules for what
 //! becomes a job are written once. Ingress never waits for MoviePilot or for a send: it records
 //! the update in Redis and returns.
+//!
+//! A message becomes an admission (a job, a reply, or, for a command whose policy says
+//! `needs_confirmation`, a question with Confirm / Cancel buttons); a callback query (a tap on a
+//! button) becomes one `Ledger::tap`, which decides and queues its answer in one step.
 
 pub mod polling;
 pub mod webhook;
@@ -16,8 +20,12 @@ use sha2::{Digest, Sha256};
 use crate::commands::{self, ChatKind, Command, Parsed};
 use crate::config::{CommandSettings, Settings};
 use crate::i18n::Texts;
-use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError};
-use crate::telegram::types::Update;
+use crate::ledger::{
+    Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped, TokenAction,
+    TokenGroup,
+};
+use crate::telegram::keyboard::{self, Keyboard};
+use crate::telegram::types::{CallbackQuery, Update};
 
 /// A stranger is told "not allowed" once per this window, however much they write.
 const REFUSAL_WINDOW: Duration = Duration::from_secs(3600);
@@ -29,7 +37,7 @@ pub enum Ignored {
     UnhandledKind,
     /// An edited message: editing a command does not run it again.
     EditedMessage,
-    /// A callback query; buttons are not handled by this release.
+    /// A callback query is not a message: [`Ingress::handle`] takes it to [`Ledger::tap`].
     CallbackQuery,
     /// No sender, a bot sender, a channel post, or no text.
     NoCommand,
@@ -53,6 +61,8 @@ impl Ignored {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Handled {
     Admitted(Admitted),
+    /// A callback query, decided and answered by the ledger.
+    Tapped(Tapped),
     Ignored(Ignored),
 }
 
@@ -68,6 +78,8 @@ struct Inner {
     bot_username: String,
     texts: Texts,
     commands: CommandSettings,
+    /// How long a user's buttons work (`telegram.confirm_ttl_secs`).
+    confirm_ttl: Duration,
 }
 
 impl Ingress {
@@ -83,6 +95,7 @@ impl Ingress {
                     .into(),
                 texts: Texts::new(settings.telegram.locale),
                 commands: settings.commands.clone(),
+                confirm_ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
             }),
         }
     }
@@ -94,6 +107,26 @@ impl Ingress {
     /// Decides and records one update. An `Err` means Redis did not take it: the caller must
     /// make Telegram deliver it again (503 to the webhook; no offset advance when polling).
     pub async fn handle(&self, update: &Update) -> Result<Handled, LedgerError> {
+        if let Some(query) = &update.callback_query {
+            let tap = self.read_tap(update.update_id, query);
+            let tapped = self.inner.ledger.tap(&tap).await?;
+            tracing::info!(
+                update_id = update.update_id,
+                user_id = tap.user_id,
+                chat_id = tap.chat_id,
+                outcome = tapped.outcome(),
+                job_id = match &tapped {
+                    Tapped::New { job_id }
+                    | Tapped::DuplicateCommand { job_id, .. }
+                    | Tapped::Resolved { job_id, .. }
+                    | Tapped::Settled { job_id, .. } => Some(*job_id),
+                    Tapped::Used { job_id, .. } | Tapped::DuplicateUpdate { job_id, .. } => *job_id,
+                    _ => None,
+                },
+                "button tapped"
+            );
+            return Ok(Handled::Tapped(tapped));
+        }
         let admission = match self.decide(update) {
             Ok(a) => a,
             Err(ignored) => {
@@ -123,6 +156,11 @@ impl Ingress {
                 job_id,
                 state = state.as_str(),
                 "same command inside its window; pointed at the existing job"
+            ),
+            Admitted::Confirming => tracing::info!(
+                update_id = update.update_id,
+                chat_id = admission.chat_id,
+                "asked for a confirmation; no job until it is tapped"
             ),
             Admitted::Replied | Admitted::Suppressed => tracing::debug!(
                 update_id = update.update_id,
@@ -180,6 +218,16 @@ impl Ingress {
                     command: Command::Help | Command::Start,
                     ..
                 } => reply("help", texts.help().into()),
+                Parsed::Run { command, args } if command.policy().needs_confirmation => self
+                    .confirmation(
+                        command,
+                        args,
+                        Owner::User {
+                            chat_id: message.chat.id,
+                            user_id: from.id,
+                        },
+                        message.message_id,
+                    ),
                 Parsed::Run { command, args } => AdmissionAction::Job {
                     command,
                     window: command.window(&inner.commands),
@@ -197,6 +245,65 @@ impl Ingress {
             message_id: Some(message.message_id),
             action,
         })
+    }
+}
+
+impl Ingress {
+    /// Confirm / Cancel buttons for `command`, bound to its owner; the job is made by the tap.
+    fn confirmation(
+        &self,
+        command: Command,
+        args: String,
+        owner: Owner,
+        reply_to: i64,
+    ) -> AdmissionAction {
+        let texts = self.inner.texts;
+        let window = command.window(&self.inner.commands);
+        let mut buttons = TokenGroup::new(self.inner.confirm_ttl);
+        let run = TokenAction::Run {
+            command,
+            args: args.clone(),
+            window,
+        };
+        let yes = buttons.add(owner, texts.confirm_button(), run, Some(reply_to));
+        let no = buttons.add(
+            owner,
+            texts.cancel_button(),
+            TokenAction::Cancel,
+            Some(reply_to),
+        );
+        let markup = Keyboard::new()
+            .row(vec![
+                (texts.confirm_button().into(), yes),
+                (texts.cancel_button().into(), no),
+            ])
+            .to_json();
+        AdmissionAction::Confirm {
+            command,
+            prompt: texts.confirm_prompt(command, &args),
+            args,
+            window,
+            buttons,
+            markup,
+        }
+    }
+
+    /// What a callback query asks of the ledger. Anything not recognisably one of our buttons
+    /// still goes to the ledger, so it too is answered (once).
+    fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {
+        Tap {
+            update_id,
+            callback_query_id: query.id.clone(),
+            user_id: query.from.id,
+            allowed: !query.from.is_bot && self.inner.allowed_users.contains(&query.from.id),
+            chat_id: query.message.as_ref().map(|m| m.chat.id),
+            message_id: query.message.as_ref().map(|m| m.message_id),
+            token: query
+                .data
+                .as_deref()
+                .and_then(keyboard::token_of)
+                .map(str::to_string),
+        }
     }
 }
 

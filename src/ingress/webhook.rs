@@ -138,7 +138,9 @@ where
         }
     };
     match ingress.handle(&update).await {
-        Ok(Handled::Admitted(_) | Handled::Ignored(_)) => status(StatusCode::OK, ""),
+        Ok(Handled::Admitted(_) | Handled::Tapped(_) | Handled::Ignored(_)) => {
+            status(StatusCode::OK, "")
+        }
         Err(e) => {
             tracing::error!(
                 update_id = update.update_id,

@@ -1,5 +1,9 @@
 //! The worker's side of the ledger: claim an entry, renew leases, record an outcome, promote
 //! due retries, and a person's resolution. One Lua script each; see their headers in `lua/`.
+//!
+//! A job that enters `needs_review` (held by claim.lua after a crash, or completed so by a
+//! worker) is announced to `telegram.admin_chats` with review buttons by the same script, so a
+//! crash cannot leave a held job that nobody was told about.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -45,6 +49,9 @@ pub struct Outcome {
     /// The user's reply ("" for none) and its kind.
     pub reply: String,
     pub reply_kind: &'static str,
+    /// Buttons under the reply: a Telegram InlineKeyboardMarkup as JSON ("" for none), whose
+    /// tokens the worker stored before completing (`Ledger::create_token_group`).
+    pub markup: String,
     /// For retry_wait: when it is due.
     pub retry_in: Duration,
     /// Extra job fields to record (MoviePilot ids touched, the external outcome, ...).
@@ -189,6 +196,8 @@ impl Ledger {
             .key(k.jobs_stream())
             .key(k.replies_stream())
             .key(k.review_index())
+            .key(k.token_prefix())
+            .key(k.token_group_prefix())
             .arg(entry)
             .arg(consumer)
             .arg(keys::JOBS_GROUP)
@@ -196,7 +205,9 @@ impl Ledger {
             .arg(limits.max_recoveries)
             .arg(&texts.held)
             .arg(&texts.failed)
-            .arg(limits.retention.as_secs());
+            .arg(limits.retention.as_secs())
+            // Only the script knows whether it holds the job; the buttons are ready in case.
+            .arg(self.review.for_job(job_id));
         let mut conn = self.conn.clone();
         let reply: Vec<String> = inv
             .invoke_async(&mut conn)
@@ -317,6 +328,8 @@ impl Ledger {
             .key(k.replies_stream())
             .key(k.retry_schedule())
             .key(k.review_index())
+            .key(k.token_prefix())
+            .key(k.token_group_prefix())
             .arg(&attempt.entry)
             .arg(&attempt.consumer)
             .arg(attempt.attempt)
@@ -328,7 +341,13 @@ impl Ledger {
             .arg(due_ms.as_millis() as u64)
             .arg(retention.as_secs())
             .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP);
+            .arg(keys::REPLIES_GROUP)
+            .arg(&outcome.markup)
+            .arg(if outcome.status == "needs_review" {
+                self.review.for_job(attempt.job_id)
+            } else {
+                String::new()
+            });
         for (name, value) in &outcome.fields {
             inv.arg(name).arg(value);
         }

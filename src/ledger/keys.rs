@@ -11,6 +11,8 @@ pub const LAYOUT: &str = "v1";
 pub const JOBS_GROUP: &str = "workers";
 /// The consumer group of dispatchers on the replies stream.
 pub const REPLIES_GROUP: &str = "dispatchers";
+/// The consumer group of dispatchers on the callbacks stream (their fast lane).
+pub const CALLBACKS_GROUP: &str = "dispatchers";
 
 /// Builds key names for one deployment.
 #[derive(Debug, Clone)]
@@ -39,6 +41,11 @@ impl Keys {
     /// STRING, PX = the command's duplicate window: the job a business idempotency key points at.
     pub fn command(&self, digest: &str) -> String {
         format!("{}cmd:{digest}", self.base)
+    }
+
+    /// The prefix of command keys; tap.lua appends the idempotency key a button carries.
+    pub fn command_prefix(&self) -> String {
+        format!("{}cmd:", self.base)
     }
 
     /// STRING counter: the last job id handed out.
@@ -72,9 +79,30 @@ impl Keys {
         format!("{}reply:{entry}", self.base)
     }
 
-    /// STREAM: answerCallbackQuery calls for the dispatcher's fast lane; group [`REPLIES_GROUP`].
+    /// STREAM: answers to callback queries (answerCallbackQuery), one per tap; group
+    /// [`CALLBACKS_GROUP`]. Apart from replies so no queue of messages delays them.
     pub fn callbacks_stream(&self) -> String {
         format!("{}stream:callbacks", self.base)
+    }
+
+    /// HASH, EXPIRE = the button's lifetime: what one button does and whom it is for.
+    pub fn token(&self, token: &str) -> String {
+        format!("{}token:{token}", self.base)
+    }
+
+    /// The prefix of token HASH keys; scripts append the token.
+    pub fn token_prefix(&self) -> String {
+        format!("{}token:", self.base)
+    }
+
+    /// HASH, EXPIRE = the buttons' lifetime: a group of sibling buttons, open or used.
+    pub fn token_group(&self, group: &str) -> String {
+        format!("{}tgroup:{group}", self.base)
+    }
+
+    /// The prefix of token-group keys; scripts append the group id a token names.
+    pub fn token_group_prefix(&self) -> String {
+        format!("{}tgroup:", self.base)
     }
 
     /// LIST: a chat's recent job ids, newest first.
@@ -123,6 +151,9 @@ mod tests {
             k.job(42),
             k.jobs_stream(),
             k.replies_stream(),
+            k.callbacks_stream(),
+            k.token("ab"),
+            k.token_group("cd"),
             k.chat_jobs(-100),
             k.jobs_index(),
             k.poll_offset(),
@@ -135,5 +166,8 @@ mod tests {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }
         assert_eq!(k.job(42), format!("{}42", k.job_prefix()));
+        assert_eq!(k.token("ab"), format!("{}ab", k.token_prefix()));
+        assert_eq!(k.token_group("cd"), format!("{}cd", k.token_group_prefix()));
+        assert_eq!(k.command("ef"), format!("{}ef", k.command_prefix()));
     }
 }

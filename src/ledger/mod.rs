@@ -8,6 +8,7 @@ pub mod keys;
 mod replies;
 mod scripts;
 mod state;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,7 +23,9 @@ use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
+pub use scripts::hashes as script_hashes;
 pub use state::JobState;
+pub use tokens::{Owner, Tap, Tapped, Token, TokenAction, TokenGroup};
 
 /// A Redis failure, said with what oncebot was doing.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +67,16 @@ pub enum AdmissionAction {
         args: String,
         window: Duration,
     },
+    /// A command that needs a confirmation: unless the command is inside its duplicate window,
+    /// store `buttons` and queue `prompt` with `markup` (Confirm / Cancel). No job until a tap.
+    Confirm {
+        command: Command,
+        args: String,
+        window: Duration,
+        prompt: String,
+        buttons: TokenGroup,
+        markup: String,
+    },
     /// Queue a reply and make no job. With a non-zero `window`, the same `once_key` replies
     /// once per window (so a stranger's every message does not cost a refusal).
     Reply {
@@ -86,6 +99,8 @@ pub enum Admitted {
     },
     /// The same command inside its window: the user was told about this existing job.
     DuplicateCommand { job_id: u64, state: JobState },
+    /// The question with Confirm / Cancel buttons was queued; no job yet.
+    Confirming,
     /// A reply was queued; no job.
     Replied,
     /// A reply that already went out inside its window; nothing queued.
@@ -99,6 +114,7 @@ impl Admitted {
             Admitted::New { .. } => "new",
             Admitted::DuplicateUpdate { .. } => "duplicate_update",
             Admitted::DuplicateCommand { .. } => "duplicate_command",
+            Admitted::Confirming => "confirming",
             Admitted::Replied => "replied",
             Admitted::Suppressed => "suppressed",
         }
@@ -180,12 +196,18 @@ pub struct JobFilter {
 pub struct Ledger {
     conn: ConnectionManager,
     keys: Keys,
-    /// `ARGV[17..]` of enqueue.lua: state names and their labels, built once.
+    /// `ARGV[21..]` of enqueue.lua: state names and their labels, built once.
     state_labels: Vec<String>,
     duplicate_template: String,
     update_retention_secs: u64,
     chat_index_len: u32,
     jobs_index_len: u32,
+    /// How long a settled job is kept (a review button settles one).
+    job_retention_secs: u64,
+    /// ARGV[15] of tap.lua: its answers, built once.
+    tap_texts: String,
+    /// Admin chats to tell about jobs entering `needs_review`, and their buttons' lifetime.
+    review: tokens::ReviewNotices,
 }
 
 impl Ledger {
@@ -220,6 +242,13 @@ impl Ledger {
             update_retention_secs: settings.ledger.update_retention_secs,
             chat_index_len: settings.ledger.chat_index_len,
             jobs_index_len: settings.ledger.jobs_index_len,
+            job_retention_secs: settings.worker.job_retention_secs,
+            tap_texts: tokens::tap_texts_json(texts),
+            review: tokens::ReviewNotices {
+                admin_chats: settings.telegram.admin_chats.clone(),
+                ttl: Duration::from_secs(settings.telegram.review_ttl_secs),
+                texts,
+            },
         })
     }
 
@@ -274,16 +303,37 @@ impl Ledger {
     pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
         let k = &self.keys;
         let recovery = match &a.action {
-            AdmissionAction::Job { command, .. } => command.policy().recovery.as_str(),
+            AdmissionAction::Job { command, .. } | AdmissionAction::Confirm { command, .. } => {
+                command.policy().recovery.as_str()
+            }
             AdmissionAction::Reply { .. } => "none",
+        };
+        let (spec, prompt, markup) = match &a.action {
+            AdmissionAction::Confirm {
+                prompt,
+                buttons,
+                markup,
+                ..
+            } => (buttons.spec().to_string(), prompt.as_str(), markup.as_str()),
+            _ => (String::new(), "", ""),
         };
         let (mode, command, args, idem, window, kind, text) = match &a.action {
             AdmissionAction::Job {
                 command,
                 args,
                 window,
+            }
+            | AdmissionAction::Confirm {
+                command,
+                args,
+                window,
+                ..
             } => (
-                "job",
+                if matches!(a.action, AdmissionAction::Job { .. }) {
+                    "job"
+                } else {
+                    "confirm"
+                },
                 command.name(),
                 args.as_str(),
                 crate::commands::idempotency_key(a.chat_id, a.user_id, *command, args),
@@ -315,6 +365,8 @@ impl Ledger {
             .key(k.replies_stream())
             .key(k.chat_jobs(a.chat_id))
             .key(k.jobs_index())
+            .key(k.token_prefix())
+            .key(k.token_group_prefix())
             .arg(mode)
             .arg(a.update_id)
             .arg(self.update_retention_secs)
@@ -332,6 +384,9 @@ impl Ledger {
             .arg(keys::JOBS_GROUP)
             .arg(keys::REPLIES_GROUP)
             .arg(recovery)
+            .arg(spec)
+            .arg(prompt)
+            .arg(markup)
             .arg(&self.state_labels);
         let mut conn = self.conn.clone();
         let (outcome, job, state): (String, String, String) = inv
@@ -366,6 +421,7 @@ impl Ledger {
                 job_id: job_id()?,
                 state: job_state()?,
             },
+            "confirming" => Admitted::Confirming,
             "replied" => Admitted::Replied,
             "suppressed" => Admitted::Suppressed,
             other => return Err(corrupt(format!("admission outcome {other:?}"))),

@@ -2,35 +2,72 @@
 //!
 //! `redis::Script` sends EVALSHA and, on NOSCRIPT (Redis restarted), loads the script and tries
 //! again, so a restart of Redis costs one extra round trip, not an error.
+//!
+//! Shared code lives in `lua/include/*.lua` (one concern each: creating a job, tokens, settling a
+//! reviewed job) and is pasted in front of a script's body at compile time with `concat!`, so
+//! Redis sees one self-contained script and there is no loader to get wrong. Each include
+//! defines `local function`s that take everything as parameters; a script's header names the
+//! includes it runs after.
 
 use std::sync::LazyLock;
 
 use redis::Script;
 use redis::aio::ConnectionManager;
 
-/// `lua/enqueue.lua`: admit one update (transport and business duplicates, job creation).
-pub(crate) static ENQUEUE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/enqueue.lua")));
+/// `lua/<name>` preceded by the named `lua/include/` files, as one source text.
+macro_rules! lua {
+    ($script:literal $(, $include:literal)*) => {
+        concat!(
+            $(include_str!(concat!("../../lua/include/", $include)), "\n",)*
+            include_str!(concat!("../../lua/", $script))
+        )
+    };
+}
+
+/// `lua/enqueue.lua`: admit one update (transport and business duplicates, job creation, the
+/// buttons of a command that needs a confirmation).
+pub(crate) static ENQUEUE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(lua!(
+        "enqueue.lua",
+        "common.lua",
+        "create_job.lua",
+        "tokens.lua"
+    ))
+});
+
+/// `lua/tap.lua`: one callback query: token checks, its action (a job, a cancel, a review
+/// decision) and its answer, in one step.
+pub(crate) static TAP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(lua!(
+        "tap.lua",
+        "common.lua",
+        "create_job.lua",
+        "tokens.lua",
+        "resolve_job.lua"
+    ))
+});
+
+/// `lua/tokens.lua`: store a group of buttons (a worker's choices under its reply).
+pub(crate) static TOKENS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(lua!("tokens.lua", "common.lua", "tokens.lua")));
 
 /// `lua/claim.lua`: take a jobs-stream entry; fresh run, recovery by policy, or nothing.
 pub(crate) static CLAIM: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/claim.lua")));
+    LazyLock::new(|| Script::new(lua!("claim.lua", "common.lua", "tokens.lua")));
 
 /// `lua/complete.lua`: record an attempt's outcome, queue the reply, XACK, in one step.
 pub(crate) static COMPLETE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/complete.lua")));
+    LazyLock::new(|| Script::new(lua!("complete.lua", "common.lua", "tokens.lua")));
 
 /// `lua/extend.lua`: renew the leases of a live worker's running jobs.
-pub(crate) static EXTEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/extend.lua")));
+pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("extend.lua")));
 
 /// `lua/promote.lua`: due `retry_wait` jobs back onto the jobs stream.
-pub(crate) static PROMOTE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/promote.lua")));
+pub(crate) static PROMOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("promote.lua")));
 
 /// `lua/resolve.lua`: a person settles a `needs_review` job.
 pub(crate) static RESOLVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/resolve.lua")));
+    LazyLock::new(|| Script::new(lua!("resolve.lua", "common.lua", "resolve_job.lua")));
 
 /// `lua/reply_begin.lua`: record `sending` before a Bot API call.
 pub(crate) static REPLY_BEGIN: LazyLock<Script> =
@@ -56,9 +93,11 @@ pub(crate) static LOCK: LazyLock<Script> =
 pub(crate) static UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/unlock.lua")));
 
-fn all() -> [&'static Script; 12] {
+fn all() -> [&'static Script; 14] {
     [
         &ENQUEUE,
+        &TAP,
+        &TOKENS,
         &CLAIM,
         &COMPLETE,
         &EXTEND,
@@ -71,6 +110,31 @@ fn all() -> [&'static Script; 12] {
         &LOCK,
         &UNLOCK,
     ]
+}
+
+/// Every script's name and SHA1 (what SCRIPT EXISTS checks), includes pasted in.
+pub fn hashes() -> Vec<(&'static str, String)> {
+    let names = [
+        "enqueue",
+        "tap",
+        "tokens",
+        "claim",
+        "complete",
+        "extend",
+        "promote",
+        "resolve",
+        "reply_begin",
+        "reply_end",
+        "lease",
+        "progress",
+        "lock",
+        "unlock",
+    ];
+    names
+        .into_iter()
+        .zip(all())
+        .map(|(name, script)| (name, script.get_hash().to_string()))
+        .collect()
 }
 
 /// SCRIPT LOAD of every script.

@@ -43,10 +43,26 @@ pub struct Chat {
     pub kind: String,
 }
 
+/// A tap on an inline button.
 #[derive(Debug, Clone, Deserialize)]
 pub struct CallbackQuery {
     pub id: String,
     pub from: User,
+    /// The message the button was under. A `MaybeInaccessibleMessage`: when the message is too
+    /// old to be shown to the bot its `date` is 0, but `message_id` and `chat` are still there.
+    /// Absent for buttons on inline-mode messages, which oncebot never sends.
+    #[serde(default)]
+    pub message: Option<ButtonMessage>,
     #[serde(default)]
     pub data: Option<String>,
+}
+
+/// The fields of a (maybe inaccessible) message that say where a button was.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ButtonMessage {
+    pub message_id: i64,
+    pub chat: Chat,
+    /// 0 for an inaccessible message.
+    #[serde(default)]
+    pub date: i64,
 }

@@ -7,12 +7,14 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::commands::Action;
-use crate::ledger::{Job, JobFilter, Ledger};
-use crate::moviepilot::{MediaKind, MoviePilot, MpError, NewSubscription};
+use crate::commands::{Action, Command};
+use crate::ledger::{Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
+use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription};
+use crate::telegram::keyboard::Keyboard;
 
-use super::render::Render;
+use super::render::{self, Render};
 
 /// What a successful run produced.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +25,8 @@ pub struct Done {
     pub result: String,
     /// Extra job fields: MoviePilot ids touched, what the external call answered.
     pub fields: Vec<(String, String)>,
+    /// Buttons under the reply (InlineKeyboardMarkup JSON); their tokens are already stored.
+    pub markup: Option<String>,
 }
 
 /// Serialises subscription creates for one media inside this process, so two users asking for
@@ -66,6 +70,16 @@ pub struct Context<'a> {
     pub ledger: &'a Ledger,
     pub render: Render,
     pub media_locks: &'a MediaLocks,
+    pub buttons: &'a ButtonSettings,
+}
+
+/// How the buttons under a reply behave.
+#[derive(Debug, Clone)]
+pub struct ButtonSettings {
+    /// `telegram.confirm_ttl_secs`.
+    pub ttl: Duration,
+    /// The duplicate window of `/subscribe`, which a Subscribe button's job has too.
+    pub subscribe_window: Duration,
 }
 
 /// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
@@ -84,8 +98,10 @@ pub async fn run(
                 reply: r.search_results(title, &items, choose),
                 result: format!("{} results", items.len()),
                 fields: vec![],
+                markup: subscribe_buttons(cx, job, &items).await?,
             })
         }
+        Action::ChooseSeason { tmdb_id } => choose_season(cx, job, *tmdb_id).await,
         Action::SubscribeTmdb { tmdb_id, season } => {
             subscribe(cx, job, *tmdb_id, *season, recovered).await
         }
@@ -95,6 +111,7 @@ pub async fn run(
                 reply: r.subscriptions(&subs),
                 result: format!("{} subscriptions", subs.len()),
                 fields: vec![],
+                markup: None,
             })
         }
         Action::Unsubscribe { subscription_id } => {
@@ -103,6 +120,7 @@ pub async fn run(
                 reply: r.unsubscribed(*subscription_id),
                 result: format!("deleted subscription {subscription_id}"),
                 fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
+                markup: None,
             })
         }
         Action::SearchNow { subscription_id } => {
@@ -111,6 +129,7 @@ pub async fn run(
                 reply: r.search_now(*subscription_id),
                 result: format!("search requested for subscription {subscription_id}"),
                 fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
+                markup: None,
             })
         }
         Action::Downloading => {
@@ -119,6 +138,7 @@ pub async fn run(
                 reply: r.downloading(&downloads),
                 result: format!("{} downloads", downloads.len()),
                 fields: vec![],
+                markup: None,
             })
         }
         Action::Status { job_id } => {
@@ -127,6 +147,7 @@ pub async fn run(
                 reply,
                 result: "status".into(),
                 fields: vec![],
+                markup: None,
             })
         }
         Action::Jobs => {
@@ -148,6 +169,7 @@ pub async fn run(
                 reply: r.jobs(&jobs),
                 result: format!("{} jobs", jobs.len()),
                 fields: vec![],
+                markup: None,
             })
         }
     }
@@ -213,6 +235,7 @@ async fn subscribe_locked(
                 ("mp_subscription_id".into(), existing.id.to_string()),
                 ("mp_outcome".into(), outcome.into()),
             ],
+            markup: None,
         });
     }
     let kind = if season.is_some() {
@@ -249,6 +272,7 @@ async fn subscribe_locked(
             ("mp_subscription_id".into(), id.to_string()),
             ("mp_outcome".into(), "created".into()),
         ],
+        markup: None,
     })
 }
 
@@ -275,4 +299,104 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
         Some(j) => r.job_status(&j),
         None => r.job_not_found(asked),
     })
+}
+
+/// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
+/// each runs `/subscribe <args>` as if typed (see `render::subscribe_args`). Siblings: one tap
+/// uses them all. `None` when no result can be subscribed by id.
+async fn subscribe_buttons(
+    cx: &Context<'_>,
+    job: &Job,
+    items: &[MediaItem],
+) -> Result<Option<String>, MpError> {
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let reply_to = reply_to(job);
+    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut keyboard = Keyboard::new();
+    for (i, item) in items.iter().take(8).enumerate() {
+        let Some(args) = render::subscribe_args(item) else {
+            continue;
+        };
+        let label = cx.render.subscribe_button(i + 1, item);
+        let action = TokenAction::Run {
+            command: Command::Subscribe,
+            args,
+            window: cx.buttons.subscribe_window,
+        };
+        let data = group.add(owner, &label, action, reply_to);
+        keyboard = keyboard.row(vec![(label, data)]);
+    }
+    store_buttons(cx, &group, keyboard).await
+}
+
+/// `/subscribe tmdb:<id> tv`: the series' seasons as buttons (four to a row) and a Cancel.
+async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let media = cx
+        .mp
+        .media_detail(tmdb_id, MediaKind::Tv)
+        .await?
+        .ok_or_else(|| MpError::Permanent(r.media_not_found(tmdb_id)))?;
+    let seasons = if media.season_numbers.is_empty() {
+        // MoviePilot did not say: season 1 exists for any series.
+        vec![1]
+    } else {
+        media.season_numbers.clone()
+    };
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let reply_to = reply_to(job);
+    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut keyboard = Keyboard::new();
+    // Telegram allows 100 buttons; no series has anywhere near that many seasons in MoviePilot.
+    for row in seasons.chunks(4).take(20) {
+        let buttons = row
+            .iter()
+            .map(|&n| {
+                let label = r.season_button(n);
+                let action = TokenAction::Run {
+                    command: Command::Subscribe,
+                    args: format!("tmdb:{tmdb_id} S{n}"),
+                    window: cx.buttons.subscribe_window,
+                };
+                let data = group.add(owner, &label, action, reply_to);
+                (label, data)
+            })
+            .collect();
+        keyboard = keyboard.row(buttons);
+    }
+    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
+    keyboard = keyboard.row(vec![(r.cancel_button().to_string(), cancel)]);
+    Ok(Done {
+        reply: r.choose_season(&media.title, seasons.len()),
+        result: format!("{} seasons offered", seasons.len()),
+        fields: vec![],
+        markup: store_buttons(cx, &group, keyboard).await?,
+    })
+}
+
+/// Stores the buttons' tokens before the reply that shows them is recorded; returns the markup.
+async fn store_buttons(
+    cx: &Context<'_>,
+    group: &TokenGroup,
+    keyboard: Keyboard,
+) -> Result<Option<String>, MpError> {
+    if group.tokens.is_empty() {
+        return Ok(None);
+    }
+    cx.ledger
+        .create_token_group(group)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    Ok(Some(keyboard.to_json()))
+}
+
+/// The user's message a job answers (a job made by a button answers the command that showed it).
+fn reply_to(job: &Job) -> Option<i64> {
+    job.extra.get("message_id").and_then(|m| m.parse().ok())
 }

@@ -37,7 +37,7 @@ use crate::config::WorkerSettings;
 use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
 use crate::moviepilot::{MoviePilot, MpError};
 pub use execute::KeyedLocks;
-use execute::{Context, MediaLocks};
+use execute::{ButtonSettings, Context, MediaLocks};
 pub use render::Render;
 
 /// One worker process's share of the jobs stream.
@@ -49,6 +49,7 @@ pub struct Worker {
     render: Render,
     claim_texts: ClaimTexts,
     limits: AttemptLimits,
+    buttons: ButtonSettings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     chat_locks: KeyedLocks<i64>,
@@ -74,6 +75,10 @@ impl Worker {
             limits: AttemptLimits {
                 max_recoveries: cfg.max_recoveries,
                 retention: Duration::from_secs(cfg.job_retention_secs),
+            },
+            buttons: ButtonSettings {
+                ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
+                subscribe_window: Command::Subscribe.window(&settings.commands),
             },
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
@@ -322,6 +327,7 @@ impl Worker {
             ledger: &self.ledger,
             render: self.render,
             media_locks: &self.media_locks,
+            buttons: &self.buttons,
         };
         crate::crash_point!("worker.before_call");
         let result = execute::run(&cx, job, &action, recovered).await;
@@ -335,6 +341,7 @@ impl Worker {
                     result: done.result,
                     reply: done.reply,
                     reply_kind: "result",
+                    markup: done.markup.unwrap_or_default(),
                     fields: done.fields,
                     ..Outcome::default()
                 }

@@ -7,6 +7,19 @@ use crate::config::Locale;
 use crate::i18n::Texts;
 use crate::ledger::{Job, JobState};
 use crate::moviepilot::{Download, MediaItem, MediaKind, Subscription};
+use crate::telegram::keyboard::button_text;
+
+/// What `/subscribe` needs for a search result: `tmdb:<id>` for a movie, `tmdb:<id> S<n>` for a
+/// series with exactly one known season, `tmdb:<id> tv` (choose the season) for any other series.
+/// `None` for results without a TMDB id, which cannot be subscribed by id.
+pub fn subscribe_args(item: &MediaItem) -> Option<String> {
+    let id = item.tmdb_id?;
+    Some(match (item.kind, item.season_numbers.as_slice()) {
+        (MediaKind::Movie, _) => format!("tmdb:{id}"),
+        (MediaKind::Tv, [only]) => format!("tmdb:{id} S{only}"),
+        (MediaKind::Tv, _) => format!("tmdb:{id} tv"),
+    })
+}
 
 /// Renders replies for one locale.
 #[derive(Debug, Clone, Copy)]
@@ -75,18 +88,49 @@ impl Render {
                 item.title,
                 self.kind(Some(item.kind))
             ));
-            if let Some(id) = item.tmdb_id {
-                let season = match item.kind {
-                    MediaKind::Tv => {
-                        format!(" S{}", item.season_numbers.first().copied().unwrap_or(1))
-                    }
-                    MediaKind::Movie => String::new(),
-                };
-                out.push_str(&format!("\n   /subscribe tmdb:{id}{season}"));
+            if let Some(args) = subscribe_args(item) {
+                out.push_str(&format!("\n   /subscribe {args}"));
             }
             out.push('\n');
         }
         out.trim_end().to_string()
+    }
+
+    /// The text of the Subscribe button of result number `n` (1-based).
+    pub fn subscribe_button(&self, n: usize, item: &MediaItem) -> String {
+        let year = item
+            .year
+            .as_deref()
+            .map(|y| format!(" ({y})"))
+            .unwrap_or_default();
+        let text = if self.zh() {
+            format!("{n}. 订阅 {}{year}", item.title)
+        } else {
+            format!("{n}. Subscribe {}{year}", item.title)
+        };
+        button_text(&text, 40)
+    }
+
+    /// The question above the season buttons of a series.
+    pub fn choose_season(&self, name: &str, seasons: usize) -> String {
+        if self.zh() {
+            format!("「{name}」共 {seasons} 季，请选择要订阅的季：")
+        } else {
+            format!("\"{name}\" has {seasons} seasons; choose the one to subscribe to:")
+        }
+    }
+
+    /// A season button's text.
+    pub fn season_button(&self, season: u32) -> String {
+        if self.zh() {
+            format!("第 {season} 季")
+        } else {
+            format!("Season {season}")
+        }
+    }
+
+    pub fn cancel_button(&self) -> &'static str {
+        self.texts.cancel_button()
     }
 
     pub fn subscribed(&self, name: &str, season: Option<u32>, id: u64) -> String {
@@ -324,14 +368,7 @@ impl Render {
     }
 
     pub fn resolved(&self, decision: &str) -> String {
-        match (decision, self.zh()) {
-            ("succeeded", true) => "管理员已确认任务 #{job} 完成。".into(),
-            ("failed", true) => "管理员已将任务 #{job} 标记为失败。".into(),
-            (_, true) => "管理员已安排任务 #{job} 重新执行。".into(),
-            ("succeeded", false) => "An operator confirmed job #{job} succeeded.".into(),
-            ("failed", false) => "An operator marked job #{job} failed.".into(),
-            (_, false) => "An operator scheduled job #{job} to run again.".into(),
-        }
+        self.texts.resolved(decision).into()
     }
 
     fn texts_pick(&self, zh: &'static str, en: &'static str) -> &'static str {

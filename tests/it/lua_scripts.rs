@@ -358,16 +358,15 @@ async fn admission_survives_a_script_cache_flush_and_readiness_reloads_it() {
         .await
         .unwrap();
     ledger.ready().await.unwrap();
-    let sha = redis::Script::new(include_str!("../../lua/enqueue.lua"))
-        .get_hash()
-        .to_string();
-    let exists: Vec<bool> = redis::cmd("SCRIPT")
-        .arg("EXISTS")
-        .arg(&sha)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(exists, vec![true], "readiness loads the scripts back");
+    for (name, sha) in oncebot::ledger::script_hashes() {
+        let exists: Vec<bool> = redis::cmd("SCRIPT")
+            .arg("EXISTS")
+            .arg(&sha)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(exists, vec![true], "readiness loads {name} back");
+    }
 }
 
 /// The checker itself: a write the table forbids must fail the test that made it.

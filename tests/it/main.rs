@@ -47,3 +47,8 @@ mod admin_cli;
 /// The dispatcher as a process against the simulated Bot API: 429/5xx/403, a SIGKILL mid-send,
 /// rate limits under a burst, long texts, progress edited in place, the callback fast lane.
 mod dispatch;
+
+/// One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe
+/// under search results and the season choice, review buttons in admin chats; a double tap, an
+/// expired button, another user's tap and a redelivered update each run nothing more.
+mod confirmations;

@@ -6,7 +6,9 @@
 //! SIGKILLs it and starts a new one, whose worker reclaims the dead one's entry after
 //! `worker.reclaim_idle_ms` (1 s here) and recovers it by the command's policy.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "failpoints")]
+use std::time::Instant;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot::sim::moviepilot::{Fault, routes};
@@ -14,7 +16,7 @@ use oncebot::sim::moviepilot::{Fault, routes};
 use crate::support::rig::{RECLAIM_IDLE_MS, RECOVERY_DEADLINE, Rig};
 use crate::support::{ALICE, BOB, SECRET, private_text};
 
-const THREE_BODY: u64 = 108545;
+pub(crate) const THREE_BODY: u64 = 108545;
 
 #[tokio::test]
 async fn a_subscribe_creates_one_subscription_and_replies_once() {

@@ -139,6 +139,19 @@ impl Rig {
         assert_eq!(resp.status(), 200);
     }
 
+    /// Posts any update to the webhook; it must answer 200.
+    pub async fn post(&self, update: &Value) {
+        let resp = self
+            .http
+            .post(format!("http://127.0.0.1:{}/telegram/webhook", self.port))
+            .header("x-telegram-bot-api-secret-token", SECRET)
+            .json(update)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+
     /// Waits until job `id` is in `status`, and returns its HASH.
     pub async fn job_in(
         &self,

@@ -1,0 +1,35 @@
+--[[
+  include/common.lua: helpers every script that includes it may call. Not a script of its own:
+  src/ledger/scripts.rs concatenates include files in front of a script's body at compile time
+  (`concat!(include_str!(..), ..)`), so these are local functions of the one chunk Redis runs.
+  Functions take everything as parameters and never read KEYS or ARGV, so each script keeps its
+  own KEYS/ARGV contract in its header.
+
+  now_ms()                          Redis's clock, milliseconds since the epoch, as a string
+  ensure_group(stream, group)       XGROUP CREATE .. MKSTREAM if the stream does not exist yet
+  label_of(state, labels)           a state's label; labels is {state = label, ...}
+  fill(template, vars)              replaces each "{name}" with vars[name] (literally, no patterns)
+]]
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+
+local function ensure_group(stream, group)
+  if redis.call('EXISTS', stream) == 0 then
+    redis.call('XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM')
+  end
+end
+
+local function label_of(state, labels)
+  return labels[state] or state
+end
+
+local function fill(template, vars)
+  return (string.gsub(template, '{(%w+)}', function(name)
+    local v = vars[name]
+    if v == nil then return nil end
+    return tostring(v)
+  end))
+end

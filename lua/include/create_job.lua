@@ -1,0 +1,63 @@
+--[[
+  include/create_job.lua: the one way a job comes into being (needs include/common.lua before it).
+  Used by enqueue.lua (a typed command) and tap.lua (a confirmed button), so a job made by a tap
+  has the same fields, the same business duplicate window, recovery policy, jobs-stream entry and
+  chat index as one made by a message. Why an include and not a mode of enqueue.lua: a tap
+  needs its own checks first (the token, its owner, its siblings) and its own answer (a callback
+  answer, not a message), and those would have made enqueue.lua's ARGV a union of two contracts.
+
+  find_duplicate(command_key, job_prefix, window_ms)
+      -> id, state of the job the business key points at, if the window is open and that job
+         has not failed (a failed job does not absorb a repeat); nil otherwise
+  absorb_duplicate(job_prefix, id, update_id)
+      counts one more duplicate on job `id`
+  create_job(j) -> id
+      j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
+           jobs_index_len, command_key, window_ms, update_key, retention, now, fields = {
+           idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery}}
+      INCR the id, HSET the job `pending`, SET the update key and (with a window) the business
+      key to it, XADD the jobs stream, index it per chat and globally.
+]]
+
+local function find_duplicate(command_key, job_prefix, window_ms)
+  if window_ms <= 0 then return nil end
+  local existing = redis.call('GET', command_key)
+  if not existing or existing == '-' then return nil end
+  local state = redis.call('HGET', job_prefix .. existing, 'status')
+  if state and state ~= 'failed' then
+    return existing, state
+  end
+  return nil
+end
+
+local function absorb_duplicate(job_prefix, id, update_id)
+  local job_key = job_prefix .. id
+  redis.call('HINCRBY', job_key, 'duplicates', 1)
+  redis.call('HSET', job_key, 'last_duplicate_update_id', update_id)
+end
+
+local function create_job(j)
+  local f = j.fields
+  local id = tostring(redis.call('INCR', j.seq_key))
+  local job_key = j.job_prefix .. id
+  redis.call('HSET', job_key,
+    'id', id, 'idempotency_key', f.idempotency_key, 'update_id', f.update_id,
+    'chat_id', f.chat_id, 'user_id', f.user_id, 'message_id', f.message_id,
+    'command', f.command, 'args', f.args, 'status', 'pending', 'attempts', '0',
+    'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'result', '', 'error', '')
+  redis.call('SET', j.update_key, id, 'EX', j.retention)
+  if j.window_ms > 0 then
+    redis.call('SET', j.command_key, id, 'PX', j.window_ms)
+  end
+  ensure_group(j.jobs_stream, j.jobs_group)
+  local entry = redis.call('XADD', j.jobs_stream, '*', 'job', id)
+  redis.call('HSET', job_key, 'entry', entry)
+  redis.call('LPUSH', j.chat_index, id)
+  redis.call('LTRIM', j.chat_index, 0, tonumber(j.chat_index_len) - 1)
+  redis.call('ZADD', j.jobs_index, id, id)
+  local excess = redis.call('ZCARD', j.jobs_index) - tonumber(j.jobs_index_len)
+  if excess > 0 then
+    redis.call('ZREMRANGEBYRANK', j.jobs_index, 0, excess - 1)
+  end
+  return id
+end

@@ -1,0 +1,64 @@
+--[[
+  include/tokens.lua: one-time button tokens (needs include/common.lua before it).
+
+  A token is what a button's callback_data carries ("t:<token>", 32 hex characters = 128 random
+  bits, made in Rust: Lua has no good randomness). Buttons offered together (Confirm + Cancel;
+  the Subscribe buttons under one search; the review buttons sent to every admin chat) share a
+  group: using one uses the group, so a sibling tapped afterwards is "already handled". Tokens and
+  their group expire together (EXPIRE = the group's ttl); a used group is kept until then, so a
+  second tap can be told what the first one did.
+
+  Keys (all under the caller's hash tag):
+    <token_prefix><token>  HASH: group, chat_id, user_id, scope (user | admin), action (run |
+                           cancel | review), label, command, args, idem, window_ms, recovery,
+                           reply_to, job_id, decision, created_at
+    <group_prefix><group>  HASH: state (open | used), tokens (how many), created_at; once used
+                           also outcome, job_id, used_by, used_at, chat_id, message_id
+
+  create_tokens(token_prefix, group_prefix, g, now)
+      g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
+      "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
+      "idem", "window_ms", "recovery", "reply_to", "job_id", "decision"}, ...]}; every value but
+      ttl is a string (JSON numbers would lose the digits of 52-bit ids).
+  notify_review(n)
+      n = {notice (JSON: {"text": template, "group": spec, "messages": [{"chat_id", "markup"}]}),
+           token_prefix, group_prefix, replies, replies_group, now, job_id,
+           vars = {job, command, args, attempts, error}}
+      Creates the review group's tokens and queues one message per admin chat (kind "review",
+      with its buttons as `markup`); "{job}", "{command}", ... in the template are filled in here,
+      because only the calling script knows them at that instant. "" as notice does nothing.
+]]
+
+local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
+  'window_ms', 'recovery', 'reply_to', 'job_id', 'decision'}
+
+local function create_tokens(token_prefix, group_prefix, g, now)
+  local ttl = tonumber(g.ttl)
+  local group_key = group_prefix .. g.group
+  redis.call('HSET', group_key, 'state', 'open', 'tokens', #g.tokens, 'created_at', now)
+  redis.call('EXPIRE', group_key, ttl)
+  for _, t in ipairs(g.tokens) do
+    local key = token_prefix .. t.token
+    local fields = {'group', g.group, 'created_at', now}
+    for _, name in ipairs(TOKEN_FIELDS) do
+      local v = t[name]
+      if type(v) ~= 'string' then v = '' end
+      fields[#fields + 1] = name
+      fields[#fields + 1] = v
+    end
+    redis.call('HSET', key, unpack(fields))
+    redis.call('EXPIRE', key, ttl)
+  end
+end
+
+local function notify_review(n)
+  if n.notice == nil or n.notice == '' then return end
+  local notice = cjson.decode(n.notice)
+  create_tokens(n.token_prefix, n.group_prefix, notice.group, n.now)
+  local text = fill(notice.text, n.vars)
+  ensure_group(n.replies, n.replies_group)
+  for _, m in ipairs(notice.messages) do
+    redis.call('XADD', n.replies, '*', 'chat_id', m.chat_id, 'reply_to', '', 'kind', 'review',
+      'job_id', n.job_id, 'text', text, 'markup', m.markup, 'created_at', n.now)
+  end
+end

@@ -1,0 +1,217 @@
+--[[
+  tap: one callback query (a user tapped an inline button), decided and answered in one atomic
+  step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua and
+  include/resolve_job.lua (concatenated in front of it by src/ledger/scripts.rs), so the job a
+  tap makes is made exactly as enqueue.lua makes one, and a review button settles a job exactly
+  as `oncebot jobs resolve` does.
+
+  Guarantee: a button's group is used at most once. The tap that uses it runs its action (a job,
+  a cancel, or a review decision) in the same step; every other tap (a second tap, a sibling, a
+  tap after expiry, another user's tap) changes no job. Every callback query gets exactly one
+  answer on the callbacks stream, written here with the decision; an update_id seen before
+  (Telegram delivering the update again) writes nothing at all.
+
+  KEYS[1]  update key        {P}:v1:update:<update_id>   STRING: job id, or "-"
+  KEYS[2]  token key         {P}:v1:token:<token>        HASH (see include/tokens.lua); mode
+                             "unknown": any key that does not exist
+  KEYS[3]  token-group pfx   {P}:v1:tgroup:              the script reads the token's group there
+  KEYS[4]  command-key pfx   {P}:v1:cmd:                 + the token's idempotency key
+  KEYS[5]  job id sequence   {P}:v1:seq:job
+  KEYS[6]  job key prefix    {P}:v1:job:
+  KEYS[7]  jobs stream       {P}:v1:stream:jobs
+  KEYS[8]  replies stream    {P}:v1:stream:replies       gets `op=clear_markup` entries
+  KEYS[9]  callbacks stream  {P}:v1:stream:callbacks     one answer per callback query
+  KEYS[10] chat index        {P}:v1:chat:<chat_id>:jobs  of the chat the button is in
+  KEYS[11] jobs index        {P}:v1:index:jobs
+  KEYS[12] review index      {P}:v1:index:needs_review
+
+  ARGV[1]  mode: "token" (callback_data was "t:<token>") or "unknown" (anything else, or a
+           button whose message Telegram did not say)
+  ARGV[2]  update_id
+  ARGV[3]  update key retention, seconds
+  ARGV[4]  callback_query_id
+  ARGV[5]  id of the user who tapped
+  ARGV[6]  id of the chat the button's message is in ("" if unknown)
+  ARGV[7]  id of the button's message ("" if unknown)
+  ARGV[8]  "1" if the user who tapped is in telegram.allowed_users, else "0"
+  ARGV[9]  chat index length
+  ARGV[10] jobs index length
+  ARGV[11] jobs consumer group
+  ARGV[12] replies consumer group
+  ARGV[13] callbacks consumer group
+  ARGV[14] retention of a finished job's HASH, seconds (a review decision finishes a job)
+  ARGV[15] texts (JSON): {"expired", "foreign", "unknown", "received", "duplicate", "already",
+           "already_done", "cancelled", "resolved", "settled", "resolved_reply": {"succeeded",
+           "failed", "retry"}, "labels": {state: label}}; "{job}" and "{state}" are filled in
+
+  Returns {outcome, job_id, state}:
+    {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used
+    {"duplicate_command", id, state}  the same command is inside its window as job id: no new
+                                      job; the group is used and points at that job
+    {"cancelled", "", ""}             Cancel: the group is used, no job
+    {"resolved", id, status}          a review button: the job was settled (now status)
+    {"settled", id, status}           a review button for a job that no longer waits for review
+                                      (settled meanwhile): the group is used, the job unchanged
+    {"used", id or "", state or ""}   the group was used before (a second tap, or a sibling):
+                                      nothing changed but the answer
+    {"expired", "", ""}               no such token (expired, or never made): nothing changed
+    {"foreign", "", ""}               the token belongs to another user or chat, or the user is
+                                      not allowed: nothing changed, the token stays usable
+    {"unknown", "", ""}               not one of our buttons: nothing changed
+    {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
+  Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
+  "expired" (and "used" from another message than the first tap's) queue a replies entry
+  `op=clear_markup, edit_message_id=<message>` that removes that message's buttons.
+]]
+
+local update_key, token_key, group_prefix, cmd_prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local seq_key, job_prefix, jobs_stream, replies = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local callbacks, chat_index, jobs_index, review = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
+
+-- 1. Transport layer: a redelivered update_id writes nothing (its answer went out the first time).
+local seen = redis.call('GET', update_key)
+if seen then
+  if seen == '-' then return {'duplicate_update', '', ''} end
+  local state = redis.call('HGET', job_prefix .. seen, 'status')
+  return {'duplicate_update', seen, state or ''}
+end
+
+local now = now_ms()
+local texts = cjson.decode(ARGV[15])
+
+local function answer(text, alert)
+  ensure_group(callbacks, ARGV[13])
+  redis.call('XADD', callbacks, '*', 'callback_query_id', query_id, 'text', text,
+    'show_alert', alert and '1' or '0', 'created_at', now)
+end
+
+local function clear_markup(job_id)
+  if chat_id == '' or message_id == '' then return end
+  ensure_group(replies, ARGV[12])
+  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', '', 'kind', 'clear_markup',
+    'job_id', job_id or '', 'text', '', 'op', 'clear_markup', 'edit_message_id', message_id,
+    'created_at', now)
+end
+
+local function finish(update_value, outcome, job_id, state)
+  redis.call('SET', update_key, update_value, 'EX', retention)
+  return {outcome, job_id or '', state or ''}
+end
+
+local function state_label(state)
+  return label_of(state, texts.labels)
+end
+
+if mode ~= 'token' or chat_id == '' then
+  answer(texts.unknown, false)
+  return finish('-', 'unknown')
+end
+
+-- 2. The token: missing (expired or never made), or bound to someone else.
+local t = redis.call('HGETALL', token_key)
+if #t == 0 then
+  answer(texts.expired, true)
+  clear_markup('')
+  return finish('-', 'expired')
+end
+local tok = {}
+for i = 1, #t, 2 do tok[t[i]] = t[i + 1] end
+
+local mine
+if tok.scope == 'admin' then
+  mine = allowed and tok.chat_id == chat_id
+else
+  mine = allowed and tok.chat_id == chat_id and tok.user_id == user_id
+end
+if not mine then
+  answer(texts.foreign, true)
+  return finish('-', 'foreign')
+end
+
+-- 3. The group: used before means this tap only learns what happened.
+local group_key = group_prefix .. tok.group
+local group = redis.call('HMGET', group_key, 'state', 'outcome', 'job_id', 'chat_id', 'message_id')
+if not group[1] then
+  -- Tokens and their group get one expiry time; a token without its group is on its way out.
+  answer(texts.expired, true)
+  clear_markup('')
+  return finish('-', 'expired')
+end
+if group[1] == 'used' then
+  local job_id = group[3] or ''
+  local state = ''
+  if job_id ~= '' then state = redis.call('HGET', job_prefix .. job_id, 'status') or '' end
+  if group[2] == 'cancelled' then
+    answer(texts.cancelled, false)
+  elseif job_id ~= '' and state ~= '' then
+    answer(fill(texts.already, {job = job_id, state = state_label(state)}), false)
+  else
+    answer(texts.already_done, false)
+  end
+  if group[4] ~= chat_id or group[5] ~= message_id then clear_markup(job_id) end
+  return finish('-', 'used', job_id, state)
+end
+
+local function use_group(outcome, job_id)
+  -- The group key exists (checked above), so HSET keeps its expiry: the group and its tokens
+  -- still vanish together.
+  redis.call('HSET', group_key, 'state', 'used', 'outcome', outcome, 'job_id', job_id or '',
+    'used_by', user_id, 'used_at', now, 'chat_id', chat_id, 'message_id', message_id)
+end
+
+-- 4. Use it.
+if tok.action == 'cancel' then
+  use_group('cancelled', '')
+  answer(texts.cancelled, false)
+  clear_markup('')
+  return finish('-', 'cancelled')
+end
+
+if tok.action == 'review' then
+  local job_key = job_prefix .. tok.job_id
+  local outcome, status = resolve_job({
+    job_key = job_key, stream = jobs_stream, replies = replies, review = review,
+    decision = tok.decision,
+    note = 'decided with a review button by Telegram user ' .. user_id .. ' in chat ' .. chat_id,
+    reply = texts.resolved_reply[tok.decision] or '', retention = ARGV[14],
+    jobs_group = ARGV[11], replies_group = ARGV[12], now = now,
+  })
+  if outcome == 'ok' then
+    use_group('resolved', tok.job_id)
+    answer(fill(texts.resolved, {job = tok.job_id, state = state_label(status)}), false)
+    clear_markup(tok.job_id)
+    return finish('-', 'resolved', tok.job_id, status)
+  end
+  use_group('settled', tok.job_id)
+  answer(fill(texts.settled, {job = tok.job_id, state = state_label(status)}), false)
+  clear_markup(tok.job_id)
+  return finish('-', 'settled', tok.job_id, status)
+end
+
+-- action "run": the same business window as a typed command, then the job.
+local window_ms = tonumber(tok.window_ms) or 0
+local command_key = cmd_prefix .. (tok.idem ~= '' and tok.idem or '-')
+local existing, state = find_duplicate(command_key, job_prefix, window_ms)
+if existing then
+  absorb_duplicate(job_prefix, existing, update_id)
+  use_group('duplicate', existing)
+  answer(fill(texts.duplicate, {job = existing, state = state_label(state)}), false)
+  clear_markup(existing)
+  return finish(existing, 'duplicate_command', existing, state)
+end
+
+local id = create_job({
+  seq_key = seq_key, job_prefix = job_prefix, jobs_stream = jobs_stream, jobs_group = ARGV[11],
+  chat_index = chat_index, chat_index_len = ARGV[9], jobs_index = jobs_index,
+  jobs_index_len = ARGV[10], command_key = command_key, window_ms = window_ms,
+  update_key = update_key, retention = retention, now = now,
+  fields = {idempotency_key = tok.idem, update_id = update_id, chat_id = tok.chat_id,
+    user_id = tok.user_id, message_id = tok.reply_to, command = tok.command, args = tok.args,
+    recovery = tok.recovery},
+})
+use_group('job', id)
+answer(fill(texts.received, {job = id}), false)
+clear_markup(id)
+return {'new', id, 'pending'}

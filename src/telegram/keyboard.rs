@@ -1,0 +1,126 @@
+//! Inline keyboards and the callback data of oncebot's buttons. Pure: no I/O.
+//!
+//! A button carries `t:<token>` and nothing else: the token names a HASH in the ledger that says
+//! what the button does and whom it is for (Telegram allows 1-64 bytes of callback data, and
+//! anything a user's client sends back must be treated as untrusted input). A token is 128
+//! random bits from the operating system's CSPRNG-seeded generator, as 32 hex characters, so a
+//! button cannot be guessed or forged; `t:` plus 32 characters is 34 bytes.
+
+use serde_json::json;
+
+/// The prefix of every callback data oncebot makes.
+const PREFIX: &str = "t:";
+/// Hex characters in a token (128 bits).
+const TOKEN_LEN: usize = 32;
+
+/// A fresh unguessable token.
+pub fn new_token() -> String {
+    hex::encode(rand::random::<[u8; 16]>())
+}
+
+/// The callback data of a button that carries `token`.
+pub fn callback_data(token: &str) -> String {
+    format!("{PREFIX}{token}")
+}
+
+/// The token in a button's callback data, if the data is one of ours.
+pub fn token_of(data: &str) -> Option<&str> {
+    let token = data.strip_prefix(PREFIX)?;
+    (token.len() == TOKEN_LEN
+        && token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    .then_some(token)
+}
+
+/// An `InlineKeyboardMarkup` being built, row by row.
+#[derive(Debug, Clone, Default)]
+pub struct Keyboard {
+    rows: Vec<Vec<(String, String)>>,
+}
+
+impl Keyboard {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a row of `(text, callback data)` buttons.
+    pub fn row(mut self, buttons: Vec<(String, String)>) -> Self {
+        if !buttons.is_empty() {
+            self.rows.push(buttons);
+        }
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The markup as Telegram's JSON, e.g. `{"inline_keyboard":[[{"text":"确认",
+    /// "callback_data":"t:…"}]]}`: what the replies stream's `markup` field carries.
+    pub fn to_json(&self) -> String {
+        let rows: Vec<Vec<serde_json::Value>> = self
+            .rows
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|(text, data)| json!({"text": text, "callback_data": data}))
+                    .collect()
+            })
+            .collect();
+        json!({ "inline_keyboard": rows }).to_string()
+    }
+}
+
+/// A button's text, cut to a length that fits a phone's row.
+pub fn button_text(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_128_bits_of_hex_and_fit_telegrams_64_bytes() {
+        let a = new_token();
+        let b = new_token();
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        let data = callback_data(&a);
+        assert!(data.len() <= 64);
+        assert_eq!(token_of(&data), Some(a.as_str()));
+    }
+
+    #[test]
+    fn data_that_is_not_ours_has_no_token() {
+        for data in [
+            "",
+            "t:",
+            "confirm:abc",
+            "t:0123",
+            "t:0123456789ABCDEF0123456789abcdef",
+            "t:0123456789abcdef0123456789abcdef0",
+        ] {
+            assert_eq!(token_of(data), None, "{data:?}");
+        }
+    }
+
+    #[test]
+    fn the_markup_is_telegrams_inline_keyboard() {
+        let json = Keyboard::new()
+            .row(vec![
+                ("确认".into(), "t:1".into()),
+                ("取消".into(), "t:2".into()),
+            ])
+            .to_json();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["inline_keyboard"][0][1]["text"], "取消");
+        assert_eq!(v["inline_keyboard"][0][0]["callback_data"], "t:1");
+    }
+}

@@ -1,0 +1,1027 @@
+//! One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe under
+//! search results, the season choice, and the review buttons admin chats get for a job that
+//! needs a person.
+//!
+//! The webhook tests run ingress alone, so every state change is the script under test's and is
+//! checked with `checked_transitions`; the end-to-end tests run ingress and a worker as a real
+//! process against the MoviePilot simulator, where the worker changes job states concurrently,
+//! so only the taps that cannot race it (review decisions) are wrapped. Every test reads Redis
+//! itself: the jobs, the token keys, and both streams a tap writes (callbacks, replies).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use oncebot::commands::Command;
+use oncebot::ingress::Handled;
+use oncebot::ledger::{
+    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Tap,
+    Tapped, keys,
+};
+use oncebot::moviepilot::{Dialect, MediaKind};
+use oncebot::sim::moviepilot::{Fault, routes};
+use oncebot::sim::telegram::callback_update;
+use redis::AsyncCommands as _;
+use serde_json::{Value, json};
+
+use crate::support::app::{TestApp, app, spawn_app, spawn_ledger};
+use crate::support::{
+    ALICE, BOB, DEADLINE, GROUP, MALLORY, Store, checked_transitions, eventually, group_text,
+    message_id, private_text,
+};
+use crate::support::rig::Rig;
+use crate::worker::THREE_BODY;
+
+/// The id Telegram gave the bot's message that carries the buttons (the dispatcher sent it).
+const BOT_MESSAGE: i64 = 90_001;
+/// Long enough for a job to go through a worker process on a loaded machine.
+const JOB_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A tap on the button with `data` under message `message` in `chat`, by `user`.
+fn tap(update_id: i64, chat: i64, user: i64, message: i64, data: &str) -> Value {
+    let mut update = callback_update(chat, user, message, data);
+    update["update_id"] = json!(update_id);
+    update
+}
+
+fn query_id(update: &Value) -> String {
+    update["callback_query"]["id"].as_str().unwrap().to_string()
+}
+
+/// The `(text, callback_data)` of every button in a reply's `markup`, row by row.
+fn buttons(reply: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let markup: Value = serde_json::from_str(
+        reply
+            .get("markup")
+            .unwrap_or_else(|| panic!("no markup in {reply:?}")),
+    )
+    .unwrap();
+    markup["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap().to_string(),
+                b["callback_data"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The callback data of the button whose text starts with `text`.
+fn button(reply: &BTreeMap<String, String>, text: &str) -> String {
+    buttons(reply)
+        .into_iter()
+        .find(|(t, _)| t.starts_with(text))
+        .unwrap_or_else(|| panic!("no button {text:?} in {reply:?}"))
+        .1
+}
+
+async fn callbacks(store: &Store) -> Vec<BTreeMap<String, String>> {
+    store.stream(&store.keys.callbacks_stream()).await
+}
+
+/// The answer given to the callback query of `update`: exactly one.
+async fn answer_to(store: &Store, update: &Value) -> BTreeMap<String, String> {
+    let id = query_id(update);
+    let answers: Vec<_> = callbacks(store)
+        .await
+        .into_iter()
+        .filter(|a| a["callback_query_id"] == id)
+        .collect();
+    assert_eq!(
+        answers.len(),
+        1,
+        "one answer per callback query: {answers:?}"
+    );
+    answers.into_iter().next().unwrap()
+}
+
+/// The replies entries that remove the buttons of a message.
+async fn clears(store: &Store) -> Vec<BTreeMap<String, String>> {
+    store
+        .replies()
+        .await
+        .into_iter()
+        .filter(|r| r.get("op").map(String::as_str) == Some("clear_markup"))
+        .collect()
+}
+
+async fn token_keys(store: &Store) -> BTreeSet<String> {
+    let mut conn = store.conn().await;
+    let keys: Vec<String> = conn
+        .keys(format!("{}*", store.keys.token_prefix()))
+        .await
+        .unwrap();
+    keys.into_iter().collect()
+}
+
+fn token_of(data: &str) -> &str {
+    data.strip_prefix("t:").unwrap()
+}
+
+/// POSTs `update` to the webhook, checking the job-state changes it makes.
+async fn post(app: &TestApp, script: &str, update: &Value) {
+    checked_transitions(&app.store, script, app.post_ok(update)).await;
+}
+
+/// `/unsubscribe 7` from ALICE in her private chat; returns the confirm question's reply.
+async fn ask_to_unsubscribe(app: &TestApp, update_id: i64) -> BTreeMap<String, String> {
+    let before = app.store.replies().await.len();
+    post(
+        app,
+        "enqueue.lua",
+        &private_text(update_id, ALICE, "/unsubscribe 7"),
+    )
+    .await;
+    let replies = app.store.replies().await;
+    assert_eq!(replies.len(), before + 1, "{replies:?}");
+    replies.last().unwrap().clone()
+}
+
+// --- Confirm / Cancel -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    let question = ask_to_unsubscribe(&app, 1).await;
+
+    assert_eq!(question["kind"], "confirm");
+    assert_eq!(question["chat_id"], ALICE.to_string());
+    assert_eq!(question["reply_to"], message_id(1).to_string());
+    assert_eq!(question["job_id"], "");
+    assert_eq!(
+        question["text"],
+        "Cancel subscription #7? This cannot be undone."
+    );
+    let offered = buttons(&question);
+    let labels: Vec<_> = offered.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(labels, ["Confirm", "Cancel"]);
+    for (_, data) in &offered {
+        assert!(data.len() <= 64, "{data}");
+        let token = token_of(data);
+        assert_eq!(token.len(), 32, "128 bits in hex: {token}");
+    }
+    assert_ne!(offered[0].1, offered[1].1);
+
+    assert!(s.job_ids().await.is_empty());
+    assert!(s.jobs_on_stream().await.is_empty());
+    assert_eq!(s.get(&s.keys.update(1)).await.as_deref(), Some("-"));
+
+    // The tokens are bound to ALICE in her chat and expire with telegram.confirm_ttl_secs.
+    let mut conn = s.conn().await;
+    let confirm: BTreeMap<String, String> = conn
+        .hgetall(s.keys.token(token_of(&offered[0].1)))
+        .await
+        .unwrap();
+    assert_eq!(confirm["chat_id"], ALICE.to_string());
+    assert_eq!(confirm["user_id"], ALICE.to_string());
+    assert_eq!(confirm["action"], "run");
+    assert_eq!(confirm["command"], "unsubscribe");
+    assert_eq!(confirm["args"], "7");
+    let ttl: i64 = conn
+        .ttl(s.keys.token(token_of(&offered[0].1)))
+        .await
+        .unwrap();
+    assert!((590..=600).contains(&ttl), "TTL {ttl}");
+    let group_ttl: i64 = conn
+        .ttl(s.keys.token_group(&confirm["group"]))
+        .await
+        .unwrap();
+    assert!((590..=600).contains(&group_ttl), "group TTL {group_ttl}");
+}
+
+/// The seed's scenario 3: the same confirmation button tapped twice.
+#[tokio::test]
+async fn the_same_confirm_button_tapped_twice_runs_one_job_and_the_second_tap_is_told() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    let question = ask_to_unsubscribe(&app, 1).await;
+    let confirm = button(&question, "Confirm");
+
+    let first = tap(2, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &first).await;
+    assert_eq!(s.jobs_on_stream().await, vec![1]);
+    let job = s.job(1).await;
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["command"], "unsubscribe");
+    assert_eq!(job["args"], "7");
+    assert_eq!(job["chat_id"], ALICE.to_string());
+    assert_eq!(job["user_id"], ALICE.to_string());
+    assert_eq!(job["update_id"], "2");
+    assert_eq!(job["recovery"], "idempotent");
+    // Its result will answer the user's command, not the bot's question.
+    assert_eq!(job["message_id"], message_id(1).to_string());
+    assert_eq!(s.get(&s.keys.update(2)).await.as_deref(), Some("1"));
+    let answer = answer_to(s, &first).await;
+    assert_eq!(answer["text"], "Received: job #1");
+    assert_eq!(answer["show_alert"], "0");
+    let cleared = clears(s).await;
+    assert_eq!(cleared.len(), 1, "{cleared:?}");
+    assert_eq!(cleared[0]["edit_message_id"], BOT_MESSAGE.to_string());
+    assert_eq!(cleared[0]["chat_id"], ALICE.to_string());
+    assert_eq!(cleared[0]["job_id"], "1");
+
+    // A second tap on the same button: another update, another callback query.
+    let second = tap(3, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &second).await;
+    assert_eq!(s.jobs_on_stream().await, vec![1]);
+    assert_eq!(s.job_ids().await.len(), 1);
+    assert_eq!(
+        answer_to(s, &second).await["text"],
+        "Already handled: job #1 queued"
+    );
+    assert_eq!(clears(s).await.len(), 1, "the buttons were already removed");
+
+    // Its sibling is used too.
+    let cancel = tap(4, ALICE, ALICE, BOT_MESSAGE, &button(&question, "Cancel"));
+    post(&app, "tap.lua", &cancel).await;
+    assert_eq!(s.job_ids().await.len(), 1);
+    assert_eq!(
+        answer_to(s, &cancel).await["text"],
+        "Already handled: job #1 queued"
+    );
+
+    // Through the same decision path, the outcome is a value.
+    let again = tap(5, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    let handled = app
+        .ingress()
+        .handle(&serde_json::from_value(again).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        handled,
+        Handled::Tapped(Tapped::Used {
+            job_id: Some(1),
+            state: Some(JobState::Pending)
+        })
+    );
+    assert_eq!(callbacks(s).await.len(), 4, "one answer per tap");
+}
+
+#[tokio::test]
+async fn taps_at_the_same_instant_make_one_job() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    let question = ask_to_unsubscribe(&app, 1).await;
+    let confirm = button(&question, "Confirm");
+    let taps: Vec<Value> = (0..10)
+        .map(|i| tap(100 + i, ALICE, ALICE, BOT_MESSAGE, &confirm))
+        .collect();
+    checked_transitions(
+        s,
+        "tap.lua",
+        futures::future::join_all(taps.iter().map(|t| app.post_ok(t))),
+    )
+    .await;
+    assert_eq!(s.jobs_on_stream().await, vec![1]);
+    let mut texts: Vec<String> = callbacks(s)
+        .await
+        .into_iter()
+        .map(|a| a["text"].clone())
+        .collect();
+    texts.sort();
+    assert_eq!(texts.len(), 10);
+    assert_eq!(texts.iter().filter(|t| *t == "Received: job #1").count(), 1);
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| *t == "Already handled: job #1 queued")
+            .count(),
+        9
+    );
+}
+
+#[tokio::test]
+async fn an_expired_button_runs_nothing_and_says_so() {
+    let app = app()
+        .env("ONCEBOT__TELEGRAM__CONFIRM_TTL_SECS", "1")
+        .spawn()
+        .await;
+    let s = &app.store;
+    let question = ask_to_unsubscribe(&app, 1).await;
+    let confirm = button(&question, "Confirm");
+    assert_eq!(token_keys(s).await.len(), 2);
+
+    // Wait for Redis to expire the tokens (active expiry or a lookup), not for a fixed time.
+    eventually("the buttons' tokens to expire", DEADLINE, || async {
+        let mut conn = s.conn().await;
+        let exists: bool = conn.exists(s.keys.token(token_of(&confirm))).await.unwrap();
+        (!exists).then_some(())
+    })
+    .await;
+
+    let late = tap(2, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &late).await;
+    assert!(s.job_ids().await.is_empty());
+    assert!(s.jobs_on_stream().await.is_empty());
+    let answer = answer_to(s, &late).await;
+    assert_eq!(
+        answer["text"],
+        "This button has expired; send the command again."
+    );
+    assert_eq!(answer["show_alert"], "1");
+    // The stale buttons are taken off the message.
+    let cleared = clears(s).await;
+    assert_eq!(cleared.len(), 1);
+    assert_eq!(cleared[0]["edit_message_id"], BOT_MESSAGE.to_string());
+    assert_eq!(s.get(&s.keys.update(2)).await.as_deref(), Some("-"));
+}
+
+#[tokio::test]
+async fn another_users_tap_runs_nothing_and_the_owner_can_still_use_the_button() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    post(&app, "enqueue.lua", &group_text(1, ALICE, "/unsubscribe 7")).await;
+    let question = s.replies().await.pop().unwrap();
+    assert_eq!(question["chat_id"], GROUP.to_string());
+    let confirm = button(&question, "Confirm");
+
+    // BOB is allowed to use the bot, but this is ALICE's button; MALLORY is not allowed at all;
+    // ALICE's own tap from another chat (the data copied there) is not this button's chat.
+    let bob = tap(2, GROUP, BOB, BOT_MESSAGE, &confirm);
+    let mallory = tap(3, GROUP, MALLORY, BOT_MESSAGE, &confirm);
+    let elsewhere = tap(4, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    for update in [&bob, &mallory, &elsewhere] {
+        let before = token_keys(s).await;
+        post(&app, "tap.lua", update).await;
+        assert!(s.job_ids().await.is_empty());
+        let answer = answer_to(s, update).await;
+        assert_eq!(answer["text"], "This button is not for you.");
+        assert_eq!(token_keys(s).await, before, "the token is not consumed");
+    }
+    assert!(clears(s).await.is_empty(), "the owner's buttons stay");
+
+    let alice = tap(5, GROUP, ALICE, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &alice).await;
+    assert_eq!(s.jobs_on_stream().await, vec![1]);
+    assert_eq!(s.job(1).await["chat_id"], GROUP.to_string());
+    assert_eq!(answer_to(s, &alice).await["text"], "Received: job #1");
+}
+
+#[tokio::test]
+async fn a_redelivered_callback_update_writes_nothing() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    let question = ask_to_unsubscribe(&app, 1).await;
+    let first = tap(2, ALICE, ALICE, BOT_MESSAGE, &button(&question, "Confirm"));
+    post(&app, "tap.lua", &first).await;
+
+    let before = s.snapshot().await;
+    post(&app, "tap.lua", &first).await;
+    assert_eq!(s.snapshot().await, before, "a redelivery changes no key");
+    let handled = app
+        .ingress()
+        .handle(&serde_json::from_value(first.clone()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        handled,
+        Handled::Tapped(Tapped::DuplicateUpdate {
+            job_id: Some(1),
+            state: Some(JobState::Pending)
+        })
+    );
+    assert_eq!(s.snapshot().await, before);
+    assert_eq!(callbacks(s).await.len(), 1);
+
+    // A redelivered tap that made no job (an expired or foreign one) writes nothing either.
+    let foreign = tap(3, ALICE, BOB, BOT_MESSAGE, &button(&question, "Confirm"));
+    post(&app, "tap.lua", &foreign).await;
+    let before = s.snapshot().await;
+    post(&app, "tap.lua", &foreign).await;
+    assert_eq!(s.snapshot().await, before);
+}
+
+#[tokio::test]
+async fn cancel_runs_nothing_and_uses_the_confirm_button_too() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    let question = ask_to_unsubscribe(&app, 1).await;
+
+    let cancel = tap(2, ALICE, ALICE, BOT_MESSAGE, &button(&question, "Cancel"));
+    post(&app, "tap.lua", &cancel).await;
+    assert_eq!(answer_to(s, &cancel).await["text"], "Cancelled.");
+    assert_eq!(clears(s).await.len(), 1);
+
+    let confirm = tap(3, ALICE, ALICE, BOT_MESSAGE, &button(&question, "Confirm"));
+    post(&app, "tap.lua", &confirm).await;
+    assert_eq!(answer_to(s, &confirm).await["text"], "Cancelled.");
+    assert!(s.job_ids().await.is_empty());
+    assert!(s.jobs_on_stream().await.is_empty());
+    assert!(s.command_keys().await.is_empty(), "no window was opened");
+
+    // Asking again gets new buttons.
+    let again = ask_to_unsubscribe(&app, 4).await;
+    assert_eq!(again["kind"], "confirm");
+    assert_ne!(button(&again, "Confirm"), button(&question, "Confirm"));
+}
+
+#[tokio::test]
+async fn a_confirmed_command_still_has_its_duplicate_window() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    // Two questions before either is answered: both are offered.
+    let first = ask_to_unsubscribe(&app, 1).await;
+    let second = ask_to_unsubscribe(&app, 2).await;
+    post(
+        &app,
+        "tap.lua",
+        &tap(3, ALICE, ALICE, BOT_MESSAGE, &button(&first, "Confirm")),
+    )
+    .await;
+    let late = tap(
+        4,
+        ALICE,
+        ALICE,
+        BOT_MESSAGE + 1,
+        &button(&second, "Confirm"),
+    );
+    post(&app, "tap.lua", &late).await;
+    assert_eq!(s.jobs_on_stream().await, vec![1], "one job per window");
+    assert_eq!(s.job(1).await["duplicates"], "1");
+    assert!(answer_to(s, &late).await["text"].starts_with("Already received as job #1 (queued)"),);
+
+    // Inside the window, the command itself points at the job instead of asking again.
+    post(
+        &app,
+        "enqueue.lua",
+        &private_text(5, ALICE, "/unsubscribe 7"),
+    )
+    .await;
+    let reply = s.replies().await.pop().unwrap();
+    assert_eq!(reply["kind"], "duplicate");
+    assert_eq!(reply["job_id"], "1");
+    assert!(!reply.contains_key("markup"));
+    assert_eq!(s.jobs_on_stream().await, vec![1]);
+}
+
+#[tokio::test]
+async fn a_button_that_is_not_ours_is_answered_and_changes_nothing_else() {
+    let app = spawn_app().await;
+    let s = &app.store;
+    let foreign_data = tap(1, ALICE, ALICE, BOT_MESSAGE, "confirm:abc");
+    post(&app, "tap.lua", &foreign_data).await;
+    assert_eq!(
+        answer_to(s, &foreign_data).await["text"],
+        "This button no longer works; send the command again."
+    );
+    // A well-formed token that was never issued reads as expired.
+    let forged = tap(
+        2,
+        ALICE,
+        ALICE,
+        BOT_MESSAGE,
+        &format!("t:{}", "0".repeat(32)),
+    );
+    post(&app, "tap.lua", &forged).await;
+    assert_eq!(
+        answer_to(s, &forged).await["text"],
+        "This button has expired; send the command again."
+    );
+    assert!(s.job_ids().await.is_empty());
+    let keys = s.all_keys().await;
+    assert!(
+        keys.iter()
+            .all(|k| !k.contains(":token:") && !k.contains(":tgroup:")),
+        "{keys:?}"
+    );
+}
+
+#[tokio::test]
+async fn replies_are_in_chinese_by_default() {
+    let app = app().env("ONCEBOT__TELEGRAM__LOCALE", "zh").spawn().await;
+    let s = &app.store;
+    post(
+        &app,
+        "enqueue.lua",
+        &private_text(1, ALICE, "/unsubscribe 7"),
+    )
+    .await;
+    let question = s.replies().await.pop().unwrap();
+    assert_eq!(question["text"], "确认取消订阅 #7？此操作不可撤销。");
+    let confirm = button(&question, "确认");
+    button(&question, "取消");
+    let first = tap(2, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &first).await;
+    assert_eq!(answer_to(s, &first).await["text"], "已接收：任务 #1");
+    let second = tap(3, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &second).await;
+    assert_eq!(
+        answer_to(s, &second).await["text"],
+        "已处理过：任务 #1（排队中）"
+    );
+    let stranger = tap(4, ALICE, BOB, BOT_MESSAGE, &confirm);
+    post(&app, "tap.lua", &stranger).await;
+    assert_eq!(answer_to(s, &stranger).await["text"], "这个按钮不是给你的");
+}
+
+// --- End to end, with a worker and MoviePilot ------------------------------------------------
+
+/// Waits for the reply of `job` that carries buttons.
+async fn reply_with_buttons(rig: &Rig, job: u64) -> BTreeMap<String, String> {
+    eventually(
+        &format!("a reply with buttons for job {job}"),
+        JOB_DEADLINE,
+        || async move {
+            rig.replies_for(job)
+                .await
+                .into_iter()
+                .find(|r| r.contains_key("markup"))
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn unsubscribe_confirmed_twice_deletes_the_subscription_once() {
+    let rig = Rig::new(Dialect::V2).await;
+    let sub = rig
+        .mp
+        .insert_subscription(THREE_BODY, MediaKind::Tv, Some(1))
+        .unwrap();
+    let _bot = rig.start(None).await;
+    let s = &rig.store;
+
+    rig.send(1, &format!("/unsubscribe {sub}")).await;
+    let question = eventually("the question", DEADLINE, || async {
+        s.replies()
+            .await
+            .into_iter()
+            .find(|r| r["kind"] == "confirm")
+    })
+    .await;
+    assert!(s.job_ids().await.is_empty());
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 0, "nothing yet");
+
+    let confirm = button(&question, "Confirm");
+    let first = tap(2, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    let second = tap(3, ALICE, ALICE, BOT_MESSAGE, &confirm);
+    futures::future::join(rig.post(&first), rig.post(&second)).await;
+    let job = rig.job_in(1, "succeeded", JOB_DEADLINE).await;
+    assert_eq!(job["command"], "unsubscribe");
+    assert_eq!(job["mp_subscription_id"], sub.to_string());
+    assert!(rig.mp.subscriptions().is_empty());
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 1);
+    assert_eq!(s.job_ids().await.len(), 1);
+
+    let mut answers = vec![
+        answer_to(s, &first).await["text"].clone(),
+        answer_to(s, &second).await["text"].clone(),
+    ];
+    answers.sort();
+    assert_eq!(answers[1], "Received: job #1");
+    assert!(
+        answers[0].starts_with("Already handled: job #1"),
+        "{answers:?}"
+    );
+
+    let results = rig.replies_for(1).await;
+    let results: Vec<_> = results.iter().filter(|r| r["kind"] == "result").collect();
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        results[0]["text"],
+        format!("Subscription #{sub} cancelled.")
+    );
+    assert_eq!(results[0]["reply_to"], message_id(1).to_string());
+    assert_eq!(rig.pending_entries().await, 0);
+}
+
+#[tokio::test]
+async fn search_results_carry_subscribe_buttons_whose_tap_subscribes_once() {
+    let rig = Rig::new(Dialect::V2).await;
+    let _bot = rig.start(None).await;
+    let s = &rig.store;
+
+    rig.send(1, "/search Dune").await;
+    rig.job_in(1, "succeeded", JOB_DEADLINE).await;
+    let results = reply_with_buttons(&rig, 1).await;
+    let offered = buttons(&results);
+    assert_eq!(offered.len(), 2, "{offered:?}");
+    assert!(
+        offered[0].0.contains("Subscribe Dune (2021)"),
+        "{offered:?}"
+    );
+    assert!(offered[1].0.contains("Dune: Part Two"), "{offered:?}");
+    let token: BTreeMap<String, String> = s
+        .conn()
+        .await
+        .hgetall(s.keys.token(token_of(&offered[0].1)))
+        .await
+        .unwrap();
+    assert_eq!(token["args"], "tmdb:438631");
+    assert_eq!(token["user_id"], ALICE.to_string());
+
+    let pick = tap(2, ALICE, ALICE, BOT_MESSAGE, &offered[0].1);
+    rig.post(&pick).await;
+    let job = rig.job_in(2, "succeeded", JOB_DEADLINE).await;
+    assert_eq!(job["command"], "subscribe");
+    assert_eq!(job["args"], "tmdb:438631");
+    assert_eq!(job["mp_outcome"], "created");
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+    assert_eq!(answer_to(s, &pick).await["text"], "Received: job #2");
+
+    // The other result was offered with it: it is used now.
+    let other = tap(3, ALICE, ALICE, BOT_MESSAGE, &offered[1].1);
+    rig.post(&other).await;
+    assert!(answer_to(s, &other).await["text"].starts_with("Already handled: job #2"),);
+    assert_eq!(s.job_ids().await.len(), 2);
+    assert_eq!(rig.mp.subscriptions().len(), 1);
+
+    // Typing the same subscription inside its window is the same job, not a second one.
+    rig.send(4, "/subscribe tmdb:438631").await;
+    let dup = eventually("the duplicate reply", DEADLINE, || async {
+        s.replies()
+            .await
+            .into_iter()
+            .find(|r| r["kind"] == "duplicate")
+    })
+    .await;
+    assert_eq!(dup["job_id"], "2");
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+}
+
+#[tokio::test]
+async fn a_series_with_several_seasons_offers_a_season_choice() {
+    let rig = Rig::new(Dialect::V3).await;
+    let _bot = rig.start(None).await;
+    let s = &rig.store;
+
+    rig.send(1, "/subscribe Expanse").await;
+    rig.job_in(1, "succeeded", JOB_DEADLINE).await;
+    let results = reply_with_buttons(&rig, 1).await;
+    let series = button(&results, "1. Subscribe The Expanse");
+    rig.post(&tap(2, ALICE, ALICE, BOT_MESSAGE, &series)).await;
+
+    // The tap asks MoviePilot for the seasons (a read-only job) and offers them.
+    let job = rig.job_in(2, "succeeded", JOB_DEADLINE).await;
+    assert_eq!(job["args"], "tmdb:63639 tv");
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 0);
+    let seasons = reply_with_buttons(&rig, 2).await;
+    assert!(seasons["text"].contains("6 seasons"), "{seasons:?}");
+    let labels: Vec<_> = buttons(&seasons).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(
+        labels,
+        [
+            "Season 1", "Season 2", "Season 3", "Season 4", "Season 5", "Season 6", "Cancel"
+        ]
+    );
+
+    let second = tap(
+        3,
+        ALICE,
+        ALICE,
+        BOT_MESSAGE + 1,
+        &button(&seasons, "Season 2"),
+    );
+    rig.post(&second).await;
+    let job = rig.job_in(3, "succeeded", JOB_DEADLINE).await;
+    assert_eq!(job["args"], "tmdb:63639 S2");
+    let subs = rig.mp.subscriptions();
+    assert_eq!(subs.len(), 1);
+    assert_eq!(subs[0].tmdb_id, 63639);
+    assert_eq!(subs[0].season, Some(2));
+
+    // A series with one season goes straight to it.
+    rig.send(4, "/search 三体").await;
+    rig.job_in(4, "succeeded", JOB_DEADLINE).await;
+    let results = reply_with_buttons(&rig, 4).await;
+    let (_, data) = buttons(&results).remove(0);
+    let token: BTreeMap<String, String> = s
+        .conn()
+        .await
+        .hgetall(s.keys.token(token_of(&data)))
+        .await
+        .unwrap();
+    assert_eq!(token["args"], "tmdb:108545 S1");
+}
+
+#[tokio::test]
+async fn review_buttons_in_the_admin_chat_settle_a_job_and_nobody_else_can_use_them() {
+    let rig = Rig::with(
+        Dialect::V2,
+        &[("ONCEBOT__TELEGRAM__ADMIN_CHATS", &GROUP.to_string())],
+    )
+    .await;
+    let sub = rig
+        .mp
+        .insert_subscription(THREE_BODY, MediaKind::Tv, Some(1))
+        .unwrap();
+    let _bot = rig.start(None).await;
+    let s = &rig.store;
+    // A 502 from the search trigger: it may or may not have run, and MoviePilot cannot say.
+    rig.mp.fail_next(
+        routes::SUBSCRIBE_SEARCH_V2,
+        Fault::Status(502, "<html>Bad Gateway</html>".into()),
+    );
+    rig.send(1, &format!("/searchnow {sub}")).await;
+    rig.job_in(1, "needs_review", JOB_DEADLINE).await;
+
+    let notices: Vec<_> = rig
+        .replies_for(1)
+        .await
+        .into_iter()
+        .filter(|r| r["kind"] == "review")
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    let notice = &notices[0];
+    assert_eq!(notice["chat_id"], GROUP.to_string());
+    assert!(
+        notice["text"].contains("Job #1 needs a person"),
+        "{notice:?}"
+    );
+    assert!(
+        notice["text"].contains(&format!("/searchnow {sub}")),
+        "{notice:?}"
+    );
+    assert!(notice["text"].contains("Attempts: 1"), "{notice:?}");
+    assert!(
+        notice["text"].contains("502"),
+        "what MoviePilot said: {notice:?}"
+    );
+    let labels: Vec<_> = buttons(notice).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(labels, ["Mark succeeded", "Mark failed", "Retry"]);
+    let succeeded = button(notice, "Mark succeeded");
+
+    // A stranger in the admin group, and an allowed user outside it, cannot use them.
+    for update in [
+        tap(2, GROUP, MALLORY, BOT_MESSAGE, &succeeded),
+        tap(3, ALICE, ALICE, BOT_MESSAGE, &succeeded),
+    ] {
+        checked_transitions(s, "tap.lua", rig.post(&update)).await;
+        assert_eq!(
+            answer_to(s, &update).await["text"],
+            "This button is not for you."
+        );
+        assert_eq!(s.job(1).await["status"], "needs_review");
+    }
+
+    let bob = tap(4, GROUP, BOB, BOT_MESSAGE, &succeeded);
+    checked_transitions(s, "tap.lua", rig.post(&bob)).await;
+    let job = s.job(1).await;
+    assert_eq!(job["status"], "succeeded");
+    assert_eq!(job["resolved_as"], "succeeded");
+    assert!(job["resolution_note"].contains(&BOB.to_string()), "{job:?}");
+    assert_eq!(
+        answer_to(s, &bob).await["text"],
+        "Done: job #1 is now succeeded"
+    );
+    let resolved: Vec<_> = rig
+        .replies_for(1)
+        .await
+        .into_iter()
+        .filter(|r| r["kind"] == "resolved")
+        .collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0]["chat_id"], ALICE.to_string());
+    let mut conn = s.conn().await;
+    let waiting: Vec<String> = conn.smembers(s.keys.review_index()).await.unwrap();
+    assert!(waiting.is_empty());
+
+    // A second decision changes nothing.
+    let retry = tap(5, GROUP, ALICE, BOT_MESSAGE, &button(notice, "Retry"));
+    checked_transitions(s, "tap.lua", rig.post(&retry)).await;
+    assert_eq!(
+        answer_to(s, &retry).await["text"],
+        "Already handled: job #1 succeeded"
+    );
+    assert_eq!(s.job(1).await["status"], "succeeded");
+    // Marking it succeeded records a person's word; it calls MoviePilot for nothing.
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_SEARCH_V2), 1);
+}
+
+// --- The scripts through the ledger -----------------------------------------------------------
+
+/// claim.lua's held path (a crash during a side effect that cannot be verified) tells every admin
+/// chat, with buttons that share one group: a decision in one chat uses the others' too.
+#[tokio::test]
+async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
+    const ADMINS: &str = "-100777,1001";
+    let (redis, ledger, store, _) =
+        spawn_ledger(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", ADMINS)]).await;
+    let admitted = ledger
+        .admit(&Admission {
+            update_id: 1,
+            chat_id: BOB,
+            user_id: BOB,
+            message_id: Some(501),
+            action: AdmissionAction::Job {
+                command: Command::SearchNow,
+                args: "7".into(),
+                window: Duration::ZERO,
+            },
+        })
+        .await
+        .unwrap();
+    assert_eq!(admitted, Admitted::New { job_id: 1 });
+    let limits = AttemptLimits {
+        max_recoveries: 2,
+        retention: Duration::from_secs(3600),
+    };
+    let texts = ClaimTexts {
+        held: "job #{job} held".into(),
+        failed: "job #{job} failed".into(),
+    };
+    let entry = deliver(&redis.url(), "a").await;
+    let claimed = checked_transitions(
+        &store,
+        "claim.lua",
+        ledger.claim(1, &entry, "a", &limits, &texts),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(claimed, Claimed::Run { .. }), "{claimed:?}");
+    assert!(
+        store.replies().await.is_empty(),
+        "a job that runs is announced to nobody"
+    );
+    assert!(token_keys(&store).await.is_empty());
+
+    // Its worker dies; the next claim holds it.
+    hand_over(&redis.url(), &entry, "b").await;
+    let held = checked_transitions(
+        &store,
+        "claim.lua",
+        ledger.claim(1, &entry, "b", &limits, &texts),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(held, Claimed::Held { .. }), "{held:?}");
+
+    let notices: Vec<_> = store
+        .replies()
+        .await
+        .into_iter()
+        .filter(|r| r["kind"] == "review")
+        .collect();
+    let chats: Vec<_> = notices.iter().map(|n| n["chat_id"].as_str()).collect();
+    assert_eq!(chats, ["-100777", "1001"]);
+    for n in &notices {
+        assert!(n["text"].contains("/searchnow 7"), "{n:?}");
+        assert!(n["text"].contains("interrupted while running"), "{n:?}");
+        assert_eq!(buttons(n).len(), 3);
+    }
+    assert_eq!(token_keys(&store).await.len(), 6);
+
+    // The first admin chat decides; the second one's buttons are used with it.
+    let decide = |chat: i64, user: i64, update_id: i64, data: &str| Tap {
+        update_id,
+        callback_query_id: format!("q{update_id}"),
+        user_id: user,
+        allowed: true,
+        chat_id: Some(chat),
+        message_id: Some(BOT_MESSAGE),
+        token: Some(token_of(data).to_string()),
+    };
+    let retry = decide(-100777, ALICE, 10, &button(&notices[0], "Retry"));
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&retry))
+        .await
+        .unwrap();
+    assert_eq!(
+        tapped,
+        Tapped::Resolved {
+            job_id: 1,
+            state: JobState::Pending
+        }
+    );
+    assert_eq!(store.jobs_on_stream().await, vec![1], "queued again");
+
+    let late = decide(1001, ALICE, 11, &button(&notices[1], "Mark failed"));
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&late))
+        .await
+        .unwrap();
+    assert_eq!(
+        tapped,
+        Tapped::Used {
+            job_id: Some(1),
+            state: Some(JobState::Pending)
+        }
+    );
+    assert_eq!(store.job(1).await["status"], "pending");
+    // That message's buttons go too (it is not the one the decision was made on).
+    let cleared: Vec<_> = clears(&store)
+        .await
+        .into_iter()
+        .map(|c| c["chat_id"].clone())
+        .collect();
+    assert_eq!(cleared, ["-100777", "1001"]);
+}
+
+/// A review button for a job someone settled with `oncebot jobs resolve` meanwhile.
+#[tokio::test]
+async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
+    let (redis, ledger, store, _) =
+        spawn_ledger(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "-100777")]).await;
+    ledger
+        .admit(&Admission {
+            update_id: 1,
+            chat_id: BOB,
+            user_id: BOB,
+            message_id: None,
+            action: AdmissionAction::Job {
+                command: Command::SearchNow,
+                args: "7".into(),
+                window: Duration::ZERO,
+            },
+        })
+        .await
+        .unwrap();
+    let limits = AttemptLimits {
+        max_recoveries: 2,
+        retention: Duration::from_secs(3600),
+    };
+    let texts = ClaimTexts {
+        held: String::new(),
+        failed: String::new(),
+    };
+    let entry = deliver(&redis.url(), "a").await;
+    ledger.claim(1, &entry, "a", &limits, &texts).await.unwrap();
+    hand_over(&redis.url(), &entry, "b").await;
+    ledger.claim(1, &entry, "b", &limits, &texts).await.unwrap();
+    let notice = store
+        .replies()
+        .await
+        .into_iter()
+        .find(|r| r["kind"] == "review")
+        .unwrap();
+
+    ledger
+        .resolve(
+            1,
+            oncebot::ledger::Resolution::Failed,
+            "cli",
+            "",
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let tap = Tap {
+        update_id: 2,
+        callback_query_id: "q".into(),
+        user_id: ALICE,
+        allowed: true,
+        chat_id: Some(-100777),
+        message_id: Some(BOT_MESSAGE),
+        token: Some(token_of(&button(&notice, "Mark succeeded")).to_string()),
+    };
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
+        .await
+        .unwrap();
+    assert_eq!(
+        tapped,
+        Tapped::Settled {
+            job_id: 1,
+            state: Some(JobState::Failed)
+        }
+    );
+    assert_eq!(store.job(1).await["status"], "failed");
+    let answers = callbacks(&store).await;
+    assert_eq!(answers.len(), 1);
+    assert!(
+        answers[0]["text"].contains("already settled (failed)"),
+        "{answers:?}"
+    );
+}
+
+/// XREADGROUP as `consumer`: the id of the next new jobs-stream entry.
+async fn deliver(url: &str, consumer: &str) -> String {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let reply: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(keys::JOBS_GROUP)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(1)
+        .arg("STREAMS")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    reply.keys[0].ids[0].id.clone()
+}
+
+/// What XAUTOCLAIM does for a dead consumer's entry: hand it to `consumer`.
+async fn hand_over(url: &str, entry: &str, consumer: &str) {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: redis::Value = redis::cmd("XCLAIM")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(keys::JOBS_GROUP)
+        .arg(consumer)
+        .arg(0)
+        .arg(entry)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
