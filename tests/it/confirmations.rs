@@ -24,11 +24,11 @@ use redis::AsyncCommands as _;
 use serde_json::{Value, json};
 
 use crate::support::app::{TestApp, app, spawn_app, spawn_ledger};
+use crate::support::rig::Rig;
 use crate::support::{
     ALICE, BOB, DEADLINE, GROUP, MALLORY, Store, checked_transitions, eventually, group_text,
     message_id, private_text,
 };
-use crate::support::rig::Rig;
 use crate::worker::THREE_BODY;
 
 /// The id Telegram gave the bot's message that carries the buttons (the dispatcher sent it).

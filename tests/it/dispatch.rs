@@ -310,3 +310,97 @@ async fn callback_answers_take_the_fast_lane() {
     // The other two /help replies are still waiting for the chat's 5 s slots.
     assert_eq!(ok_sends_to(&rig, ALICE).len(), 1);
 }
+
+/// The seed's scenario 3 over the real wire formats, every role running: the Confirm button
+/// arrives in Telegram, two taps become one deletion at MoviePilot, both taps are answered with
+/// answerCallbackQuery, and the buttons are removed from the message.
+#[tokio::test]
+async fn a_double_tapped_confirm_button_deletes_once_and_every_tap_is_answered() {
+    let rig = Rig::with(
+        Dialect::V2,
+        &[("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10")],
+    )
+    .await;
+    let sub = rig
+        .mp
+        .insert_subscription(108545, oncebot::moviepilot::MediaKind::Tv, Some(1))
+        .unwrap();
+    let _bot = rig.start_roles(&ALL, None).await;
+    rig.send(1, &format!("/unsubscribe {sub}")).await;
+    answered(&rig, "sendMessage", 1).await;
+    let question = rig.tg.sent()[0].clone();
+    let buttons = question
+        .reply_markup
+        .clone()
+        .expect("the question has buttons");
+    let confirm = buttons["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let mut first =
+        oncebot::sim::telegram::callback_update(ALICE, ALICE, question.message_id, &confirm);
+    first["update_id"] = 10.into();
+    let mut second =
+        oncebot::sim::telegram::callback_update(ALICE, ALICE, question.message_id, &confirm);
+    second["update_id"] = 11.into();
+    let ids = [
+        first["callback_query"]["id"].as_str().unwrap().to_string(),
+        second["callback_query"]["id"].as_str().unwrap().to_string(),
+    ];
+    // Known to the sim, so it accepts one answer to each.
+    rig.tg.push_update(first.clone());
+    rig.tg.push_update(second.clone());
+    rig.post(&first).await;
+    rig.post(&second).await;
+
+    answered(&rig, "answerCallbackQuery", 2).await;
+    answered(&rig, "editMessageReplyMarkup", 1).await;
+    let store = &rig.store;
+    let job_id = crate::support::eventually("the deletion job", RECOVERY_DEADLINE, || async move {
+        let ids = store.job_ids().await;
+        ids.into_iter().next()
+    })
+    .await;
+    rig.job_in(job_id, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(rig.store.job_ids().await.len(), 1, "one job for two taps");
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 1);
+    let answers: Vec<(String, String)> = rig
+        .tg
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "answerCallbackQuery")
+        .map(|c| {
+            (
+                c.params["callback_query_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                c.params["text"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers
+            .iter()
+            .map(|(id, _)| id.clone())
+            .collect::<std::collections::BTreeSet<_>>(),
+        ids.into_iter().collect()
+    );
+    assert!(
+        answers
+            .iter()
+            .any(|(_, t)| t.to_lowercase().contains("already")),
+        "{answers:?}"
+    );
+    let markup_now = rig
+        .tg
+        .observe(|o| o.message(ALICE, question.message_id).cloned())
+        .unwrap()
+        .reply_markup;
+    let no_buttons = markup_now
+        .as_ref()
+        .and_then(|m| m["inline_keyboard"].as_array())
+        .is_none_or(|rows| rows.is_empty());
+    assert!(no_buttons, "{markup_now:?}");
+}
