@@ -92,45 +92,44 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     }
     let shutdown = CancellationToken::new();
     let mut tasks: Vec<JoinHandle<anyhow::Result<()>>> = Vec::new();
-    let mut http_addr = None;
 
-    if opts.runs(Role::Ingress) {
-        let ingress = Ingress::new(&settings, ledger.clone());
-        let listen = settings
-            .listen_addr()
-            .context("http.listen is not an address (ONCEBOT__HTTP__LISTEN)")?;
-        let listener = webhook::bind(listen).await?;
-        http_addr = Some(listener.local_addr()?);
-        let hook = (!opts.poll).then(|| webhook::WebhookConfig {
-            secret: settings.telegram.webhook_secret.clone(),
-            max_body_bytes: settings.http.max_body_bytes,
-        });
+    // Every process serves /healthz, /readyz and /metrics; only ingress adds the webhook.
+    let runs_ingress = opts.runs(Role::Ingress);
+    let ingress = Ingress::new(&settings, ledger.clone());
+    let listen = settings
+        .listen_addr()
+        .context("http.listen is not an address (ONCEBOT__HTTP__LISTEN)")?;
+    let listener = webhook::bind(listen).await?;
+    let local_addr = listener.local_addr()?;
+    let hook = (runs_ingress && !opts.poll).then(|| webhook::WebhookConfig {
+        secret: settings.telegram.webhook_secret.clone(),
+        max_body_bytes: settings.http.max_body_bytes,
+    });
+    let stop = shutdown.clone();
+    let server = webhook::serve(listener, ingress.clone(), hook, async move {
+        stop.cancelled().await
+    });
+    tasks.push(tokio::spawn(async move {
+        server.await;
+        Ok(())
+    }));
+    tracing::info!(
+        addr = %local_addr,
+        webhook = runs_ingress && !opts.poll,
+        "HTTP listening (/healthz, /readyz, /metrics)"
+    );
+    if runs_ingress && opts.poll {
+        let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
+        let poll = polling::PollOptions::from_settings(&settings.telegram);
         let stop = shutdown.clone();
-        let server = webhook::serve(listener, ingress.clone(), hook, async move {
-            stop.cancelled().await
-        });
         tasks.push(tokio::spawn(async move {
-            server.await;
-            Ok(())
+            let result = polling::run(ingress, api, poll, stop.clone()).await;
+            if result.is_err() {
+                // A poller that cannot go on (bad token) takes the process down with it.
+                stop.cancel();
+            }
+            result
         }));
-        tracing::info!(
-            addr = %http_addr.expect("set just above"),
-            mode = if opts.poll { "long polling" } else { "webhook" },
-            "ingress listening"
-        );
-        if opts.poll {
-            let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
-            let poll = polling::PollOptions::from_settings(&settings.telegram);
-            let stop = shutdown.clone();
-            tasks.push(tokio::spawn(async move {
-                let result = polling::run(ingress, api, poll, stop.clone()).await;
-                if result.is_err() {
-                    // A poller that cannot go on (bad token) takes the process down with it.
-                    stop.cancel();
-                }
-                result
-            }));
-        }
     }
     if opts.runs(Role::Worker) {
         tasks.push(start_worker(&settings, ledger.clone(), shutdown.clone()).await?);
@@ -162,7 +161,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         first_error.map_or(Ok(()), Err)
     });
     Ok(Running {
-        http_addr,
+        http_addr: Some(local_addr),
         shutdown,
         handle,
     })

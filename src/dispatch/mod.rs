@@ -32,6 +32,7 @@ use tracing::Instrument as _;
 
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::ledger::{Begin, CallbackEntry, Lane, Ledger, ReplyEntry};
+use crate::metrics::METRICS;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::worker::KeyedLocks;
 pub use limits::RateLimiter;
@@ -250,12 +251,14 @@ impl Dispatcher {
         crate::crash_point!("dispatch.after_send");
         let recorded = match &outcome {
             Sent::Delivered(id) => {
+                METRICS.reply("sent");
                 tracing::info!(message_id = id, kind = %reply.kind, "reply sent");
                 self.ledger
                     .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
                     .await
             }
             Sent::Failed(reason) => {
+                METRICS.reply("failed");
                 tracing::warn!(reason = %reason, kind = %reply.kind, "reply failed for good");
                 self.ledger
                     .reply_end(&reply, Err(reason.clone()), retention)
@@ -276,6 +279,8 @@ impl Dispatcher {
             match self.send_once(reply, chat, edit_allowed).await {
                 Ok(id) => return Sent::Delivered(id),
                 Err(ApiError::RetryAfter(wait)) => {
+                    METRICS.telegram_429.inc();
+                    METRICS.reply("retried");
                     tracing::warn!(wait = ?wait, "Telegram asked to slow down (429); waiting exactly that long");
                     self.limiter.pause_chat(chat, wait);
                 }
@@ -286,6 +291,7 @@ impl Dispatcher {
                             "gave up after {failures} attempts: {reason}"
                         ));
                     }
+                    METRICS.reply("retried");
                     let delay = self.retry_delay(failures);
                     tracing::warn!(reason = %reason, retry_in = ?delay, "send failed; retrying");
                     tokio::time::sleep(delay).await;

@@ -24,6 +24,7 @@ use crate::ledger::{
     Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped, TokenAction,
     TokenGroup,
 };
+use crate::metrics::METRICS;
 use crate::telegram::keyboard::{self, Keyboard};
 use crate::telegram::types::{CallbackQuery, Update};
 
@@ -110,6 +111,7 @@ impl Ingress {
         if let Some(query) = &update.callback_query {
             let tap = self.read_tap(update.update_id, query);
             let tapped = self.inner.ledger.tap(&tap).await?;
+            METRICS.update("callback");
             tracing::info!(
                 update_id = update.update_id,
                 user_id = tap.user_id,
@@ -130,6 +132,7 @@ impl Ingress {
         let admission = match self.decide(update) {
             Ok(a) => a,
             Err(ignored) => {
+                METRICS.update("ignored");
                 tracing::debug!(
                     update_id = update.update_id,
                     reason = ignored.as_str(),
@@ -139,6 +142,23 @@ impl Ingress {
             }
         };
         let admitted = self.inner.ledger.admit(&admission).await?;
+        let refusal = matches!(
+            admission.action,
+            AdmissionAction::Reply {
+                kind: "refusal",
+                ..
+            }
+        );
+        METRICS.update(if refusal {
+            "unauthorised"
+        } else {
+            admitted.outcome()
+        });
+        if let (Admitted::New { .. }, AdmissionAction::Job { command, .. }) =
+            (&admitted, &admission.action)
+        {
+            METRICS.transition(command.name(), "pending");
+        }
         match &admitted {
             Admitted::New { job_id } => tracing::info!(
                 update_id = update.update_id,

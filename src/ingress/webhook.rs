@@ -18,6 +18,7 @@ use warp::reply::Response;
 
 use super::{Handled, Ingress};
 use crate::config::Secret;
+use crate::metrics::METRICS;
 use crate::telegram::types::Update;
 
 /// The header Telegram puts the webhook secret in.
@@ -47,6 +48,31 @@ pub fn routes(
         let ingress = ready_ingress.clone();
         async move { readiness(&ingress).await }
     });
+    let metrics_ingress = ingress.clone();
+    let metrics = warp::path!("metrics").and(warp::get()).then(move || {
+        let ingress = metrics_ingress.clone();
+        async move {
+            match METRICS.render(ingress.ledger()).await {
+                Ok(text) => {
+                    let mut resp = Response::new(text.into());
+                    resp.headers_mut().insert(
+                        warp::http::header::CONTENT_TYPE,
+                        warp::http::HeaderValue::from_static(
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        ),
+                    );
+                    resp
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics unavailable");
+                    status(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &format!("metrics unavailable: {e}\n"),
+                    )
+                }
+            }
+        }
+    });
     let hook = warp::path!("telegram" / "webhook")
         .and(warp::post())
         .and(warp::header::optional::<String>(SECRET_HEADER))
@@ -64,6 +90,8 @@ pub fn routes(
         });
     healthz
         .or(readyz)
+        .unify()
+        .or(metrics)
         .unify()
         .or(hook)
         .unify()
@@ -120,6 +148,7 @@ where
     // beyond the length itself.
     if !bool::from(given.as_bytes().ct_eq(expected)) {
         tracing::warn!("webhook call with a missing or wrong secret token refused");
+        METRICS.update("rejected");
         return status(StatusCode::UNAUTHORIZED, "");
     }
     if length.is_some_and(|l| l > cfg.max_body_bytes) {
@@ -128,12 +157,16 @@ where
     let body = match read_limited(body, cfg.max_body_bytes).await {
         Ok(body) => body,
         Err(BodyError::TooLarge) => return too_large(cfg.max_body_bytes),
-        Err(BodyError::Broken) => return status(StatusCode::BAD_REQUEST, ""),
+        Err(BodyError::Broken) => {
+            METRICS.update("bad_request");
+            return status(StatusCode::BAD_REQUEST, "");
+        }
     };
     let update: Update = match serde_json::from_slice(&body) {
         Ok(u) => u,
         Err(e) => {
             tracing::warn!(error = %e, "webhook body is not a Telegram Update");
+            METRICS.update("bad_request");
             return status(StatusCode::BAD_REQUEST, "");
         }
     };
@@ -207,6 +240,7 @@ async fn readiness(ingress: &Ingress) -> Response {
 }
 
 fn too_large(limit: u64) -> Response {
+    METRICS.update("rejected");
     tracing::warn!(limit, "webhook body over the size limit refused");
     status(StatusCode::PAYLOAD_TOO_LARGE, "")
 }

@@ -110,6 +110,24 @@ enum Effect {
 }
 
 /// One request, described well enough to send it twice and to name it in an error.
+/// `GET /api/v1/subscribe/media/{id}`: a call's route with its ids taken out, so metrics
+/// have one series per route, not one per subscription.
+fn route_label(call: &Call) -> String {
+    let path: Vec<String> = call
+        .path
+        .split('/')
+        .map(|seg| {
+            let all_digits = !seg.is_empty() && seg.chars().all(|c| c.is_ascii_digit());
+            if all_digits || seg.contains(':') {
+                "{id}".to_string()
+            } else {
+                seg.to_string()
+            }
+        })
+        .collect();
+    format!("{} {}", call.method, path.join("/"))
+}
+
 struct Call {
     /// What the caller wanted, e.g. `subscribing TMDB 438631 season 1`.
     what: String,
@@ -525,9 +543,21 @@ impl Inner {
         }
     }
 
+    /// [`Self::call_once_renewed`], timed and counted in the metrics by route.
+    async fn call(&self, call: &Call) -> Result<Answer, MpError> {
+        let started = Instant::now();
+        let result = self.call_once_renewed(call).await;
+        crate::metrics::METRICS.moviepilot_call(
+            &route_label(call),
+            started.elapsed(),
+            result.as_ref().err().map(MpError::kind),
+        );
+        result
+    }
+
     /// Sends `call` with the current credential; after a 401/403, renews the token once (shared
     /// with every other caller that saw the same token) and sends it once more.
-    async fn call(&self, call: &Call) -> Result<Answer, MpError> {
+    async fn call_once_renewed(&self, call: &Call) -> Result<Answer, MpError> {
         let started = Instant::now();
         let (credential, generation) = self.auth.credential().await;
         let answer = self.send(call, &credential).await?;

@@ -35,6 +35,7 @@ use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
+use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 pub use execute::KeyedLocks;
 use execute::{ButtonSettings, Context, MediaLocks};
@@ -258,6 +259,7 @@ impl Worker {
                 recovered,
             } => (attempt, job, recovered),
             Claimed::Held { attempt } => {
+                METRICS.transition("unknown", "needs_review");
                 tracing::warn!(
                     attempt,
                     reclaimed,
@@ -266,6 +268,7 @@ impl Worker {
                 return;
             }
             Claimed::Failed { attempt } => {
+                METRICS.transition("unknown", "failed");
                 tracing::warn!(attempt, "job lost its worker too often; marked failed");
                 return;
             }
@@ -275,6 +278,8 @@ impl Worker {
             }
         };
         crate::crash_point!("worker.after_claim");
+        METRICS.transition(&job.command, "running");
+        let started = std::time::Instant::now();
         if recovered {
             tracing::warn!(
                 attempt = attempt.attempt,
@@ -308,7 +313,10 @@ impl Worker {
                 }
             }
         };
-        self.record(&attempt, &outcome).await;
+        if self.record(&attempt, &outcome).await {
+            METRICS.transition(&job.command, outcome.status);
+            METRICS.job_finished(&job.command, outcome.status, started.elapsed());
+        }
         crate::crash_point!("worker.after_complete");
         self.lock_in_flight().remove(&attempt.entry);
     }
@@ -411,14 +419,15 @@ impl Worker {
 
     /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
     /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
-    async fn record(&self, attempt: &Attempt, outcome: &Outcome) {
+    /// Returns whether the outcome was recorded (false: stale, or Redis stayed away).
+    async fn record(&self, attempt: &Attempt, outcome: &Outcome) -> bool {
         let retention = Duration::from_secs(self.cfg.job_retention_secs);
         let mut failures = 0u32;
         loop {
             match self.ledger.complete(attempt, outcome, retention).await {
                 Ok(Completed::Recorded) => {
                     tracing::debug!(status = outcome.status, "outcome recorded");
-                    return;
+                    return true;
                 }
                 Ok(Completed::Stale { status, attempts }) => {
                     tracing::warn!(
@@ -426,14 +435,14 @@ impl Worker {
                         attempts = %attempts,
                         "this attempt no longer owns the job (its lease was taken); outcome discarded"
                     );
-                    return;
+                    return false;
                 }
                 Err(e) => {
                     failures += 1;
                     tracing::error!(error = %e, "recording the outcome failed; retrying");
                     if failures > 30 {
                         tracing::error!("giving up recording; the job will be recovered by policy");
-                        return;
+                        return false;
                     }
                     tokio::time::sleep(backoff_step(failures)).await;
                 }

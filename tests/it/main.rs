@@ -52,3 +52,6 @@ mod dispatch;
 /// under search results and the season choice, review buttons in admin chats; a double tap, an
 /// expired button, another user's tap and a redelivered update each run nothing more.
 mod confirmations;
+
+/// `GET /metrics` after a scripted run: the counters match what happened.
+mod metrics;

@@ -120,6 +120,7 @@ impl Rig {
     pub async fn start_worker_only(&self) -> Oncebot {
         let mut env = self.env.clone();
         env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
+        env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
         let child = Oncebot::spawn(&["serve", "--role", "worker"], &env);
         child
             .wait_for_stderr("worker started", Duration::from_secs(10))
