@@ -335,3 +335,31 @@ async fn a_token_that_died_causes_one_new_login() {
     }
     assert_eq!(rig.mp.logins(), logins + 1);
 }
+
+/// `ONCEBOT__LOG__FORMAT=json`: one JSON object per line, and every line of a job's life in the
+/// worker carries its job id, so `jq 'select(.span.job_id == 1)'` finds all of it at 3 a.m.
+#[tokio::test]
+async fn json_logs_carry_the_job_id_on_every_line_of_a_jobs_life() {
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__LOG__FORMAT", "json")]).await;
+    let bot = rig.start(None).await;
+    rig.send(1, "/subscribe tmdb:108545 S1").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    bot.wait_for_stderr("outcome recorded", Duration::from_secs(10))
+        .await;
+    let mut job_lines = 0;
+    for line in bot.stderr().lines() {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not one JSON object per line ({e}): {line}"));
+        if v["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("oncebot::worker"))
+        {
+            let job = &v["span"]["job_id"];
+            if v["message"] != "worker started" {
+                assert_eq!(job, 1, "a worker line without its job id: {line}");
+                job_lines += 1;
+            }
+        }
+    }
+    assert!(job_lines >= 3, "job started, succeeded, recorded");
+}
