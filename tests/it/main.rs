@@ -47,3 +47,7 @@ mod admin_cli;
 /// The dispatcher as a process against the simulated Bot API: 429/5xx/403, a SIGKILL mid-send,
 /// rate limits under a burst, long texts, progress edited in place, the callback fast lane.
 mod dispatch;
+
+/// `oncebot demo` as a process: every scene plays and checks itself, only its own
+/// `oncebot-demo-*` keys are touched and none remain, a private redis-server when none answers.
+mod demo;
