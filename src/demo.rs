@@ -14,7 +14,7 @@
 //!   processes are stopped first (so nothing writes again), then every key under the demo's
 //!   prefix is deleted with SCAN + UNLINK, or the private server and its directory go. A demo
 //!   that could not clean up (SIGKILLed) is swept by the next one: each run keeps a liveness key
-//!   `{oncebot-demo-<hex>}:demo:alive` that expires 30 s after it stops renewing it, and prefixes
+//!   `{oncebot-demo-<hex>}:v1:demo:alive` that expires 30 s after it stops renewing it, and prefixes
 //!   `oncebot-demo-*` without one are deleted. Other prefixes are never scanned for deletion.
 //! - **Never hang.** Every wait has a deadline and says what it was waiting for and what it saw.
 //! - **Check, don't just tell.** Every claim the narration makes (one job, one create call,
@@ -41,7 +41,7 @@ use tokio::task::JoinHandle;
 
 use crate::app::{self, Role, Running, ServeOptions};
 use crate::config::{Locale, Settings};
-use crate::ledger::{Job, JobFilter, Ledger, Resolution};
+use crate::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
 use crate::moviepilot::Dialect;
 use crate::redis_server::{Persistence, RedisServer};
 use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
@@ -100,7 +100,14 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         }
         Err(e) => Err(e),
     };
-    let cleaned = redis.close().await;
+    let cleaned = tokio::time::timeout(STEP, redis.close())
+        .await
+        .unwrap_or_else(|_| {
+            Err(anyhow::anyhow!(
+                "Redis did not finish the clean-up within {STEP:?}; demo keys may remain (the \
+                 next demo deletes them)"
+            ))
+        });
     match (&outcome, &cleaned) {
         (Ok(()), Ok(what)) => {
             println!();
@@ -118,7 +125,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
 
 /// Ctrl-C or SIGTERM ended the demo (after its clean-up).
 #[derive(Debug, thiserror::Error)]
-#[error("interrupted; cleaned up")]
+#[error("interrupted")]
 struct Interrupted;
 
 // ----- Redis: the configured one under a fresh prefix, or a private one -----
@@ -238,8 +245,10 @@ impl DemoRedis {
     }
 }
 
+/// `{<prefix>}:v1:demo:alive`: under the layout version like every other key, and the only key
+/// the demo adds to a deployment's layout.
 fn alive_key(prefix: &str) -> String {
-    format!("{{{prefix}}}:demo:alive")
+    format!("{}demo:alive", Keys::new(prefix).base())
 }
 
 /// A connection that answered PING within `within`, or none.
@@ -433,7 +442,9 @@ impl Stage {
             env,
             settings,
             ledger,
+            // Only ever 127.0.0.1: an HTTP_PROXY in the environment must not take it elsewhere.
             http: reqwest::Client::builder()
+                .no_proxy()
                 .timeout(Duration::from_secs(10))
                 .build()?,
             webhook_secret,

@@ -96,7 +96,7 @@ async fn the_demo_plays_every_scene_under_its_own_prefix_and_leaves_no_demo_key_
         .await
         .unwrap();
     let _: () = conn
-        .set_ex("{oncebot-demo-a11ce0ff}:demo:alive", "1", 300)
+        .set_ex("{oncebot-demo-a11ce0ff}:v1:demo:alive", "1", 300)
         .await
         .unwrap();
 
@@ -124,7 +124,7 @@ async fn the_demo_plays_every_scene_under_its_own_prefix_and_leaves_no_demo_key_
     assert_eq!(
         keys_matching(&mut conn, "{oncebot-demo-*}*").await,
         [
-            "{oncebot-demo-a11ce0ff}:demo:alive",
+            "{oncebot-demo-a11ce0ff}:v1:demo:alive",
             "{oncebot-demo-a11ce0ff}:v1:seq:job"
         ],
         "only the live demo's keys remain"
