@@ -10,12 +10,14 @@
 //! - `admin`: `oncebot jobs ...`, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
 //! - `sim`: simulated external servers speaking the real APIs, for tests, `demo` and `bench`.
+//! - `demo`: `oncebot demo`, the whole pipeline against the simulators, narrated.
 
 pub mod admin;
 pub mod app;
 pub mod bench;
 pub mod commands;
 pub mod config;
+pub mod demo;
 pub mod dispatch;
 pub mod failpoints;
 pub mod i18n;

@@ -44,6 +44,9 @@ enum Cmd {
     },
     /// Measure admission throughput and latency on a private Redis.
     Bench(oncebot::bench::BenchArgs),
+    /// Watch oncebot absorb a repeated update, a double tap and a worker crash, with simulated
+    /// Telegram and MoviePilot (needs a Redis, or redis-server installed; touches no other keys).
+    Demo,
 }
 
 #[derive(Subcommand)]
@@ -115,13 +118,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    let settings = match Settings::load(cli.config.as_deref()) {
+    let mut settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("oncebot: {}", one_line(&e));
             return ExitCode::from(2);
         }
     };
+    if matches!(cli.command, Cmd::Demo) {
+        // The transcript is the demo's output; oncebot's own info lines would bury it.
+        // RUST_LOG still wins.
+        settings.log.level = "warn".into();
+    }
     oncebot::telemetry::init(&settings.log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -199,6 +207,7 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
             }
         }
         Cmd::Bench(args) => oncebot::bench::run(args).await,
+        Cmd::Demo => oncebot::demo::run(&settings).await,
     }
 }
 

@@ -55,3 +55,7 @@ mod confirmations;
 
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
+
+/// `oncebot demo` as a process: every scene plays and checks itself, only its own
+/// `oncebot-demo-*` keys are touched and none remain, a private redis-server when none answers.
+mod demo;

@@ -7,8 +7,6 @@
 //! `worker.reclaim_idle_ms` (1 s here) and recovers it by the command's policy.
 
 use std::time::Duration;
-#[cfg(feature = "failpoints")]
-use std::time::Instant;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot::sim::moviepilot::{Fault, routes};
@@ -237,7 +235,7 @@ async fn a_dead_workers_job_is_reclaimed_within_the_reclaim_time() {
     )
     .await;
     dead.sigkill().await;
-    let started = Instant::now();
+    let started = std::time::Instant::now();
     let _alive = rig.start_worker_only().await;
     // Counted after the new worker connected (connecting may read the list once).
     let before = rig.mp.calls(routes::SUBSCRIBE_LIST);

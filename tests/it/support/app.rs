@@ -233,14 +233,23 @@ fn oncebot_command(args: &[&str], env: &[(&str, &str)]) -> tokio::process::Comma
 
 /// Runs `oncebot args...` to completion (within [`DEADLINE`]) and captures its output.
 pub async fn run_oncebot(args: &[&str], env: &[(&str, &str)]) -> Finished {
+    run_oncebot_within(args, env, DEADLINE).await
+}
+
+/// [`run_oncebot`] for a command that takes longer (`demo`).
+pub async fn run_oncebot_within(
+    args: &[&str],
+    env: &[(&str, &str)],
+    deadline: Duration,
+) -> Finished {
     let child = oncebot_command(args, env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let out = tokio::time::timeout(DEADLINE, child.wait_with_output())
+    let out = tokio::time::timeout(deadline, child.wait_with_output())
         .await
-        .unwrap_or_else(|_| panic!("oncebot {args:?} did not finish within {DEADLINE:?}"))
+        .unwrap_or_else(|_| panic!("oncebot {args:?} did not finish within {deadline:?}"))
         .unwrap();
     Finished {
         status: out.status,
