@@ -20,8 +20,14 @@ pub fn hit(name: &str) {
     if fail::eval(name, |_| ()).is_some() {
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), "oncebot: crash point {name} reached");
-        loop {
+        let freeze = || loop {
             std::thread::park();
+        };
+        // Hand this worker thread's queued tasks to another thread first: the rest of the
+        // process keeps running (other jobs, other replies) while this line stays frozen.
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(freeze),
+            _ => freeze(),
         }
     }
     #[cfg(not(feature = "failpoints"))]
