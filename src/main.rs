@@ -94,7 +94,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    oncebot::telemetry::init(&settings.log);
+    let mut log = settings.log.clone();
+    if matches!(cli.command, Cmd::Bench(_)) {
+        // The in-process ingress would otherwise log every update it measures.
+        log.level = oncebot::bench::LOG_FILTER.to_string();
+    }
+    oncebot::telemetry::init(&log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,0 +1,276 @@
+//! `oncebot bench`: figures for the real pipeline, measured in one run on one machine.
+//!
+//! Absolute numbers drift with the machine and its neighbours, so every figure comes with the
+//! limit it should be compared to, measured in the same run: the webhook's admission rate next
+//! to the raw rate of the same Lua script on the same Redis (`admission_vs_raw`), and next to
+//! plain HTTP with no work behind it (`http_floor_per_s`).
+//!
+//! Phases (see `phases`), each a closed loop of `--connections` callers with a warm-up that is
+//! not counted (see `load`):
+//! - `raw_evalsha`: `Ledger::admit` directly, no HTTP;
+//! - `admission`: new updates POSTed to the real webhook, counting empty 200s;
+//! - `duplicate`: the same, every update a redelivery;
+//! - `http_floor`: the same POSTs to a route that does nothing.
+//!
+//! The ingress runs in this process on 127.0.0.1 (see `target`); the bench's Redis is private
+//! and without persistence unless `--redis-url` is given. Logs go to stderr, the report to
+//! stdout.
+
+mod load;
+mod phases;
+mod target;
+mod updates;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use load::PhaseStats;
+pub use phases::Phase;
+use target::Target;
+
+/// The log filter while benchmarking: the ingress's per-update info lines would cost more than
+/// some of what is measured and flood stderr. `RUST_LOG` overrides it (e.g. to measure with
+/// production logging).
+pub const LOG_FILTER: &str = "warn,oncebot::bench=info";
+
+/// Callers per phase unless `--connections` says otherwise (Telegram opens up to 40 webhook
+/// connections by default, 100 at most).
+const DEFAULT_CONNECTIONS: u64 = 64;
+
+/// The self-imposed bound on requests per phase, whatever the window.
+const MAX_REQUESTS_PER_PHASE: u64 = 5_000_000;
+
+/// Options of `oncebot bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// A short run (well under a minute): 3 s per phase instead of 10 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Use this Redis instead of starting a private one (its data is not touched outside a
+    /// fresh key prefix, whose keys are removed at the end).
+    #[arg(long)]
+    pub redis_url: Option<String>,
+    /// Concurrent callers (HTTP connections, or Redis tasks) in every phase.
+    #[arg(long, default_value_t = DEFAULT_CONNECTIONS, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub connections: u64,
+    /// Seconds each phase is measured (overrides --quick's and the full run's length; for
+    /// tests).
+    #[arg(long, hide = true, value_parser = parse_phase_secs)]
+    pub phase_secs: Option<f64>,
+}
+
+fn parse_phase_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.05..=600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0.05 and 600"
+        )),
+    }
+}
+
+impl BenchArgs {
+    fn timing(&self) -> load::Timing {
+        let measure = match self.phase_secs {
+            Some(s) => Duration::from_secs_f64(s),
+            None if self.quick => Duration::from_secs(3),
+            None => Duration::from_secs(10),
+        };
+        load::Timing {
+            warmup: (measure / 5).min(Duration::from_secs(1)),
+            measure,
+            max_requests: MAX_REQUESTS_PER_PHASE,
+        }
+    }
+}
+
+/// Everything one run measured; the `--json` output.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub quick: bool,
+    pub connections: usize,
+    /// "private (no persistence)", or the URL given (password masked).
+    pub redis: String,
+    /// How the HTTP load is generated.
+    pub client: &'static str,
+    pub admission_per_s: f64,
+    pub ack_p50_ms: f64,
+    pub ack_p99_ms: f64,
+    pub duplicate_per_s: f64,
+    pub raw_evalsha_per_s: f64,
+    pub http_floor_per_s: f64,
+    pub admission_vs_raw: f64,
+    pub duplicate_vs_raw: f64,
+    pub admission_vs_http_floor: f64,
+    /// Redis `used_memory` before the first phase and after the last, bytes.
+    pub redis_used_memory_before: u64,
+    pub redis_used_memory_after: u64,
+    /// Jobs created during the run (all phases, warm-ups included).
+    pub jobs_created: u64,
+    pub phases: Phases,
+}
+
+/// Per-phase figures, in the order they run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phases {
+    pub raw_evalsha: Phase,
+    pub admission: Phase,
+    pub duplicate: Phase,
+    pub http_floor: Phase,
+}
+
+/// Runs every phase and prints the report.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let connections = args.connections as usize;
+    let timing = args.timing();
+    tracing::info!(
+        connections,
+        phase_secs = timing.measure.as_secs_f64(),
+        warmup_secs = timing.warmup.as_secs_f64(),
+        "starting the bench"
+    );
+    let mut target = Target::start(args.redis_url.as_deref()).await?;
+    let measured = measure(&mut target, &args, connections, timing).await;
+    let stopped = target.stop().await;
+    let report = measured?;
+    stopped?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write_table(&mut out, &report)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+async fn measure(
+    target: &mut Target,
+    args: &BenchArgs,
+    connections: usize,
+    timing: load::Timing,
+) -> anyhow::Result<Report> {
+    let memory_before = target.used_memory().await?;
+    let jobs_before = target.jobs_created().await?;
+
+    // Raw first, on the emptier Redis: if anything, that flatters the limit, not the webhook.
+    tracing::info!("phase raw_evalsha: the admission script alone");
+    let raw_evalsha = phases::raw_evalsha(target, connections, timing).await?;
+    log_phase("raw_evalsha", &raw_evalsha);
+    tracing::info!("phase admission: new updates through the webhook");
+    let admission = phases::admission(target, connections, timing).await?;
+    log_phase("admission", &admission);
+    tracing::info!("phase duplicate: redeliveries through the webhook");
+    let duplicate = phases::duplicate(target, connections, timing).await?;
+    log_phase("duplicate", &duplicate);
+    if duplicate.jobs_created != Some(0) {
+        tracing::warn!(
+            jobs = ?duplicate.jobs_created,
+            "redeliveries created jobs: the transport layer let duplicates through"
+        );
+    }
+    tracing::info!("phase http_floor: the same POSTs to a route that does nothing");
+    let http_floor = phases::http_floor(target, connections, timing).await?;
+    log_phase("http_floor", &http_floor);
+
+    let memory_after = target.used_memory().await?;
+    let jobs_after = target.jobs_created().await?;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    Ok(Report {
+        quick: args.quick,
+        connections,
+        redis: target.redis_label(),
+        client: "hyper 1 HTTP/1.1, one keep-alive connection per caller, in this process",
+        admission_per_s: admission.stats.per_s,
+        ack_p50_ms: admission.stats.p50_ms,
+        ack_p99_ms: admission.stats.p99_ms,
+        duplicate_per_s: duplicate.stats.per_s,
+        raw_evalsha_per_s: raw_evalsha.stats.per_s,
+        http_floor_per_s: http_floor.stats.per_s,
+        admission_vs_raw: ratio(admission.stats.per_s, raw_evalsha.stats.per_s),
+        duplicate_vs_raw: ratio(duplicate.stats.per_s, raw_evalsha.stats.per_s),
+        admission_vs_http_floor: ratio(admission.stats.per_s, http_floor.stats.per_s),
+        redis_used_memory_before: memory_before,
+        redis_used_memory_after: memory_after,
+        jobs_created: jobs_after.saturating_sub(jobs_before),
+        phases: Phases {
+            raw_evalsha,
+            admission,
+            duplicate,
+            http_floor,
+        },
+    })
+}
+
+fn log_phase(name: &str, phase: &Phase) {
+    let s = &phase.stats;
+    tracing::info!(
+        phase = name,
+        per_s = s.per_s.round(),
+        p50_ms = s.p50_ms,
+        p99_ms = s.p99_ms,
+        ok = s.ok,
+        errors = s.errors,
+        "phase done"
+    );
+}
+
+fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "oncebot bench{}: {} callers per phase, Redis {}",
+        if r.quick { " --quick" } else { "" },
+        r.connections,
+        r.redis
+    )?;
+    writeln!(
+        out,
+        "{:<12} {:>10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>7} {:>8}",
+        "phase", "per_s", "p50_ms", "p99_ms", "p99.9_ms", "max_ms", "ok", "errors", "window_s"
+    )?;
+    let p = &r.phases;
+    for (name, phase) in [
+        ("raw_evalsha", &p.raw_evalsha),
+        ("admission", &p.admission),
+        ("duplicate", &p.duplicate),
+        ("http_floor", &p.http_floor),
+    ] {
+        let s = &phase.stats;
+        writeln!(
+            out,
+            "{:<12} {:>10.0} {:>8.3} {:>8.3} {:>9.3} {:>8.2} {:>10} {:>7} {:>8.2}",
+            name, s.per_s, s.p50_ms, s.p99_ms, s.p999_ms, s.max_ms, s.ok, s.errors, s.duration_s
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "admission / raw EVALSHA  {:.2}  (target at least 0.6)",
+        r.admission_vs_raw
+    )?;
+    writeln!(
+        out,
+        "ack p99                  {:.2} ms  (target under 5 ms)",
+        r.ack_p99_ms
+    )?;
+    writeln!(out, "duplicate / raw EVALSHA  {:.2}", r.duplicate_vs_raw)?;
+    writeln!(
+        out,
+        "admission / HTTP floor   {:.2}",
+        r.admission_vs_http_floor
+    )?;
+    writeln!(
+        out,
+        "Redis used_memory        {:.1} MiB before, {:.1} MiB after; {} jobs created",
+        r.redis_used_memory_before as f64 / 1048576.0,
+        r.redis_used_memory_after as f64 / 1048576.0,
+        r.jobs_created
+    )?;
+    writeln!(out, "client                   {}", r.client)?;
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! The phases of `oncebot bench`, one function each, each returning its [`PhaseStats`].
+//!
+//! Every phase that writes to Redis uses update ids no other phase uses, so the phases can run
+//! in any order on the same Redis. New phases (the worker drain, end to end) go here too.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use tokio::sync::oneshot;
+use warp::Filter as _;
+
+use super::load::{self, CallerStats, HttpTarget, PhaseStats, Timing, Window};
+use super::target::Target;
+use crate::ingress::Ingress;
+use crate::ingress::webhook::{self, SECRET_HEADER};
+use crate::ledger::{Admission, Admitted};
+use crate::telegram::types::Update;
+
+/// A phase's figures plus what it did to the ledger.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Phase {
+    #[serde(flatten)]
+    pub stats: PhaseStats,
+    /// Jobs the measured part created (warm-up included; 0 expected for duplicates).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jobs_created: Option<u64>,
+}
+
+/// New updates through the webhook: HTTP → parse → decide → enqueue.lua → empty 200.
+pub async fn admission(
+    target: &mut Target,
+    connections: usize,
+    timing: Timing,
+) -> anyhow::Result<Phase> {
+    let base = target.reserve_update_ids(timing.max_requests);
+    let updates = target.updates.clone();
+    let before = target.jobs_created().await?;
+    let stats = load::post_bodies(
+        &target.webhook,
+        connections,
+        timing,
+        Arc::new(move |n| updates.body(n, base + n as i64)),
+    )
+    .await?;
+    let after = target.jobs_created().await?;
+    Ok(Phase {
+        stats,
+        jobs_created: Some(after.saturating_sub(before)),
+    })
+}
+
+/// How many distinct updates the duplicate phase delivers again and again.
+const DUPLICATE_SET: u64 = 4096;
+
+/// Redeliveries through the webhook: every update was admitted before, so the script only reads
+/// the update key and the job's state.
+pub async fn duplicate(
+    target: &mut Target,
+    connections: usize,
+    timing: Timing,
+) -> anyhow::Result<Phase> {
+    let base = target.reserve_update_ids(DUPLICATE_SET);
+    let updates = target.updates.clone();
+    let seed = {
+        let updates = updates.clone();
+        Arc::new(move |n: u64| updates.body(n, base + n as i64))
+    };
+    let seeding = Timing {
+        warmup: Duration::ZERO,
+        measure: Duration::from_secs(120),
+        max_requests: DUPLICATE_SET,
+    };
+    let seeded = load::post_bodies(&target.webhook, connections, seeding, seed).await?;
+    if seeded.ok != DUPLICATE_SET {
+        anyhow::bail!(
+            "seeding the duplicate phase: {} of {DUPLICATE_SET} updates were admitted",
+            seeded.ok
+        );
+    }
+    let before = target.jobs_created().await?;
+    let stats = load::post_bodies(
+        &target.webhook,
+        connections,
+        timing,
+        Arc::new(move |n| {
+            let n = n % DUPLICATE_SET;
+            updates.body(n, base + n as i64)
+        }),
+    )
+    .await?;
+    let after = target.jobs_created().await?;
+    Ok(Phase {
+        stats,
+        jobs_created: Some(after.saturating_sub(before)),
+    })
+}
+
+/// The admission script alone: `Ledger::admit` from `tasks` concurrent callers on one
+/// multiplexed connection, with the admissions ingress builds for the same updates. No HTTP,
+/// no JSON: the limit the webhook can approach.
+pub async fn raw_evalsha(
+    target: &mut Target,
+    tasks: usize,
+    timing: Timing,
+) -> anyhow::Result<Phase> {
+    let ingress = Ingress::new(&target.settings, target.ledger.clone());
+    let updates = target.updates.clone();
+    let mut templates = Vec::with_capacity(updates.variants());
+    for n in 0..updates.variants() as u64 {
+        let update: Update = serde_json::from_slice(&updates.body(n, 0))
+            .context("the bench's own update does not parse")?;
+        let admission = ingress.decide(&update).map_err(|why| {
+            anyhow::anyhow!("the bench's own update is ignored: {}", why.as_str())
+        })?;
+        templates.push(admission);
+    }
+    let templates: Arc<[Admission]> = templates.into();
+    let base = target.reserve_update_ids(timing.max_requests);
+    let before = target.jobs_created().await?;
+    let window = Window::start(timing);
+    let mut handles = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let window = window.clone();
+        let templates = templates.clone();
+        let ledger = target.ledger.clone();
+        handles.push(tokio::spawn(async move {
+            let mut stats = CallerStats::new();
+            let len = templates.len() as u64;
+            while let Some(n) = window.next() {
+                let mut admission = templates[(n % len) as usize].clone();
+                admission.update_id = base + n as i64;
+                admission.message_id = Some(1 + (n / len) as i64);
+                let sent = Instant::now();
+                let admitted = ledger.admit(&admission).await;
+                window.record(
+                    &mut stats,
+                    sent,
+                    matches!(admitted, Ok(Admitted::New { .. })),
+                );
+            }
+            stats
+        }));
+    }
+    let mut callers = Vec::with_capacity(tasks);
+    for h in handles {
+        callers.push(h.await.context("a bench task panicked")?);
+    }
+    let stats = window.summarise(tasks, callers);
+    let after = target.jobs_created().await?;
+    Ok(Phase {
+        stats,
+        jobs_created: Some(after.saturating_sub(before)),
+    })
+}
+
+/// A diagnostic: the same POSTs to a warp route that reads the body and answers an empty 200
+/// without touching Redis. The ceiling of HTTP on this machine, with this client, in this
+/// process; the webhook's distance to it is the cost of parsing, deciding and the script.
+pub async fn http_floor(
+    target: &Target,
+    connections: usize,
+    timing: Timing,
+) -> anyhow::Result<Phase> {
+    let route = warp::path!("telegram" / "webhook")
+        .and(warp::post())
+        .and(warp::header::optional::<String>(SECRET_HEADER))
+        .and(warp::body::bytes())
+        .map(|_secret: Option<String>, _body: bytes::Bytes| warp::reply());
+    let listener = webhook::bind(([127, 0, 0, 1], 0).into()).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(
+        warp::serve(route)
+            .incoming(listener)
+            .graceful(async move {
+                let _ = stopped.await;
+            })
+            .run(),
+    );
+    let floor = HttpTarget {
+        addr,
+        ..target.webhook.clone()
+    };
+    let updates = target.updates.clone();
+    let stats = load::post_bodies(
+        &floor,
+        connections,
+        timing,
+        Arc::new(move |n| updates.body(n, n as i64)),
+    )
+    .await;
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    Ok(Phase {
+        stats: stats?,
+        jobs_created: None,
+    })
+}

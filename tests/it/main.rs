@@ -1,0 +1,4 @@
+//! Integration tests: one binary, one module per area (other areas add their `mod` line here).
+
+// `oncebot bench`: runs the real binary and checks the shape of its report, never its speed.
+mod bench;
