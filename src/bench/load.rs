@@ -70,6 +70,16 @@ impl Window {
         (n < self.max_requests).then_some(n)
     }
 
+    /// When counting starts.
+    pub fn begin(&self) -> Instant {
+        self.begin
+    }
+
+    /// When counting stops (unless the request budget runs out first).
+    pub fn end(&self) -> Instant {
+        self.end
+    }
+
     /// Records a request that was sent at `sent` and has just completed.
     pub fn record(&self, stats: &mut CallerStats, sent: Instant, ok: bool) {
         let done = Instant::now();
@@ -217,21 +227,20 @@ impl Conn {
 /// Consecutive failures after which a caller gives up (the server is gone, not slow).
 const MAX_CONSECUTIVE_FAILURES: u32 = 100;
 
-/// POSTs `body(n)` for n = 0, 1, ... from `connections` keep-alive connections for the window
-/// of `timing`; counts 200s.
+/// POSTs `body(n)` for n = 0, 1, ... from `connections` keep-alive connections until `window`
+/// closes; counts 200s.
 pub async fn post_bodies(
     target: &HttpTarget,
     connections: usize,
-    timing: Timing,
+    window: &Arc<Window>,
     body: Arc<dyn Fn(u64) -> Bytes + Send + Sync>,
 ) -> anyhow::Result<PhaseStats> {
     let host = HeaderValue::from_str(&target.addr.to_string())?;
-    // Open every connection before the clock starts.
+    // Connecting takes a few milliseconds of the warm-up.
     let mut conns = Vec::with_capacity(connections);
     for _ in 0..connections {
         conns.push(Conn::open(target.addr).await?);
     }
-    let window = Window::start(timing);
     let mut tasks = Vec::with_capacity(connections);
     for mut conn in conns {
         let window = window.clone();

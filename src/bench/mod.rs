@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use load::PhaseStats;
-pub use phases::Phase;
+pub use phases::{CpuPerOp, Phase};
 use target::Target;
 
 /// The log filter while benchmarking: the ingress's per-update info lines would cost more than
@@ -230,8 +230,18 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
     )?;
     writeln!(
         out,
-        "{:<12} {:>10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>7} {:>8}",
-        "phase", "per_s", "p50_ms", "p99_ms", "p99.9_ms", "max_ms", "ok", "errors", "window_s"
+        "{:<12} {:>9} {:>7} {:>7} {:>8} {:>7} {:>9} {:>6} {:>8} {:>9} {:>10}",
+        "phase",
+        "per_s",
+        "p50_ms",
+        "p99_ms",
+        "p99.9_ms",
+        "max_ms",
+        "ok",
+        "errors",
+        "window_s",
+        "redis_us",
+        "process_us"
     )?;
     let p = &r.phases;
     for (name, phase) in [
@@ -241,12 +251,28 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
         ("http_floor", &p.http_floor),
     ] {
         let s = &phase.stats;
+        let cpu = |f: fn(&CpuPerOp) -> f64| phase.cpu.as_ref().map_or(f64::NAN, f);
         writeln!(
             out,
-            "{:<12} {:>10.0} {:>8.3} {:>8.3} {:>9.3} {:>8.2} {:>10} {:>7} {:>8.2}",
-            name, s.per_s, s.p50_ms, s.p99_ms, s.p999_ms, s.max_ms, s.ok, s.errors, s.duration_s
+            "{:<12} {:>9.0} {:>7.3} {:>7.3} {:>8.3} {:>7.2} {:>9} {:>6} {:>8.2} {:>9.1} {:>10.1}",
+            name,
+            s.per_s,
+            s.p50_ms,
+            s.p99_ms,
+            s.p999_ms,
+            s.max_ms,
+            s.ok,
+            s.errors,
+            s.duration_s,
+            cpu(|c| c.redis_us_per_op),
+            cpu(|c| c.process_us_per_op),
         )?;
     }
+    writeln!(
+        out,
+        "(redis_us, process_us: CPU microseconds per request of redis-server and of this \
+         process, load generator included)"
+    )?;
     writeln!(out)?;
     writeln!(
         out,

@@ -11,20 +11,57 @@ use tokio::sync::oneshot;
 use warp::Filter as _;
 
 use super::load::{self, CallerStats, HttpTarget, PhaseStats, Timing, Window};
-use super::target::Target;
+use super::target::{CpuUse, Target};
 use crate::ingress::Ingress;
 use crate::ingress::webhook::{self, SECRET_HEADER};
 use crate::ledger::{Admission, Admitted};
 use crate::telegram::types::Update;
 
-/// A phase's figures plus what it did to the ledger.
+/// A phase's figures plus what it did to the ledger and what it cost.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Phase {
     #[serde(flatten)]
     pub stats: PhaseStats,
-    /// Jobs the measured part created (warm-up included; 0 expected for duplicates).
+    /// Jobs the phase created (warm-up included; 0 expected for duplicates).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jobs_created: Option<u64>,
+    /// CPU used during the measured window, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuPerOp>,
+}
+
+/// CPU time spent in the window, in total and per successful request: where the time goes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CpuPerOp {
+    /// Seconds of CPU of redis-server (`INFO cpu`, user + sys; the whole server).
+    pub redis_s: f64,
+    /// Seconds of CPU of this process: the load generator and the ingress together.
+    pub process_s: f64,
+    pub redis_us_per_op: f64,
+    pub process_us_per_op: f64,
+}
+
+impl Phase {
+    fn new(stats: PhaseStats, jobs_created: Option<u64>, cpu: Option<CpuUse>) -> Phase {
+        let per_op = |s: f64| {
+            if stats.ok > 0 {
+                s * 1e6 / stats.ok as f64
+            } else {
+                0.0
+            }
+        };
+        let cpu = cpu.map(|c| CpuPerOp {
+            redis_s: c.redis_s,
+            process_s: c.process_s,
+            redis_us_per_op: per_op(c.redis_s),
+            process_us_per_op: per_op(c.process_s),
+        });
+        Phase {
+            stats,
+            jobs_created,
+            cpu,
+        }
+    }
 }
 
 /// New updates through the webhook: HTTP → parse → decide → enqueue.lua → empty 200.
@@ -36,18 +73,21 @@ pub async fn admission(
     let base = target.reserve_update_ids(timing.max_requests);
     let updates = target.updates.clone();
     let before = target.jobs_created().await?;
+    let window = Window::start(timing);
+    let cpu = target.cpu_during(&window);
     let stats = load::post_bodies(
         &target.webhook,
         connections,
-        timing,
+        &window,
         Arc::new(move |n| updates.body(n, base + n as i64)),
     )
     .await?;
     let after = target.jobs_created().await?;
-    Ok(Phase {
+    Ok(Phase::new(
         stats,
-        jobs_created: Some(after.saturating_sub(before)),
-    })
+        Some(after.saturating_sub(before)),
+        cpu.await.ok().flatten(),
+    ))
 }
 
 /// How many distinct updates the duplicate phase delivers again and again.
@@ -71,7 +111,8 @@ pub async fn duplicate(
         measure: Duration::from_secs(120),
         max_requests: DUPLICATE_SET,
     };
-    let seeded = load::post_bodies(&target.webhook, connections, seeding, seed).await?;
+    let seeded =
+        load::post_bodies(&target.webhook, connections, &Window::start(seeding), seed).await?;
     if seeded.ok != DUPLICATE_SET {
         anyhow::bail!(
             "seeding the duplicate phase: {} of {DUPLICATE_SET} updates were admitted",
@@ -79,10 +120,12 @@ pub async fn duplicate(
         );
     }
     let before = target.jobs_created().await?;
+    let window = Window::start(timing);
+    let cpu = target.cpu_during(&window);
     let stats = load::post_bodies(
         &target.webhook,
         connections,
-        timing,
+        &window,
         Arc::new(move |n| {
             let n = n % DUPLICATE_SET;
             updates.body(n, base + n as i64)
@@ -90,10 +133,11 @@ pub async fn duplicate(
     )
     .await?;
     let after = target.jobs_created().await?;
-    Ok(Phase {
+    Ok(Phase::new(
         stats,
-        jobs_created: Some(after.saturating_sub(before)),
-    })
+        Some(after.saturating_sub(before)),
+        cpu.await.ok().flatten(),
+    ))
 }
 
 /// The admission script alone: `Ledger::admit` from `tasks` concurrent callers on one
@@ -119,6 +163,7 @@ pub async fn raw_evalsha(
     let base = target.reserve_update_ids(timing.max_requests);
     let before = target.jobs_created().await?;
     let window = Window::start(timing);
+    let cpu = target.cpu_during(&window);
     let mut handles = Vec::with_capacity(tasks);
     for _ in 0..tasks {
         let window = window.clone();
@@ -148,10 +193,11 @@ pub async fn raw_evalsha(
     }
     let stats = window.summarise(tasks, callers);
     let after = target.jobs_created().await?;
-    Ok(Phase {
+    Ok(Phase::new(
         stats,
-        jobs_created: Some(after.saturating_sub(before)),
-    })
+        Some(after.saturating_sub(before)),
+        cpu.await.ok().flatten(),
+    ))
 }
 
 /// A diagnostic: the same POSTs to a warp route that reads the body and answers an empty 200
@@ -183,17 +229,16 @@ pub async fn http_floor(
         ..target.webhook.clone()
     };
     let updates = target.updates.clone();
+    let window = Window::start(timing);
+    let cpu = target.cpu_during(&window);
     let stats = load::post_bodies(
         &floor,
         connections,
-        timing,
+        &window,
         Arc::new(move |n| updates.body(n, n as i64)),
     )
     .await;
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
-    Ok(Phase {
-        stats: stats?,
-        jobs_created: None,
-    })
+    Ok(Phase::new(stats?, None, cpu.await.ok().flatten()))
 }

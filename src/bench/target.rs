@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use hyper::header::HeaderValue;
 use redis::AsyncCommands as _;
 
-use super::load::HttpTarget;
+use super::load::{HttpTarget, Window};
 use super::updates::UpdateMaker;
 use crate::app::{self, Role, Running, ServeOptions};
 use crate::config::Settings;
@@ -175,6 +175,23 @@ impl Target {
         Ok(n.unwrap_or(0))
     }
 
+    /// Samples CPU use at the window's begin and end (in a task, so callers keep running):
+    /// redis-server's from `INFO cpu`, this process's from `/proc/self/stat` (Linux).
+    pub fn cpu_during(&self, window: &Arc<Window>) -> tokio::task::JoinHandle<Option<CpuUse>> {
+        let ledger = self.ledger.clone();
+        let window = window.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(window.begin().into()).await;
+            let (redis0, process0) = (redis_cpu(&ledger).await?, process_cpu()?);
+            tokio::time::sleep_until(window.end().into()).await;
+            let (redis1, process1) = (redis_cpu(&ledger).await?, process_cpu()?);
+            Some(CpuUse {
+                redis_s: redis1 - redis0,
+                process_s: process1 - process0,
+            })
+        })
+    }
+
     /// Stops the ingress, removes the bench's keys from an external Redis, stops a private one.
     pub async fn stop(mut self) -> anyhow::Result<()> {
         let stopped = match self.running.take() {
@@ -236,6 +253,43 @@ impl Target {
     }
 }
 
+/// CPU seconds used in a window.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuUse {
+    pub redis_s: f64,
+    pub process_s: f64,
+}
+
+/// redis-server's CPU seconds so far (user + sys), or `None` if INFO does not say.
+async fn redis_cpu(ledger: &Ledger) -> Option<f64> {
+    let mut conn = ledger.connection();
+    let info: String = redis::cmd("INFO")
+        .arg("cpu")
+        .query_async(&mut conn)
+        .await
+        .ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    Some(field("used_cpu_user")? + field("used_cpu_sys")?)
+}
+
+/// This process's CPU seconds so far (user + sys), from `/proc/self/stat`; `None` elsewhere
+/// than Linux. Clock ticks are taken as 100 per second, the value of USER_HZ on every Linux
+/// architecture oncebot runs on.
+fn process_cpu() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after its ')' are fixed.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    // utime and stime are fields 14 and 15 of the line, i.e. 12 and 13 after the name.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
 /// `url` with any password replaced by `***` (and unchanged if it does not parse).
 fn without_password(url: &str) -> String {
     match reqwest::Url::parse(url) {
@@ -252,6 +306,18 @@ fn without_password(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_process_cpu_time_is_read_and_grows() {
+        let before = process_cpu().unwrap();
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(50) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(process_cpu().unwrap() > before);
+    }
 
     #[test]
     fn a_redis_password_is_never_shown() {
