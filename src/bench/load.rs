@@ -98,17 +98,47 @@ impl Window {
     }
 
     /// Sums the callers' figures. Call when every caller has stopped.
-    pub fn summarise(&self, concurrency: usize, callers: Vec<CallerStats>) -> PhaseStats {
+    pub fn summarise(&self, concurrency: usize, callers: Vec<CallerStats>) -> Tally {
         let stopped = Instant::now().min(self.end);
-        let duration = stopped.saturating_duration_since(self.begin).as_secs_f64();
-        let mut all = CallerStats::new();
+        let mut counts = CallerStats::new();
         for c in callers {
-            all.ok += c.ok;
-            all.errors += c.errors;
-            // Same bounds on both sides, so adding cannot fail.
-            let _ = all.latency.add(&c.latency);
+            counts.add(&c);
         }
-        let h = &all.latency;
+        Tally {
+            concurrency,
+            slices: 1,
+            warmup: self.warmup,
+            measured: stopped.saturating_duration_since(self.begin),
+            counts,
+        }
+    }
+}
+
+/// What one or more measured windows of the same phase counted; windows of a phase that runs
+/// in several rounds (interleaved with the other phases) add up.
+pub struct Tally {
+    pub concurrency: usize,
+    /// Windows added up.
+    pub slices: u32,
+    pub warmup: Duration,
+    pub measured: Duration,
+    pub counts: CallerStats,
+}
+
+impl Tally {
+    /// Adds another window of the same phase.
+    pub fn merge(&mut self, other: &Tally) {
+        self.concurrency = self.concurrency.max(other.concurrency);
+        self.slices += other.slices;
+        self.warmup += other.warmup;
+        self.measured += other.measured;
+        self.counts.add(&other.counts);
+    }
+
+    /// Rates and latency quantiles.
+    pub fn stats(&self) -> PhaseStats {
+        let duration = self.measured.as_secs_f64();
+        let h = &self.counts.latency;
         let ms = |micros: u64| micros as f64 / 1000.0;
         let q = |quantile: f64| {
             if h.is_empty() {
@@ -118,13 +148,14 @@ impl Window {
             }
         };
         PhaseStats {
-            concurrency,
+            concurrency: self.concurrency,
+            rounds: self.slices,
             warmup_s: self.warmup.as_secs_f64(),
             duration_s: duration,
-            ok: all.ok,
-            errors: all.errors,
+            ok: self.counts.ok,
+            errors: self.counts.errors,
             per_s: if duration > 0.0 {
-                all.ok as f64 / duration
+                self.counts.ok as f64 / duration
             } else {
                 0.0
             },
@@ -146,6 +177,13 @@ pub struct CallerStats {
 }
 
 impl CallerStats {
+    fn add(&mut self, other: &CallerStats) {
+        self.ok += other.ok;
+        self.errors += other.errors;
+        // Same bounds on both sides, and far fewer than 2^32 requests per bucket: cannot fail.
+        let _ = self.latency.add(&other.latency);
+    }
+
     pub fn new() -> Self {
         Self {
             ok: 0,
@@ -170,8 +208,11 @@ impl Default for CallerStats {
 pub struct PhaseStats {
     /// Callers (connections, or tasks for Redis-only phases).
     pub concurrency: usize,
+    /// Measured windows, interleaved with the other phases' (see `--rounds`).
+    pub rounds: u32,
+    /// Warm-ups, not counted, summed over the rounds.
     pub warmup_s: f64,
-    /// The measured window.
+    /// The measured windows, summed over the rounds.
     pub duration_s: f64,
     /// Successful requests completed in the window.
     pub ok: u64,
@@ -236,7 +277,7 @@ pub async fn post_bodies(
     connections: usize,
     window: &Arc<Window>,
     body: Arc<dyn Fn(u64) -> Bytes + Send + Sync>,
-) -> anyhow::Result<PhaseStats> {
+) -> anyhow::Result<Tally> {
     let host = HeaderValue::from_str(&target.addr.to_string())?;
     // Connecting takes a few milliseconds of the warm-up.
     let mut conns = Vec::with_capacity(connections);

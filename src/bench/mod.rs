@@ -6,7 +6,8 @@
 //! plain HTTP with no work behind it (`http_floor_per_s`).
 //!
 //! Phases (see `phases`), each a closed loop of `--connections` callers with a warm-up that is
-//! not counted (see `load`):
+//! not counted (see `load`). A full run splits each phase into rounds that interleave the
+//! phases, since other processes on a shared machine come and go during a run:
 //! - `raw_evalsha`: `Ledger::admit` directly, no HTTP;
 //! - `admission`: new updates POSTed to the real webhook, counting empty 200s;
 //! - `duplicate`: the same, every update a redelivery;
@@ -39,7 +40,7 @@ pub const LOG_FILTER: &str = "warn,oncebot::bench=info";
 /// connections by default, 100 at most).
 const DEFAULT_CONNECTIONS: u64 = 64;
 
-/// The self-imposed bound on requests per phase, whatever the window.
+/// The self-imposed bound on requests per measured window (one round of one phase).
 const MAX_REQUESTS_PER_PHASE: u64 = 5_000_000;
 
 /// Options of `oncebot bench`.
@@ -58,7 +59,12 @@ pub struct BenchArgs {
     /// Concurrent callers (HTTP connections, or Redis tasks) in every phase.
     #[arg(long, default_value_t = DEFAULT_CONNECTIONS, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub connections: u64,
-    /// Seconds each phase is measured (overrides --quick's and the full run's length; for
+    /// Split each phase's measured time into this many rounds that interleave the phases
+    /// (default: 1 with --quick, 3 otherwise), so that load from other processes on the machine
+    /// drifting during the run weighs on every phase alike.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: Option<u32>,
+    /// Seconds each phase is measured in total (overrides --quick's and the full run's length; for
     /// tests).
     #[arg(long, hide = true, value_parser = parse_phase_secs)]
     pub phase_secs: Option<f64>,
@@ -74,6 +80,10 @@ fn parse_phase_secs(s: &str) -> Result<f64, String> {
 }
 
 impl BenchArgs {
+    fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(if self.quick { 1 } else { 3 })
+    }
+
     fn timing(&self) -> load::Timing {
         let measure = match self.phase_secs {
             Some(s) => Duration::from_secs_f64(s),
@@ -81,7 +91,8 @@ impl BenchArgs {
             None => Duration::from_secs(10),
         };
         load::Timing {
-            warmup: (measure / 5).min(Duration::from_secs(1)),
+            // Each round's window gets its own warm-up (see `measure`).
+            warmup: Duration::ZERO,
             measure,
             max_requests: MAX_REQUESTS_PER_PHASE,
         }
@@ -93,6 +104,8 @@ impl BenchArgs {
 pub struct Report {
     pub quick: bool,
     pub connections: usize,
+    /// Rounds the phases were interleaved in; each phase's window is split across them.
+    pub rounds: u32,
     /// "private (no persistence)", or the URL given (password masked).
     pub redis: String,
     /// How the HTTP load is generated.
@@ -130,7 +143,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     tracing::info!(
         connections,
         phase_secs = timing.measure.as_secs_f64(),
-        warmup_secs = timing.warmup.as_secs_f64(),
+        rounds = args.rounds(),
         "starting the bench"
     );
     let mut target = Target::start(args.redis_url.as_deref()).await?;
@@ -158,25 +171,49 @@ async fn measure(
     let memory_before = target.used_memory().await?;
     let jobs_before = target.jobs_created().await?;
 
-    // Raw first, on the emptier Redis: if anything, that flatters the limit, not the webhook.
-    tracing::info!("phase raw_evalsha: the admission script alone");
-    let raw_evalsha = phases::raw_evalsha(target, connections, timing).await?;
-    log_phase("raw_evalsha", &raw_evalsha);
-    tracing::info!("phase admission: new updates through the webhook");
-    let admission = phases::admission(target, connections, timing).await?;
-    log_phase("admission", &admission);
-    tracing::info!("phase duplicate: redeliveries through the webhook");
-    let duplicate = phases::duplicate(target, connections, timing).await?;
-    log_phase("duplicate", &duplicate);
+    let rounds = args.rounds();
+    let slice = load::Timing {
+        measure: timing.measure / rounds,
+        warmup: (timing.measure / rounds / 5).min(Duration::from_secs(1)),
+        ..timing
+    };
+    let mut merged: [Option<phases::Slice>; PhaseKind::ALL.len()] = Default::default();
+    for round in 1..=rounds {
+        // Raw first in each round, on the emptier Redis: if anything, that flatters the limit,
+        // not the webhook. Rounds interleave the phases, so that a neighbour's load on this
+        // machine weighs on all of them alike rather than on one phase.
+        for (kind, merged) in PhaseKind::ALL.into_iter().zip(&mut merged) {
+            tracing::info!(round, rounds, phase = kind.name(), "measuring");
+            let measured = match kind {
+                PhaseKind::RawEvalsha => phases::raw_evalsha(target, connections, slice).await?,
+                PhaseKind::Admission => phases::admission(target, connections, slice).await?,
+                PhaseKind::Duplicate => phases::duplicate(target, connections, slice).await?,
+                PhaseKind::HttpFloor => phases::http_floor(target, connections, slice).await?,
+            };
+            match merged {
+                Some(m) => m.merge(measured),
+                None => *merged = Some(measured),
+            }
+        }
+    }
+    // `rounds` is at least 1 (clap's range), so every phase ran.
+    let [raw_evalsha, admission, duplicate, http_floor] = merged.map(|m| {
+        m.map(|s| s.finish())
+            .expect("every phase ran at least once")
+    });
+    for (kind, phase) in
+        PhaseKind::ALL
+            .into_iter()
+            .zip([&raw_evalsha, &admission, &duplicate, &http_floor])
+    {
+        log_phase(kind.name(), phase);
+    }
     if duplicate.jobs_created != Some(0) {
         tracing::warn!(
             jobs = ?duplicate.jobs_created,
             "redeliveries created jobs: the transport layer let duplicates through"
         );
     }
-    tracing::info!("phase http_floor: the same POSTs to a route that does nothing");
-    let http_floor = phases::http_floor(target, connections, timing).await?;
-    log_phase("http_floor", &http_floor);
 
     let memory_after = target.used_memory().await?;
     let jobs_after = target.jobs_created().await?;
@@ -184,6 +221,7 @@ async fn measure(
     Ok(Report {
         quick: args.quick,
         connections,
+        rounds,
         redis: target.redis_label(),
         client: "hyper 1 HTTP/1.1, one keep-alive connection per caller, in this process",
         admission_per_s: admission.stats.per_s,
@@ -207,6 +245,33 @@ async fn measure(
     })
 }
 
+/// The phases, in the order each round runs them.
+#[derive(Debug, Clone, Copy)]
+enum PhaseKind {
+    RawEvalsha,
+    Admission,
+    Duplicate,
+    HttpFloor,
+}
+
+impl PhaseKind {
+    const ALL: [PhaseKind; 4] = [
+        PhaseKind::RawEvalsha,
+        PhaseKind::Admission,
+        PhaseKind::Duplicate,
+        PhaseKind::HttpFloor,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            PhaseKind::RawEvalsha => "raw_evalsha",
+            PhaseKind::Admission => "admission",
+            PhaseKind::Duplicate => "duplicate",
+            PhaseKind::HttpFloor => "http_floor",
+        }
+    }
+}
+
 fn log_phase(name: &str, phase: &Phase) {
     let s = &phase.stats;
     tracing::info!(
@@ -223,9 +288,10 @@ fn log_phase(name: &str, phase: &Phase) {
 fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()> {
     writeln!(
         out,
-        "oncebot bench{}: {} callers per phase, Redis {}",
+        "oncebot bench{}: {} callers per phase, {} round(s), Redis {}",
         if r.quick { " --quick" } else { "" },
         r.connections,
+        r.rounds,
         r.redis
     )?;
     writeln!(

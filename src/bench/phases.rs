@@ -1,4 +1,4 @@
-//! The phases of `oncebot bench`, one function each, each returning its [`PhaseStats`].
+//! The phases of `oncebot bench`, one function each, each measuring one window (a [`Slice`]).
 //!
 //! Every phase that writes to Redis uses update ids no other phase uses, so the phases can run
 //! in any order on the same Redis. New phases (the worker drain, end to end) go here too.
@@ -10,27 +10,85 @@ use anyhow::Context as _;
 use tokio::sync::oneshot;
 use warp::Filter as _;
 
-use super::load::{self, CallerStats, HttpTarget, PhaseStats, Timing, Window};
+use super::load::{self, CallerStats, HttpTarget, PhaseStats, Tally, Timing, Window};
 use super::target::{CpuUse, Target};
 use crate::ingress::Ingress;
 use crate::ingress::webhook::{self, SECRET_HEADER};
 use crate::ledger::{Admission, Admitted};
 use crate::telegram::types::Update;
 
+/// One measured window of a phase: what it counted, what it did to the ledger, what it cost.
+/// Windows of the same phase (one per round) merge into one [`Phase`].
+pub struct Slice {
+    tally: Tally,
+    jobs_created: Option<u64>,
+    cpu: Option<CpuUse>,
+}
+
+impl Slice {
+    fn new(tally: Tally, jobs_created: Option<u64>, cpu: Option<CpuUse>) -> Slice {
+        Slice {
+            tally,
+            jobs_created,
+            cpu,
+        }
+    }
+
+    /// Adds a later round of the same phase.
+    pub fn merge(&mut self, other: Slice) {
+        self.tally.merge(&other.tally);
+        self.jobs_created = match (self.jobs_created, other.jobs_created) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.cpu = match (self.cpu, other.cpu) {
+            (Some(a), Some(b)) => Some(CpuUse {
+                redis_s: a.redis_s + b.redis_s,
+                process_s: a.process_s + b.process_s,
+            }),
+            _ => None,
+        };
+    }
+
+    /// The figures to report.
+    pub fn finish(&self) -> Phase {
+        let stats = self.tally.stats();
+        let per_op = |s: f64| {
+            if stats.ok > 0 {
+                s * 1e6 / stats.ok as f64
+            } else {
+                0.0
+            }
+        };
+        let cpu = self.cpu.map(|c| CpuPerOp {
+            redis_s: c.redis_s,
+            process_s: c.process_s,
+            redis_us_per_op: per_op(c.redis_s),
+            process_us_per_op: per_op(c.process_s),
+        });
+        Phase {
+            stats,
+            jobs_created: self.jobs_created,
+            cpu,
+        }
+    }
+}
+
 /// A phase's figures plus what it did to the ledger and what it cost.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Phase {
     #[serde(flatten)]
     pub stats: PhaseStats,
-    /// Jobs the phase created (warm-up included; 0 expected for duplicates).
+    /// Jobs the phase created (warm-ups included; 0 expected for duplicates).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jobs_created: Option<u64>,
-    /// CPU used during the measured window, when it could be read.
+    /// CPU used during the measured windows, when it could be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuPerOp>,
 }
 
-/// CPU time spent in the window, in total and per successful request: where the time goes.
+/// CPU time spent in the measured windows, in total and per successful request: where the
+/// time goes, in a figure that other load on the machine does not change much.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct CpuPerOp {
     /// Seconds of CPU of redis-server (`INFO cpu`, user + sys; the whole server).
@@ -41,35 +99,12 @@ pub struct CpuPerOp {
     pub process_us_per_op: f64,
 }
 
-impl Phase {
-    fn new(stats: PhaseStats, jobs_created: Option<u64>, cpu: Option<CpuUse>) -> Phase {
-        let per_op = |s: f64| {
-            if stats.ok > 0 {
-                s * 1e6 / stats.ok as f64
-            } else {
-                0.0
-            }
-        };
-        let cpu = cpu.map(|c| CpuPerOp {
-            redis_s: c.redis_s,
-            process_s: c.process_s,
-            redis_us_per_op: per_op(c.redis_s),
-            process_us_per_op: per_op(c.process_s),
-        });
-        Phase {
-            stats,
-            jobs_created,
-            cpu,
-        }
-    }
-}
-
 /// New updates through the webhook: HTTP → parse → decide → enqueue.lua → empty 200.
 pub async fn admission(
     target: &mut Target,
     connections: usize,
     timing: Timing,
-) -> anyhow::Result<Phase> {
+) -> anyhow::Result<Slice> {
     let base = target.reserve_update_ids(timing.max_requests);
     let updates = target.updates.clone();
     let before = target.jobs_created().await?;
@@ -83,7 +118,7 @@ pub async fn admission(
     )
     .await?;
     let after = target.jobs_created().await?;
-    Ok(Phase::new(
+    Ok(Slice::new(
         stats,
         Some(after.saturating_sub(before)),
         cpu.await.ok().flatten(),
@@ -99,7 +134,7 @@ pub async fn duplicate(
     target: &mut Target,
     connections: usize,
     timing: Timing,
-) -> anyhow::Result<Phase> {
+) -> anyhow::Result<Slice> {
     let base = target.reserve_update_ids(DUPLICATE_SET);
     let updates = target.updates.clone();
     let seed = {
@@ -113,10 +148,10 @@ pub async fn duplicate(
     };
     let seeded =
         load::post_bodies(&target.webhook, connections, &Window::start(seeding), seed).await?;
-    if seeded.ok != DUPLICATE_SET {
+    if seeded.counts.ok != DUPLICATE_SET {
         anyhow::bail!(
             "seeding the duplicate phase: {} of {DUPLICATE_SET} updates were admitted",
-            seeded.ok
+            seeded.counts.ok
         );
     }
     let before = target.jobs_created().await?;
@@ -133,7 +168,7 @@ pub async fn duplicate(
     )
     .await?;
     let after = target.jobs_created().await?;
-    Ok(Phase::new(
+    Ok(Slice::new(
         stats,
         Some(after.saturating_sub(before)),
         cpu.await.ok().flatten(),
@@ -147,7 +182,7 @@ pub async fn raw_evalsha(
     target: &mut Target,
     tasks: usize,
     timing: Timing,
-) -> anyhow::Result<Phase> {
+) -> anyhow::Result<Slice> {
     let ingress = Ingress::new(&target.settings, target.ledger.clone());
     let updates = target.updates.clone();
     let mut templates = Vec::with_capacity(updates.variants());
@@ -193,7 +228,7 @@ pub async fn raw_evalsha(
     }
     let stats = window.summarise(tasks, callers);
     let after = target.jobs_created().await?;
-    Ok(Phase::new(
+    Ok(Slice::new(
         stats,
         Some(after.saturating_sub(before)),
         cpu.await.ok().flatten(),
@@ -207,7 +242,7 @@ pub async fn http_floor(
     target: &Target,
     connections: usize,
     timing: Timing,
-) -> anyhow::Result<Phase> {
+) -> anyhow::Result<Slice> {
     let route = warp::path!("telegram" / "webhook")
         .and(warp::post())
         .and(warp::header::optional::<String>(SECRET_HEADER))
@@ -240,5 +275,5 @@ pub async fn http_floor(
     .await;
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
-    Ok(Phase::new(stats?, None, cpu.await.ok().flatten()))
+    Ok(Slice::new(stats?, None, cpu.await.ok().flatten()))
 }

@@ -63,6 +63,7 @@ fn quick_json_bench_reports_every_figure_as_a_positive_number() {
         );
     }
     assert_eq!(number(&report, "/connections"), 64.0);
+    assert_eq!(number(&report, "/rounds"), 1.0);
     for phase in PHASES {
         for field in ["duration_s", "per_s", "ok", "p50_ms", "p99_ms"] {
             let path = format!("/phases/{phase}/{field}");
@@ -82,9 +83,15 @@ fn quick_json_bench_reports_every_figure_as_a_positive_number() {
 #[test]
 fn bench_on_a_given_redis_names_it_and_removes_every_key_it_wrote() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let report = bench(&["--redis-url", &redis.url()]);
+    let report = bench(&["--redis-url", &redis.url(), "--rounds", "2"]);
     assert_eq!(report["redis"], Value::String(redis.url()));
     assert!(number(&report, "/admission_per_s") > 0.0);
+    // Two interleaved rounds add up to one phase each.
+    assert_eq!(number(&report, "/rounds"), 2.0);
+    for phase in PHASES {
+        assert_eq!(number(&report, &format!("/phases/{phase}/rounds")), 2.0);
+    }
+    assert_eq!(number(&report, "/phases/duplicate/jobs_created"), 0.0);
     let mut conn = redis::Client::open(redis.url())
         .unwrap()
         .get_connection()
