@@ -118,19 +118,24 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     #[cfg(feature = "failpoints")]
     let _failpoints = fail::FailScenario::setup();
-    let mut settings = match Settings::load(cli.config.as_deref()) {
+    let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("oncebot: {}", one_line(&e));
             return ExitCode::from(2);
         }
     };
+    let mut log = settings.log.clone();
     if matches!(cli.command, Cmd::Demo) {
         // The transcript is the demo's output; oncebot's own info lines would bury it.
         // RUST_LOG still wins.
-        settings.log.level = "warn".into();
+        log.level = "warn".into();
     }
-    oncebot::telemetry::init(&settings.log);
+    if matches!(cli.command, Cmd::Bench(_)) {
+        // The in-process ingress would otherwise log every update it measures.
+        log.level = oncebot::bench::LOG_FILTER.to_string();
+    }
+    oncebot::telemetry::init(&log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

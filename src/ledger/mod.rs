@@ -191,6 +191,9 @@ pub struct JobFilter {
     pub limit: usize,
 }
 
+/// KEYS of `lua/enqueue.lua` (see its header).
+const ENQUEUE_KEYS: usize = 10;
+
 /// Handle onto one deployment's ledger. Cheap to clone: one multiplexed connection underneath.
 #[derive(Clone)]
 pub struct Ledger {
@@ -356,24 +359,36 @@ impl Ledger {
                 text.as_str(),
             ),
         };
-        let mut inv = scripts::ENQUEUE.prepare_invoke();
-        inv.key(k.update(a.update_id))
-            .key(k.command(if idem.is_empty() { "-" } else { &idem }))
-            .key(k.job_seq())
-            .key(k.job_prefix())
-            .key(k.jobs_stream())
-            .key(k.replies_stream())
-            .key(k.chat_jobs(a.chat_id))
-            .key(k.jobs_index())
-            .key(k.token_prefix())
-            .key(k.token_group_prefix())
+        // The EVALSHA command is written straight into one buffer: `Script::prepare_invoke`
+        // would hold every key and argument in a Vec of its own (some 40 allocations and frees
+        // per update on the webhook's hot path) and then copy them all into a command anyway.
+        let mut cmd = redis::Cmd::with_capacity(
+            3 + ENQUEUE_KEYS + 20 + self.state_labels.len(),
+            1024 + args.len() + text.len(),
+        );
+        cmd.arg("EVALSHA")
+            .arg(scripts::ENQUEUE.get_hash())
+            .arg(ENQUEUE_KEYS)
+            .arg(k.update(a.update_id))
+            .arg(k.command(if idem.is_empty() { "-" } else { &idem }))
+            .arg(k.job_seq())
+            .arg(k.job_prefix())
+            .arg(k.jobs_stream())
+            .arg(k.replies_stream())
+            .arg(k.chat_jobs(a.chat_id))
+            .arg(k.jobs_index())
+            .arg(k.token_prefix())
+            .arg(k.token_group_prefix())
             .arg(mode)
             .arg(a.update_id)
             .arg(self.update_retention_secs)
             .arg(a.chat_id)
-            .arg(a.user_id)
-            .arg(a.message_id.map(|m| m.to_string()).unwrap_or_default())
-            .arg(command)
+            .arg(a.user_id);
+        match a.message_id {
+            Some(m) => cmd.arg(m),
+            None => cmd.arg(""),
+        };
+        cmd.arg(command)
             .arg(args)
             .arg(&idem)
             .arg(window.as_millis() as u64)
@@ -389,10 +404,10 @@ impl Ledger {
             .arg(markup)
             .arg(&self.state_labels);
         let mut conn = self.conn.clone();
-        let (outcome, job, state): (String, String, String) = inv
-            .invoke_async(&mut conn)
-            .await
-            .map_err(LedgerError::redis("admitting an update"))?;
+        let (outcome, job, state): (String, String, String) =
+            scripts::evalsha(&scripts::ENQUEUE, &cmd, &mut conn)
+                .await
+                .map_err(LedgerError::redis("admitting an update"))?;
         let corrupt = |detail: String| LedgerError::Corrupt {
             doing: "admitting an update",
             detail,

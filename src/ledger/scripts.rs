@@ -137,6 +137,24 @@ pub fn hashes() -> Vec<(&'static str, String)> {
         .collect()
 }
 
+/// Sends `cmd`, an `EVALSHA <script's hash> ...` built by the caller, and on NOSCRIPT (Redis
+/// restarted, or SCRIPT FLUSH) loads `script` and sends it once more: what
+/// `ScriptInvocation::invoke_async` does, for callers that write the command into one buffer
+/// instead of a Vec per argument.
+pub(crate) async fn evalsha<T: redis::FromRedisValue>(
+    script: &Script,
+    cmd: &redis::Cmd,
+    conn: &mut ConnectionManager,
+) -> redis::RedisResult<T> {
+    match cmd.query_async(conn).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            script.load_async(conn).await?;
+            cmd.query_async(conn).await
+        }
+        result => result,
+    }
+}
+
 /// SCRIPT LOAD of every script.
 pub(crate) async fn load_all(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
     for script in all() {

@@ -59,3 +59,9 @@ mod metrics;
 /// `oncebot demo` as a process: every scene plays and checks itself, only its own
 /// `oncebot-demo-*` keys are touched and none remain, a private redis-server when none answers.
 mod demo;
+
+/// `oncebot bench`: runs the real binary and checks the shape of its report, never its speed.
+mod bench;
+
+/// The admission script survives Redis forgetting its scripts (bare EVALSHA + reload).
+mod admission_script;

@@ -1,0 +1,368 @@
+//! `oncebot bench`: figures for the real pipeline, measured in one run on one machine.
+//!
+//! Absolute numbers drift with the machine and its neighbours, so every figure comes with the
+//! limit it should be compared to, measured in the same run: the webhook's admission rate next
+//! to the raw rate of the same Lua script on the same Redis (`admission_vs_raw`), and next to
+//! plain HTTP with no work behind it (`http_floor_per_s`).
+//!
+//! Phases (see `phases`), each a closed loop of `--connections` callers with a warm-up that is
+//! not counted (see `load`). A full run splits each phase into rounds that interleave the
+//! phases, since other processes on a shared machine come and go during a run:
+//! - `raw_evalsha`: `Ledger::admit` directly, no HTTP;
+//! - `admission`: new updates POSTed to the real webhook, counting empty 200s;
+//! - `duplicate`: the same, every update a redelivery;
+//! - `http_floor`: the same POSTs to a route that does nothing.
+//!
+//! The ingress runs in this process on 127.0.0.1 (see `target`); the bench's Redis is private
+//! and without persistence unless `--redis-url` is given. Logs go to stderr, the report to
+//! stdout.
+
+mod load;
+mod phases;
+mod target;
+mod updates;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use load::PhaseStats;
+pub use phases::{CpuPerOp, Phase};
+use target::Target;
+
+/// The log filter while benchmarking: the ingress's info line per update would flood stderr
+/// (and costs some 3-4 µs of CPU per update, measured on the 2-core dev machine). `RUST_LOG`
+/// overrides it, e.g. to measure with production logging.
+pub const LOG_FILTER: &str = "warn,oncebot::bench=info";
+
+/// Callers per phase unless `--connections` says otherwise (Telegram opens up to 40 webhook
+/// connections by default, 100 at most).
+const DEFAULT_CONNECTIONS: u64 = 64;
+
+/// The self-imposed bound on requests per measured window (one round of one phase).
+const MAX_REQUESTS_PER_PHASE: u64 = 5_000_000;
+
+/// Options of `oncebot bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// A short run (well under a minute): 3 s per phase instead of 10 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Use this Redis instead of starting a private one (its data is not touched outside a
+    /// fresh key prefix, whose keys are removed at the end).
+    #[arg(long)]
+    pub redis_url: Option<String>,
+    /// Concurrent callers (HTTP connections, or Redis tasks) in every phase.
+    #[arg(long, default_value_t = DEFAULT_CONNECTIONS, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub connections: u64,
+    /// Split each phase's measured time into this many rounds that interleave the phases
+    /// (default: 1 with --quick, 3 otherwise), so that load from other processes on the machine
+    /// drifting during the run weighs on every phase alike.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub rounds: Option<u32>,
+    /// Seconds each phase is measured in total (overrides --quick's and the full run's length; for
+    /// tests).
+    #[arg(long, hide = true, value_parser = parse_phase_secs)]
+    pub phase_secs: Option<f64>,
+}
+
+fn parse_phase_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.05..=600.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0.05 and 600"
+        )),
+    }
+}
+
+impl BenchArgs {
+    fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(if self.quick { 1 } else { 3 })
+    }
+
+    fn timing(&self) -> load::Timing {
+        let measure = match self.phase_secs {
+            Some(s) => Duration::from_secs_f64(s),
+            None if self.quick => Duration::from_secs(3),
+            None => Duration::from_secs(10),
+        };
+        load::Timing {
+            // Each round's window gets its own warm-up (see `measure`).
+            warmup: Duration::ZERO,
+            measure,
+            max_requests: MAX_REQUESTS_PER_PHASE,
+        }
+    }
+}
+
+/// Everything one run measured; the `--json` output.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub quick: bool,
+    pub connections: usize,
+    /// Rounds the phases were interleaved in; each phase's window is split across them.
+    pub rounds: u32,
+    /// "private (no persistence)", or the URL given (password masked).
+    pub redis: String,
+    /// How the HTTP load is generated.
+    pub client: &'static str,
+    pub admission_per_s: f64,
+    pub ack_p50_ms: f64,
+    pub ack_p99_ms: f64,
+    pub duplicate_per_s: f64,
+    pub raw_evalsha_per_s: f64,
+    pub http_floor_per_s: f64,
+    pub admission_vs_raw: f64,
+    pub duplicate_vs_raw: f64,
+    pub admission_vs_http_floor: f64,
+    /// Redis `used_memory` before the first phase and after the last, bytes.
+    pub redis_used_memory_before: u64,
+    pub redis_used_memory_after: u64,
+    /// Jobs created during the run (all phases, warm-ups included).
+    pub jobs_created: u64,
+    pub phases: Phases,
+}
+
+/// Per-phase figures, in the order they run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phases {
+    pub raw_evalsha: Phase,
+    pub admission: Phase,
+    pub duplicate: Phase,
+    pub http_floor: Phase,
+}
+
+/// Runs every phase and prints the report.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let connections = args.connections as usize;
+    let timing = args.timing();
+    tracing::info!(
+        connections,
+        phase_secs = timing.measure.as_secs_f64(),
+        rounds = args.rounds(),
+        "starting the bench"
+    );
+    let mut target = Target::start(args.redis_url.as_deref()).await?;
+    let measured = measure(&mut target, &args, connections, timing).await;
+    let stopped = target.stop().await;
+    let report = measured?;
+    stopped?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        write_table(&mut out, &report)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+async fn measure(
+    target: &mut Target,
+    args: &BenchArgs,
+    connections: usize,
+    timing: load::Timing,
+) -> anyhow::Result<Report> {
+    let memory_before = target.used_memory().await?;
+    let jobs_before = target.jobs_created().await?;
+
+    let rounds = args.rounds();
+    let slice = load::Timing {
+        measure: timing.measure / rounds,
+        warmup: (timing.measure / rounds / 5).min(Duration::from_secs(1)),
+        ..timing
+    };
+    let mut merged: [Option<phases::Slice>; PhaseKind::ALL.len()] = Default::default();
+    for round in 1..=rounds {
+        // Raw first in each round, on the emptier Redis: if anything, that flatters the limit,
+        // not the webhook. Rounds interleave the phases, so that a neighbour's load on this
+        // machine weighs on all of them alike rather than on one phase.
+        for (kind, merged) in PhaseKind::ALL.into_iter().zip(&mut merged) {
+            tracing::info!(round, rounds, phase = kind.name(), "measuring");
+            let measured = match kind {
+                PhaseKind::RawEvalsha => phases::raw_evalsha(target, connections, slice).await?,
+                PhaseKind::Admission => phases::admission(target, connections, slice).await?,
+                PhaseKind::Duplicate => phases::duplicate(target, connections, slice).await?,
+                PhaseKind::HttpFloor => phases::http_floor(target, connections, slice).await?,
+            };
+            match merged {
+                Some(m) => m.merge(measured),
+                None => *merged = Some(measured),
+            }
+        }
+    }
+    // `rounds` is at least 1 (clap's range), so every phase ran.
+    let [raw_evalsha, admission, duplicate, http_floor] = merged.map(|m| {
+        m.map(|s| s.finish())
+            .expect("every phase ran at least once")
+    });
+    for (kind, phase) in
+        PhaseKind::ALL
+            .into_iter()
+            .zip([&raw_evalsha, &admission, &duplicate, &http_floor])
+    {
+        log_phase(kind.name(), phase);
+    }
+    if duplicate.jobs_created != Some(0) {
+        tracing::warn!(
+            jobs = ?duplicate.jobs_created,
+            "redeliveries created jobs: the transport layer let duplicates through"
+        );
+    }
+
+    let memory_after = target.used_memory().await?;
+    let jobs_after = target.jobs_created().await?;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    Ok(Report {
+        quick: args.quick,
+        connections,
+        rounds,
+        redis: target.redis_label(),
+        client: "hyper 1 HTTP/1.1, one keep-alive connection per caller, in this process",
+        admission_per_s: admission.stats.per_s,
+        ack_p50_ms: admission.stats.p50_ms,
+        ack_p99_ms: admission.stats.p99_ms,
+        duplicate_per_s: duplicate.stats.per_s,
+        raw_evalsha_per_s: raw_evalsha.stats.per_s,
+        http_floor_per_s: http_floor.stats.per_s,
+        admission_vs_raw: ratio(admission.stats.per_s, raw_evalsha.stats.per_s),
+        duplicate_vs_raw: ratio(duplicate.stats.per_s, raw_evalsha.stats.per_s),
+        admission_vs_http_floor: ratio(admission.stats.per_s, http_floor.stats.per_s),
+        redis_used_memory_before: memory_before,
+        redis_used_memory_after: memory_after,
+        jobs_created: jobs_after.saturating_sub(jobs_before),
+        phases: Phases {
+            raw_evalsha,
+            admission,
+            duplicate,
+            http_floor,
+        },
+    })
+}
+
+/// The phases, in the order each round runs them.
+#[derive(Debug, Clone, Copy)]
+enum PhaseKind {
+    RawEvalsha,
+    Admission,
+    Duplicate,
+    HttpFloor,
+}
+
+impl PhaseKind {
+    const ALL: [PhaseKind; 4] = [
+        PhaseKind::RawEvalsha,
+        PhaseKind::Admission,
+        PhaseKind::Duplicate,
+        PhaseKind::HttpFloor,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            PhaseKind::RawEvalsha => "raw_evalsha",
+            PhaseKind::Admission => "admission",
+            PhaseKind::Duplicate => "duplicate",
+            PhaseKind::HttpFloor => "http_floor",
+        }
+    }
+}
+
+fn log_phase(name: &str, phase: &Phase) {
+    let s = &phase.stats;
+    tracing::info!(
+        phase = name,
+        per_s = s.per_s.round(),
+        p50_ms = s.p50_ms,
+        p99_ms = s.p99_ms,
+        ok = s.ok,
+        errors = s.errors,
+        "phase done"
+    );
+}
+
+fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "oncebot bench{}: {} callers per phase, {} round(s), Redis {}",
+        if r.quick { " --quick" } else { "" },
+        r.connections,
+        r.rounds,
+        r.redis
+    )?;
+    writeln!(
+        out,
+        "{:<12} {:>9} {:>7} {:>7} {:>8} {:>7} {:>9} {:>6} {:>8} {:>9} {:>10}",
+        "phase",
+        "per_s",
+        "p50_ms",
+        "p99_ms",
+        "p99.9_ms",
+        "max_ms",
+        "ok",
+        "errors",
+        "window_s",
+        "redis_us",
+        "process_us"
+    )?;
+    let p = &r.phases;
+    for (name, phase) in [
+        ("raw_evalsha", &p.raw_evalsha),
+        ("admission", &p.admission),
+        ("duplicate", &p.duplicate),
+        ("http_floor", &p.http_floor),
+    ] {
+        let s = &phase.stats;
+        let cpu = |f: fn(&CpuPerOp) -> f64| phase.cpu.as_ref().map_or(f64::NAN, f);
+        writeln!(
+            out,
+            "{:<12} {:>9.0} {:>7.3} {:>7.3} {:>8.3} {:>7.2} {:>9} {:>6} {:>8.2} {:>9.1} {:>10.1}",
+            name,
+            s.per_s,
+            s.p50_ms,
+            s.p99_ms,
+            s.p999_ms,
+            s.max_ms,
+            s.ok,
+            s.errors,
+            s.duration_s,
+            cpu(|c| c.redis_us_per_op),
+            cpu(|c| c.process_us_per_op),
+        )?;
+    }
+    writeln!(
+        out,
+        "(redis_us, process_us: CPU microseconds per request of redis-server and of this \
+         process, load generator included)"
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "admission / raw EVALSHA  {:.2}  (target at least 0.6)",
+        r.admission_vs_raw
+    )?;
+    writeln!(
+        out,
+        "ack p99                  {:.2} ms  (target under 5 ms)",
+        r.ack_p99_ms
+    )?;
+    writeln!(out, "duplicate / raw EVALSHA  {:.2}", r.duplicate_vs_raw)?;
+    writeln!(
+        out,
+        "admission / HTTP floor   {:.2}",
+        r.admission_vs_http_floor
+    )?;
+    writeln!(
+        out,
+        "Redis used_memory        {:.1} MiB before, {:.1} MiB after; {} jobs created",
+        r.redis_used_memory_before as f64 / 1048576.0,
+        r.redis_used_memory_after as f64 / 1048576.0,
+        r.jobs_created
+    )?;
+    writeln!(out, "client                   {}", r.client)?;
+    Ok(())
+}

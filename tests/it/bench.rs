@@ -1,0 +1,101 @@
+//! `oncebot bench --quick --json` runs end to end and reports every figure; with `--redis-url`
+//! it leaves nothing behind. Speed is not asserted: it depends on the machine and its neighbours.
+
+use std::process::Command;
+
+use oncebot::redis_server::{Persistence, RedisServer};
+use serde_json::Value;
+
+/// Keys issues 2 and 5 promise in the JSON report (issue 5 adds the worker and e2e ones).
+const POSITIVE_KEYS: [&str; 9] = [
+    "admission_per_s",
+    "ack_p50_ms",
+    "ack_p99_ms",
+    "duplicate_per_s",
+    "raw_evalsha_per_s",
+    "http_floor_per_s",
+    "admission_vs_raw",
+    "duplicate_vs_raw",
+    "connections",
+];
+
+const PHASES: [&str; 4] = ["raw_evalsha", "admission", "duplicate", "http_floor"];
+
+/// Runs the bench binary with very short phases and returns its stdout parsed as JSON.
+fn bench(extra: &[&str]) -> Value {
+    assert!(
+        RedisServer::available(),
+        "redis-server is needed (apt-get install redis-server)"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
+        .args(["bench", "--quick", "--json", "--phase-secs", "0.3"])
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        stdout.trim_end().lines().count(),
+        1,
+        "stdout must be one JSON object and nothing else: {stdout}"
+    );
+    serde_json::from_str(&stdout).unwrap()
+}
+
+fn number(report: &Value, path: &str) -> f64 {
+    report
+        .pointer(path)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{path} is missing or not a number in {report}"))
+}
+
+#[test]
+fn quick_json_bench_reports_every_figure_as_a_positive_number() {
+    let report = bench(&[]);
+    assert_eq!(report["quick"], Value::Bool(true));
+    assert_eq!(report["redis"], "private (no persistence)");
+    for key in POSITIVE_KEYS {
+        assert!(
+            number(&report, &format!("/{key}")) > 0.0,
+            "{key} in {report}"
+        );
+    }
+    assert_eq!(number(&report, "/connections"), 64.0);
+    assert_eq!(number(&report, "/rounds"), 1.0);
+    for phase in PHASES {
+        for field in ["duration_s", "per_s", "ok", "p50_ms", "p99_ms"] {
+            let path = format!("/phases/{phase}/{field}");
+            assert!(number(&report, &path) > 0.0, "{path} in {report}");
+        }
+        assert_eq!(number(&report, &format!("/phases/{phase}/errors")), 0.0);
+    }
+    assert!(number(&report, "/redis_used_memory_before") > 0.0);
+    assert!(
+        number(&report, "/redis_used_memory_after") > number(&report, "/redis_used_memory_before")
+    );
+    assert!(number(&report, "/jobs_created") > 0.0);
+    // Redeliveries are absorbed by the transport layer: not one job among them.
+    assert_eq!(number(&report, "/phases/duplicate/jobs_created"), 0.0);
+}
+
+#[test]
+fn bench_on_a_given_redis_names_it_and_removes_every_key_it_wrote() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let report = bench(&["--redis-url", &redis.url(), "--rounds", "2"]);
+    assert_eq!(report["redis"], Value::String(redis.url()));
+    assert!(number(&report, "/admission_per_s") > 0.0);
+    // Two interleaved rounds add up to one phase each.
+    assert_eq!(number(&report, "/rounds"), 2.0);
+    for phase in PHASES {
+        assert_eq!(number(&report, &format!("/phases/{phase}/rounds")), 2.0);
+    }
+    assert_eq!(number(&report, "/phases/duplicate/jobs_created"), 0.0);
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let left: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+    assert_eq!(left, 0, "the bench left keys behind");
+}
