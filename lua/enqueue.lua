@@ -71,12 +71,8 @@ local command, args, idem_key, window_ms = ARGV[7], ARGV[8], ARGV[9], tonumber(A
 local reply_kind, reply_text = ARGV[11], ARGV[12]
 
 -- 1. Transport layer: the same update_id again changes nothing.
-local seen = redis.call('GET', update_key)
-if seen then
-  if seen == '-' then return {'duplicate_update', '', ''} end
-  local state = redis.call('HGET', job_prefix .. seen, 'status')
-  return {'duplicate_update', seen, state or ''}
-end
+local seen = seen_update(update_key, job_prefix)
+if seen then return seen end
 
 local now = now_ms()
 

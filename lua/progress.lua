@@ -11,6 +11,7 @@
   ARGV[3] replies consumer group
 
   Returns 1 if queued, 0 if not (finished meanwhile, another attempt owns it, or already sent).
+  Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
 local job = redis.call('HMGET', KEYS[1], 'status', 'attempts', 'progress', 'chat_id',
@@ -18,12 +19,9 @@ local job = redis.call('HMGET', KEYS[1], 'status', 'attempts', 'progress', 'chat
 if job[1] ~= 'running' or job[2] ~= ARGV[1] or job[3] then
   return 0
 end
-local t = redis.call('TIME')
-local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = now_ms()
 redis.call('HSET', KEYS[1], 'progress', 'queued')
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('XGROUP', 'CREATE', KEYS[2], ARGV[3], '0', 'MKSTREAM')
-end
+ensure_group(KEYS[2], ARGV[3])
 redis.call('XADD', KEYS[2], '*', 'chat_id', job[4], 'reply_to', job[5] or '', 'kind', 'progress',
-  'job_id', job[6], 'text', (string.gsub(ARGV[2], '{job}', job[6])), 'created_at', now_ms)
+  'job_id', job[6], 'text', (string.gsub(ARGV[2], '{job}', job[6])), 'created_at', now)
 return 1

@@ -10,20 +10,18 @@
   ARGV[2] jobs consumer group
 
   Returns the number of jobs put back on the stream.
+  Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
 local retry, stream, prefix = KEYS[1], KEYS[2], KEYS[3]
-local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local due = redis.call('ZRANGEBYSCORE', retry, '-inf', now_ms, 'LIMIT', 0, tonumber(ARGV[1]))
+local now = tonumber(now_ms())
+local due = redis.call('ZRANGEBYSCORE', retry, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
 local promoted = 0
 for _, id in ipairs(due) do
   redis.call('ZREM', retry, id)
   local job_key = prefix .. id
   if redis.call('HGET', job_key, 'status') == 'retry_wait' then
-    if redis.call('EXISTS', stream) == 0 then
-      redis.call('XGROUP', 'CREATE', stream, ARGV[2], '0', 'MKSTREAM')
-    end
+    ensure_group(stream, ARGV[2])
     local entry = redis.call('XADD', stream, '*', 'job', id)
     redis.call('HSET', job_key, 'entry', entry)
     promoted = promoted + 1

@@ -17,6 +17,7 @@
                                     a recovery after a crash, and the message may exist already)
     {"done", state, message_id}     already `sent` or `failed`: the entry was acknowledged and
                                     deleted, nothing to send
+  Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
 local reply, stream, entry = KEYS[1], KEYS[2], ARGV[1]
@@ -26,10 +27,9 @@ if state == 'sent' or state == 'failed' then
   redis.call('XDEL', stream, entry)
   return {'done', state, redis.call('HGET', reply, 'message_id') or ''}
 end
-local t = redis.call('TIME')
-local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = now_ms()
 local attempts = redis.call('HINCRBY', reply, 'attempts', 1)
-redis.call('HSET', reply, 'state', 'sending', 'consumer', ARGV[3], 'updated_at', now_ms,
+redis.call('HSET', reply, 'state', 'sending', 'consumer', ARGV[3], 'updated_at', now,
   'chat_id', ARGV[5], 'job_id', ARGV[6], 'kind', ARGV[7])
 redis.call('EXPIRE', reply, tonumber(ARGV[4]))
 return {'send', tostring(attempts)}

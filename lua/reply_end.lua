@@ -16,13 +16,13 @@
   ARGV[8] retention of the reply HASH, seconds
 
   Returns {"ok", state}.
+  Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
 local reply, stream = KEYS[1], KEYS[2]
 local state, message_id, err, job_id = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local t = redis.call('TIME')
-local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-redis.call('HSET', reply, 'state', state, 'updated_at', now_ms)
+local now = now_ms()
+redis.call('HSET', reply, 'state', state, 'updated_at', now)
 if message_id ~= '' then redis.call('HSET', reply, 'message_id', message_id) end
 if err ~= '' then redis.call('HSET', reply, 'error', err) end
 redis.call('EXPIRE', reply, tonumber(ARGV[8]))

@@ -71,12 +71,8 @@ local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
 
 -- 1. Transport layer: a redelivered update_id writes nothing (its answer went out the first time).
-local seen = redis.call('GET', update_key)
-if seen then
-  if seen == '-' then return {'duplicate_update', '', ''} end
-  local state = redis.call('HGET', job_prefix .. seen, 'status')
-  return {'duplicate_update', seen, state or ''}
-end
+local seen = seen_update(update_key, job_prefix)
+if seen then return seen end
 
 local now = now_ms()
 local texts = cjson.decode(ARGV[15])

@@ -9,6 +9,8 @@
   ensure_group(stream, group)       XGROUP CREATE .. MKSTREAM if the stream does not exist yet
   label_of(state, labels)           a state's label; labels is {state = label, ...}
   fill(template, vars)              replaces each "{name}" with vars[name] (literally, no patterns)
+  seen_update(update_key, prefix)   the transport layer: nil for a new update_id, else the
+                                    {"duplicate_update", job id or "", state or ""} to return
 ]]
 
 local function now_ms()
@@ -32,4 +34,12 @@ local function fill(template, vars)
     if v == nil then return nil end
     return tostring(v)
   end))
+end
+
+local function seen_update(update_key, job_prefix)
+  local seen = redis.call('GET', update_key)
+  if not seen then return nil end
+  if seen == '-' then return {'duplicate_update', '', ''} end
+  local state = redis.call('HGET', job_prefix .. seen, 'status')
+  return {'duplicate_update', seen, state or ''}
 end

@@ -245,27 +245,25 @@ impl Ledger {
     /// Acknowledges and deletes an answered (or unanswerable) callback entry.
     pub async fn callback_done(&self, entry: &str) -> Result<(), LedgerError> {
         let stream = self.keys.callbacks_stream();
-        let mut conn = self.conn.clone();
-        redis::pipe()
-            .atomic()
-            .xack(&stream, keys::REPLIES_GROUP, &[entry])
-            .xdel(&stream, &[entry])
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(LedgerError::redis("acknowledging a callback answer"))
+        self.ack_and_delete(
+            &stream,
+            keys::REPLIES_GROUP,
+            entry,
+            "acknowledging a callback answer",
+        )
+        .await
     }
 
     /// Acknowledges and deletes a reply entry that cannot be delivered (no chat id).
     pub async fn drop_reply(&self, entry: &str) -> Result<(), LedgerError> {
         let stream = self.keys.replies_stream();
-        let mut conn = self.conn.clone();
-        redis::pipe()
-            .atomic()
-            .xack(&stream, keys::REPLIES_GROUP, &[entry])
-            .xdel(&stream, &[entry])
-            .query_async::<()>(&mut conn)
-            .await
-            .map_err(LedgerError::redis("dropping a malformed reply"))
+        self.ack_and_delete(
+            &stream,
+            keys::REPLIES_GROUP,
+            entry,
+            "dropping a malformed reply",
+        )
+        .await
     }
 
     /// progress.lua: queue "working on it" for a job still running under `attempt`.

@@ -63,7 +63,8 @@ pub(crate) static COMPLETE: LazyLock<Script> =
 pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("extend.lua")));
 
 /// `lua/promote.lua`: due `retry_wait` jobs back onto the jobs stream.
-pub(crate) static PROMOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("promote.lua")));
+pub(crate) static PROMOTE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(lua!("promote.lua", "common.lua")));
 
 /// `lua/resolve.lua`: a person settles a `needs_review` job.
 pub(crate) static RESOLVE: LazyLock<Script> =
@@ -71,27 +72,24 @@ pub(crate) static RESOLVE: LazyLock<Script> =
 
 /// `lua/reply_begin.lua`: record `sending` before a Bot API call.
 pub(crate) static REPLY_BEGIN: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/reply_begin.lua")));
+    LazyLock::new(|| Script::new(lua!("reply_begin.lua", "common.lua")));
 
 /// `lua/reply_end.lua`: record `sent`/`failed` and acknowledge the entry, in one step.
 pub(crate) static REPLY_END: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/reply_end.lua")));
+    LazyLock::new(|| Script::new(lua!("reply_end.lua", "common.lua")));
 
 /// `lua/lease.lua`: renew a live consumer's PEL entries (replies, callbacks).
-pub(crate) static LEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/lease.lua")));
+pub(crate) static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lease.lua")));
 
 /// `lua/progress.lua`: queue a job's "working on it" message once.
 pub(crate) static PROGRESS: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/progress.lua")));
+    LazyLock::new(|| Script::new(lua!("progress.lua", "common.lua")));
 
 /// `lua/lock.lua`: take (or, for its owner, renew) a lock.
-pub(crate) static LOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/lock.lua")));
+pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lock.lua")));
 
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
-pub(crate) static UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../lua/unlock.lua")));
+pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
 fn all() -> [&'static Script; 14] {
     [
