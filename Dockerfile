@@ -30,8 +30,8 @@ ENV ONCEBOT__HTTP__LISTEN=0.0.0.0:8080
 EXPOSE 8080
 # Liveness without curl: bash's /dev/tcp sends one HTTP/1.0 request to /healthz on the port of
 # ONCEBOT__HTTP__LISTEN and checks for a 200. (docker-compose.yml probes /readyz instead, which
-# also needs Redis.) A container running only `--role worker` or `--role dispatcher` serves no
-# HTTP: give it `--no-healthcheck` or its own check.
+# also needs Redis.) Every role serves /healthz, /readyz and /metrics on that port; only the
+# ingress role adds the webhook.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
     CMD ["bash", "-c", "port=${ONCEBOT__HTTP__LISTEN##*:}; exec 3<>/dev/tcp/127.0.0.1/${port:-8080} && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["oncebot"]
