@@ -8,14 +8,14 @@
 //! so only the taps that cannot race it (review decisions) are wrapped. Every test reads Redis
 //! itself: the jobs, the token keys, and both streams a tap writes (callbacks, replies).
 
+use crate::support::{deliver, hand_over};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use oncebot::commands::Command;
 use oncebot::ingress::Handled;
 use oncebot::ledger::{
-    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Tap,
-    Tapped, keys,
+    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Tap, Tapped,
 };
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot::sim::moviepilot::{Fault, routes};
@@ -984,44 +984,4 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         answers[0]["text"].contains("already settled (failed)"),
         "{answers:?}"
     );
-}
-
-/// XREADGROUP as `consumer`: the id of the next new jobs-stream entry.
-async fn deliver(url: &str, consumer: &str) -> String {
-    let mut conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let reply: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg(keys::JOBS_GROUP)
-        .arg(consumer)
-        .arg("COUNT")
-        .arg(1)
-        .arg("STREAMS")
-        .arg("{oncebot}:v1:stream:jobs")
-        .arg(">")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    reply.keys[0].ids[0].id.clone()
-}
-
-/// What XAUTOCLAIM does for a dead consumer's entry: hand it to `consumer`.
-async fn hand_over(url: &str, entry: &str, consumer: &str) {
-    let mut conn = redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: redis::Value = redis::cmd("XCLAIM")
-        .arg("{oncebot}:v1:stream:jobs")
-        .arg(keys::JOBS_GROUP)
-        .arg(consumer)
-        .arg(0)
-        .arg(entry)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
 }

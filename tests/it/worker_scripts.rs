@@ -7,12 +7,11 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
-    Ledger, Outcome, Resolution, keys,
+    Ledger, Outcome, Resolution,
 };
-use redis::streams::StreamReadReply;
 
 use crate::support::app::spawn_ledger;
-use crate::support::{ALICE, Store, checked_transitions};
+use crate::support::{ALICE, Store, checked_transitions, deliver, hand_over};
 
 const A: &str = "worker-a";
 const B: &str = "worker-b";
@@ -50,46 +49,6 @@ async fn enqueue(ledger: &Ledger, update_id: i64, command: Command, args: &str) 
         panic!("{admitted:?}")
     };
     job_id
-}
-
-/// XREADGROUP as `consumer`: the entry id of the next new entry.
-async fn deliver(store_url: &str, consumer: &str) -> String {
-    let mut conn = redis::Client::open(store_url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let reply: StreamReadReply = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg(keys::JOBS_GROUP)
-        .arg(consumer)
-        .arg("COUNT")
-        .arg(1)
-        .arg("STREAMS")
-        .arg("{oncebot}:v1:stream:jobs")
-        .arg(">")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    reply.keys[0].ids[0].id.clone()
-}
-
-/// What XAUTOCLAIM does for a dead consumer's entry: hand it to `consumer`.
-async fn hand_over(store_url: &str, entry: &str, consumer: &str) {
-    let mut conn = redis::Client::open(store_url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let _: redis::Value = redis::cmd("XCLAIM")
-        .arg("{oncebot}:v1:stream:jobs")
-        .arg(keys::JOBS_GROUP)
-        .arg(consumer)
-        .arg(0)
-        .arg(entry)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
 }
 
 async fn claim(store: &Store, ledger: &Ledger, job: u64, entry: &str, consumer: &str) -> Claimed {

@@ -301,3 +301,44 @@ pub async fn checked_transitions<T>(
     }
     out
 }
+
+/// XREADGROUP as `consumer` on the jobs stream: the id of the next new entry, as a worker's
+/// read would deliver it.
+pub async fn deliver(url: &str, consumer: &str) -> String {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let reply: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(oncebot::ledger::keys::JOBS_GROUP)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(1)
+        .arg("STREAMS")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    reply.keys[0].ids[0].id.clone()
+}
+
+/// What XAUTOCLAIM does for a dead consumer's entry: hand it to `consumer`.
+pub async fn hand_over(url: &str, entry: &str, consumer: &str) {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: redis::Value = redis::cmd("XCLAIM")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(oncebot::ledger::keys::JOBS_GROUP)
+        .arg(consumer)
+        .arg(0)
+        .arg(entry)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
