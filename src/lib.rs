@@ -17,6 +17,7 @@ pub mod app;
 pub mod bench;
 pub mod commands;
 pub mod config;
+mod consume;
 pub mod demo;
 pub mod dispatch;
 pub mod failpoints;

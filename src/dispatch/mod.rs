@@ -31,6 +31,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::config::{DispatcherSettings, Locale, Settings};
+use crate::consume::{Consumer, read_loop, sleep_or_stop};
 use crate::ledger::{Begin, CallbackEntry, Lane, Ledger, ReplyEntry};
 use crate::metrics::METRICS;
 use crate::telegram::api::{ApiError, BotApi};
@@ -122,65 +123,20 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Reads one lane on a connection of its own (blocking reads must not share one).
+    /// Reads one lane on a connection of its own.
     async fn lane_loop(
         self: Arc<Self>,
         lane: Lane,
         client: redis::Client,
         stop: CancellationToken,
     ) {
-        let config = redis::AsyncConnectionConfig::new()
-            .set_response_timeout(None)
-            .set_connection_timeout(Some(Duration::from_secs(5)));
-        let mut conn = None;
-        let mut failures = 0u32;
-        while !stop.is_cancelled() {
-            if conn.is_none() {
-                match client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                {
-                    Ok(c) => conn = Some(c),
-                    Err(e) => {
-                        failures += 1;
-                        tracing::error!(error = %e, ?lane, "cannot connect to Redis; retrying");
-                        if sleep_or_stop(step(failures), &stop).await {
-                            break;
-                        }
-                        continue;
-                    }
-                }
-            }
-            let Some(c) = conn.as_mut() else { continue };
-            let count = self.permits.available_permits().max(1);
-            let block = Duration::from_millis(self.cfg.read_block_ms);
-            let read = self.ledger.read_lane(c, lane, &self.consumer, count, block);
-            let entries = tokio::select! {
-                _ = stop.cancelled() => break,
-                r = read => r,
-            };
-            match entries {
-                Ok(entries) => {
-                    failures = 0;
-                    for entry in entries {
-                        self.clone().spawn_entry(lane, entry).await;
-                    }
-                }
-                Err(e) if e.code() == Some("NOGROUP") => {
-                    if let Err(e) = self.ledger.prepare().await {
-                        tracing::error!(error = %e, "cannot create the consumer groups");
-                    }
-                }
-                Err(e) => {
-                    failures += 1;
-                    conn = None;
-                    tracing::error!(error = %e, ?lane, "reading failed; retrying");
-                    if sleep_or_stop(step(failures), &stop).await {
-                        break;
-                    }
-                }
-            }
-        }
+        read_loop(
+            &client,
+            &self.ledger,
+            &stop,
+            &LaneReader(self.clone(), lane),
+        )
+        .await;
     }
 
     async fn spawn_entry(self: Arc<Self>, lane: Lane, entry: redis::streams::StreamId) {
@@ -510,6 +466,43 @@ impl Dispatcher {
     }
 }
 
+/// The dispatcher as a consumer of one lane.
+struct LaneReader(Arc<Dispatcher>, Lane);
+
+impl Consumer for LaneReader {
+    fn what(&self) -> &'static str {
+        match self.1 {
+            Lane::Replies => "replies",
+            Lane::Callbacks => "callbacks",
+        }
+    }
+
+    fn read<'a>(
+        &'a self,
+        conn: &'a mut redis::aio::MultiplexedConnection,
+    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<redis::streams::StreamId>>>>
+    + Send
+    + 'a {
+        let d = &self.0;
+        async move {
+            let count = d.permits.available_permits().max(1);
+            let block = Duration::from_millis(d.cfg.read_block_ms);
+            Some(
+                d.ledger
+                    .read_lane(conn, self.1, &d.consumer, count, block)
+                    .await,
+            )
+        }
+    }
+
+    fn handle(
+        &self,
+        entry: redis::streams::StreamId,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.0.clone().spawn_entry(self.1, entry)
+    }
+}
+
 fn is_not_modified(description: &str) -> bool {
     description.contains("message is not modified")
 }
@@ -541,17 +534,6 @@ pub fn split_message(text: &str) -> Vec<String> {
         start = end;
     }
     out
-}
-
-fn step(failures: u32) -> Duration {
-    Duration::from_millis(100 * (1u64 << failures.min(6)))
-}
-
-async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
 }
 
 #[cfg(test)]

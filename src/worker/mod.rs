@@ -34,6 +34,7 @@ use tracing::Instrument as _;
 use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
+use crate::consume::{Consumer, backoff_step, read_loop, sleep_or_stop};
 use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
@@ -138,67 +139,7 @@ impl Worker {
         client: redis::Client,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
-        let config = redis::AsyncConnectionConfig::new()
-            .set_response_timeout(None)
-            .set_connection_timeout(Some(Duration::from_secs(5)));
-        let mut conn = None;
-        let mut failures = 0u32;
-        while !shutdown.is_cancelled() {
-            let permit = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                p = self.permits.clone().acquire_owned() => p?,
-            };
-            let count = self.permits.available_permits() + 1;
-            drop(permit);
-            if conn.is_none() {
-                match client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                {
-                    Ok(c) => conn = Some(c),
-                    Err(e) => {
-                        failures += 1;
-                        tracing::error!(error = %e, "cannot connect to Redis for reading jobs; retrying");
-                        if sleep_or_stop(backoff_step(failures), &shutdown).await {
-                            break;
-                        }
-                        continue;
-                    }
-                }
-            }
-            let Some(c) = conn.as_mut() else { continue };
-            let block = Duration::from_millis(self.cfg.read_block_ms);
-            let read = self
-                .ledger
-                .read_new_entries(c, &self.consumer, count, block);
-            let reply = tokio::select! {
-                _ = shutdown.cancelled() => break,
-                r = read => r,
-            };
-            match reply {
-                Ok(entries) => {
-                    failures = 0;
-                    for entry in entries {
-                        self.clone().spawn_entry(entry, false).await;
-                    }
-                }
-                Err(e) if e.code() == Some("NOGROUP") => {
-                    // Redis lost its data (no persistence) or someone deleted the group.
-                    tracing::warn!("the jobs consumer group is missing; creating it");
-                    if let Err(e) = self.ledger.prepare().await {
-                        tracing::error!(error = %e, "cannot create the consumer group");
-                    }
-                }
-                Err(e) => {
-                    failures += 1;
-                    conn = None;
-                    tracing::error!(error = %e, "reading the jobs stream failed; retrying");
-                    if sleep_or_stop(backoff_step(failures), &shutdown).await {
-                        break;
-                    }
-                }
-            }
-        }
+        read_loop(&client, &self.ledger, &shutdown, &JobsReader(self.clone())).await;
         Ok(())
     }
 
@@ -506,6 +447,39 @@ impl Worker {
     }
 }
 
+/// The worker as a consumer of the jobs stream.
+struct JobsReader(Arc<Worker>);
+
+impl Consumer for JobsReader {
+    fn what(&self) -> &'static str {
+        "jobs"
+    }
+
+    fn read<'a>(
+        &'a self,
+        conn: &'a mut redis::aio::MultiplexedConnection,
+    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a
+    {
+        let w = &self.0;
+        async move {
+            // Read only when a job can start, and as many as can start.
+            let permit = w.permits.clone().acquire_owned().await.ok()?;
+            let count = w.permits.available_permits() + 1;
+            drop(permit);
+            let block = Duration::from_millis(w.cfg.read_block_ms);
+            Some(
+                w.ledger
+                    .read_new_entries(conn, &w.consumer, count, block)
+                    .await,
+            )
+        }
+    }
+
+    fn handle(&self, entry: StreamId) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.0.clone().spawn_entry(entry, false)
+    }
+}
+
 /// Attempts made before a person sent the job back (`jobs resolve --as retry`) do not count
 /// against the retry budget again.
 fn attempt_base(job: &Job) -> u64 {
@@ -528,17 +502,6 @@ fn retry_delay(cfg: &WorkerSettings, used: u32) -> Duration {
         .build()
         .nth(used.saturating_sub(1) as usize)
         .unwrap_or(max)
-}
-
-fn backoff_step(failures: u32) -> Duration {
-    Duration::from_millis(100 * (1u64 << failures.min(6)))
-}
-
-async fn sleep_or_stop(d: Duration, shutdown: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = shutdown.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
-    }
 }
 
 /// `<hostname>-<pid>-<random>`: unique per process, so a restarted worker is a new consumer and

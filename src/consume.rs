@@ -1,0 +1,104 @@
+//! The read loop every stream consumer shares (the worker on the jobs stream, the dispatcher on
+//! the replies and callbacks streams).
+//!
+//! Blocking reads get a connection of their own with no response timeout: on the shared
+//! multiplexed connection an XREADGROUP BLOCK would stall every other command behind it, and the
+//! default 500 ms response timeout would cut it off. A lost connection is re-made with backoff; a
+//! missing consumer group (Redis lost its data, or someone deleted it) is created again.
+
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::streams::StreamId;
+use tokio_util::sync::CancellationToken;
+
+use crate::ledger::Ledger;
+
+/// One consumer of one stream: how it reads, and what it does with an entry.
+pub(crate) trait Consumer: Send + Sync {
+    /// What it reads, for logs.
+    fn what(&self) -> &'static str;
+
+    /// One XREADGROUP on `conn`; `None` ends the loop (e.g. its semaphore was closed).
+    fn read<'a>(
+        &'a self,
+        conn: &'a mut MultiplexedConnection,
+    ) -> impl Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a;
+
+    /// Takes one entry (typically spawning its processing).
+    fn handle(&self, entry: StreamId) -> impl Future<Output = ()> + Send + '_;
+}
+
+/// Runs `consumer` on a dedicated connection until `stop`.
+pub(crate) async fn read_loop(
+    client: &redis::Client,
+    ledger: &Ledger,
+    stop: &CancellationToken,
+    consumer: &impl Consumer,
+) {
+    let what = consumer.what();
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(None)
+        .set_connection_timeout(Some(Duration::from_secs(5)));
+    let mut conn: Option<MultiplexedConnection> = None;
+    let mut failures = 0u32;
+    while !stop.is_cancelled() {
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => match client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+            {
+                Ok(c) => conn.insert(c),
+                Err(e) => {
+                    failures += 1;
+                    tracing::error!(error = %e, what, "cannot connect to Redis for reading; retrying");
+                    if sleep_or_stop(backoff_step(failures), stop).await {
+                        break;
+                    }
+                    continue;
+                }
+            },
+        };
+        let reply = tokio::select! {
+            _ = stop.cancelled() => break,
+            r = consumer.read(c) => r,
+        };
+        match reply {
+            None => break,
+            Some(Ok(entries)) => {
+                failures = 0;
+                for entry in entries {
+                    consumer.handle(entry).await;
+                }
+            }
+            Some(Err(e)) if e.code() == Some("NOGROUP") => {
+                tracing::warn!(what, "the consumer group is missing; creating it");
+                if let Err(e) = ledger.prepare().await {
+                    tracing::error!(error = %e, "cannot create the consumer groups");
+                }
+            }
+            Some(Err(e)) => {
+                failures += 1;
+                conn = None;
+                tracing::error!(error = %e, what, "reading failed; retrying");
+                if sleep_or_stop(backoff_step(failures), stop).await {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// 200 ms, 400 ms, ... up to 6.4 s between attempts to reach Redis again.
+pub(crate) fn backoff_step(failures: u32) -> Duration {
+    Duration::from_millis(100 * (1u64 << failures.min(6)))
+}
+
+/// Sleeps `d`; true if `stop` was cancelled meanwhile.
+pub(crate) async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        _ = stop.cancelled() => true,
+        _ = tokio::time::sleep(d) => false,
+    }
+}
