@@ -82,7 +82,12 @@ impl Window {
 
     /// Records a request that was sent at `sent` and has just completed.
     pub fn record(&self, stats: &mut CallerStats, sent: Instant, ok: bool) {
-        let done = Instant::now();
+        self.record_done(stats, sent, Instant::now(), ok);
+    }
+
+    /// Records a request sent at `sent` that completed at `done` (which another party may have
+    /// observed, e.g. the Telegram simulator receiving the reply).
+    pub fn record_done(&self, stats: &mut CallerStats, sent: Instant, done: Instant, ok: bool) {
         if done < self.begin || done >= self.end {
             return;
         }
@@ -204,7 +209,7 @@ impl Default for CallerStats {
 }
 
 /// What one phase measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct PhaseStats {
     /// Callers (connections, or tasks for Redis-only phases).
     pub concurrency: usize,

@@ -19,6 +19,7 @@
 
 mod load;
 mod phases;
+mod pipeline;
 mod target;
 mod updates;
 
@@ -29,6 +30,7 @@ use serde::Serialize;
 
 pub use load::PhaseStats;
 pub use phases::{CpuPerOp, Phase};
+pub use pipeline::{DeliveryPhase, KeyKind, Memory, WorkerPhase};
 use target::Target;
 
 /// The log filter while benchmarking: the ingress's info line per update would flood stderr
@@ -68,6 +70,10 @@ pub struct BenchArgs {
     /// tests).
     #[arg(long, hide = true, value_parser = parse_phase_secs)]
     pub phase_secs: Option<f64>,
+    /// Jobs in the worker phase's backlog (default: 5000 with --quick, 20000 otherwise; for
+    /// tests).
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub backlog: Option<u64>,
 }
 
 fn parse_phase_secs(s: &str) -> Result<f64, String> {
@@ -82,6 +88,11 @@ fn parse_phase_secs(s: &str) -> Result<f64, String> {
 impl BenchArgs {
     fn rounds(&self) -> u32 {
         self.rounds.unwrap_or(if self.quick { 1 } else { 3 })
+    }
+
+    fn backlog(&self) -> u64 {
+        self.backlog
+            .unwrap_or(if self.quick { 5_000 } else { 20_000 })
     }
 
     fn timing(&self) -> load::Timing {
@@ -124,7 +135,31 @@ pub struct Report {
     pub redis_used_memory_after: u64,
     /// Jobs created during the run (all phases, warm-ups included).
     pub jobs_created: u64,
+    /// Jobs per second drained by one worker (a backlog of read-only jobs against the
+    /// MoviePilot simulator, replies queued, no dispatcher).
+    pub worker_per_s: f64,
+    /// Updates per second from webhook POST to `sendMessage` at the Bot API simulator, with
+    /// ingress, worker and dispatcher running, 64 callers each waiting for its reply.
+    pub e2e_per_s: f64,
+    pub e2e_p50_ms: f64,
+    pub e2e_p99_ms: f64,
+    /// Redis `used_memory` growth per finished, delivered job (see `pipeline.memory`).
+    pub redis_bytes_per_job: f64,
+    /// Telegram's rate limits in the e2e phase.
+    pub telegram_limits: &'static str,
+    /// What the worker and e2e phases changed in the settings for speed.
+    pub pipeline_tuning: &'static str,
     pub phases: Phases,
+    pub pipeline: PipelineReport,
+}
+
+/// The worker, delivery and e2e phases, on a Redis of their own.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PipelineReport {
+    pub worker: WorkerPhase,
+    pub delivery: DeliveryPhase,
+    pub memory: Memory,
+    pub e2e: PhaseStats,
 }
 
 /// Per-phase figures, in the order they run.
@@ -149,8 +184,19 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let mut target = Target::start(args.redis_url.as_deref()).await?;
     let measured = measure(&mut target, &args, connections, timing).await;
     let stopped = target.stop().await;
-    let report = measured?;
+    let mut report = measured?;
     stopped?;
+    let mut pipeline = pipeline::Pipeline::start(args.redis_url.as_deref()).await?;
+    let measured = measure_pipeline(&mut pipeline, &args, timing).await;
+    let stopped = pipeline.stop().await;
+    let p = measured?;
+    stopped?;
+    report.worker_per_s = p.worker.per_s;
+    report.e2e_per_s = p.e2e.per_s;
+    report.e2e_p50_ms = p.e2e.p50_ms;
+    report.e2e_p99_ms = p.e2e.p99_ms;
+    report.redis_bytes_per_job = p.memory.bytes_per_job;
+    report.pipeline = p;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
@@ -236,12 +282,58 @@ async fn measure(
         redis_used_memory_before: memory_before,
         redis_used_memory_after: memory_after,
         jobs_created: jobs_after.saturating_sub(jobs_before),
+        worker_per_s: 0.0,
+        e2e_per_s: 0.0,
+        e2e_p50_ms: 0.0,
+        e2e_p99_ms: 0.0,
+        redis_bytes_per_job: 0.0,
+        telegram_limits: pipeline::TELEGRAM_LIMITS,
+        pipeline_tuning: pipeline::TUNING,
+        pipeline: PipelineReport::default(),
         phases: Phases {
             raw_evalsha,
             admission,
             duplicate,
             http_floor,
         },
+    })
+}
+
+/// The worker drain, the delivery of its replies, and the e2e phase.
+async fn measure_pipeline(
+    pipeline: &mut pipeline::Pipeline,
+    args: &BenchArgs,
+    timing: load::Timing,
+) -> anyhow::Result<PipelineReport> {
+    let backlog = args.backlog();
+    tracing::info!(jobs = backlog, "measuring the worker drain");
+    let (worker, delivery, memory) = pipeline.worker_and_memory(backlog).await?;
+    tracing::info!(
+        per_s = worker.per_s.round(),
+        delivered_per_s = delivery.per_s.round(),
+        bytes_per_job = memory.bytes_per_job.round(),
+        "worker phase done"
+    );
+    tracing::info!("measuring end to end");
+    let e2e = pipeline
+        .e2e(load::Timing {
+            warmup: (timing.measure / 5).min(Duration::from_secs(1)),
+            ..timing
+        })
+        .await?;
+    log_phase(
+        "e2e",
+        &Phase {
+            stats: e2e.clone(),
+            jobs_created: None,
+            cpu: None,
+        },
+    );
+    Ok(PipelineReport {
+        worker,
+        delivery,
+        memory,
+        e2e,
     })
 }
 

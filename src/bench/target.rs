@@ -223,33 +223,38 @@ impl Target {
 
     /// SCAN + UNLINK of every key under the bench's prefix (the hash tag `{prefix}`).
     async fn delete_bench_keys(&self) -> anyhow::Result<u64> {
-        let mut conn = self.ledger.connection();
-        let pattern = format!("{{{}}}*", self.settings.redis.key_prefix);
-        let mut cursor: u64 = 0;
-        let mut deleted = 0;
-        loop {
-            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
+        delete_prefix(&self.ledger, &self.settings.redis.key_prefix).await
+    }
+}
+
+/// SCAN + UNLINK of every key under `prefix` (the hash tag `{prefix}`); how many went.
+pub(super) async fn delete_prefix(ledger: &Ledger, prefix: &str) -> anyhow::Result<u64> {
+    let mut conn = ledger.connection();
+    let pattern = format!("{{{prefix}}}*");
+    let mut cursor: u64 = 0;
+    let mut deleted = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .context("SCAN")?;
+        if !keys.is_empty() {
+            let n: u64 = redis::cmd("UNLINK")
+                .arg(&keys)
                 .query_async(&mut conn)
                 .await
-                .context("SCAN")?;
-            if !keys.is_empty() {
-                let n: u64 = redis::cmd("UNLINK")
-                    .arg(&keys)
-                    .query_async(&mut conn)
-                    .await
-                    .context("UNLINK")?;
-                deleted += n;
-            }
-            if next == 0 {
-                return Ok(deleted);
-            }
-            cursor = next;
+                .context("UNLINK")?;
+            deleted += n;
         }
+        if next == 0 {
+            return Ok(deleted);
+        }
+        cursor = next;
     }
 }
 
@@ -261,7 +266,7 @@ pub struct CpuUse {
 }
 
 /// redis-server's CPU seconds so far (user + sys), or `None` if INFO does not say.
-async fn redis_cpu(ledger: &Ledger) -> Option<f64> {
+pub(super) async fn redis_cpu(ledger: &Ledger) -> Option<f64> {
     let mut conn = ledger.connection();
     let info: String = redis::cmd("INFO")
         .arg("cpu")
@@ -279,7 +284,7 @@ async fn redis_cpu(ledger: &Ledger) -> Option<f64> {
 /// This process's CPU seconds so far (user + sys), from `/proc/self/stat`; `None` elsewhere
 /// than Linux. Clock ticks are taken as 100 per second, the value of USER_HZ on every Linux
 /// architecture oncebot runs on.
-fn process_cpu() -> Option<f64> {
+pub(super) fn process_cpu() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // The command name (field 2) may hold spaces; the fields after its ')' are fixed.
     let rest = &stat[stat.rfind(')')? + 2..];
