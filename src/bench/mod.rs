@@ -456,5 +456,41 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
         r.jobs_created
     )?;
     writeln!(out, "client                   {}", r.client)?;
+    writeln!(out)?;
+    let p = &r.pipeline;
+    writeln!(
+        out,
+        "worker drain             {:.0} jobs/s ({} jobs in {:.2} s; CPU per job: redis {:.1} µs, \
+         this process {:.1} µs)",
+        r.worker_per_s,
+        p.worker.jobs,
+        p.worker.duration_s,
+        p.worker.redis_us_per_job,
+        p.worker.process_us_per_job
+    )?;
+    writeln!(
+        out,
+        "delivery                 {:.0} replies/s to the Bot API simulator",
+        p.delivery.per_s
+    )?;
+    writeln!(
+        out,
+        "end to end               {:.0} updates/s, p50 {:.2} ms, p99 {:.2} ms ({} callers)",
+        r.e2e_per_s, r.e2e_p50_ms, r.e2e_p99_ms, p.e2e.concurrency
+    )?;
+    writeln!(
+        out,
+        "Redis per finished job   {:.0} bytes (target at most 1024); by kind:",
+        r.redis_bytes_per_job
+    )?;
+    for (kind, k) in &p.memory.keys {
+        writeln!(
+            out,
+            "  {kind:<8} {:>8} keys {:>8.1} bytes per job",
+            k.count, k.bytes_per_job
+        )?;
+    }
+    writeln!(out, "Telegram limits          {}", r.telegram_limits)?;
+    writeln!(out, "pipeline settings        {}", r.pipeline_tuning)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use oncebot::redis_server::{Persistence, RedisServer};
 use serde_json::Value;
 
 /// Keys issues 2 and 5 promise in the JSON report (issue 5 adds the worker and e2e ones).
-const POSITIVE_KEYS: [&str; 9] = [
+const POSITIVE_KEYS: [&str; 14] = [
     "admission_per_s",
     "ack_p50_ms",
     "ack_p99_ms",
@@ -17,6 +17,11 @@ const POSITIVE_KEYS: [&str; 9] = [
     "admission_vs_raw",
     "duplicate_vs_raw",
     "connections",
+    "worker_per_s",
+    "e2e_per_s",
+    "e2e_p50_ms",
+    "e2e_p99_ms",
+    "redis_bytes_per_job",
 ];
 
 const PHASES: [&str; 4] = ["raw_evalsha", "admission", "duplicate", "http_floor"];
@@ -28,7 +33,15 @@ fn bench(extra: &[&str]) -> Value {
         "redis-server is needed (apt-get install redis-server)"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
-        .args(["bench", "--quick", "--json", "--phase-secs", "0.3"])
+        .args([
+            "bench",
+            "--quick",
+            "--json",
+            "--phase-secs",
+            "0.3",
+            "--backlog",
+            "300",
+        ])
         .args(extra)
         .env_remove("RUST_LOG")
         .output()
@@ -78,6 +91,25 @@ fn quick_json_bench_reports_every_figure_as_a_positive_number() {
     assert!(number(&report, "/jobs_created") > 0.0);
     // Redeliveries are absorbed by the transport layer: not one job among them.
     assert_eq!(number(&report, "/phases/duplicate/jobs_created"), 0.0);
+    // The whole backlog was drained and delivered; every e2e update got its reply.
+    assert_eq!(number(&report, "/pipeline/worker/jobs"), 300.0);
+    assert_eq!(number(&report, "/pipeline/delivery/replies"), 300.0);
+    assert_eq!(number(&report, "/pipeline/e2e/errors"), 0.0);
+    assert!(number(&report, "/pipeline/e2e/ok") > 0.0);
+    // What a finished job leaves behind is itemised: its hash, its update key, its reply record.
+    for kind in ["job", "update", "reply"] {
+        assert_eq!(
+            number(&report, &format!("/pipeline/memory/keys/{kind}/count")),
+            300.0,
+            "{kind} keys in {report}"
+        );
+    }
+    assert!(
+        report["telegram_limits"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("lifted")),
+        "{report}"
+    );
 }
 
 #[test]
