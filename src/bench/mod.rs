@@ -30,7 +30,7 @@ use serde::Serialize;
 
 pub use load::PhaseStats;
 pub use phases::{CpuPerOp, Phase};
-pub use pipeline::{DeliveryPhase, KeyKind, Memory, WorkerPhase};
+pub use pipeline::{CommandCost, DeliveryPhase, KeyKind, Memory, WorkerPhase};
 use target::Target;
 
 /// The log filter while benchmarking: the ingress's info line per update would flood stderr

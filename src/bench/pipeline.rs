@@ -80,6 +80,19 @@ pub struct WorkerPhase {
     pub process_us_per_job: f64,
     /// Seconds to admit the backlog (Ledger::admit, 64 tasks), not part of the drain.
     pub admit_s: f64,
+    /// Redis commands during the drain (`INFO commandstats`, the whole server), per job:
+    /// where Redis's share of the time goes. Most expensive first.
+    pub redis_commands: Vec<CommandCost>,
+}
+
+/// One Redis command's share of a phase, per job.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CommandCost {
+    pub command: String,
+    pub calls_per_job: f64,
+    /// Microseconds inside Redis per job (Redis's own accounting; a script's time includes the
+    /// commands it calls, which are also listed on their own).
+    pub us_per_job: f64,
 }
 
 /// The dispatcher sending the drained backlog's replies, with nothing else running.
@@ -253,6 +266,17 @@ impl Pipeline {
             .context("INFO memory has no used_memory")
     }
 
+    /// `INFO commandstats`: calls and microseconds by command.
+    async fn command_stats(&self) -> anyhow::Result<HashMap<String, (u64, u64)>> {
+        let mut conn = self.ledger.connection();
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .context("INFO commandstats")?;
+        Ok(parse_command_stats(&info))
+    }
+
     /// XLEN of the jobs stream and of the replies stream.
     async fn stream_lengths(&self) -> anyhow::Result<(u64, u64)> {
         let keys = self.ledger.keys();
@@ -319,6 +343,7 @@ impl Pipeline {
         let client = redis::Client::open(self.settings.redis.url.expose())?;
         let worker = Worker::new(&self.settings, self.ledger.clone(), mp);
         let stop = CancellationToken::new();
+        let stats0 = self.command_stats().await?;
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
         let started = Instant::now();
         let running = tokio::spawn(worker.run(client, stop.clone()));
@@ -327,6 +352,7 @@ impl Pipeline {
             .await;
         let elapsed = started.elapsed();
         let (redis1, process1) = (redis_cpu(&self.ledger).await, process_cpu());
+        let stats1 = self.command_stats().await?;
         stop.cancel();
         let stopped = running.await;
         drained.context("draining the backlog")?;
@@ -342,6 +368,7 @@ impl Pipeline {
             redis_us_per_job: per_job(redis0, redis1),
             process_us_per_job: per_job(process0, process1),
             admit_s,
+            redis_commands: command_costs(&stats0, &stats1, n),
         };
         let memory_drained = self.used_memory().await?;
 
@@ -584,6 +611,52 @@ impl Pipeline {
     }
 }
 
+/// `cmdstat_evalsha:calls=12,usec=345,...` lines into command → (calls, usec).
+fn parse_command_stats(info: &str) -> HashMap<String, (u64, u64)> {
+    let mut out = HashMap::new();
+    for line in info.lines() {
+        let Some((name, fields)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        let field = |key: &str| {
+            fields
+                .split(',')
+                .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        out.insert(name.to_string(), (field("calls"), field("usec")));
+    }
+    out
+}
+
+/// The commands whose counts grew between two snapshots, per job, most time first.
+fn command_costs(
+    before: &HashMap<String, (u64, u64)>,
+    after: &HashMap<String, (u64, u64)>,
+    jobs: u64,
+) -> Vec<CommandCost> {
+    let jobs = jobs.max(1) as f64;
+    let mut out: Vec<CommandCost> = after
+        .iter()
+        .filter_map(|(name, &(calls, usec))| {
+            let (c0, u0) = before.get(name).copied().unwrap_or((0, 0));
+            let calls = calls.saturating_sub(c0);
+            // INFO itself and the bench's polling are not the worker's.
+            (calls > 0 && !matches!(name.as_str(), "info" | "xlen")).then(|| CommandCost {
+                command: name.clone(),
+                calls_per_job: calls as f64 / jobs,
+                us_per_job: usec.saturating_sub(u0) as f64 / jobs,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.us_per_job.total_cmp(&a.us_per_job));
+    out
+}
+
 /// A private-chat text message as Telegram sends it, with its ids.
 fn update_json(chat: i64, update_id: i64, message_id: i64, text: &str) -> serde_json::Value {
     let mut update = text_update(chat, chat, text);
@@ -591,4 +664,27 @@ fn update_json(chat: i64, update_id: i64, message_id: i64, text: &str) -> serde_
     update["message"]["message_id"] = message_id.into();
     update["message"]["date"] = 1_767_225_600.into();
     update
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_stats_are_read_and_diffed_per_job() {
+        let before = parse_command_stats(
+            "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=100,usec_per_call=10.00,\
+             rejected_calls=0,failed_calls=0\r\ncmdstat_info:calls=1,usec=5\r\n",
+        );
+        let after = parse_command_stats(
+            "cmdstat_evalsha:calls=30,usec=500,usec_per_call=16.67\r\n\
+             cmdstat_xreadgroup:calls=2,usec=40\r\ncmdstat_info:calls=3,usec=15\r\n",
+        );
+        assert_eq!(before["evalsha"], (10, 100));
+        let costs = command_costs(&before, &after, 10);
+        let names: Vec<&str> = costs.iter().map(|c| c.command.as_str()).collect();
+        assert_eq!(names, ["evalsha", "xreadgroup"]);
+        assert_eq!(costs[0].calls_per_job, 2.0);
+        assert_eq!(costs[0].us_per_job, 40.0);
+    }
 }
