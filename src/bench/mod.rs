@@ -480,8 +480,9 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
     )?;
     writeln!(
         out,
-        "Redis per finished job   {:.0} bytes (target at most 1024); by kind:",
-        r.redis_bytes_per_job
+        "Redis per finished job   {:.0} bytes (target at most 1024); {:.0} once the buttons' \
+         tokens expire; by kind:",
+        r.redis_bytes_per_job, p.memory.bytes_per_job_after_buttons_expire
     )?;
     for (kind, k) in &p.memory.keys {
         writeln!(

@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::load::{CallerStats, PhaseStats, Timing, Window};
-use super::target::{delete_prefix, process_cpu, redis_cpu};
+use super::target::{delete_matching, delete_prefix, process_cpu, redis_cpu};
 use crate::app::{self, Running, ServeOptions};
 use crate::config::Settings;
 use crate::ingress::Ingress;
@@ -111,6 +111,10 @@ pub struct Memory {
     pub bytes_per_job: f64,
     /// The same, measured after the drain and before delivery (replies still queued).
     pub bytes_per_job_before_delivery: f64,
+    /// The same once the buttons' tokens are gone (measured by deleting them, as their TTL,
+    /// `telegram.confirm_ttl_secs`, would 10 minutes later): what a job costs for the rest of
+    /// its retention.
+    pub bytes_per_job_after_buttons_expire: f64,
     /// Keys under the pipeline's prefix after delivery, by kind (`job`, `update`, `reply`,
     /// `token`, ...): how many, and their size as `MEMORY USAGE` reports it (sampled).
     pub keys: BTreeMap<String, KeyKind>,
@@ -413,7 +417,15 @@ impl Pipeline {
         };
         self.running = Some(running);
         let keys = keys?;
+        let keys_ = self.ledger.keys();
+        for prefix in [keys_.token_prefix(), keys_.token_group_prefix()] {
+            delete_matching(&self.ledger, &format!("{prefix}*")).await?;
+        }
+        let memory_without_buttons = self.used_memory().await?;
         let memory = Memory {
+            bytes_per_job_after_buttons_expire: memory_without_buttons.saturating_sub(memory_before)
+                as f64
+                / n as f64,
             bytes_per_job: memory_after.saturating_sub(memory_before) as f64 / n as f64,
             bytes_per_job_before_delivery: memory_drained.saturating_sub(memory_before) as f64
                 / n as f64,

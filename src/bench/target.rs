@@ -229,15 +229,19 @@ impl Target {
 
 /// SCAN + UNLINK of every key under `prefix` (the hash tag `{prefix}`); how many went.
 pub(super) async fn delete_prefix(ledger: &Ledger, prefix: &str) -> anyhow::Result<u64> {
+    delete_matching(ledger, &format!("{{{prefix}}}*")).await
+}
+
+/// SCAN + UNLINK of every key matching `pattern`; how many went.
+pub(super) async fn delete_matching(ledger: &Ledger, pattern: &str) -> anyhow::Result<u64> {
     let mut conn = ledger.connection();
-    let pattern = format!("{{{prefix}}}*");
     let mut cursor: u64 = 0;
     let mut deleted = 0;
     loop {
         let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
             .arg(cursor)
             .arg("MATCH")
-            .arg(&pattern)
+            .arg(pattern)
             .arg("COUNT")
             .arg(1000)
             .query_async(&mut conn)
