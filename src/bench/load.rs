@@ -242,12 +242,13 @@ pub struct HttpTarget {
 }
 
 /// One keep-alive HTTP/1.1 connection.
-struct Conn {
+pub(super) struct Conn {
     sender: http1::SendRequest<Full<Bytes>>,
+    driver: tokio::task::JoinHandle<()>,
 }
 
 impl Conn {
-    async fn open(addr: SocketAddr) -> anyhow::Result<Conn> {
+    pub(super) async fn open(addr: SocketAddr) -> anyhow::Result<Conn> {
         let stream = tokio::net::TcpStream::connect(addr)
             .await
             .with_context(|| format!("connecting to {addr}"))?;
@@ -255,14 +256,21 @@ impl Conn {
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .context("HTTP/1.1 handshake")?;
-        tokio::spawn(async move {
+        let driver = tokio::spawn(async move {
             // Ends when the sender is dropped or the server closes; either is fine here.
             let _ = conn.await;
         });
-        Ok(Conn { sender })
+        Ok(Conn { sender, driver })
     }
 
-    async fn post(&mut self, req: Request<Full<Bytes>>) -> anyhow::Result<StatusCode> {
+    /// Closes the connection and waits until it is closed, so that a server stopped right
+    /// after does not find it open (and log it as cancelled).
+    pub(super) async fn close(self) {
+        drop(self.sender);
+        let _ = self.driver.await;
+    }
+
+    pub(super) async fn post(&mut self, req: Request<Full<Bytes>>) -> anyhow::Result<StatusCode> {
         self.sender.ready().await?;
         let resp = self.sender.send_request(req).await?;
         let status = resp.status();

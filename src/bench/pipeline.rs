@@ -27,7 +27,12 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::load::{CallerStats, PhaseStats, Timing, Window};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Method, Request, StatusCode};
+
+use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
 use super::target::{delete_matching, delete_prefix, process_cpu, redis_cpu};
 use crate::app::{self, Running, ServeOptions};
 use crate::config::Settings;
@@ -520,13 +525,10 @@ impl Pipeline {
             .as_ref()
             .and_then(|r| r.http_addr)
             .context("the pipeline's roles are not running")?;
-        let url = format!("http://{addr}/telegram/webhook");
+        let host = HeaderValue::from_str(&addr.to_string())?;
+        let secret = HeaderValue::from_str(&self.secret)?;
         let base = self.next_update_id;
         self.next_update_id += i64::try_from(timing.max_requests).unwrap_or(i64::MAX / 4);
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(CONCURRENCY)
-            .build()
-            .context("building the HTTP client")?;
         let waiters: Arc<Mutex<HashMap<i64, oneshot::Sender<Instant>>>> = Arc::default();
         let window = Window::start(timing);
         let done = CancellationToken::new();
@@ -553,9 +555,9 @@ impl Pipeline {
         let chats_each = CHATS / CONCURRENCY as i64;
         let mut callers = Vec::with_capacity(CONCURRENCY);
         for c in 0..CONCURRENCY as i64 {
-            let (http, url, window, waiters) =
-                (http.clone(), url.clone(), window.clone(), waiters.clone());
-            let secret = self.secret.clone();
+            let (window, waiters) = (window.clone(), waiters.clone());
+            let (host, secret) = (host.clone(), secret.clone());
+            let mut conn = Conn::open(addr).await?;
             callers.push(tokio::spawn(async move {
                 let mut stats = CallerStats::new();
                 let mut k = 0i64;
@@ -570,20 +572,21 @@ impl Pipeline {
                         &format!("/search {title}"),
                     )
                     .to_string();
+                    let mut req = Request::new(Full::new(Bytes::from(body)));
+                    *req.method_mut() = Method::POST;
+                    *req.uri_mut() = hyper::Uri::from_static("/telegram/webhook");
+                    let headers = req.headers_mut();
+                    headers.insert(HOST, host.clone());
+                    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                    headers.insert(SECRET_HEADER, secret.clone());
                     let (tx, rx) = oneshot::channel();
                     waiters
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .insert(chat, tx);
                     let sent = Instant::now();
-                    let posted = http
-                        .post(&url)
-                        .header(SECRET_HEADER, &secret)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await;
-                    let accepted = matches!(&posted, Ok(r) if r.status().is_success());
+                    let posted = conn.post(req).await;
+                    let accepted = matches!(posted, Ok(StatusCode::OK));
                     let arrived = if accepted {
                         tokio::time::timeout(Duration::from_secs(10), rx)
                             .await
@@ -600,9 +603,19 @@ impl Pipeline {
                                 .unwrap_or_else(|p| p.into_inner())
                                 .remove(&chat);
                             window.record(&mut stats, sent, false);
+                            if posted.is_err() {
+                                match Conn::open(addr).await {
+                                    Ok(fresh) => std::mem::replace(&mut conn, fresh).close().await,
+                                    Err(e) => {
+                                        tracing::warn!(error = %e, "an e2e caller cannot reconnect");
+                                        break;
+                                    }
+                                }
+                            }
                         }
                     }
                 }
+                conn.close().await;
                 stats
             }));
         }
