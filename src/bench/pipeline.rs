@@ -532,10 +532,12 @@ impl Pipeline {
         let waiters: Arc<Mutex<HashMap<i64, oneshot::Sender<Instant>>>> = Arc::default();
         let window = Window::start(timing);
         let done = CancellationToken::new();
+        // Taken before any caller starts: a reply that arrives before the watcher first runs
+        // must still be matched.
+        let mut seen = self.tg.observe(|o| o.sent().len());
         let watcher = {
             let (waiters, done, tg) = (waiters.clone(), done.clone(), &self.tg);
             async move {
-                let mut seen = tg.observe(|o| o.sent().len());
                 while !done.is_cancelled() {
                     let _ = tg
                         .wait_for(Duration::from_millis(50), |o| o.sent().len() > seen)
@@ -598,6 +600,12 @@ impl Pipeline {
                     match arrived {
                         Some(at) => window.record_done(&mut stats, sent, at, true),
                         None => {
+                            tracing::warn!(
+                                chat,
+                                update_id = base + n as i64,
+                                accepted,
+                                "an e2e update got no reply within 10 s"
+                            );
                             waiters
                                 .lock()
                                 .unwrap_or_else(|p| p.into_inner())
