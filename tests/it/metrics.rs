@@ -70,7 +70,18 @@ async fn metrics_count_what_happened() {
         async move {
             let text = req.await.ok()?.text().await.ok()?;
             let s = samples(&text);
-            (s.get("oncebot_replies_total{result=\"sent\"}") == Some(&5.0)).then_some(text)
+            // The counters are bumped just after the step they count (the reply is sent before
+            // it is acknowledged, a job's reply can go out before its worker counts the
+            // transition): wait until every one of them has caught up.
+            let settled = s.get("oncebot_replies_total{result=\"sent\"}") == Some(&5.0)
+                && s.get("oncebot_stream_pending{stream=\"replies\"}") == Some(&0.0)
+                && ["subscriptions", "subscribe"].iter().all(|c| {
+                    let key = format!(
+                        "oncebot_job_transitions_total{{command=\"{c}\",to=\"succeeded\"}}"
+                    );
+                    s.get(&key) == Some(&1.0)
+                });
+            settled.then_some(text)
         }
     })
     .await;
