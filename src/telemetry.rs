@@ -6,8 +6,11 @@ use crate::config::{LogFormat, LogSettings};
 
 /// Installs the global subscriber. `RUST_LOG` overrides `log.level`.
 pub fn init(settings: &LogSettings) {
+    // warp reports every keep-alive connection its graceful shutdown cancels (Telegram's, a
+    // proxy's) as an ERROR "server connection error: Cancelled": noise at every stop, so that one
+    // target is off unless RUST_LOG asks for it.
     let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&settings.level))
+        .or_else(|_| EnvFilter::try_new(format!("{},warp::server::run=off", settings.level)))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours only on a terminal: in a pipe, a file or `docker logs` they are escape-code noise.
     let builder = tracing_subscriber::fmt()
