@@ -263,16 +263,7 @@ impl Pipeline {
     }
 
     async fn used_memory(&self) -> anyhow::Result<u64> {
-        let mut conn = self.ledger.connection();
-        let info: String = redis::cmd("INFO")
-            .arg("memory")
-            .query_async(&mut conn)
-            .await
-            .context("INFO memory")?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .context("INFO memory has no used_memory")
+        super::target::used_memory(&self.ledger).await
     }
 
     /// `INFO commandstats`: calls and microseconds by command.

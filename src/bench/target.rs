@@ -153,16 +153,7 @@ impl Target {
 
     /// Redis's `used_memory` (the whole server's, also on a shared Redis).
     pub async fn used_memory(&self) -> anyhow::Result<u64> {
-        let mut conn = self.ledger.connection();
-        let info: String = redis::cmd("INFO")
-            .arg("memory")
-            .query_async(&mut conn)
-            .await
-            .context("INFO memory")?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
-            .and_then(|v| v.trim().parse().ok())
-            .context("INFO memory has no used_memory")
+        used_memory(&self.ledger).await
     }
 
     /// Jobs created so far (the job id sequence).
@@ -267,6 +258,20 @@ pub(super) async fn delete_matching(ledger: &Ledger, pattern: &str) -> anyhow::R
 pub struct CpuUse {
     pub redis_s: f64,
     pub process_s: f64,
+}
+
+/// Redis's `used_memory` (`INFO memory`), the whole server's.
+pub(super) async fn used_memory(ledger: &Ledger) -> anyhow::Result<u64> {
+    let mut conn = ledger.connection();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(&mut conn)
+        .await
+        .context("INFO memory")?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .context("INFO memory has no used_memory")
 }
 
 /// redis-server's CPU seconds so far (user + sys), or `None` if INFO does not say.
