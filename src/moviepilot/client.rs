@@ -425,14 +425,8 @@ impl MoviePilot {
         };
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
-        let envelope: Envelope<CreatedId> = self.inner.envelope(&call, &answer)?;
-        if !envelope.success {
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused: {}",
-                refusal_text(envelope.message.as_deref())
-            )));
-        }
-        match envelope.data.and_then(|d| d.id) {
+        let created: Option<CreatedId> = self.inner.accepted(&call, &answer)?;
+        match created.and_then(|d| d.id) {
             Some(id) => Ok(id),
             None => Err(MpError::Uncertain(format!(
                 "{call}: MoviePilot answered success without a subscription id"
@@ -475,13 +469,7 @@ impl MoviePilot {
             return Ok(());
         }
         let answer = self.inner.check_status(&call, answer)?;
-        let envelope: Envelope<Value> = self.inner.envelope(&call, &answer)?;
-        if !envelope.success {
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused: {}",
-                refusal_text(envelope.message.as_deref())
-            )));
-        }
+        let _: Option<Value> = self.inner.accepted(&call, &answer)?;
         Ok(())
     }
 
@@ -504,13 +492,7 @@ impl MoviePilot {
         };
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
-        let envelope: Envelope<Value> = self.inner.envelope(&call, &answer)?;
-        if !envelope.success {
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused: {}",
-                refusal_text(envelope.message.as_deref())
-            )));
-        }
+        let _: Option<Value> = self.inner.accepted(&call, &answer)?;
         Ok(())
     }
 
@@ -768,17 +750,25 @@ impl Inner {
             Dialect::V2 => serde_json::from_slice::<T>(&answer.body)
                 .map(Some)
                 .map_err(|_| self.unexpected_body(call, answer)),
-            Dialect::V3 => {
-                let envelope: Envelope<T> = self.envelope(call, answer)?;
-                if !envelope.success {
-                    return Err(MpError::Permanent(format!(
-                        "{call}: MoviePilot refused: {}",
-                        refusal_text(envelope.message.as_deref())
-                    )));
-                }
-                Ok(envelope.data)
-            }
+            Dialect::V3 => self.accepted(call, answer),
         }
+    }
+
+    /// The `data` of a `{success: true, ...}` envelope; `success: false` is a permanent refusal
+    /// with MoviePilot's message.
+    fn accepted<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+        answer: &Answer,
+    ) -> Result<Option<T>, MpError> {
+        let envelope: Envelope<T> = self.envelope(call, answer)?;
+        if !envelope.success {
+            return Err(MpError::Permanent(format!(
+                "{call}: MoviePilot refused: {}",
+                refusal_text(envelope.message.as_deref())
+            )));
+        }
+        Ok(envelope.data)
     }
 
     /// `{success, message, data}`, which both dialects use for actions.
