@@ -9,6 +9,10 @@ use oncebot::app::{self, Role, ServeOptions};
 use oncebot::config::{Needs, Settings};
 use oncebot::ledger::{JobFilter, JobState, Ledger, Resolution};
 
+/// See the note on `mimalloc` in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A Telegram bot for MoviePilot that makes every command take effect once.
 #[derive(Parser)]
 #[command(name = "oncebot", version, about)]
