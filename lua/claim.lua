@@ -50,9 +50,11 @@ local function drop_entry()
   redis.call('XDEL', stream, entry)
 end
 
-local job = redis.call('HMGET', job_key, 'status', 'entry', 'attempts', 'recoveries',
-  'recovery', 'chat_id', 'message_id', 'id', 'command', 'args')
-local status, current_entry = job[1], job[2]
+-- One HGETALL: the checks below and the caller both need the whole row.
+local flat = redis.call('HGETALL', job_key)
+local job = {}
+for i = 1, #flat, 2 do job[flat[i]] = flat[i + 1] end
+local status, current_entry = job.status, job.entry
 if not status or current_entry ~= entry then
   drop_entry()
   return {'skip', status or 'missing'}
@@ -60,9 +62,9 @@ end
 
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-local attempts = tonumber(job[3] or '0')
-local recoveries = tonumber(job[4] or '0')
-local recovery, chat_id, message_id, id = job[5], job[6], job[7] or '', job[8]
+local attempts = tonumber(job.attempts or '0')
+local recoveries = tonumber(job.recoveries or '0')
+local recovery, chat_id, message_id, id = job.recovery, job.chat_id, job.message_id or '', job.id
 
 local function reply(kind, text)
   if redis.call('EXISTS', replies) == 0 then
@@ -72,13 +74,24 @@ local function reply(kind, text)
     'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now_ms)
 end
 
+-- The row as the caller gets it: what HGETALL read, with what run() changed.
 local function run(mode)
   attempts = attempts + 1
-  redis.call('HSET', job_key, 'status', 'running', 'attempts', attempts, 'owner', consumer,
-    'updated_at', now_ms, 'started_at', now_ms)
+  local changed = {status = 'running', attempts = tostring(attempts), owner = consumer,
+    updated_at = now_ms, started_at = now_ms}
+  if recoveries > 0 then changed.recoveries = tostring(recoveries) end
+  local set = {}
+  for name, value in pairs(changed) do
+    set[#set + 1] = name
+    set[#set + 1] = value
+    job[name] = value
+  end
+  redis.call('HSET', job_key, unpack(set))
   local out = {'run', tostring(attempts), mode}
-  local fields = redis.call('HGETALL', job_key)
-  for i = 1, #fields do out[#out + 1] = fields[i] end
+  for name, value in pairs(job) do
+    out[#out + 1] = name
+    out[#out + 1] = value
+  end
   return out
 end
 
@@ -94,23 +107,23 @@ end
 
 -- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
 recoveries = recoveries + 1
-redis.call('HSET', job_key, 'recoveries', recoveries)
 if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
   local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
   redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now_ms, 'owner', '',
-    'error', why)
+    'error', why, 'recoveries', recoveries)
   redis.call('SADD', review, id)
   drop_entry()
   reply('needs_review', ARGV[6])
   notify_review({notice = ARGV[9], token_prefix = KEYS[5], group_prefix = KEYS[6],
     replies = replies, replies_group = replies_group, now = now_ms, job_id = id,
-    vars = {job = id, command = job[9] or '', args = job[10] or '', attempts = attempts,
+    vars = {job = id, command = job.command or '', args = job.args or '', attempts = attempts,
       error = why}})
   return {'held', tostring(attempts)}
 end
 if recoveries > max_recoveries then
   redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now_ms, 'owner', '',
-    'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again')
+    'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again',
+    'recoveries', recoveries)
   redis.call('EXPIRE', job_key, retention)
   drop_entry()
   reply('failed', ARGV[7])

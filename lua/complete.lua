@@ -7,16 +7,17 @@
   presumed dead and comes back (its attempt is not the job's current one, or the job is no longer
   `running`) changes nothing and does not acknowledge the entry.
 
-  Runs after include/common.lua and include/tokens.lua: a job that enters `needs_review` here is
-  announced to the admin chats, with review buttons, in the same step.
+  Runs after include/common.lua and include/tokens.lua: the reply's buttons are stored, and a job
+  that enters `needs_review` is announced to the admin chats with review buttons, in the same
+  step.
 
   KEYS[1] job HASH          {P}:v1:job:<id>
   KEYS[2] jobs stream       {P}:v1:stream:jobs
   KEYS[3] replies stream    {P}:v1:stream:replies
   KEYS[4] retry schedule    {P}:v1:retry                ZSET job id -> due time (ms)
   KEYS[5] review index      {P}:v1:index:needs_review   SET of job ids
-  KEYS[6] token prefix      {P}:v1:token:               review buttons' tokens
-  KEYS[7] token-group pfx   {P}:v1:tgroup:              their group
+  KEYS[6] token prefix      {P}:v1:token:               buttons' tokens (the reply's, the review's)
+  KEYS[7] token-group pfx   {P}:v1:tgroup:              their groups
 
   ARGV[1]  stream entry id of the attempt
   ARGV[2]  consumer name
@@ -31,10 +32,13 @@
   ARGV[11] jobs consumer group
   ARGV[12] replies consumer group
   ARGV[13] buttons under the reply (Telegram InlineKeyboardMarkup JSON, written as the reply's
-           `markup` field; their tokens were stored before this call); "" for none
+           `markup` field); "" for none
   ARGV[14] needs_review only: the review notice for the admin chats (JSON, see
            include/tokens.lua); "" for none
-  ARGV[15..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
+  ARGV[15] the buttons' token group (JSON of `ledger::tokens::TokenGroup`, see
+           include/tokens.lua), stored in this same step so that a button exists exactly when
+           the reply that shows it does; "" for none
+  ARGV[16..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
 
   Returns:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
@@ -56,15 +60,22 @@ local id = job[7]
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 
-redis.call('HSET', job_key, 'status', new_status, 'updated_at', now_ms, 'owner', '')
-if ARGV[5] ~= '' then redis.call('HSET', job_key, 'result', ARGV[5]) end
-if ARGV[6] ~= '' then redis.call('HSET', job_key, 'error', ARGV[6]) end
-for i = 15, #ARGV - 1, 2 do
-  redis.call('HSET', job_key, ARGV[i], ARGV[i + 1])
+-- The whole row change in one HSET.
+local set = {'status', new_status, 'updated_at', now_ms, 'owner', ''}
+if ARGV[5] ~= '' then set[#set + 1] = 'result'; set[#set + 1] = ARGV[5] end
+if ARGV[6] ~= '' then set[#set + 1] = 'error'; set[#set + 1] = ARGV[6] end
+if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = ARGV[9] end
+for i = 16, #ARGV - 1, 2 do
+  set[#set + 1] = ARGV[i]
+  set[#set + 1] = ARGV[i + 1]
+end
+redis.call('HSET', job_key, unpack(set))
+
+if ARGV[15] ~= '' then
+  create_tokens(KEYS[6], KEYS[7], cjson.decode(ARGV[15]), now_ms)
 end
 
 if new_status == 'retry_wait' then
-  redis.call('HSET', job_key, 'retry_at', ARGV[9])
   redis.call('ZADD', retry, ARGV[9], id)
 elseif new_status == 'needs_review' then
   redis.call('SADD', review, id)

@@ -461,12 +461,13 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
     writeln!(
         out,
         "worker drain             {:.0} jobs/s ({} jobs in {:.2} s; CPU per job: redis {:.1} µs, \
-         this process {:.1} µs)",
+         this process {:.1} µs; Redis round trips per job {:.2})",
         r.worker_per_s,
         p.worker.jobs,
         p.worker.duration_s,
         p.worker.redis_us_per_job,
-        p.worker.process_us_per_job
+        p.worker.process_us_per_job,
+        p.worker.redis_reads_per_job
     )?;
     writeln!(
         out,

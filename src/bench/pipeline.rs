@@ -33,7 +33,7 @@ use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
 use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
-use super::target::{delete_matching, delete_prefix, process_cpu, redis_cpu};
+use super::target::{delete_matching, delete_prefix, process_cpu, redis_cpu, redis_reads};
 use crate::app::{self, Running, ServeOptions};
 use crate::config::Settings;
 use crate::ingress::Ingress;
@@ -85,6 +85,9 @@ pub struct WorkerPhase {
     pub process_us_per_job: f64,
     /// Seconds to admit the backlog (Ledger::admit, 64 tasks), not part of the drain.
     pub admit_s: f64,
+    /// Socket reads redis-server made during the drain, per job: its round trips. Each is a
+    /// wake-up and a syscall on both sides, so batching commands shows here first.
+    pub redis_reads_per_job: f64,
     /// Redis commands during the drain (`INFO commandstats`, the whole server), per job:
     /// where Redis's share of the time goes. Most expensive first.
     pub redis_commands: Vec<CommandCost>,
@@ -344,6 +347,7 @@ impl Pipeline {
         let worker = Worker::new(&self.settings, self.ledger.clone(), mp);
         let stop = CancellationToken::new();
         let stats0 = self.command_stats().await?;
+        let reads0 = redis_reads(&self.ledger).await;
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
         let started = Instant::now();
         let running = tokio::spawn(worker.run(client, stop.clone()));
@@ -352,6 +356,7 @@ impl Pipeline {
             .await;
         let elapsed = started.elapsed();
         let (redis1, process1) = (redis_cpu(&self.ledger).await, process_cpu());
+        let reads1 = redis_reads(&self.ledger).await;
         let stats1 = self.command_stats().await?;
         stop.cancel();
         let stopped = running.await;
@@ -368,6 +373,10 @@ impl Pipeline {
             redis_us_per_job: per_job(redis0, redis1),
             process_us_per_job: per_job(process0, process1),
             admit_s,
+            redis_reads_per_job: match (reads0, reads1) {
+                (Some(a), Some(b)) => b.saturating_sub(a) as f64 / n as f64,
+                _ => f64::NAN,
+            },
             redis_commands: command_costs(&stats0, &stats1, n),
         };
         let memory_drained = self.used_memory().await?;

@@ -49,9 +49,11 @@ pub struct Outcome {
     /// The user's reply ("" for none) and its kind.
     pub reply: String,
     pub reply_kind: &'static str,
-    /// Buttons under the reply: a Telegram InlineKeyboardMarkup as JSON ("" for none), whose
-    /// tokens the worker stored before completing (`Ledger::create_token_group`).
+    /// Buttons under the reply: a Telegram InlineKeyboardMarkup as JSON ("" for none).
     pub markup: String,
+    /// The buttons' tokens (`TokenGroup::spec` JSON, "" for none), stored by complete.lua in the
+    /// same step as the reply that shows them.
+    pub tokens: String,
     /// For retry_wait: when it is due.
     pub retry_in: Duration,
     /// Extra job fields to record (MoviePilot ids touched, the external outcome, ...).
@@ -364,7 +366,8 @@ impl Ledger {
                 self.review.for_job(attempt.job_id)
             } else {
                 String::new()
-            });
+            })
+            .arg(&outcome.tokens);
         for (name, value) in &outcome.fields {
             inv.arg(name).arg(value);
         }

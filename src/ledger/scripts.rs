@@ -47,10 +47,6 @@ pub(crate) static TAP: LazyLock<Script> = LazyLock::new(|| {
     ))
 });
 
-/// `lua/tokens.lua`: store a group of buttons (a worker's choices under its reply).
-pub(crate) static TOKENS: LazyLock<Script> =
-    LazyLock::new(|| Script::new(lua!("tokens.lua", "common.lua", "tokens.lua")));
-
 /// `lua/claim.lua`: take a jobs-stream entry; fresh run, recovery by policy, or nothing.
 pub(crate) static CLAIM: LazyLock<Script> =
     LazyLock::new(|| Script::new(lua!("claim.lua", "common.lua", "tokens.lua")));
@@ -91,11 +87,10 @@ pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lo
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
 pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
-fn all() -> [&'static Script; 14] {
+fn all() -> [&'static Script; 13] {
     [
         &ENQUEUE,
         &TAP,
-        &TOKENS,
         &CLAIM,
         &COMPLETE,
         &EXTEND,

@@ -285,22 +285,6 @@ pub(crate) fn tap_texts_json(texts: Texts) -> String {
 }
 
 impl Ledger {
-    /// Stores a group of buttons (lua/tokens.lua). Call it before the message that shows them
-    /// is recorded; unused tokens expire on their own.
-    pub async fn create_token_group(&self, group: &TokenGroup) -> Result<(), LedgerError> {
-        let k = &self.keys;
-        let mut inv = scripts::TOKENS.prepare_invoke();
-        inv.key(k.token_prefix())
-            .key(k.token_group_prefix())
-            .arg(group.spec().to_string());
-        let mut conn = self.conn.clone();
-        let _: String = inv
-            .invoke_async(&mut conn)
-            .await
-            .map_err(LedgerError::redis("storing buttons"))?;
-        Ok(())
-    }
-
     /// tap.lua for one callback query: dedupe, token checks, the action and the answer in one
     /// step.
     pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {

@@ -25,8 +25,17 @@ pub struct Done {
     pub result: String,
     /// Extra job fields: MoviePilot ids touched, what the external call answered.
     pub fields: Vec<(String, String)>,
-    /// Buttons under the reply (InlineKeyboardMarkup JSON); their tokens are already stored.
-    pub markup: Option<String>,
+    /// Buttons under the reply, stored with the outcome (complete.lua).
+    pub buttons: Option<Buttons>,
+}
+
+/// Buttons under a reply: what Telegram shows, and the tokens behind them.
+#[derive(Debug, Clone)]
+pub struct Buttons {
+    /// InlineKeyboardMarkup JSON.
+    pub markup: String,
+    /// `TokenGroup::spec` JSON, for complete.lua.
+    pub tokens: String,
 }
 
 /// Serialises subscription creates for one media inside this process, so two users asking for
@@ -98,7 +107,7 @@ pub async fn run(
                 reply: r.search_results(title, &items, choose),
                 result: format!("{} results", items.len()),
                 fields: vec![],
-                markup: subscribe_buttons(cx, job, &items).await?,
+                buttons: subscribe_buttons(cx, job, &items),
             })
         }
         Action::ChooseSeason { tmdb_id } => choose_season(cx, job, *tmdb_id).await,
@@ -111,7 +120,7 @@ pub async fn run(
                 reply: r.subscriptions(&subs),
                 result: format!("{} subscriptions", subs.len()),
                 fields: vec![],
-                markup: None,
+                buttons: None,
             })
         }
         Action::Unsubscribe { subscription_id } => {
@@ -120,7 +129,7 @@ pub async fn run(
                 reply: r.unsubscribed(*subscription_id),
                 result: format!("deleted subscription {subscription_id}"),
                 fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
-                markup: None,
+                buttons: None,
             })
         }
         Action::SearchNow { subscription_id } => {
@@ -129,7 +138,7 @@ pub async fn run(
                 reply: r.search_now(*subscription_id),
                 result: format!("search requested for subscription {subscription_id}"),
                 fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
-                markup: None,
+                buttons: None,
             })
         }
         Action::Downloading => {
@@ -138,7 +147,7 @@ pub async fn run(
                 reply: r.downloading(&downloads),
                 result: format!("{} downloads", downloads.len()),
                 fields: vec![],
-                markup: None,
+                buttons: None,
             })
         }
         Action::Status { job_id } => {
@@ -147,7 +156,7 @@ pub async fn run(
                 reply,
                 result: "status".into(),
                 fields: vec![],
-                markup: None,
+                buttons: None,
             })
         }
         Action::Jobs => {
@@ -169,7 +178,7 @@ pub async fn run(
                 reply: r.jobs(&jobs),
                 result: format!("{} jobs", jobs.len()),
                 fields: vec![],
-                markup: None,
+                buttons: None,
             })
         }
     }
@@ -235,7 +244,7 @@ async fn subscribe_locked(
                 ("mp_subscription_id".into(), existing.id.to_string()),
                 ("mp_outcome".into(), outcome.into()),
             ],
-            markup: None,
+            buttons: None,
         });
     }
     let kind = if season.is_some() {
@@ -272,7 +281,7 @@ async fn subscribe_locked(
             ("mp_subscription_id".into(), id.to_string()),
             ("mp_outcome".into(), "created".into()),
         ],
-        markup: None,
+        buttons: None,
     })
 }
 
@@ -304,11 +313,7 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
 /// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
 /// each runs `/subscribe <args>` as if typed (see `render::subscribe_args`). Siblings: one tap
 /// uses them all. `None` when no result can be subscribed by id.
-async fn subscribe_buttons(
-    cx: &Context<'_>,
-    job: &Job,
-    items: &[MediaItem],
-) -> Result<Option<String>, MpError> {
+fn subscribe_buttons(cx: &Context<'_>, job: &Job, items: &[MediaItem]) -> Option<Buttons> {
     let owner = Owner::User {
         chat_id: job.chat_id,
         user_id: job.user_id,
@@ -329,7 +334,7 @@ async fn subscribe_buttons(
         let data = group.add(owner, &label, action, reply_to);
         keyboard = keyboard.row(vec![(label, data)]);
     }
-    store_buttons(cx, &group, keyboard).await
+    buttons(&group, keyboard)
 }
 
 /// `/subscribe tmdb:<id> tv`: the series' seasons as buttons (four to a row) and a Cancel.
@@ -376,24 +381,16 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         reply: r.choose_season(&media.title, seasons.len()),
         result: format!("{} seasons offered", seasons.len()),
         fields: vec![],
-        markup: store_buttons(cx, &group, keyboard).await?,
+        buttons: buttons(&group, keyboard),
     })
 }
 
-/// Stores the buttons' tokens before the reply that shows them is recorded; returns the markup.
-async fn store_buttons(
-    cx: &Context<'_>,
-    group: &TokenGroup,
-    keyboard: Keyboard,
-) -> Result<Option<String>, MpError> {
-    if group.tokens.is_empty() {
-        return Ok(None);
-    }
-    cx.ledger
-        .create_token_group(group)
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
-    Ok(Some(keyboard.to_json()))
+/// The keyboard and its tokens; `None` for a group without buttons.
+fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
+    (!group.tokens.is_empty()).then(|| Buttons {
+        markup: keyboard.to_json(),
+        tokens: group.spec().to_string(),
+    })
 }
 
 /// The user's message a job answers (a job made by a button answers the command that showed it).

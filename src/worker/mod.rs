@@ -285,12 +285,17 @@ impl Worker {
         match result {
             Ok(done) => {
                 tracing::info!(result = %done.result, "job succeeded");
+                let (markup, tokens) = done
+                    .buttons
+                    .map(|b| (b.markup, b.tokens))
+                    .unwrap_or_default();
                 Outcome {
                     status: "succeeded",
                     result: done.result,
                     reply: done.reply,
                     reply_kind: "result",
-                    markup: done.markup.unwrap_or_default(),
+                    markup,
+                    tokens,
                     fields: done.fields,
                     ..Outcome::default()
                 }
