@@ -160,6 +160,9 @@ pub struct PipelineReport {
     pub delivery: DeliveryPhase,
     pub memory: Memory,
     pub e2e: PhaseStats,
+    /// CPU of redis-server and of this process per e2e update (the process hosts the ingress,
+    /// worker, dispatcher, both simulators and the callers).
+    pub e2e_cpu: Option<CpuPerOp>,
 }
 
 /// Per-phase figures, in the order they run.
@@ -315,18 +318,19 @@ async fn measure_pipeline(
         "worker phase done"
     );
     tracing::info!("measuring end to end");
-    let e2e = pipeline
+    let (e2e, e2e_cpu) = pipeline
         .e2e(load::Timing {
             warmup: (timing.measure / 5).min(Duration::from_secs(1)),
             ..timing
         })
         .await?;
+    let e2e_cpu = e2e_cpu.map(|c| CpuPerOp::new(c, e2e.ok));
     log_phase(
         "e2e",
         &Phase {
             stats: e2e.clone(),
             jobs_created: None,
-            cpu: None,
+            cpu: e2e_cpu.clone(),
         },
     );
     Ok(PipelineReport {
@@ -334,6 +338,7 @@ async fn measure_pipeline(
         delivery,
         memory,
         e2e,
+        e2e_cpu,
     })
 }
 
@@ -476,8 +481,14 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
     )?;
     writeln!(
         out,
-        "end to end               {:.0} updates/s, p50 {:.2} ms, p99 {:.2} ms ({} callers)",
-        r.e2e_per_s, r.e2e_p50_ms, r.e2e_p99_ms, p.e2e.concurrency
+        "end to end               {:.0} updates/s, p50 {:.2} ms, p99 {:.2} ms ({} callers; CPU per \
+         update: redis {:.1} µs, this process {:.1} µs)",
+        r.e2e_per_s,
+        r.e2e_p50_ms,
+        r.e2e_p99_ms,
+        p.e2e.concurrency,
+        p.e2e_cpu.as_ref().map_or(f64::NAN, |c| c.redis_us_per_op),
+        p.e2e_cpu.as_ref().map_or(f64::NAN, |c| c.process_us_per_op)
     )?;
     writeln!(
         out,

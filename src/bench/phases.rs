@@ -53,19 +53,7 @@ impl Slice {
     /// The figures to report.
     pub fn finish(&self) -> Phase {
         let stats = self.tally.stats();
-        let per_op = |s: f64| {
-            if stats.ok > 0 {
-                s * 1e6 / stats.ok as f64
-            } else {
-                0.0
-            }
-        };
-        let cpu = self.cpu.map(|c| CpuPerOp {
-            redis_s: c.redis_s,
-            process_s: c.process_s,
-            redis_us_per_op: per_op(c.redis_s),
-            process_us_per_op: per_op(c.process_s),
-        });
+        let cpu = self.cpu.map(|c| CpuPerOp::new(c, stats.ok));
         Phase {
             stats,
             jobs_created: self.jobs_created,
@@ -97,6 +85,19 @@ pub struct CpuPerOp {
     pub process_s: f64,
     pub redis_us_per_op: f64,
     pub process_us_per_op: f64,
+}
+
+impl CpuPerOp {
+    /// `cpu` spread over `ops` successful requests.
+    pub fn new(cpu: CpuUse, ops: u64) -> CpuPerOp {
+        let per_op = |s: f64| if ops > 0 { s * 1e6 / ops as f64 } else { 0.0 };
+        CpuPerOp {
+            redis_s: cpu.redis_s,
+            process_s: cpu.process_s,
+            redis_us_per_op: per_op(cpu.redis_s),
+            process_us_per_op: per_op(cpu.process_s),
+        }
+    }
 }
 
 /// New updates through the webhook: HTTP → parse → decide → enqueue.lua → empty 200.

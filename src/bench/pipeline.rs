@@ -33,7 +33,9 @@ use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
 use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
-use super::target::{delete_matching, delete_prefix, process_cpu, redis_cpu, redis_reads};
+use super::target::{
+    CpuUse, cpu_during, delete_matching, delete_prefix, process_cpu, redis_cpu, redis_reads,
+};
 use crate::app::{self, Running, ServeOptions};
 use crate::config::Settings;
 use crate::ingress::Ingress;
@@ -519,7 +521,8 @@ impl Pipeline {
     /// until the Bot API simulator receives its reply, then send the next. Each caller writes
     /// from its own chats, so a chat never has two updates in flight and a reply is matched to
     /// its update by chat id.
-    pub async fn e2e(&mut self, timing: Timing) -> anyhow::Result<PhaseStats> {
+    /// Also returns the CPU redis-server and this process used during the measured window.
+    pub async fn e2e(&mut self, timing: Timing) -> anyhow::Result<(PhaseStats, Option<CpuUse>)> {
         let addr = self
             .running
             .as_ref()
@@ -531,6 +534,7 @@ impl Pipeline {
         self.next_update_id += i64::try_from(timing.max_requests).unwrap_or(i64::MAX / 4);
         let waiters: Arc<Mutex<HashMap<i64, oneshot::Sender<Instant>>>> = Arc::default();
         let window = Window::start(timing);
+        let cpu = cpu_during(&self.ledger, &window);
         let done = CancellationToken::new();
         // Taken before any caller starts: a reply that arrives before the watcher first runs
         // must still be matched.
@@ -640,7 +644,8 @@ impl Pipeline {
         for j in joined {
             stats.push(j.context("an e2e caller panicked")?);
         }
-        Ok(window.summarise(CONCURRENCY, stats).stats())
+        let cpu = cpu.await.ok().flatten();
+        Ok((window.summarise(CONCURRENCY, stats).stats(), cpu))
     }
 }
 

@@ -169,18 +169,7 @@ impl Target {
     /// Samples CPU use at the window's begin and end (in a task, so callers keep running):
     /// redis-server's from `INFO cpu`, this process's from `/proc/self/stat` (Linux).
     pub fn cpu_during(&self, window: &Arc<Window>) -> tokio::task::JoinHandle<Option<CpuUse>> {
-        let ledger = self.ledger.clone();
-        let window = window.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep_until(window.begin().into()).await;
-            let (redis0, process0) = (redis_cpu(&ledger).await?, process_cpu()?);
-            tokio::time::sleep_until(window.end().into()).await;
-            let (redis1, process1) = (redis_cpu(&ledger).await?, process_cpu()?);
-            Some(CpuUse {
-                redis_s: redis1 - redis0,
-                process_s: process1 - process0,
-            })
-        })
+        cpu_during(&self.ledger, window)
     }
 
     /// Stops the ingress, removes the bench's keys from an external Redis, stops a private one.
@@ -272,6 +261,26 @@ pub(super) async fn used_memory(ledger: &Ledger) -> anyhow::Result<u64> {
         .find_map(|l| l.strip_prefix("used_memory:"))
         .and_then(|v| v.trim().parse().ok())
         .context("INFO memory has no used_memory")
+}
+
+/// CPU use of redis-server (behind `ledger`) and of this process during `window`, sampled at
+/// its begin and end in a task of its own.
+pub(super) fn cpu_during(
+    ledger: &Ledger,
+    window: &Arc<Window>,
+) -> tokio::task::JoinHandle<Option<CpuUse>> {
+    let ledger = ledger.clone();
+    let window = window.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(window.begin().into()).await;
+        let (redis0, process0) = (redis_cpu(&ledger).await?, process_cpu()?);
+        tokio::time::sleep_until(window.end().into()).await;
+        let (redis1, process1) = (redis_cpu(&ledger).await?, process_cpu()?);
+        Some(CpuUse {
+            redis_s: redis1 - redis0,
+            process_s: process1 - process0,
+        })
+    })
 }
 
 /// redis-server's CPU seconds so far (user + sys), or `None` if INFO does not say.
