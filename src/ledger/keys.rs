@@ -73,8 +73,9 @@ impl Keys {
         format!("{}stream:replies", self.base)
     }
 
-    /// HASH, TTL = reply retention: one reply's delivery state (queued/sending/sent/failed),
-    /// keyed by its replies-stream entry id.
+    /// HASH, TTL = reply retention: one reply's delivery state (sending/sent/failed), keyed by
+    /// its replies-stream entry id. A job's reply moves its record into the job HASH when it
+    /// ends, and this HASH is deleted (reply_end.lua).
     pub fn reply(&self, entry: &str) -> String {
         format!("{}reply:{entry}", self.base)
     }
