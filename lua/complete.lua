@@ -36,6 +36,9 @@
            include/tokens.lua); "" for none
   ARGV[15..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
 
+  The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
+  only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
+
   Returns:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
                                       chats' notices), entry acknowledged and deleted
@@ -56,13 +59,16 @@ local id = job[7]
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 
-redis.call('HSET', job_key, 'status', new_status, 'updated_at', now_ms, 'owner', '')
+redis.call('HSET', job_key, 'status', new_status, 'updated_at', now_ms)
 if ARGV[5] ~= '' then redis.call('HSET', job_key, 'result', ARGV[5]) end
 if ARGV[6] ~= '' then redis.call('HSET', job_key, 'error', ARGV[6]) end
 for i = 15, #ARGV - 1, 2 do
   redis.call('HSET', job_key, ARGV[i], ARGV[i + 1])
 end
 
+if new_status == 'retry_wait' or new_status == 'needs_review' then
+  redis.call('HDEL', job_key, 'owner')
+end
 if new_status == 'retry_wait' then
   redis.call('HSET', job_key, 'retry_at', ARGV[9])
   redis.call('ZADD', retry, ARGV[9], id)
@@ -75,7 +81,7 @@ elseif new_status == 'needs_review' then
     vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
       error = err}})
 else
-  redis.call('EXPIRE', job_key, tonumber(ARGV[10]))
+  finish_job(job_key, ARGV[10])
 end
 
 if ARGV[7] ~= '' then

@@ -11,6 +11,9 @@
   fill(template, vars)              replaces each "{name}" with vars[name] (literally, no patterns)
   seen_update(update_key, prefix)   the transport layer: nil for a new update_id, else the
                                     {"duplicate_update", job id or "", state or ""} to return
+  finish_job(job_key, retention)    a job that became `succeeded` or `failed`: removes the fields
+                                    that matter only while it may still run (RUNNING_FIELDS) and
+                                    sets its expiry (seconds)
 ]]
 
 local function now_ms()
@@ -34,6 +37,16 @@ local function fill(template, vars)
     if v == nil then return nil end
     return tostring(v)
   end))
+end
+
+-- Job fields only a job that may still run needs: its worker (`owner`), its jobs-stream entry
+-- (claim.lua's check), when its attempt started, when its retry is due, whether its "working on
+-- it" message was queued. A finished job drops them; readers take a missing field as empty.
+local RUNNING_FIELDS = {'owner', 'entry', 'started_at', 'retry_at', 'progress'}
+
+local function finish_job(job_key, retention)
+  redis.call('HDEL', job_key, unpack(RUNNING_FIELDS))
+  redis.call('EXPIRE', job_key, tonumber(retention))
 end
 
 local function seen_update(update_key, job_prefix)

@@ -15,8 +15,9 @@
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
            jobs_index_len, command_key, window_ms, update_key, retention, now, fields = {
            idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery}}
-      INCR the id, HSET the job `pending`, SET the update key and (with a window) the business
-      key to it, XADD the jobs stream, index it per chat and globally.
+      INCR the id, XADD the jobs stream, HSET the job `pending` (with that `entry`; no `result`
+      or `error` until an outcome has one), SET the update key and (with a window) the business
+      key to it, index it per chat and globally.
 ]]
 
 local function find_duplicate(command_key, job_prefix, window_ms)
@@ -40,18 +41,17 @@ local function create_job(j)
   local f = j.fields
   local id = tostring(redis.call('INCR', j.seq_key))
   local job_key = j.job_prefix .. id
+  ensure_group(j.jobs_stream, j.jobs_group)
+  local entry = redis.call('XADD', j.jobs_stream, '*', 'job', id)
   redis.call('HSET', job_key,
     'id', id, 'idempotency_key', f.idempotency_key, 'update_id', f.update_id,
     'chat_id', f.chat_id, 'user_id', f.user_id, 'message_id', f.message_id,
     'command', f.command, 'args', f.args, 'status', 'pending', 'attempts', '0',
-    'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'result', '', 'error', '')
+    'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'entry', entry)
   redis.call('SET', j.update_key, id, 'EX', j.retention)
   if j.window_ms > 0 then
     redis.call('SET', j.command_key, id, 'PX', j.window_ms)
   end
-  ensure_group(j.jobs_stream, j.jobs_group)
-  local entry = redis.call('XADD', j.jobs_stream, '*', 'job', id)
-  redis.call('HSET', job_key, 'entry', entry)
   redis.call('LPUSH', j.chat_index, id)
   redis.call('LTRIM', j.chat_index, 0, tonumber(j.chat_index_len) - 1)
   redis.call('ZADD', j.jobs_index, id, id)

@@ -76,7 +76,8 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
     assert_eq!(admitted, Admitted::New { job_id: 1 });
 
     let job = store.job(1).await;
-    // The seed's bot_jobs columns, plus attempts.
+    // The seed's bot_jobs columns, plus attempts and the entry that carries it (`result` and
+    // `error` are written by an outcome that has one; a missing field reads as empty).
     for field in [
         "id",
         "idempotency_key",
@@ -88,11 +89,16 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
         "status",
         "created_at",
         "updated_at",
-        "result",
-        "error",
         "attempts",
+        "entry",
     ] {
         assert!(job.contains_key(field), "job HASH lacks {field}: {job:?}");
+    }
+    for field in ["result", "error"] {
+        assert!(
+            !job.contains_key(field),
+            "an empty {field} is not stored: {job:?}"
+        );
     }
     assert_eq!(job["status"], "pending");
     assert_eq!(job["command"], "subscribe");
