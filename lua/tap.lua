@@ -12,8 +12,8 @@
   (Telegram delivering the update again) writes nothing at all.
 
   KEYS[1]  update key        {P}:v1:update:<update_id>   STRING: job id, or "-"
-  KEYS[2]  token key         {P}:v1:token:<token>        HASH (see include/tokens.lua); mode
-                             "unknown": any key that does not exist
+  KEYS[2]  token key         {P}:v1:token:<token>        HASH (see include/tokens.lua; a field
+                             not stored is empty); mode "unknown": any key that does not exist
   KEYS[3]  token-group pfx   {P}:v1:tgroup:              the script reads the token's group there
   KEYS[4]  command-key pfx   {P}:v1:cmd:                 + the token's idempotency key
   KEYS[5]  job id sequence   {P}:v1:seq:job
@@ -114,6 +114,10 @@ if #t == 0 then
 end
 local tok = {}
 for i = 1, #t, 2 do tok[t[i]] = t[i + 1] end
+-- Empty fields are not stored (include/tokens.lua): a missing one reads as empty.
+for _, name in ipairs(TOKEN_FIELDS) do
+  if tok[name] == nil then tok[name] = '' end
+end
 
 local mine
 if tok.scope == 'admin' then

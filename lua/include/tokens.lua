@@ -11,11 +11,16 @@
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (user | admin), action (run |
                            cancel | review), label, command, args, idem, window_ms, recovery,
-                           reply_to, job_id, decision, created_at
+                           reply_to, job_id, decision, created_at; a field whose value would be
+                           empty is not stored (a Cancel button has no command, a review button
+                           no user_id), and readers take a missing field as empty
     <group_prefix><group>  HASH: state (open | used), tokens (how many), created_at; once used
                            also outcome, job_id, used_by, used_at, chat_id, message_id
 
+  TOKEN_FIELDS
+      the fields of a token besides group and created_at, in the order they are written
   create_tokens(token_prefix, group_prefix, g, now)
+      writes each token with its non-empty fields only
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision"}, ...]}; every value but
@@ -42,9 +47,10 @@ local function create_tokens(token_prefix, group_prefix, g, now)
     local fields = {'group', g.group, 'created_at', now}
     for _, name in ipairs(TOKEN_FIELDS) do
       local v = t[name]
-      if type(v) ~= 'string' then v = '' end
-      fields[#fields + 1] = name
-      fields[#fields + 1] = v
+      if type(v) == 'string' and v ~= '' then
+        fields[#fields + 1] = name
+        fields[#fields + 1] = v
+      end
     end
     redis.call('HSET', key, unpack(fields))
     redis.call('EXPIRE', key, ttl)

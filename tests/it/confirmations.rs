@@ -15,7 +15,8 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ingress::Handled;
 use oncebot::ledger::{
-    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Tap, Tapped,
+    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Owner, Tap,
+    Tapped, TokenAction, TokenGroup,
 };
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot::sim::moviepilot::{Fault, routes};
@@ -191,6 +192,84 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
         .await
         .unwrap();
     assert!((590..=600).contains(&group_ttl), "group TTL {group_ttl}");
+}
+
+/// A token HASH stores only the fields that have a value; a tap reads a missing one as empty,
+/// so a button whose job has no arguments and replies to no message still makes its job.
+#[tokio::test]
+async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let owner = Owner::User {
+        chat_id: ALICE,
+        user_id: ALICE,
+    };
+    let mut group = TokenGroup::new(Duration::from_secs(600));
+    let run = group.add(
+        owner,
+        "Run",
+        TokenAction::Run {
+            command: Command::Subscriptions,
+            args: String::new(),
+            window: Duration::from_secs(60),
+        },
+        None,
+    );
+    let cancel = group.add(owner, "Cancel", TokenAction::Cancel, None);
+    ledger.create_token_group(&group).await.unwrap();
+    let mut conn = store.conn().await;
+    let mut stored = Vec::new();
+    for data in [&run, &cancel] {
+        let token: BTreeMap<String, String> = conn
+            .hgetall(store.keys.token(token_of(data)))
+            .await
+            .unwrap();
+        assert!(token.values().all(|v| !v.is_empty()), "{token:?}");
+        stored.push(token);
+    }
+    for absent in ["args", "reply_to", "job_id", "decision"] {
+        assert!(!stored[0].contains_key(absent), "{absent}: {:?}", stored[0]);
+    }
+    assert_eq!(stored[0]["command"], "subscriptions");
+    assert_eq!(stored[0]["window_ms"], "60000");
+    for absent in [
+        "command",
+        "args",
+        "idem",
+        "window_ms",
+        "recovery",
+        "reply_to",
+    ] {
+        assert!(!stored[1].contains_key(absent), "{absent}: {:?}", stored[1]);
+    }
+    assert_eq!(stored[1]["action"], "cancel");
+
+    let tap = Tap {
+        update_id: 1,
+        callback_query_id: "q1".into(),
+        user_id: ALICE,
+        allowed: true,
+        chat_id: Some(ALICE),
+        message_id: Some(BOT_MESSAGE),
+        token: Some(token_of(&run).to_string()),
+    };
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
+        .await
+        .unwrap();
+    assert_eq!(tapped, Tapped::New { job_id: 1 });
+    let job = store.job(1).await;
+    assert_eq!(job["command"], "subscriptions");
+    assert_eq!(job["args"], "");
+    assert_eq!(job["message_id"], "");
+    assert_eq!(job["recovery"], stored[0]["recovery"]);
+    assert_eq!(job["idempotency_key"], stored[0]["idem"]);
+    assert_eq!(
+        store
+            .get(&store.keys.command(&stored[0]["idem"]))
+            .await
+            .as_deref(),
+        Some("1"),
+        "the button's duplicate window is open"
+    );
 }
 
 /// The seed's scenario 3: the same confirmation button tapped twice.
