@@ -16,7 +16,7 @@
   KEYS[5]  jobs stream      {P}:v1:stream:jobs          entries: job=<id>
   KEYS[6]  replies stream   {P}:v1:stream:replies       entries: chat_id, text, kind, job_id, ...
   KEYS[7]  chat index       {P}:v1:chat:<chat_id>:jobs  LIST of job ids, newest first, trimmed
-  KEYS[8]  jobs index       {P}:v1:index:jobs           ZSET job id -> id, trimmed to the newest N
+  KEYS[8]  jobs index       {P}:v1:index:recent         LIST of job ids, newest first, ARGV[14] of them
   KEYS[9]  token prefix     {P}:v1:token:               mode "confirm": the buttons' tokens (HASH)
   KEYS[10] token-group pfx  {P}:v1:tgroup:              mode "confirm": their group (HASH)
   Keys built inside: KEYS[4] .. <id> (the job HASH), for a new job and for the job a key points to;

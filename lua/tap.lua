@@ -22,7 +22,7 @@
   KEYS[8]  replies stream    {P}:v1:stream:replies       gets `op=clear_markup` entries
   KEYS[9]  callbacks stream  {P}:v1:stream:callbacks     one answer per callback query
   KEYS[10] chat index        {P}:v1:chat:<chat_id>:jobs  of the chat the button is in
-  KEYS[11] jobs index        {P}:v1:index:jobs
+  KEYS[11] jobs index        {P}:v1:index:recent         LIST of job ids, newest first, ARGV[10] of them
   KEYS[12] review index      {P}:v1:index:needs_review
 
   ARGV[1]  mode: "token" (callback_data was "t:<token>") or "unknown" (anything else, or a

@@ -17,7 +17,7 @@
            idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery}}
       INCR the id, XADD the jobs stream, HSET the job `pending` (with that `entry`; no `result`
       or `error` until an outcome has one), SET the update key and (with a window) the business
-      key to it, index it per chat and globally.
+      key to it, index it per chat and globally (both LISTs, newest first, trimmed).
 ]]
 
 local function find_duplicate(command_key, job_prefix, window_ms)
@@ -54,10 +54,7 @@ local function create_job(j)
   end
   redis.call('LPUSH', j.chat_index, id)
   redis.call('LTRIM', j.chat_index, 0, tonumber(j.chat_index_len) - 1)
-  redis.call('ZADD', j.jobs_index, id, id)
-  local excess = redis.call('ZCARD', j.jobs_index) - tonumber(j.jobs_index_len)
-  if excess > 0 then
-    redis.call('ZREMRANGEBYRANK', j.jobs_index, 0, excess - 1)
-  end
+  redis.call('LPUSH', j.jobs_index, id)
+  redis.call('LTRIM', j.jobs_index, 0, tonumber(j.jobs_index_len) - 1)
   return id
 end

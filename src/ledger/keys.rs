@@ -111,9 +111,11 @@ impl Keys {
         format!("{}chat:{chat_id}:jobs", self.base)
     }
 
-    /// ZSET: recent job ids (score = id), for listing every chat's jobs.
+    /// LIST: recent job ids of every chat, newest first (LPUSH + LTRIM in the script that takes
+    /// the id from INCR, so the order is the ids' order), for `oncebot jobs list`. A new name
+    /// for what was the ZSET `index:jobs`, so a deployment's old key never meets a LIST command.
     pub fn jobs_index(&self) -> String {
-        format!("{}index:jobs", self.base)
+        format!("{}index:recent", self.base)
     }
 
     /// ZSET: `retry_wait` jobs by due time (ms); promote.lua moves due ones to the stream.

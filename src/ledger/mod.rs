@@ -484,16 +484,15 @@ impl Ledger {
         let mut found = Vec::new();
         let mut start: isize = 0;
         while found.len() < filter.limit {
-            let ids: Vec<u64> = match filter.chat_id {
-                Some(chat) => conn
-                    .lrange(self.keys.chat_jobs(chat), start, start + PAGE - 1)
-                    .await
-                    .map_err(LedgerError::redis("reading a chat's jobs"))?,
-                None => conn
-                    .zrevrange(self.keys.jobs_index(), start, start + PAGE - 1)
-                    .await
-                    .map_err(LedgerError::redis("reading the jobs index"))?,
+            // Both indexes are LISTs, newest first.
+            let index = match filter.chat_id {
+                Some(chat) => self.keys.chat_jobs(chat),
+                None => self.keys.jobs_index(),
             };
+            let ids: Vec<u64> = conn
+                .lrange(index, start, start + PAGE - 1)
+                .await
+                .map_err(LedgerError::redis("reading the jobs index"))?;
             if ids.is_empty() {
                 break;
             }

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use oncebot::commands::Command;
-use oncebot::ledger::{Admission, AdmissionAction, Admitted, JobState, Ledger, keys};
+use oncebot::ledger::{Admission, AdmissionAction, Admitted, JobFilter, JobState, Ledger, keys};
 use redis::AsyncCommands as _;
 
 use crate::support::app::spawn_ledger;
@@ -127,7 +127,7 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
         .await
         .unwrap();
     assert_eq!(chat, vec![1]);
-    let index: Vec<u64> = conn.zrange(store.keys.jobs_index(), 0, -1).await.unwrap();
+    let index: Vec<u64> = conn.lrange(store.keys.jobs_index(), 0, -1).await.unwrap();
     assert_eq!(index, vec![1]);
     assert_eq!(store.get(&store.keys.update(1)).await.as_deref(), Some("1"));
     let idem = job["idempotency_key"].clone();
@@ -313,10 +313,54 @@ async fn the_chat_and_jobs_indexes_are_trimmed_to_their_lengths() {
         .await
         .unwrap();
     assert_eq!(chat, vec![6, 5, 4]);
-    let index: Vec<u64> = conn.zrange(store.keys.jobs_index(), 0, -1).await.unwrap();
-    assert_eq!(index, vec![3, 4, 5, 6]);
+    let index: Vec<u64> = conn.lrange(store.keys.jobs_index(), 0, -1).await.unwrap();
+    assert_eq!(index, vec![6, 5, 4, 3]);
     // Trimming an index never drops a job from the ledger.
     assert_eq!(store.job_ids().await, (1..=6).collect());
+}
+
+/// `jobs list` reads the global index page by page (200 ids a page), newest first, and sees
+/// only the newest `ledger.jobs_index_len` jobs of every chat.
+#[tokio::test]
+async fn jobs_list_pages_the_global_index_newest_first() {
+    let (_redis, ledger, store, _) =
+        spawn_ledger(&[("ONCEBOT__LEDGER__JOBS_INDEX_LEN", "230")]).await;
+    for update_id in 1..=250 {
+        let user = if update_id % 2 == 0 { ALICE } else { BOB };
+        let a = job(update_id, user, Command::Subscriptions, "", Duration::ZERO);
+        // Straight to the ledger: 250 transition checks would take half a minute.
+        ledger.admit(&a).await.unwrap();
+    }
+    let list = |limit: usize, chat_id: Option<i64>| {
+        let ledger = ledger.clone();
+        async move {
+            ledger
+                .list_jobs(&JobFilter {
+                    status: None,
+                    chat_id,
+                    limit,
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|j| j.id)
+                .collect::<Vec<u64>>()
+        }
+    };
+    assert_eq!(list(1000, None).await, (21..=250).rev().collect::<Vec<_>>());
+    assert_eq!(list(5, None).await, vec![250, 249, 248, 247, 246]);
+    assert_eq!(
+        list(3, Some(BOB)).await,
+        vec![249, 247, 245],
+        "a chat's own index"
+    );
+    let mut conn = store.conn().await;
+    let kind: String = redis::cmd("TYPE")
+        .arg(store.keys.jobs_index())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(kind, "list");
 }
 
 #[tokio::test]
