@@ -9,8 +9,13 @@
   ensure_group(stream, group)       XGROUP CREATE .. MKSTREAM if the stream does not exist yet
   label_of(state, labels)           a state's label; labels is {state = label, ...}
   fill(template, vars)              replaces each "{name}" with vars[name] (literally, no patterns)
-  seen_update(update_key, prefix)   the transport layer: nil for a new update_id, else the
+  seen_update(updates_key, update_id, job_prefix)
+                                    the transport layer: nil for a new update_id, else the
                                     {"duplicate_update", job id or "", state or ""} to return
+  mark_update(updates_key, update_id, value, retention)
+                                    remembers what update_id became (a job id, or "-"): a field
+                                    of the updates HASH, whose expiry (seconds) every write
+                                    renews, so each update_id is kept at least that long
   finish_job(job_key, retention)    a job that became `succeeded` or `failed`: removes the fields
                                     that matter only while it may still run (RUNNING_FIELDS) and
                                     sets its expiry (seconds)
@@ -49,8 +54,13 @@ local function finish_job(job_key, retention)
   redis.call('EXPIRE', job_key, tonumber(retention))
 end
 
-local function seen_update(update_key, job_prefix)
-  local seen = redis.call('GET', update_key)
+local function mark_update(updates_key, update_id, value, retention)
+  redis.call('HSET', updates_key, update_id, value)
+  redis.call('EXPIRE', updates_key, tonumber(retention))
+end
+
+local function seen_update(updates_key, update_id, job_prefix)
+  local seen = redis.call('HGET', updates_key, update_id)
   if not seen then return nil end
   if seen == '-' then return {'duplicate_update', '', ''} end
   local state = redis.call('HGET', job_prefix .. seen, 'status')

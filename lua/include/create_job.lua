@@ -13,10 +13,10 @@
       counts one more duplicate on job `id`
   create_job(j) -> id
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
-           jobs_index_len, command_key, window_ms, update_key, retention, now, fields = {
+           jobs_index_len, command_key, window_ms, updates_key, retention, now, fields = {
            idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery}}
       INCR the id, XADD the jobs stream, HSET the job `pending` (with that `entry`; no `result`
-      or `error` until an outcome has one), SET the update key and (with a window) the business
+      or `error` until an outcome has one), the update_id's entry and (with a window) the business
       key to it, index it per chat and globally (both LISTs, newest first, trimmed).
 ]]
 
@@ -48,7 +48,7 @@ local function create_job(j)
     'chat_id', f.chat_id, 'user_id', f.user_id, 'message_id', f.message_id,
     'command', f.command, 'args', f.args, 'status', 'pending', 'attempts', '0',
     'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'entry', entry)
-  redis.call('SET', j.update_key, id, 'EX', j.retention)
+  mark_update(j.updates_key, f.update_id, id, j.retention)
   if j.window_ms > 0 then
     redis.call('SET', j.command_key, id, 'PX', j.window_ms)
   end

@@ -7,6 +7,10 @@
 /// The layout version in every key name; a release that changes the layout bumps it.
 pub const LAYOUT: &str = "v1";
 
+/// How many consecutive update_ids share one `updates:<n>` HASH ([`Keys::updates`]). Below
+/// Redis's `hash-max-listpack-entries` (128 by default), so the HASH stays a compact listpack.
+pub const UPDATES_PER_KEY: i64 = 100;
+
 /// The consumer group of workers on the jobs stream.
 pub const JOBS_GROUP: &str = "workers";
 /// The consumer group of dispatchers on the replies stream.
@@ -33,9 +37,14 @@ impl Keys {
         &self.base
     }
 
-    /// STRING, TTL = update retention: the job an update_id became, or `-` for none.
-    pub fn update(&self, update_id: i64) -> String {
-        format!("{}update:{update_id}", self.base)
+    /// HASH, TTL = update retention (renewed by every write): for the [`UPDATES_PER_KEY`]
+    /// update_ids around `update_id`, field = update_id, value = the job it became or `-` for
+    /// none. One small HASH per hundred updates instead of a key per update: a key with an
+    /// expiry costs about 120 bytes of Redis memory before its value, an entry of a small HASH
+    /// about 12. Scripts take the field from their update_id argument.
+    pub fn updates(&self, update_id: i64) -> String {
+        let bucket = update_id.div_euclid(UPDATES_PER_KEY);
+        format!("{}updates:{bucket}", self.base)
     }
 
     /// STRING, PX = the command's duplicate window: the job a business idempotency key points at.
@@ -148,7 +157,7 @@ mod tests {
     fn every_key_carries_the_hash_tag_and_layout_version() {
         let k = Keys::new("oncebot");
         for key in [
-            k.update(7),
+            k.updates(7),
             k.command("ab"),
             k.job_seq(),
             k.job(42),
@@ -172,5 +181,14 @@ mod tests {
         assert_eq!(k.token("ab"), format!("{}ab", k.token_prefix()));
         assert_eq!(k.token_group("cd"), format!("{}cd", k.token_group_prefix()));
         assert_eq!(k.command("ef"), format!("{}ef", k.command_prefix()));
+    }
+
+    #[test]
+    fn a_hundred_consecutive_update_ids_share_one_updates_hash() {
+        let k = Keys::new("oncebot");
+        assert_eq!(k.updates(123_456_789), "{oncebot}:v1:updates:1234567");
+        assert_eq!(k.updates(123_456_700), k.updates(123_456_799));
+        assert_ne!(k.updates(123_456_799), k.updates(123_456_800));
+        assert_eq!(k.updates(0), "{oncebot}:v1:updates:0");
     }
 }

@@ -369,7 +369,7 @@ impl Ledger {
         cmd.arg("EVALSHA")
             .arg(scripts::ENQUEUE.get_hash())
             .arg(ENQUEUE_KEYS)
-            .arg(k.update(a.update_id))
+            .arg(k.updates(a.update_id))
             .arg(k.command(if idem.is_empty() { "-" } else { &idem }))
             .arg(k.job_seq())
             .arg(k.job_prefix())
@@ -429,7 +429,7 @@ impl Ledger {
             },
             "duplicate_update" => Admitted::DuplicateUpdate {
                 job_id: Some(job_id()?),
-                // A job that expired from the ledger leaves its update key behind.
+                // A job that expired from the ledger leaves its update_id's entry behind.
                 state: job_state().ok(),
             },
             "duplicate_command" => Admitted::DuplicateCommand {

@@ -311,7 +311,7 @@ impl Ledger {
         };
         let chat = tap.chat_id.map(|c| c.to_string()).unwrap_or_default();
         let mut inv = scripts::TAP.prepare_invoke();
-        inv.key(k.update(tap.update_id))
+        inv.key(k.updates(tap.update_id))
             .key(k.token(token))
             .key(k.token_group_prefix())
             .key(k.command_prefix())

@@ -169,7 +169,7 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
 
     assert!(s.job_ids().await.is_empty());
     assert!(s.jobs_on_stream().await.is_empty());
-    assert_eq!(s.get(&s.keys.update(1)).await.as_deref(), Some("-"));
+    assert_eq!(s.update(1).await.as_deref(), Some("-"));
 
     // The tokens are bound to ALICE in her chat and expire with telegram.confirm_ttl_secs.
     let mut conn = s.conn().await;
@@ -293,7 +293,7 @@ async fn the_same_confirm_button_tapped_twice_runs_one_job_and_the_second_tap_is
     assert_eq!(job["recovery"], "idempotent");
     // Its result will answer the user's command, not the bot's question.
     assert_eq!(job["message_id"], message_id(1).to_string());
-    assert_eq!(s.get(&s.keys.update(2)).await.as_deref(), Some("1"));
+    assert_eq!(s.update(2).await.as_deref(), Some("1"));
     let answer = answer_to(s, &first).await;
     assert_eq!(answer["text"], "Received: job #1");
     assert_eq!(answer["show_alert"], "0");
@@ -406,7 +406,7 @@ async fn an_expired_button_runs_nothing_and_says_so() {
     let cleared = clears(s).await;
     assert_eq!(cleared.len(), 1);
     assert_eq!(cleared[0]["edit_message_id"], BOT_MESSAGE.to_string());
-    assert_eq!(s.get(&s.keys.update(2)).await.as_deref(), Some("-"));
+    assert_eq!(s.update(2).await.as_deref(), Some("-"));
 }
 
 #[tokio::test]

@@ -129,7 +129,7 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
     assert_eq!(chat, vec![1]);
     let index: Vec<u64> = conn.lrange(store.keys.jobs_index(), 0, -1).await.unwrap();
     assert_eq!(index, vec![1]);
-    assert_eq!(store.get(&store.keys.update(1)).await.as_deref(), Some("1"));
+    assert_eq!(store.update(1).await.as_deref(), Some("1"));
     let idem = job["idempotency_key"].clone();
     assert_eq!(
         store.get(&store.keys.command(&idem)).await.as_deref(),
