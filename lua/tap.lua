@@ -121,6 +121,7 @@ for _, name in ipairs(TOKEN_FIELDS) do
 end
 
 local mine
+-- A user's button has no scope: anything but "admin" gets the stricter check.
 if tok.scope == 'admin' then
   mine = allowed and tok.chat_id == chat_id
 else

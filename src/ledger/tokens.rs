@@ -69,7 +69,7 @@ pub struct TokenGroup {
 impl TokenGroup {
     pub fn new(ttl: Duration) -> Self {
         Self {
-            id: keyboard::new_token(),
+            id: keyboard::new_group_id(),
             ttl,
             tokens: Vec::new(),
         }
@@ -105,7 +105,8 @@ impl TokenGroup {
 
 fn token_spec(t: &Token) -> serde_json::Value {
     let (chat_id, user_id, scope) = match t.owner {
-        Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), "user"),
+        // A user's button stores no scope (tap.lua's default, the stricter check).
+        Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), ""),
         Owner::Admins { chat_id } => (chat_id, String::new(), "admin"),
     };
     let mut spec = json!({

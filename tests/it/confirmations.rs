@@ -226,9 +226,23 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
         assert!(token.values().all(|v| !v.is_empty()), "{token:?}");
         stored.push(token);
     }
-    for absent in ["args", "reply_to", "job_id", "decision"] {
+    for absent in [
+        "args",
+        "reply_to",
+        "job_id",
+        "decision",
+        "scope",
+        "created_at",
+    ] {
         assert!(!stored[0].contains_key(absent), "{absent}: {:?}", stored[0]);
     }
+    assert_eq!(stored[0]["group"], group.id);
+    assert_eq!(group.id.len(), 16, "a group id is 64 bits in hex");
+    let group_row: BTreeMap<String, String> = conn
+        .hgetall(store.keys.token_group(&group.id))
+        .await
+        .unwrap();
+    assert!(group_row.contains_key("created_at"), "{group_row:?}");
     assert_eq!(stored[0]["command"], "subscriptions");
     assert_eq!(stored[0]["window_ms"], "60000");
     for absent in [
