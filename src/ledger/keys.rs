@@ -1,5 +1,7 @@
 //! Every Redis key oncebot uses, in one table. This layout is a documented interface (README,
-//! "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration.
+//! "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration, or
+//! give a key whose type or meaning changes a new name (`updates:`, `index:recent`), so an older
+//! release's keys are never misread.
 //!
 //! All keys start with `{<prefix>}:v1:`. The braces are a Redis Cluster hash tag, so every key of
 //! one deployment lives in one slot and a Lua script may touch any of them.
