@@ -34,7 +34,8 @@
     {"held", attempt}                         running -> needs_review (policy "review", or a side
                                               effect out of recoveries); reply queued, admin
                                               chats told with buttons, entry acked
-    {"failed", attempt}                       running -> failed (read-only, out of recoveries)
+    {"failed", attempt}                       running -> failed (read-only, out of recoveries);
+                                              owner, entry, ... removed (finish_job)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
   fields... is the job HASH as alternating names and values (HGETALL).
@@ -109,8 +110,9 @@ end
 recoveries = recoveries + 1
 if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
   local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
-  redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now_ms, 'owner', '',
-    'error', why, 'recoveries', recoveries)
+  redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now_ms, 'error', why,
+    'recoveries', recoveries)
+  redis.call('HDEL', job_key, 'owner')
   redis.call('SADD', review, id)
   drop_entry()
   reply('needs_review', ARGV[6])
@@ -121,10 +123,10 @@ if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun')
   return {'held', tostring(attempts)}
 end
 if recoveries > max_recoveries then
-  redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now_ms, 'owner', '',
+  redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now_ms,
     'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again',
     'recoveries', recoveries)
-  redis.call('EXPIRE', job_key, retention)
+  finish_job(job_key, retention)
   drop_entry()
   reply('failed', ARGV[7])
   return {'failed', tostring(attempts)}

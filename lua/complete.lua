@@ -40,6 +40,9 @@
            the reply that shows it does; "" for none
   ARGV[16..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
 
+  The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
+  only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
+
   Returns:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
                                       chats' notices), entry acknowledged and deleted
@@ -61,7 +64,7 @@ local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 
 -- The whole row change in one HSET.
-local set = {'status', new_status, 'updated_at', now_ms, 'owner', ''}
+local set = {'status', new_status, 'updated_at', now_ms}
 if ARGV[5] ~= '' then set[#set + 1] = 'result'; set[#set + 1] = ARGV[5] end
 if ARGV[6] ~= '' then set[#set + 1] = 'error'; set[#set + 1] = ARGV[6] end
 if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = ARGV[9] end
@@ -75,6 +78,9 @@ if ARGV[15] ~= '' then
   create_tokens(KEYS[6], KEYS[7], cjson.decode(ARGV[15]), now_ms)
 end
 
+if new_status == 'retry_wait' or new_status == 'needs_review' then
+  redis.call('HDEL', job_key, 'owner')
+end
 if new_status == 'retry_wait' then
   redis.call('ZADD', retry, ARGV[9], id)
 elseif new_status == 'needs_review' then
@@ -86,7 +92,7 @@ elseif new_status == 'needs_review' then
     vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
       error = err}})
 else
-  redis.call('EXPIRE', job_key, tonumber(ARGV[10]))
+  finish_job(job_key, ARGV[10])
 end
 
 if ARGV[7] ~= '' then

@@ -3,20 +3,21 @@
   Runs after include/common.lua, include/create_job.lua and include/tokens.lua (concatenated in
   front of it by src/ledger/scripts.rs): a job is created by the same code here and in tap.lua.
 
-  Guarantee: an update_id is admitted at most once while its key lives (transport layer), and a
+  Guarantee: an update_id is admitted at most once while it is remembered (transport layer), and a
   side-effecting command with a duplicate window creates at most one job per window (business
   layer). Either the whole admission is written or, on a transport duplicate, nothing is.
 
   Every key is under the configured prefix as hash tag, so the script also runs on Redis Cluster.
 
-  KEYS[1]  update key       {P}:v1:update:<update_id>   STRING: job id, or "-" when no job was made
+  KEYS[1]  updates HASH     {P}:v1:updates:<n>          field ARGV[2]: job id, or "-" when no job
+                                                        was made (n = update_id / 100, rounded down)
   KEYS[2]  command key      {P}:v1:cmd:<digest>         STRING: job id, PX = duplicate window
   KEYS[3]  job id sequence  {P}:v1:seq:job              STRING counter (INCR)
   KEYS[4]  job key prefix   {P}:v1:job:                 the script builds {P}:v1:job:<id> (HASH)
   KEYS[5]  jobs stream      {P}:v1:stream:jobs          entries: job=<id>
   KEYS[6]  replies stream   {P}:v1:stream:replies       entries: chat_id, text, kind, job_id, ...
   KEYS[7]  chat index       {P}:v1:chat:<chat_id>:jobs  LIST of job ids, newest first, trimmed
-  KEYS[8]  jobs index       {P}:v1:index:jobs           ZSET job id -> id, trimmed to the newest N
+  KEYS[8]  jobs index       {P}:v1:index:recent         LIST of job ids, newest first, ARGV[14] of them
   KEYS[9]  token prefix     {P}:v1:token:               mode "confirm": the buttons' tokens (HASH)
   KEYS[10] token-group pfx  {P}:v1:tgroup:              mode "confirm": their group (HASH)
   Keys built inside: KEYS[4] .. <id> (the job HASH), for a new job and for the job a key points to;
@@ -26,7 +27,7 @@
            (a command that needs a confirmation: offer Confirm / Cancel buttons, make no job;
            the job is made by tap.lua when Confirm is tapped)
   ARGV[2]  update_id
-  ARGV[3]  update key retention, seconds
+  ARGV[3]  update retention, seconds (the updates HASH's expiry, renewed by every write)
   ARGV[4]  chat_id
   ARGV[5]  user_id
   ARGV[6]  message_id to reply to ("" for none)
@@ -63,7 +64,7 @@
   A job whose state is "failed" does not absorb a repeat: the user may try again at once.
 ]]
 
-local update_key, command_key, seq_key, job_prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local updates_key, command_key, seq_key, job_prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local jobs_stream, replies_stream, chat_index, jobs_index = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local mode, update_id, retention = ARGV[1], ARGV[2], ARGV[3]
 local chat_id, user_id, message_id = ARGV[4], ARGV[5], ARGV[6]
@@ -71,7 +72,7 @@ local command, args, idem_key, window_ms = ARGV[7], ARGV[8], ARGV[9], tonumber(A
 local reply_kind, reply_text = ARGV[11], ARGV[12]
 
 -- 1. Transport layer: the same update_id again changes nothing.
-local seen = seen_update(update_key, job_prefix)
+local seen = seen_update(updates_key, update_id, job_prefix)
 if seen then return seen end
 
 local now = now_ms()
@@ -88,7 +89,7 @@ local function reply(kind, text, job_id, markup)
 end
 
 if mode == 'reply' then
-  redis.call('SET', update_key, '-', 'EX', retention)
+  mark_update(updates_key, update_id, '-', retention)
   -- A window on a reply (e.g. refusals to a stranger) sends it once per window, not per message.
   if window_ms > 0 and not redis.call('SET', command_key, '-', 'NX', 'PX', window_ms) then
     return {'suppressed', '', ''}
@@ -100,7 +101,7 @@ end
 -- 2. Business layer: the same command inside its window points at the existing job.
 local existing, state = find_duplicate(command_key, job_prefix, window_ms)
 if existing then
-  redis.call('SET', update_key, existing, 'EX', retention)
+  mark_update(updates_key, update_id, existing, retention)
   absorb_duplicate(job_prefix, existing, update_id)
   local labels = {}
   for i = 21, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
@@ -111,7 +112,7 @@ end
 -- 3a. A command that needs a confirmation: the buttons, and no job until one is tapped.
 if mode == 'confirm' then
   create_tokens(KEYS[9], KEYS[10], cjson.decode(ARGV[18]), now)
-  redis.call('SET', update_key, '-', 'EX', retention)
+  mark_update(updates_key, update_id, '-', retention)
   reply('confirm', ARGV[19], '', ARGV[20])
   return {'confirming', '', ''}
 end
@@ -121,7 +122,7 @@ local id = create_job({
   seq_key = seq_key, job_prefix = job_prefix, jobs_stream = jobs_stream, jobs_group = ARGV[15],
   chat_index = chat_index, chat_index_len = ARGV[13], jobs_index = jobs_index,
   jobs_index_len = ARGV[14], command_key = command_key, window_ms = window_ms,
-  update_key = update_key, retention = retention, now = now,
+  updates_key = updates_key, retention = retention, now = now,
   fields = {idempotency_key = idem_key, update_id = update_id, chat_id = chat_id,
     user_id = user_id, message_id = message_id, command = command, args = args,
     recovery = ARGV[17]},

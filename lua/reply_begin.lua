@@ -17,6 +17,11 @@
                                     a recovery after a crash, and the message may exist already)
     {"done", state, message_id}     already `sent` or `failed`: the entry was acknowledged and
                                     deleted, nothing to send
+    {"done", "gone", ""}            no HASH and the entry is no longer on the stream: reply_end
+                                    settled it (a job's reply keeps its record in the job HASH
+                                    and has no HASH left) or it was dropped; acknowledged,
+                                    nothing to send. A dispatcher that held the entry while
+                                    another one took it over and finished it lands here.
   Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
@@ -26,6 +31,10 @@ if state == 'sent' or state == 'failed' then
   redis.call('XACK', stream, ARGV[2], entry)
   redis.call('XDEL', stream, entry)
   return {'done', state, redis.call('HGET', reply, 'message_id') or ''}
+end
+if not state and #redis.call('XRANGE', stream, entry, entry) == 0 then
+  redis.call('XACK', stream, ARGV[2], entry)
+  return {'done', 'gone', ''}
 end
 local now = now_ms()
 local attempts = redis.call('HINCRBY', reply, 'attempts', 1)

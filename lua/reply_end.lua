@@ -1,6 +1,13 @@
 --[[
   reply_end: record how a reply ended and acknowledge its replies-stream entry, in one step.
 
+  A reply to a job (ARGV[6] names a job that still exists; not its "working on it" message) is
+  recorded in the job HASH only: reply_state, reply_attempts (from the reply HASH),
+  reply_message_id when sent, reply_error when failed (the other one of the two is removed, so
+  the fields describe one reply), and its reply HASH is deleted. The entry is acknowledged and
+  deleted in this same step, so nothing can deliver it again (reply_begin.lua answers "done" for
+  an entry that is no longer on the stream). Every other reply keeps its HASH for ARGV[8].
+
   KEYS[1] reply HASH        {P}:v1:reply:<entry id>
   KEYS[2] replies stream    {P}:v1:stream:replies
   KEYS[3] job key prefix    {P}:v1:job:                 the script builds {P}:v1:job:<id>
@@ -10,10 +17,12 @@
   ARGV[3] state: sent | failed
   ARGV[4] Telegram's message_id ("" for none)
   ARGV[5] error ("" for none)
-  ARGV[6] job id ("" for none): its HASH gets reply_state / reply_message_id / reply_error
+  ARGV[6] job id ("" for none): its HASH gets reply_state / reply_attempts / reply_message_id /
+          reply_error
   ARGV[7] "progress" if this was a job's "working on it" message: the job remembers its
-          message_id as progress_message_id, so the final result edits it in place
-  ARGV[8] retention of the reply HASH, seconds
+          message_id as progress_message_id, so the final result edits it in place; the reply
+          HASH is kept as for a reply without a job
+  ARGV[8] retention of a reply HASH that is kept, seconds
 
   Returns {"ok", state}.
   Runs after include/common.lua (now_ms, ensure_group).
@@ -21,21 +30,34 @@
 
 local reply, stream = KEYS[1], KEYS[2]
 local state, message_id, err, job_id = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local now = now_ms()
-redis.call('HSET', reply, 'state', state, 'updated_at', now)
-if message_id ~= '' then redis.call('HSET', reply, 'message_id', message_id) end
-if err ~= '' then redis.call('HSET', reply, 'error', err) end
-redis.call('EXPIRE', reply, tonumber(ARGV[8]))
-if job_id ~= '' then
-  local job = KEYS[3] .. job_id
-  if redis.call('EXISTS', job) == 1 then
-    if ARGV[7] == 'progress' then
-      if message_id ~= '' then redis.call('HSET', job, 'progress_message_id', message_id) end
-    else
-      redis.call('HSET', job, 'reply_state', state)
-      if message_id ~= '' then redis.call('HSET', job, 'reply_message_id', message_id) end
-      if err ~= '' then redis.call('HSET', job, 'reply_error', err) end
-    end
+local job = nil
+if job_id ~= '' and redis.call('EXISTS', KEYS[3] .. job_id) == 1 then
+  job = KEYS[3] .. job_id
+end
+
+if job and ARGV[7] ~= 'progress' then
+  redis.call('HSET', job, 'reply_state', state)
+  local attempts = redis.call('HGET', reply, 'attempts')
+  if attempts then redis.call('HSET', job, 'reply_attempts', attempts) end
+  if message_id ~= '' then
+    redis.call('HSET', job, 'reply_message_id', message_id)
+  else
+    redis.call('HDEL', job, 'reply_message_id')
+  end
+  if err ~= '' then
+    redis.call('HSET', job, 'reply_error', err)
+  else
+    redis.call('HDEL', job, 'reply_error')
+  end
+  redis.call('DEL', reply)
+else
+  local now = now_ms()
+  redis.call('HSET', reply, 'state', state, 'updated_at', now)
+  if message_id ~= '' then redis.call('HSET', reply, 'message_id', message_id) end
+  if err ~= '' then redis.call('HSET', reply, 'error', err) end
+  redis.call('EXPIRE', reply, tonumber(ARGV[8]))
+  if job and message_id ~= '' then
+    redis.call('HSET', job, 'progress_message_id', message_id)
   end
 end
 redis.call('XACK', stream, ARGV[2], ARGV[1])

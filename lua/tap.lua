@@ -11,9 +11,10 @@
   answer on the callbacks stream, written here with the decision; an update_id seen before
   (Telegram delivering the update again) writes nothing at all.
 
-  KEYS[1]  update key        {P}:v1:update:<update_id>   STRING: job id, or "-"
-  KEYS[2]  token key         {P}:v1:token:<token>        HASH (see include/tokens.lua); mode
-                             "unknown": any key that does not exist
+  KEYS[1]  updates HASH      {P}:v1:updates:<n>          field ARGV[2]: job id, or "-"
+                                                         (n = update_id / 100, rounded down)
+  KEYS[2]  token key         {P}:v1:token:<token>        HASH (see include/tokens.lua; a field
+                             not stored is empty); mode "unknown": any key that does not exist
   KEYS[3]  token-group pfx   {P}:v1:tgroup:              the script reads the token's group there
   KEYS[4]  command-key pfx   {P}:v1:cmd:                 + the token's idempotency key
   KEYS[5]  job id sequence   {P}:v1:seq:job
@@ -22,13 +23,13 @@
   KEYS[8]  replies stream    {P}:v1:stream:replies       gets `op=clear_markup` entries
   KEYS[9]  callbacks stream  {P}:v1:stream:callbacks     one answer per callback query
   KEYS[10] chat index        {P}:v1:chat:<chat_id>:jobs  of the chat the button is in
-  KEYS[11] jobs index        {P}:v1:index:jobs
+  KEYS[11] jobs index        {P}:v1:index:recent         LIST of job ids, newest first, ARGV[10] of them
   KEYS[12] review index      {P}:v1:index:needs_review
 
   ARGV[1]  mode: "token" (callback_data was "t:<token>") or "unknown" (anything else, or a
            button whose message Telegram did not say)
   ARGV[2]  update_id
-  ARGV[3]  update key retention, seconds
+  ARGV[3]  update retention, seconds (the updates HASH's expiry, renewed by every write)
   ARGV[4]  callback_query_id
   ARGV[5]  id of the user who tapped
   ARGV[6]  id of the chat the button's message is in ("" if unknown)
@@ -64,14 +65,14 @@
   `op=clear_markup, edit_message_id=<message>` that removes that message's buttons.
 ]]
 
-local update_key, token_key, group_prefix, cmd_prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local updates_key, token_key, group_prefix, cmd_prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local seq_key, job_prefix, jobs_stream, replies = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local callbacks, chat_index, jobs_index, review = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
 
 -- 1. Transport layer: a redelivered update_id writes nothing (its answer went out the first time).
-local seen = seen_update(update_key, job_prefix)
+local seen = seen_update(updates_key, update_id, job_prefix)
 if seen then return seen end
 
 local now = now_ms()
@@ -92,7 +93,7 @@ local function clear_markup(job_id)
 end
 
 local function finish(update_value, outcome, job_id, state)
-  redis.call('SET', update_key, update_value, 'EX', retention)
+  mark_update(updates_key, update_id, update_value, retention)
   return {outcome, job_id or '', state or ''}
 end
 
@@ -114,8 +115,13 @@ if #t == 0 then
 end
 local tok = {}
 for i = 1, #t, 2 do tok[t[i]] = t[i + 1] end
+-- Empty fields are not stored (include/tokens.lua): a missing one reads as empty.
+for _, name in ipairs(TOKEN_FIELDS) do
+  if tok[name] == nil then tok[name] = '' end
+end
 
 local mine
+-- A user's button has no scope: anything but "admin" gets the stricter check.
 if tok.scope == 'admin' then
   mine = allowed and tok.chat_id == chat_id
 else
@@ -202,7 +208,7 @@ local id = create_job({
   seq_key = seq_key, job_prefix = job_prefix, jobs_stream = jobs_stream, jobs_group = ARGV[11],
   chat_index = chat_index, chat_index_len = ARGV[9], jobs_index = jobs_index,
   jobs_index_len = ARGV[10], command_key = command_key, window_ms = window_ms,
-  update_key = update_key, retention = retention, now = now,
+  updates_key = updates_key, retention = retention, now = now,
   fields = {idempotency_key = tok.idem, update_id = update_id, chat_id = tok.chat_id,
     user_id = tok.user_id, message_id = tok.reply_to, command = tok.command, args = tok.args,
     recovery = tok.recovery},

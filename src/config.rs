@@ -80,7 +80,8 @@ pub struct TelegramSettings {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerSettings {
-    /// Telegram keeps undelivered updates for 24 h, so an update key must live at least that long.
+    /// Telegram keeps undelivered updates for 24 h, so an update_id must be remembered at least
+    /// that long (its `updates:` HASH expires this long after its last write).
     pub update_retention_secs: u64,
     pub chat_index_len: u32,
     pub jobs_index_len: u32,

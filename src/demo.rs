@@ -926,11 +926,12 @@ impl Stage {
         self.workers.last().map_or(0, |w| w.pid)
     }
 
-    /// The job an admitted update became: its update key (`{p}:v1:update:<id>`) says so.
+    /// The job an admitted update became: its entry in `{p}:v1:updates:<n>` says so.
     async fn job_of(&self, update_id: i64) -> anyhow::Result<u64> {
         let mut conn = self.ledger.connection();
-        let job: Option<String> = redis::cmd("GET")
-            .arg(self.ledger.keys().update(update_id))
+        let job: Option<String> = redis::cmd("HGET")
+            .arg(self.ledger.keys().updates(update_id))
+            .arg(update_id)
             .query_async(&mut conn)
             .await?;
         job.as_deref()

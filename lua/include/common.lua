@@ -9,8 +9,16 @@
   ensure_group(stream, group)       XGROUP CREATE .. MKSTREAM if the stream does not exist yet
   label_of(state, labels)           a state's label; labels is {state = label, ...}
   fill(template, vars)              replaces each "{name}" with vars[name] (literally, no patterns)
-  seen_update(update_key, prefix)   the transport layer: nil for a new update_id, else the
+  seen_update(updates_key, update_id, job_prefix)
+                                    the transport layer: nil for a new update_id, else the
                                     {"duplicate_update", job id or "", state or ""} to return
+  mark_update(updates_key, update_id, value, retention)
+                                    remembers what update_id became (a job id, or "-"): a field
+                                    of the updates HASH, whose expiry (seconds) every write
+                                    renews, so each update_id is kept at least that long
+  finish_job(job_key, retention)    a job that became `succeeded` or `failed`: removes the fields
+                                    that matter only while it may still run (RUNNING_FIELDS) and
+                                    sets its expiry (seconds)
 ]]
 
 local function now_ms()
@@ -36,8 +44,23 @@ local function fill(template, vars)
   end))
 end
 
-local function seen_update(update_key, job_prefix)
-  local seen = redis.call('GET', update_key)
+-- Job fields only a job that may still run needs: its worker (`owner`), its jobs-stream entry
+-- (claim.lua's check), when its attempt started, when its retry is due, whether its "working on
+-- it" message was queued. A finished job drops them; readers take a missing field as empty.
+local RUNNING_FIELDS = {'owner', 'entry', 'started_at', 'retry_at', 'progress'}
+
+local function finish_job(job_key, retention)
+  redis.call('HDEL', job_key, unpack(RUNNING_FIELDS))
+  redis.call('EXPIRE', job_key, tonumber(retention))
+end
+
+local function mark_update(updates_key, update_id, value, retention)
+  redis.call('HSET', updates_key, update_id, value)
+  redis.call('EXPIRE', updates_key, tonumber(retention))
+end
+
+local function seen_update(updates_key, update_id, job_prefix)
+  local seen = redis.call('HGET', updates_key, update_id)
   if not seen then return nil end
   if seen == '-' then return {'duplicate_update', '', ''} end
   local state = redis.call('HGET', job_prefix .. seen, 'status')

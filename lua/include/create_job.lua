@@ -13,10 +13,11 @@
       counts one more duplicate on job `id`
   create_job(j) -> id
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
-           jobs_index_len, command_key, window_ms, update_key, retention, now, fields = {
+           jobs_index_len, command_key, window_ms, updates_key, retention, now, fields = {
            idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery}}
-      INCR the id, HSET the job `pending`, SET the update key and (with a window) the business
-      key to it, XADD the jobs stream, index it per chat and globally.
+      INCR the id, XADD the jobs stream, HSET the job `pending` (with that `entry`; no `result`
+      or `error` until an outcome has one), the update_id's entry and (with a window) the business
+      key to it, index it per chat and globally (both LISTs, newest first, trimmed).
 ]]
 
 local function find_duplicate(command_key, job_prefix, window_ms)
@@ -40,24 +41,20 @@ local function create_job(j)
   local f = j.fields
   local id = tostring(redis.call('INCR', j.seq_key))
   local job_key = j.job_prefix .. id
+  ensure_group(j.jobs_stream, j.jobs_group)
+  local entry = redis.call('XADD', j.jobs_stream, '*', 'job', id)
   redis.call('HSET', job_key,
     'id', id, 'idempotency_key', f.idempotency_key, 'update_id', f.update_id,
     'chat_id', f.chat_id, 'user_id', f.user_id, 'message_id', f.message_id,
     'command', f.command, 'args', f.args, 'status', 'pending', 'attempts', '0',
-    'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'result', '', 'error', '')
-  redis.call('SET', j.update_key, id, 'EX', j.retention)
+    'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'entry', entry)
+  mark_update(j.updates_key, f.update_id, id, j.retention)
   if j.window_ms > 0 then
     redis.call('SET', j.command_key, id, 'PX', j.window_ms)
   end
-  ensure_group(j.jobs_stream, j.jobs_group)
-  local entry = redis.call('XADD', j.jobs_stream, '*', 'job', id)
-  redis.call('HSET', job_key, 'entry', entry)
   redis.call('LPUSH', j.chat_index, id)
   redis.call('LTRIM', j.chat_index, 0, tonumber(j.chat_index_len) - 1)
-  redis.call('ZADD', j.jobs_index, id, id)
-  local excess = redis.call('ZCARD', j.jobs_index) - tonumber(j.jobs_index_len)
-  if excess > 0 then
-    redis.call('ZREMRANGEBYRANK', j.jobs_index, 0, excess - 1)
-  end
+  redis.call('LPUSH', j.jobs_index, id)
+  redis.call('LTRIM', j.jobs_index, 0, tonumber(j.jobs_index_len) - 1)
   return id
 end

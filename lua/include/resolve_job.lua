@@ -30,7 +30,7 @@ local function resolve_job(r)
     local entry = redis.call('XADD', r.stream, '*', 'job', id)
     redis.call('HSET', r.job_key, 'entry', entry)
   else
-    redis.call('EXPIRE', r.job_key, tonumber(r.retention))
+    finish_job(r.job_key, r.retention)
   end
   if r.reply ~= '' then
     ensure_group(r.replies, r.replies_group)

@@ -9,13 +9,19 @@
   second tap can be told what the first one did.
 
   Keys (all under the caller's hash tag):
-    <token_prefix><token>  HASH: group, chat_id, user_id, scope (user | admin), action (run |
-                           cancel | review), label, command, args, idem, window_ms, recovery,
-                           reply_to, job_id, decision, created_at
+    <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
+                           for a user's button), action (run | cancel | review), label, command,
+                           args, idem, window_ms, recovery, reply_to, job_id, decision; a field
+                           whose value would be empty is not stored (a Cancel button has no
+                           command, a review button no user_id), and readers take a missing
+                           field as empty. When it was made is its group's created_at
     <group_prefix><group>  HASH: state (open | used), tokens (how many), created_at; once used
                            also outcome, job_id, used_by, used_at, chat_id, message_id
 
+  TOKEN_FIELDS
+      the fields of a token besides group, in the order they are written
   create_tokens(token_prefix, group_prefix, g, now)
+      writes each token with its non-empty fields only
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision"}, ...]}; every value but
@@ -39,12 +45,13 @@ local function create_tokens(token_prefix, group_prefix, g, now)
   redis.call('EXPIRE', group_key, ttl)
   for _, t in ipairs(g.tokens) do
     local key = token_prefix .. t.token
-    local fields = {'group', g.group, 'created_at', now}
+    local fields = {'group', g.group}
     for _, name in ipairs(TOKEN_FIELDS) do
       local v = t[name]
-      if type(v) ~= 'string' then v = '' end
-      fields[#fields + 1] = name
-      fields[#fields + 1] = v
+      if type(v) == 'string' and v ~= '' then
+        fields[#fields + 1] = name
+        fields[#fields + 1] = v
+      end
     end
     redis.call('HSET', key, unpack(fields))
     redis.call('EXPIRE', key, ttl)

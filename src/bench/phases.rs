@@ -130,7 +130,7 @@ pub async fn admission(
 const DUPLICATE_SET: u64 = 4096;
 
 /// Redeliveries through the webhook: every update was admitted before, so the script only reads
-/// the update key and the job's state.
+/// the update_id's entry and the job's state.
 pub async fn duplicate(
     target: &mut Target,
     connections: usize,

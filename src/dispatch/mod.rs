@@ -6,7 +6,7 @@
 //! - **At-least-once.** `sending` is recorded before the Bot API call and the message_id after
 //!   it (reply_begin.lua / reply_end.lua). sendMessage has no idempotency key, so a crash
 //!   between Telegram accepting a message and reply_end.lua recording it sends it again after
-//!   recovery; the reply's `attempts` shows it.
+//!   recovery; the reply's `attempts` (a job's `reply_attempts`) shows it.
 //! - **Errors, by Telegram's table.** 429: wait exactly `retry_after`, and nothing goes to that
 //!   chat meanwhile. 5xx and network errors: back off and retry up to `max_attempts`. 403
 //!   (blocked, kicked, deactivated) and 400 (chat not found, ...): recorded as failed, never

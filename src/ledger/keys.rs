@@ -1,11 +1,17 @@
 //! Every Redis key oncebot uses, in one table. This layout is a documented interface (README,
-//! "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration.
+//! "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration, or
+//! give a key whose type or meaning changes a new name (`updates:`, `index:recent`), so an older
+//! release's keys are never misread.
 //!
 //! All keys start with `{<prefix>}:v1:`. The braces are a Redis Cluster hash tag, so every key of
 //! one deployment lives in one slot and a Lua script may touch any of them.
 
 /// The layout version in every key name; a release that changes the layout bumps it.
 pub const LAYOUT: &str = "v1";
+
+/// How many consecutive update_ids share one `updates:<n>` HASH ([`Keys::updates`]). Below
+/// Redis's `hash-max-listpack-entries` (128 by default), so the HASH stays a compact listpack.
+pub const UPDATES_PER_KEY: i64 = 100;
 
 /// The consumer group of workers on the jobs stream.
 pub const JOBS_GROUP: &str = "workers";
@@ -33,9 +39,14 @@ impl Keys {
         &self.base
     }
 
-    /// STRING, TTL = update retention: the job an update_id became, or `-` for none.
-    pub fn update(&self, update_id: i64) -> String {
-        format!("{}update:{update_id}", self.base)
+    /// HASH, TTL = update retention (renewed by every write): for the [`UPDATES_PER_KEY`]
+    /// update_ids around `update_id`, field = update_id, value = the job it became or `-` for
+    /// none. One small HASH per hundred updates instead of a key per update: a key with an
+    /// expiry costs about 120 bytes of Redis memory before its value, an entry of a small HASH
+    /// about 12. Scripts take the field from their update_id argument.
+    pub fn updates(&self, update_id: i64) -> String {
+        let bucket = update_id.div_euclid(UPDATES_PER_KEY);
+        format!("{}updates:{bucket}", self.base)
     }
 
     /// STRING, PX = the command's duplicate window: the job a business idempotency key points at.
@@ -73,8 +84,9 @@ impl Keys {
         format!("{}stream:replies", self.base)
     }
 
-    /// HASH, TTL = reply retention: one reply's delivery state (queued/sending/sent/failed),
-    /// keyed by its replies-stream entry id.
+    /// HASH, TTL = reply retention: one reply's delivery state (sending/sent/failed), keyed by
+    /// its replies-stream entry id. A job's reply moves its record into the job HASH when it
+    /// ends, and this HASH is deleted (reply_end.lua).
     pub fn reply(&self, entry: &str) -> String {
         format!("{}reply:{entry}", self.base)
     }
@@ -110,9 +122,11 @@ impl Keys {
         format!("{}chat:{chat_id}:jobs", self.base)
     }
 
-    /// ZSET: recent job ids (score = id), for listing every chat's jobs.
+    /// LIST: recent job ids of every chat, newest first (LPUSH + LTRIM in the script that takes
+    /// the id from INCR, so the order is the ids' order), for `oncebot jobs list`. A new name
+    /// for what was the ZSET `index:jobs`, so a deployment's old key never meets a LIST command.
     pub fn jobs_index(&self) -> String {
-        format!("{}index:jobs", self.base)
+        format!("{}index:recent", self.base)
     }
 
     /// ZSET: `retry_wait` jobs by due time (ms); promote.lua moves due ones to the stream.
@@ -145,7 +159,7 @@ mod tests {
     fn every_key_carries_the_hash_tag_and_layout_version() {
         let k = Keys::new("oncebot");
         for key in [
-            k.update(7),
+            k.updates(7),
             k.command("ab"),
             k.job_seq(),
             k.job(42),
@@ -169,5 +183,14 @@ mod tests {
         assert_eq!(k.token("ab"), format!("{}ab", k.token_prefix()));
         assert_eq!(k.token_group("cd"), format!("{}cd", k.token_group_prefix()));
         assert_eq!(k.command("ef"), format!("{}ef", k.command_prefix()));
+    }
+
+    #[test]
+    fn a_hundred_consecutive_update_ids_share_one_updates_hash() {
+        let k = Keys::new("oncebot");
+        assert_eq!(k.updates(123_456_789), "{oncebot}:v1:updates:1234567");
+        assert_eq!(k.updates(123_456_700), k.updates(123_456_799));
+        assert_ne!(k.updates(123_456_799), k.updates(123_456_800));
+        assert_eq!(k.updates(0), "{oncebot}:v1:updates:0");
     }
 }

@@ -369,7 +369,7 @@ impl Ledger {
         cmd.arg("EVALSHA")
             .arg(scripts::ENQUEUE.get_hash())
             .arg(ENQUEUE_KEYS)
-            .arg(k.update(a.update_id))
+            .arg(k.updates(a.update_id))
             .arg(k.command(if idem.is_empty() { "-" } else { &idem }))
             .arg(k.job_seq())
             .arg(k.job_prefix())
@@ -429,7 +429,7 @@ impl Ledger {
             },
             "duplicate_update" => Admitted::DuplicateUpdate {
                 job_id: Some(job_id()?),
-                // A job that expired from the ledger leaves its update key behind.
+                // A job that expired from the ledger leaves its update_id's entry behind.
                 state: job_state().ok(),
             },
             "duplicate_command" => Admitted::DuplicateCommand {
@@ -484,16 +484,15 @@ impl Ledger {
         let mut found = Vec::new();
         let mut start: isize = 0;
         while found.len() < filter.limit {
-            let ids: Vec<u64> = match filter.chat_id {
-                Some(chat) => conn
-                    .lrange(self.keys.chat_jobs(chat), start, start + PAGE - 1)
-                    .await
-                    .map_err(LedgerError::redis("reading a chat's jobs"))?,
-                None => conn
-                    .zrevrange(self.keys.jobs_index(), start, start + PAGE - 1)
-                    .await
-                    .map_err(LedgerError::redis("reading the jobs index"))?,
+            // Both indexes are LISTs, newest first.
+            let index = match filter.chat_id {
+                Some(chat) => self.keys.chat_jobs(chat),
+                None => self.keys.jobs_index(),
             };
+            let ids: Vec<u64> = conn
+                .lrange(index, start, start + PAGE - 1)
+                .await
+                .map_err(LedgerError::redis("reading the jobs index"))?;
             if ids.is_empty() {
                 break;
             }

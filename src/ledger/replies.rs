@@ -84,7 +84,9 @@ impl CallbackEntry {
 pub enum Begin {
     /// Send it; `attempts` counts this one.
     Send { attempts: u64 },
-    /// Already settled (a redelivery after a crash that followed the recording).
+    /// Already settled (a redelivery after a crash that followed the recording): `sent` or
+    /// `failed`, or `gone` when the entry is no longer on the stream (settled by another
+    /// dispatcher, its record in the job HASH).
     Done { state: String },
 }
 

@@ -69,7 +69,7 @@ pub struct TokenGroup {
 impl TokenGroup {
     pub fn new(ttl: Duration) -> Self {
         Self {
-            id: keyboard::new_token(),
+            id: keyboard::new_group_id(),
             ttl,
             tokens: Vec::new(),
         }
@@ -97,7 +97,7 @@ impl TokenGroup {
 
     /// The JSON include/tokens.lua reads. Every id is a string: Lua's numbers are doubles, and
     /// printing one loses digits of a 52-bit id.
-    pub(crate) fn spec(&self) -> serde_json::Value {
+    pub fn spec(&self) -> serde_json::Value {
         let tokens: Vec<_> = self.tokens.iter().map(token_spec).collect();
         json!({"group": self.id, "ttl": self.ttl.as_secs().max(1), "tokens": tokens})
     }
@@ -105,7 +105,8 @@ impl TokenGroup {
 
 fn token_spec(t: &Token) -> serde_json::Value {
     let (chat_id, user_id, scope) = match t.owner {
-        Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), "user"),
+        // A user's button stores no scope (tap.lua's default, the stricter check).
+        Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), ""),
         Owner::Admins { chat_id } => (chat_id, String::new(), "admin"),
     };
     let mut spec = json!({
@@ -295,7 +296,7 @@ impl Ledger {
         };
         let chat = tap.chat_id.map(|c| c.to_string()).unwrap_or_default();
         let mut inv = scripts::TAP.prepare_invoke();
-        inv.key(k.update(tap.update_id))
+        inv.key(k.updates(tap.update_id))
             .key(k.token(token))
             .key(k.token_group_prefix())
             .key(k.command_prefix())

@@ -13,6 +13,14 @@ const PREFIX: &str = "t:";
 /// Hex characters in a token (128 bits).
 const TOKEN_LEN: usize = 32;
 
+/// A fresh id for a group of sibling buttons: 64 random bits, 16 hex characters. Unlike a
+/// token it never leaves Redis (no button carries it; a token names its group), so it needs to
+/// be unique among the groups alive at once, not unguessable, and it is written into every
+/// token HASH of its group and its group's key name.
+pub fn new_group_id() -> String {
+    hex::encode(rand::random::<[u8; 8]>())
+}
+
 /// A fresh unguessable token.
 pub fn new_token() -> String {
     hex::encode(rand::random::<[u8; 16]>())
@@ -85,6 +93,14 @@ pub fn button_text(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_ids_are_64_bits_of_hex() {
+        let a = new_group_id();
+        assert_eq!(a.len(), 16);
+        assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_ne!(a, new_group_id());
+    }
 
     #[test]
     fn tokens_are_128_bits_of_hex_and_fit_telegrams_64_bytes() {

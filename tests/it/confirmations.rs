@@ -15,7 +15,8 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ingress::Handled;
 use oncebot::ledger::{
-    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Tap, Tapped,
+    Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, Claimed, JobState, Owner, Tap,
+    Tapped, TokenAction, TokenGroup,
 };
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot::sim::moviepilot::{Fault, routes};
@@ -168,7 +169,7 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
 
     assert!(s.job_ids().await.is_empty());
     assert!(s.jobs_on_stream().await.is_empty());
-    assert_eq!(s.get(&s.keys.update(1)).await.as_deref(), Some("-"));
+    assert_eq!(s.update(1).await.as_deref(), Some("-"));
 
     // The tokens are bound to ALICE in her chat and expire with telegram.confirm_ttl_secs.
     let mut conn = s.conn().await;
@@ -193,6 +194,120 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
     assert!((590..=600).contains(&group_ttl), "group TTL {group_ttl}");
 }
 
+/// Stores `group` with include/tokens.lua's `create_tokens`, the function complete.lua stores a
+/// reply's buttons with (`ledger` keeps no call of its own for it).
+async fn store_token_group(
+    conn: &mut redis::aio::MultiplexedConnection,
+    store: &Store,
+    group: &TokenGroup,
+) {
+    let script = redis::Script::new(concat!(
+        include_str!("../../lua/include/common.lua"),
+        "\n",
+        include_str!("../../lua/include/tokens.lua"),
+        "\ncreate_tokens(KEYS[1], KEYS[2], cjson.decode(ARGV[1]), now_ms())\nreturn 'ok'\n",
+    ));
+    let _: String = script
+        .key(store.keys.token_prefix())
+        .key(store.keys.token_group_prefix())
+        .arg(group.spec().to_string())
+        .invoke_async(conn)
+        .await
+        .unwrap();
+}
+
+/// A token HASH stores only the fields that have a value; a tap reads a missing one as empty,
+/// so a button whose job has no arguments and replies to no message still makes its job.
+#[tokio::test]
+async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let owner = Owner::User {
+        chat_id: ALICE,
+        user_id: ALICE,
+    };
+    let mut group = TokenGroup::new(Duration::from_secs(600));
+    let run = group.add(
+        owner,
+        "Run",
+        TokenAction::Run {
+            command: Command::Subscriptions,
+            args: String::new(),
+            window: Duration::from_secs(60),
+        },
+        None,
+    );
+    let cancel = group.add(owner, "Cancel", TokenAction::Cancel, None);
+    let mut conn = store.conn().await;
+    store_token_group(&mut conn, &store, &group).await;
+    let mut stored = Vec::new();
+    for data in [&run, &cancel] {
+        let token: BTreeMap<String, String> = conn
+            .hgetall(store.keys.token(token_of(data)))
+            .await
+            .unwrap();
+        assert!(token.values().all(|v| !v.is_empty()), "{token:?}");
+        stored.push(token);
+    }
+    for absent in [
+        "args",
+        "reply_to",
+        "job_id",
+        "decision",
+        "scope",
+        "created_at",
+    ] {
+        assert!(!stored[0].contains_key(absent), "{absent}: {:?}", stored[0]);
+    }
+    assert_eq!(stored[0]["group"], group.id);
+    assert_eq!(group.id.len(), 16, "a group id is 64 bits in hex");
+    let group_row: BTreeMap<String, String> = conn
+        .hgetall(store.keys.token_group(&group.id))
+        .await
+        .unwrap();
+    assert!(group_row.contains_key("created_at"), "{group_row:?}");
+    assert_eq!(stored[0]["command"], "subscriptions");
+    assert_eq!(stored[0]["window_ms"], "60000");
+    for absent in [
+        "command",
+        "args",
+        "idem",
+        "window_ms",
+        "recovery",
+        "reply_to",
+    ] {
+        assert!(!stored[1].contains_key(absent), "{absent}: {:?}", stored[1]);
+    }
+    assert_eq!(stored[1]["action"], "cancel");
+
+    let tap = Tap {
+        update_id: 1,
+        callback_query_id: "q1".into(),
+        user_id: ALICE,
+        allowed: true,
+        chat_id: Some(ALICE),
+        message_id: Some(BOT_MESSAGE),
+        token: Some(token_of(&run).to_string()),
+    };
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
+        .await
+        .unwrap();
+    assert_eq!(tapped, Tapped::New { job_id: 1 });
+    let job = store.job(1).await;
+    assert_eq!(job["command"], "subscriptions");
+    assert_eq!(job["args"], "");
+    assert_eq!(job["message_id"], "");
+    assert_eq!(job["recovery"], stored[0]["recovery"]);
+    assert_eq!(job["idempotency_key"], stored[0]["idem"]);
+    assert_eq!(
+        store
+            .get(&store.keys.command(&stored[0]["idem"]))
+            .await
+            .as_deref(),
+        Some("1"),
+        "the button's duplicate window is open"
+    );
+}
+
 /// The seed's scenario 3: the same confirmation button tapped twice.
 #[tokio::test]
 async fn the_same_confirm_button_tapped_twice_runs_one_job_and_the_second_tap_is_told() {
@@ -214,7 +329,7 @@ async fn the_same_confirm_button_tapped_twice_runs_one_job_and_the_second_tap_is
     assert_eq!(job["recovery"], "idempotent");
     // Its result will answer the user's command, not the bot's question.
     assert_eq!(job["message_id"], message_id(1).to_string());
-    assert_eq!(s.get(&s.keys.update(2)).await.as_deref(), Some("1"));
+    assert_eq!(s.update(2).await.as_deref(), Some("1"));
     let answer = answer_to(s, &first).await;
     assert_eq!(answer["text"], "Received: job #1");
     assert_eq!(answer["show_alert"], "0");
@@ -327,7 +442,7 @@ async fn an_expired_button_runs_nothing_and_says_so() {
     let cleared = clears(s).await;
     assert_eq!(cleared.len(), 1);
     assert_eq!(cleared[0]["edit_message_id"], BOT_MESSAGE.to_string());
-    assert_eq!(s.get(&s.keys.update(2)).await.as_deref(), Some("-"));
+    assert_eq!(s.update(2).await.as_deref(), Some("-"));
 }
 
 #[tokio::test]

@@ -110,6 +110,124 @@ async fn a_blocked_chat_marks_the_reply_failed_and_leaves_the_job_succeeded() {
     assert_eq!(rig.tg.count("sendMessage"), 1);
 }
 
+/// A job's reply, once delivered, is recorded in the job HASH alone (its reply HASH is
+/// deleted with the entry); a reply without a job keeps its HASH.
+#[tokio::test]
+async fn a_delivered_job_reply_is_recorded_in_the_job_and_leaves_no_reply_hash() {
+    let rig = Rig::new(Dialect::V2).await;
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    rig.send(1, "/subscriptions").await;
+    let job = reply_settled(&rig, 1).await;
+    assert_eq!(job["reply_state"], "sent");
+    assert_eq!(job["reply_attempts"], "1");
+    let sent = ok_sends_to(&rig, ALICE);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        job["reply_message_id"],
+        rig.tg.sent()[0].message_id.to_string()
+    );
+    assert!(!job.contains_key("reply_error"), "{job:?}");
+
+    rig.send(2, "/help").await;
+    answered(&rig, "sendMessage", 2).await;
+    let store = &rig.store;
+    let reply_keys = crate::support::eventually(
+        "the /help reply recorded",
+        RECOVERY_DEADLINE,
+        || async move {
+            let mut conn = store.conn().await;
+            let keys: Vec<String> = conn.keys(store.keys.reply("*")).await.unwrap();
+            (store.replies().await.is_empty() && !keys.is_empty()).then_some(keys)
+        },
+    )
+    .await;
+    assert_eq!(
+        reply_keys.len(),
+        1,
+        "only the reply without a job: {reply_keys:?}"
+    );
+    let mut conn = rig.store.conn().await;
+    let record: std::collections::BTreeMap<String, String> =
+        conn.hgetall(&reply_keys[0]).await.unwrap();
+    assert_eq!(record["state"], "sent", "{record:?}");
+    assert_eq!(record["kind"], "help", "{record:?}");
+}
+
+/// Dispatcher A holds an entry while B takes it over and delivers it: the reply HASH is gone
+/// with the entry, and A's late reply_begin is told "done" instead of sending it again.
+#[tokio::test]
+async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
+    use oncebot::ledger::{Admission, AdmissionAction, Begin, ReplyEntry};
+    let (_redis, ledger, store, _) = crate::support::app::spawn_ledger(&[]).await;
+    let admitted = ledger
+        .admit(&Admission {
+            update_id: 1,
+            chat_id: ALICE,
+            user_id: ALICE,
+            message_id: Some(7),
+            action: AdmissionAction::Job {
+                command: oncebot::commands::Command::Subscriptions,
+                args: String::new(),
+                window: Duration::ZERO,
+            },
+        })
+        .await
+        .unwrap();
+    assert_eq!(admitted, oncebot::ledger::Admitted::New { job_id: 1 });
+    let mut conn = store.conn().await;
+    let entry: String = conn
+        .xadd(
+            store.keys.replies_stream(),
+            "*",
+            &[
+                ("chat_id", ALICE.to_string()),
+                ("reply_to", "7".into()),
+                ("kind", "result".into()),
+                ("job_id", "1".into()),
+                ("text", "done".into()),
+            ],
+        )
+        .await
+        .unwrap();
+    let reply = ReplyEntry {
+        entry: entry.clone(),
+        chat_id: ALICE,
+        reply_to: Some(7),
+        kind: "result".into(),
+        job_id: Some(1),
+        text: "done".into(),
+        ..ReplyEntry::default()
+    };
+    let retention = Duration::from_secs(3600);
+    assert_eq!(
+        ledger.reply_begin(&reply, "a", retention).await.unwrap(),
+        Begin::Send { attempts: 1 }
+    );
+    assert_eq!(
+        ledger.reply_begin(&reply, "b", retention).await.unwrap(),
+        Begin::Send { attempts: 2 }
+    );
+    ledger.reply_end(&reply, Ok(99), retention).await.unwrap();
+    let job = store.job(1).await;
+    assert_eq!(job["reply_state"], "sent");
+    assert_eq!(job["reply_attempts"], "2");
+    assert_eq!(job["reply_message_id"], "99");
+    let exists: bool = conn.exists(store.keys.reply(&entry)).await.unwrap();
+    assert!(!exists, "the job's reply HASH is deleted");
+    assert!(store.replies().await.is_empty());
+
+    assert_eq!(
+        ledger.reply_begin(&reply, "a", retention).await.unwrap(),
+        Begin::Done {
+            state: "gone".into()
+        }
+    );
+    let exists: bool = conn.exists(store.keys.reply(&entry)).await.unwrap();
+    assert!(!exists, "a late reply_begin writes no record");
+}
+
 /// SIGKILL after Telegram accepted a message and before it was recorded: after a restart every
 /// queued reply is delivered, the interrupted one possibly twice (replies are at-least-once),
 /// and no job runs again.

@@ -32,7 +32,7 @@ async fn the_same_update_posted_twice_leaves_one_job() {
     let s = &app.store;
     assert_eq!(s.jobs_on_stream().await, vec![1]);
     assert_eq!(s.job_ids().await.into_iter().collect::<Vec<_>>(), vec![1]);
-    assert_eq!(s.get(&s.keys.update(7001)).await.as_deref(), Some("1"));
+    assert_eq!(s.update(7001).await.as_deref(), Some("1"));
     let job = s.job(1).await;
     assert_eq!(job["status"], "pending");
     assert_eq!(job["update_id"], "7001");
@@ -75,19 +75,19 @@ async fn the_same_update_posted_ten_times_concurrently_leaves_one_job() {
     assert_eq!(s.jobs_on_stream().await, vec![1]);
     assert_eq!(s.job_ids().await.len(), 1);
     assert_eq!(s.get(&s.keys.job_seq()).await.as_deref(), Some("1"));
-    assert_eq!(s.get(&s.keys.update(7002)).await.as_deref(), Some("1"));
+    assert_eq!(s.update(7002).await.as_deref(), Some("1"));
     assert_eq!(s.job(1).await["status"], "pending");
     assert!(s.replies().await.is_empty());
     app.stop().await;
 }
 
 #[tokio::test]
-async fn the_update_key_lives_as_long_as_the_configured_retention() {
+async fn an_update_id_is_remembered_as_long_as_the_configured_retention() {
     let app = spawn_app().await;
     app.post_ok(&private_text(7003, ALICE, "/jobs")).await;
 
     let mut conn = app.store.conn().await;
-    let ttl: i64 = conn.ttl(app.store.keys.update(7003)).await.unwrap();
+    let ttl: i64 = conn.ttl(app.store.keys.updates(7003)).await.unwrap();
     let retention = app.settings.ledger.update_retention_secs as i64;
     assert!(retention >= 86_400);
     assert!(
@@ -111,7 +111,7 @@ async fn a_repeated_subscribe_inside_its_window_is_one_job_and_one_duplicate_rep
     assert_eq!(s.jobs_on_stream().await, vec![1]);
     assert_eq!(s.job_ids().await.len(), 1);
     // The second update now points at the first job, which counts the duplicate.
-    assert_eq!(s.get(&s.keys.update(101)).await.as_deref(), Some("1"));
+    assert_eq!(s.update(101).await.as_deref(), Some("1"));
     let job = s.job(1).await;
     assert_eq!(job["duplicates"], "1");
     assert_eq!(job["last_duplicate_update_id"], "101");
@@ -151,7 +151,7 @@ async fn ten_concurrent_taps_of_one_subscribe_make_one_job_and_nine_duplicate_re
     assert_eq!(replies.len(), 9);
     assert!(replies.iter().all(|r| r["kind"] == "duplicate"));
     for update_id in 150..160 {
-        let points_at = s.get(&s.keys.update(update_id)).await;
+        let points_at = s.update(update_id).await;
         assert_eq!(points_at, Some(job_id.to_string()), "update {update_id}");
     }
 }
@@ -233,7 +233,7 @@ async fn the_same_subscribe_after_its_window_expired_is_a_new_job() {
     app.post_ok(&private_text(401, ALICE, "/subscribe Dune"))
         .await;
     assert_eq!(s.jobs_on_stream().await, vec![1, 2]);
-    assert_eq!(s.get(&s.keys.update(401)).await.as_deref(), Some("2"));
+    assert_eq!(s.update(401).await.as_deref(), Some("2"));
     assert!(
         s.replies().await.is_empty(),
         "no duplicate reply outside the window"
@@ -463,7 +463,7 @@ async fn a_stranger_is_refused_once_per_window_and_gets_no_job() {
         replies[0]["text"]
     );
     // The update is remembered as "no job", so a redelivery changes nothing either.
-    assert_eq!(s.get(&s.keys.update(800)).await.as_deref(), Some("-"));
+    assert_eq!(s.update(800).await.as_deref(), Some("-"));
 
     // A second message inside the hour: still 200, no second refusal.
     app.post_ok(&private_text(801, MALLORY, "please")).await;
@@ -523,7 +523,7 @@ async fn with_redis_down_the_webhook_answers_503_and_the_redelivery_is_admitted_
 
     let s = &app.store;
     assert_eq!(s.jobs_on_stream().await, vec![1, 2]);
-    assert_eq!(s.get(&s.keys.update(901)).await.as_deref(), Some("2"));
+    assert_eq!(s.update(901).await.as_deref(), Some("2"));
     assert_eq!(s.job(2).await["args"], "Arrival");
     assert_eq!(s.job_ids().await.len(), 2);
 }
@@ -608,7 +608,7 @@ async fn a_redis_restart_with_aof_loses_no_acknowledged_job() {
     assert_eq!(on_stream, (1..=N as u64).collect::<Vec<_>>());
     for i in 0..N {
         let job_id: u64 = s
-            .get(&s.keys.update(1000 + i))
+            .update(1000 + i)
             .await
             .unwrap_or_else(|| panic!("update {} was forgotten", 1000 + i))
             .parse()

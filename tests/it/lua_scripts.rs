@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use oncebot::commands::Command;
-use oncebot::ledger::{Admission, AdmissionAction, Admitted, JobState, Ledger, keys};
+use oncebot::ledger::{Admission, AdmissionAction, Admitted, JobFilter, JobState, Ledger, keys};
 use redis::AsyncCommands as _;
 
 use crate::support::app::spawn_ledger;
@@ -76,7 +76,8 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
     assert_eq!(admitted, Admitted::New { job_id: 1 });
 
     let job = store.job(1).await;
-    // The seed's bot_jobs columns, plus attempts.
+    // The seed's bot_jobs columns, plus attempts and the entry that carries it (`result` and
+    // `error` are written by an outcome that has one; a missing field reads as empty).
     for field in [
         "id",
         "idempotency_key",
@@ -88,11 +89,16 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
         "status",
         "created_at",
         "updated_at",
-        "result",
-        "error",
         "attempts",
+        "entry",
     ] {
         assert!(job.contains_key(field), "job HASH lacks {field}: {job:?}");
+    }
+    for field in ["result", "error"] {
+        assert!(
+            !job.contains_key(field),
+            "an empty {field} is not stored: {job:?}"
+        );
     }
     assert_eq!(job["status"], "pending");
     assert_eq!(job["command"], "subscribe");
@@ -121,9 +127,9 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
         .await
         .unwrap();
     assert_eq!(chat, vec![1]);
-    let index: Vec<u64> = conn.zrange(store.keys.jobs_index(), 0, -1).await.unwrap();
+    let index: Vec<u64> = conn.lrange(store.keys.jobs_index(), 0, -1).await.unwrap();
     assert_eq!(index, vec![1]);
-    assert_eq!(store.get(&store.keys.update(1)).await.as_deref(), Some("1"));
+    assert_eq!(store.update(1).await.as_deref(), Some("1"));
     let idem = job["idempotency_key"].clone();
     assert_eq!(
         store.get(&store.keys.command(&idem)).await.as_deref(),
@@ -307,10 +313,54 @@ async fn the_chat_and_jobs_indexes_are_trimmed_to_their_lengths() {
         .await
         .unwrap();
     assert_eq!(chat, vec![6, 5, 4]);
-    let index: Vec<u64> = conn.zrange(store.keys.jobs_index(), 0, -1).await.unwrap();
-    assert_eq!(index, vec![3, 4, 5, 6]);
+    let index: Vec<u64> = conn.lrange(store.keys.jobs_index(), 0, -1).await.unwrap();
+    assert_eq!(index, vec![6, 5, 4, 3]);
     // Trimming an index never drops a job from the ledger.
     assert_eq!(store.job_ids().await, (1..=6).collect());
+}
+
+/// `jobs list` reads the global index page by page (200 ids a page), newest first, and sees
+/// only the newest `ledger.jobs_index_len` jobs of every chat.
+#[tokio::test]
+async fn jobs_list_pages_the_global_index_newest_first() {
+    let (_redis, ledger, store, _) =
+        spawn_ledger(&[("ONCEBOT__LEDGER__JOBS_INDEX_LEN", "230")]).await;
+    for update_id in 1..=250 {
+        let user = if update_id % 2 == 0 { ALICE } else { BOB };
+        let a = job(update_id, user, Command::Subscriptions, "", Duration::ZERO);
+        // Straight to the ledger: 250 transition checks would take half a minute.
+        ledger.admit(&a).await.unwrap();
+    }
+    let list = |limit: usize, chat_id: Option<i64>| {
+        let ledger = ledger.clone();
+        async move {
+            ledger
+                .list_jobs(&JobFilter {
+                    status: None,
+                    chat_id,
+                    limit,
+                })
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|j| j.id)
+                .collect::<Vec<u64>>()
+        }
+    };
+    assert_eq!(list(1000, None).await, (21..=250).rev().collect::<Vec<_>>());
+    assert_eq!(list(5, None).await, vec![250, 249, 248, 247, 246]);
+    assert_eq!(
+        list(3, Some(BOB)).await,
+        vec![249, 247, 245],
+        "a chat's own index"
+    );
+    let mut conn = store.conn().await;
+    let kind: String = redis::cmd("TYPE")
+        .arg(store.keys.jobs_index())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(kind, "list");
 }
 
 #[tokio::test]

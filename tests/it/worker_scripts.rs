@@ -219,6 +219,67 @@ async fn a_due_retry_goes_back_on_the_stream_and_runs_as_the_next_attempt() {
     assert!(matches!(stale, Claimed::Skip { .. }), "{stale:?}");
 }
 
+/// A finished job keeps its record (result, attempts, ...) but not the fields only a job that
+/// may still run needs; a stale entry of it still runs nothing.
+#[tokio::test]
+async fn a_finished_job_drops_the_fields_of_a_running_one() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let created = store.job(job).await;
+    assert!(created.contains_key("entry"), "{created:?}");
+    for field in ["result", "error", "owner"] {
+        assert!(
+            !created.contains_key(field),
+            "{field} at creation: {created:?}"
+        );
+    }
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
+    let retry = Outcome {
+        status: "retry_wait",
+        error: "MoviePilot answered 502".into(),
+        reply_kind: "retrying",
+        retry_in: Duration::ZERO,
+        ..Outcome::default()
+    };
+    ledger
+        .complete(&a, &retry, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let waiting = store.job(job).await;
+    assert!(!waiting.contains_key("owner"), "{waiting:?}");
+    assert!(waiting.contains_key("retry_at"), "{waiting:?}");
+    assert_eq!(ledger.promote_due(10).await.unwrap(), 1);
+    let next = deliver(&redis.url(), A).await;
+    let (second, _) = run(claim(&store, &ledger, job, &next, A).await);
+    assert_eq!(store.job(job).await["owner"], A);
+    let done = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete(&second, &succeeded(), Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done, Completed::Recorded);
+    let row = store.job(job).await;
+    assert_eq!(row["status"], "succeeded");
+    assert_eq!(row["result"], "done");
+    assert_eq!(row["attempts"], "2");
+    for field in ["owner", "entry", "started_at", "retry_at", "progress"] {
+        assert!(!row.contains_key(field), "{field} left: {row:?}");
+    }
+    let shown = ledger.job(job).await.unwrap().unwrap();
+    assert_eq!(shown.result.as_deref(), Some("done"));
+    let mut conn = store.conn().await;
+    let ttl: i64 = redis::AsyncCommands::ttl(&mut conn, store.keys.job(job))
+        .await
+        .unwrap();
+    assert!(ttl > 0, "a finished job expires: {ttl}");
+    let stale = claim(&store, &ledger, job, &next, B).await;
+    assert!(matches!(stale, Claimed::Skip { .. }), "{stale:?}");
+    assert_eq!(store.job(job).await["status"], "succeeded");
+}
+
 #[tokio::test]
 async fn only_a_job_waiting_for_review_can_be_resolved() {
     let (redis, ledger, store, _) = spawn_ledger(&[]).await;

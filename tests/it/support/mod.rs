@@ -194,6 +194,14 @@ impl Store {
         conn.get(key).await.unwrap()
     }
 
+    /// What update `update_id` became (a job id, or `-`), if it is remembered.
+    pub async fn update(&self, update_id: i64) -> Option<String> {
+        let mut conn = self.conn().await;
+        conn.hget(self.keys.updates(update_id), update_id)
+            .await
+            .unwrap()
+    }
+
     pub async fn stream_len(&self, key: &str) -> usize {
         let mut conn = self.conn().await;
         conn.xlen(key).await.unwrap()
