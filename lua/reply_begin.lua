@@ -5,6 +5,8 @@
 
   KEYS[1] reply HASH        {P}:v1:reply:<entry id>     state, attempts, message_id, error, ...
   KEYS[2] replies stream    {P}:v1:stream:replies
+  KEYS[3] job HASH          {P}:v1:job:<job id>         read only, for its progress_message_id;
+                            any key of the deployment when the reply has no job
 
   ARGV[1] entry id
   ARGV[2] replies consumer group
@@ -13,8 +15,11 @@
   ARGV[5] chat id, ARGV[6] job id ("" for none), ARGV[7] kind (copied into the HASH)
 
   Returns:
-    {"send", attempts}              go ahead (attempts includes this one; > 1 means a retry or
-                                    a recovery after a crash, and the message may exist already)
+    {"send", attempts, progress}    go ahead (attempts includes this one; > 1 means a retry or
+                                    a recovery after a crash, and the message may exist already);
+                                    progress is the job's "working on it" message_id ("" for
+                                    none), which its result edits in place: read here so the
+                                    send needs no round trip of its own
     {"done", state, message_id}     already `sent` or `failed`: the entry was acknowledged and
                                     deleted, nothing to send
     {"done", "gone", ""}            no HASH and the entry is no longer on the stream: reply_end
@@ -41,4 +46,6 @@ local attempts = redis.call('HINCRBY', reply, 'attempts', 1)
 redis.call('HSET', reply, 'state', 'sending', 'consumer', ARGV[3], 'updated_at', now,
   'chat_id', ARGV[5], 'job_id', ARGV[6], 'kind', ARGV[7])
 redis.call('EXPIRE', reply, tonumber(ARGV[4]))
-return {'send', tostring(attempts)}
+local progress = ''
+if ARGV[6] ~= '' then progress = redis.call('HGET', KEYS[3], 'progress_message_id') or '' end
+return {'send', tostring(attempts), progress}

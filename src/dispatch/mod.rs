@@ -184,16 +184,23 @@ impl Dispatcher {
         let chat_lock = self.chat_locks.get(reply.chat_id);
         let _in_order = chat_lock.lock().await;
         let retention = Duration::from_secs(self.cfg.reply_retention_secs);
-        match self
+        let progress = match self
             .ledger
             .reply_begin(&reply, &self.consumer, retention)
             .await
         {
-            Ok(Begin::Send { attempts }) if attempts > 1 => tracing::warn!(
+            Ok(Begin::Send {
                 attempts,
-                "sending a reply again after an interrupted attempt; Telegram may show it twice"
-            ),
-            Ok(Begin::Send { .. }) => {}
+                progress_message_id,
+            }) => {
+                if attempts > 1 {
+                    tracing::warn!(
+                        attempts,
+                        "sending a reply again after an interrupted attempt; Telegram may show it twice"
+                    );
+                }
+                progress_message_id
+            }
             Ok(Begin::Done { state }) => {
                 tracing::debug!(state = %state, "reply already settled");
                 return;
@@ -202,8 +209,13 @@ impl Dispatcher {
                 tracing::error!(error = %e, "cannot record the send; the reply stays queued");
                 return;
             }
-        }
-        let outcome = self.send_with_retries(&reply).await;
+        };
+        // An explicit target, else a job's result replaces its "working on it" message.
+        let edit_target = reply.edit_message_id.or_else(|| {
+            progress
+                .filter(|_| reply.job_id.is_some() && IN_PLACE_KINDS.contains(&reply.kind.as_str()))
+        });
+        let outcome = self.send_with_retries(&reply, edit_target).await;
         crate::crash_point!("dispatch.after_send");
         let recorded = match &outcome {
             Sent::Delivered(id) => {
@@ -226,13 +238,14 @@ impl Dispatcher {
         }
     }
 
-    async fn send_with_retries(&self, reply: &ReplyEntry) -> Sent {
+    async fn send_with_retries(&self, reply: &ReplyEntry, edit_target: Option<i64>) -> Sent {
         let mut chat = reply.chat_id;
         let mut failures = 0u32;
         let mut migrated = false;
         let mut edit_allowed = true;
         loop {
-            match self.send_once(reply, chat, edit_allowed).await {
+            let edit_target = edit_target.filter(|_| edit_allowed);
+            match self.send_once(reply, chat, edit_target).await {
                 Ok(id) => return Sent::Delivered(id),
                 Err(ApiError::RetryAfter(wait)) => {
                     METRICS.telegram_429.inc();
@@ -297,9 +310,9 @@ impl Dispatcher {
         &self,
         reply: &ReplyEntry,
         chat: i64,
-        edit_allowed: bool,
+        edit_target: Option<i64>,
     ) -> Result<Option<i64>, ApiError> {
-        let result = self.send_once_unpaced(reply, chat, edit_allowed).await;
+        let result = self.send_once_unpaced(reply, chat, edit_target).await;
         self.limiter.sent(chat);
         result
     }
@@ -308,7 +321,7 @@ impl Dispatcher {
         &self,
         reply: &ReplyEntry,
         chat: i64,
-        edit_allowed: bool,
+        edit_target: Option<i64>,
     ) -> Result<Option<i64>, ApiError> {
         let markup: Option<Value> = reply
             .markup
@@ -326,18 +339,6 @@ impl Dispatcher {
                 .await?;
             return Ok(Some(message_id));
         }
-        let edit_target = if !edit_allowed {
-            None
-        } else if reply.edit_message_id.is_some() {
-            reply.edit_message_id
-        } else if let Some(job) = reply
-            .job_id
-            .filter(|_| IN_PLACE_KINDS.contains(&reply.kind.as_str()))
-        {
-            self.ledger.progress_message(job).await.ok().flatten()
-        } else {
-            None
-        };
         let chunks = split_message(&reply.text);
         let mut first_id = None;
         for (i, chunk) in chunks.iter().enumerate() {

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use redis::AsyncCommands as _;
 use redis::streams::StreamId;
 
 use super::{Ledger, LedgerError, keys, scripts};
@@ -82,8 +81,12 @@ impl CallbackEntry {
 /// What reply_begin.lua said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Begin {
-    /// Send it; `attempts` counts this one.
-    Send { attempts: u64 },
+    /// Send it; `attempts` counts this one. `progress_message_id`: the job's "working on it"
+    /// message, if it has one, which its result replaces by an edit.
+    Send {
+        attempts: u64,
+        progress_message_id: Option<i64>,
+    },
     /// Already settled (a redelivery after a crash that followed the recording): `sent` or
     /// `failed`, or `gone` when the entry is no longer on the stream (settled by another
     /// dispatcher, its record in the job HASH).
@@ -174,6 +177,9 @@ impl Ledger {
         let mut inv = scripts::REPLY_BEGIN.prepare_invoke();
         inv.key(self.keys.reply(&reply.entry))
             .key(self.keys.replies_stream())
+            // Any key of the deployment's slot will do when there is no job: the script reads
+            // KEYS[3] only for a job's reply.
+            .key(self.keys.job(reply.job_id.unwrap_or(0)))
             .arg(&reply.entry)
             .arg(keys::REPLIES_GROUP)
             .arg(consumer)
@@ -189,6 +195,7 @@ impl Ledger {
         match out.first().map(String::as_str) {
             Some("send") => Ok(Begin::Send {
                 attempts: out.get(1).and_then(|a| a.parse().ok()).unwrap_or(1),
+                progress_message_id: out.get(2).and_then(|m| m.parse().ok()),
             }),
             Some("done") => Ok(Begin::Done {
                 state: out.get(1).cloned().unwrap_or_default(),
@@ -234,14 +241,6 @@ impl Ledger {
             .await
             .map_err(LedgerError::redis("recording a reply's outcome"))?;
         Ok(())
-    }
-
-    /// The message a job's "working on it" reply became, if it was sent.
-    pub async fn progress_message(&self, job_id: u64) -> Result<Option<i64>, LedgerError> {
-        let mut conn = self.conn.clone();
-        conn.hget(self.keys.job(job_id), "progress_message_id")
-            .await
-            .map_err(LedgerError::redis("reading a job's progress message"))
     }
 
     /// Acknowledges and deletes an answered (or unanswerable) callback entry.

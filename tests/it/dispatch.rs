@@ -203,16 +203,34 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
     let retention = Duration::from_secs(3600);
     assert_eq!(
         ledger.reply_begin(&reply, "a", retention).await.unwrap(),
-        Begin::Send { attempts: 1 }
+        Begin::Send {
+            attempts: 1,
+            progress_message_id: None
+        }
     );
     assert_eq!(
         ledger.reply_begin(&reply, "b", retention).await.unwrap(),
-        Begin::Send { attempts: 2 }
+        Begin::Send {
+            attempts: 2,
+            progress_message_id: None
+        }
+    );
+    // The job's "working on it" message comes with the go-ahead, for the result to edit.
+    let _: () = conn
+        .hset(store.keys.job(1), "progress_message_id", 55)
+        .await
+        .unwrap();
+    assert_eq!(
+        ledger.reply_begin(&reply, "c", retention).await.unwrap(),
+        Begin::Send {
+            attempts: 3,
+            progress_message_id: Some(55)
+        }
     );
     ledger.reply_end(&reply, Ok(99), retention).await.unwrap();
     let job = store.job(1).await;
     assert_eq!(job["reply_state"], "sent");
-    assert_eq!(job["reply_attempts"], "2");
+    assert_eq!(job["reply_attempts"], "3");
     assert_eq!(job["reply_message_id"], "99");
     let exists: bool = conn.exists(store.keys.reply(&entry)).await.unwrap();
     assert!(!exists, "the job's reply HASH is deleted");
