@@ -70,7 +70,7 @@ pub struct BenchArgs {
     /// tests).
     #[arg(long, hide = true, value_parser = parse_phase_secs)]
     pub phase_secs: Option<f64>,
-    /// Jobs in the worker phase's backlog (default: 5000 with --quick, 20000 otherwise; for
+    /// Jobs in the worker phase's backlog (default: 20000 with --quick, 50000 otherwise; for
     /// tests).
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub backlog: Option<u64>,
@@ -92,7 +92,7 @@ impl BenchArgs {
 
     fn backlog(&self) -> u64 {
         self.backlog
-            .unwrap_or(if self.quick { 5_000 } else { 20_000 })
+            .unwrap_or(if self.quick { 20_000 } else { 50_000 })
     }
 
     fn timing(&self) -> load::Timing {
