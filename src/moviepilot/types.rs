@@ -136,9 +136,10 @@ pub(crate) struct WireMedia {
     media_id: Option<String>,
     #[serde(default)]
     overview: Option<String>,
-    /// `{ "<season>": [episodes] }`.
+    /// `{ "<season>": [episodes] }`: only the keys are read, so the episode lists are skipped
+    /// rather than built (a long series' lists were most of a search answer's parsing).
     #[serde(default)]
-    seasons: Option<serde_json::Map<String, serde_json::Value>>,
+    seasons: Option<std::collections::BTreeMap<String, serde::de::IgnoredAny>>,
     #[serde(default)]
     season_info: Option<Vec<WireSeasonInfo>>,
     #[serde(default, deserialize_with = "lenient_u64")]
