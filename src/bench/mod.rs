@@ -163,6 +163,8 @@ pub struct PipelineReport {
     /// CPU of redis-server and of this process per e2e update (the process hosts the ingress,
     /// worker, dispatcher, both simulators and the callers).
     pub e2e_cpu: Option<CpuPerOp>,
+    /// Redis commands during the e2e window, per update (`INFO commandstats`), most time first.
+    pub e2e_redis_commands: Vec<pipeline::CommandCost>,
 }
 
 /// Per-phase figures, in the order they run.
@@ -318,7 +320,7 @@ async fn measure_pipeline(
         "worker phase done"
     );
     tracing::info!("measuring end to end");
-    let (e2e, e2e_cpu) = pipeline
+    let (e2e, e2e_cpu, e2e_redis_commands) = pipeline
         .e2e(load::Timing {
             warmup: (timing.measure / 5).min(Duration::from_secs(1)),
             ..timing
@@ -339,6 +341,7 @@ async fn measure_pipeline(
         memory,
         e2e,
         e2e_cpu,
+        e2e_redis_commands,
     })
 }
 

@@ -278,15 +278,8 @@ impl Pipeline {
         super::target::used_memory(&self.ledger).await
     }
 
-    /// `INFO commandstats`: calls and microseconds by command.
     async fn command_stats(&self) -> anyhow::Result<HashMap<String, (u64, u64)>> {
-        let mut conn = self.ledger.connection();
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(&mut conn)
-            .await
-            .context("INFO commandstats")?;
-        Ok(parse_command_stats(&info))
+        command_stats(&self.ledger).await
     }
 
     /// XLEN of the jobs stream and of the replies stream.
@@ -528,8 +521,12 @@ impl Pipeline {
     /// until the Bot API simulator receives its reply, then send the next. Each caller writes
     /// from its own chats, so a chat never has two updates in flight and a reply is matched to
     /// its update by chat id.
-    /// Also returns the CPU redis-server and this process used during the measured window.
-    pub async fn e2e(&mut self, timing: Timing) -> anyhow::Result<(PhaseStats, Option<CpuUse>)> {
+    /// Also returns the CPU redis-server and this process used during the measured window, and
+    /// Redis's `commandstats` over it, per update.
+    pub async fn e2e(
+        &mut self,
+        timing: Timing,
+    ) -> anyhow::Result<(PhaseStats, Option<CpuUse>, Vec<CommandCost>)> {
         let addr = self
             .running
             .as_ref()
@@ -542,6 +539,16 @@ impl Pipeline {
         let waiters: Arc<Mutex<HashMap<i64, oneshot::Sender<Instant>>>> = Arc::default();
         let window = Window::start(timing);
         let cpu = cpu_during(&self.ledger, &window);
+        let commands = {
+            let (window, ledger) = (window.clone(), self.ledger.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep_until(window.begin().into()).await;
+                let before = command_stats(&ledger).await.ok()?;
+                tokio::time::sleep_until(window.end().into()).await;
+                let after = command_stats(&ledger).await.ok()?;
+                Some((before, after))
+            })
+        };
         let done = CancellationToken::new();
         // Taken before any caller starts: a reply that arrives before the watcher first runs
         // must still be matched.
@@ -652,8 +659,24 @@ impl Pipeline {
             stats.push(j.context("an e2e caller panicked")?);
         }
         let cpu = cpu.await.ok().flatten();
-        Ok((window.summarise(E2E_CALLERS, stats).stats(), cpu))
+        let stats = window.summarise(E2E_CALLERS, stats).stats();
+        let commands = match commands.await.ok().flatten() {
+            Some((before, after)) => command_costs(&before, &after, stats.ok),
+            None => Vec::new(),
+        };
+        Ok((stats, cpu, commands))
     }
+}
+
+/// `INFO commandstats`: calls and microseconds by command.
+async fn command_stats(ledger: &Ledger) -> anyhow::Result<HashMap<String, (u64, u64)>> {
+    let mut conn = ledger.connection();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .context("INFO commandstats")?;
+    Ok(parse_command_stats(&info))
 }
 
 /// `cmdstat_evalsha:calls=12,usec=345,...` lines into command → (calls, usec).

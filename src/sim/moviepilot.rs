@@ -243,6 +243,9 @@ struct State {
     data: Mutex<Data>,
 }
 
+/// A search as the simulator caches its answer: (v2?, needle, page, count).
+type SearchKey = (bool, String, usize, usize);
+
 #[derive(Default)]
 struct Data {
     media: Vec<SimMedia>,
@@ -258,7 +261,7 @@ struct Data {
     /// Search answers already rendered, by (v2?, needle, page, count), with the catalogue size
     /// they were rendered from (the catalogue only grows): building the real server's fat media
     /// bodies anew for every call was most of the simulator's CPU in the bench.
-    search_answers: HashMap<(bool, String, usize, usize), (usize, Vec<u8>)>,
+    search_answers: HashMap<SearchKey, (usize, Vec<u8>)>,
 }
 
 impl State {
