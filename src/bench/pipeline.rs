@@ -34,7 +34,7 @@ use hyper::{Method, Request, StatusCode};
 
 use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
 use super::target::{
-    CpuUse, cpu_during, delete_matching, delete_prefix, process_cpu, redis_cpu, redis_reads,
+    CpuUse, cpu_during, delete_matching, delete_prefix, info, process_cpu, redis_cpu, redis_reads,
 };
 use crate::app::{self, Running, ServeOptions};
 use crate::config::Settings;
@@ -670,10 +670,7 @@ impl Pipeline {
 
 /// `INFO commandstats`: calls and microseconds by command.
 async fn command_stats(ledger: &Ledger) -> anyhow::Result<HashMap<String, (u64, u64)>> {
-    let mut conn = ledger.connection();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
+    let info = info(ledger, "commandstats")
         .await
         .context("INFO commandstats")?;
     Ok(parse_command_stats(&info))

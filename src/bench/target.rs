@@ -251,16 +251,21 @@ pub struct CpuUse {
 
 /// Redis's `used_memory` (`INFO memory`), the whole server's.
 pub(super) async fn used_memory(ledger: &Ledger) -> anyhow::Result<u64> {
+    let info = info(ledger, "memory").await.context("INFO memory")?;
+    info_field(&info, "used_memory").context("INFO memory has no used_memory")
+}
+
+/// `INFO <section>` of the ledger's Redis.
+pub(super) async fn info(ledger: &Ledger, section: &str) -> redis::RedisResult<String> {
     let mut conn = ledger.connection();
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut conn)
-        .await
-        .context("INFO memory")?;
+    redis::cmd("INFO").arg(section).query_async(&mut conn).await
+}
+
+/// The value of `name:` in an INFO answer.
+fn info_field<T: std::str::FromStr>(info: &str, name: &str) -> Option<T> {
     info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
-        .context("INFO memory has no used_memory")
 }
 
 /// CPU use of redis-server (behind `ledger`) and of this process during `window`, sampled at
@@ -285,32 +290,14 @@ pub(super) fn cpu_during(
 
 /// redis-server's CPU seconds so far (user + sys), or `None` if INFO does not say.
 pub(super) async fn redis_cpu(ledger: &Ledger) -> Option<f64> {
-    let mut conn = ledger.connection();
-    let info: String = redis::cmd("INFO")
-        .arg("cpu")
-        .query_async(&mut conn)
-        .await
-        .ok()?;
-    let field = |name: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-    };
-    Some(field("used_cpu_user")? + field("used_cpu_sys")?)
+    let info = info(ledger, "cpu").await.ok()?;
+    Some(info_field::<f64>(&info, "used_cpu_user")? + info_field::<f64>(&info, "used_cpu_sys")?)
 }
 
 /// Requests (reads) redis-server has taken from its clients so far, from `INFO stats`
 /// (`total_reads_processed`, Redis 6+): fewer per job means more commands per round trip.
 pub(super) async fn redis_reads(ledger: &Ledger) -> Option<u64> {
-    let mut conn = ledger.connection();
-    let info: String = redis::cmd("INFO")
-        .arg("stats")
-        .query_async(&mut conn)
-        .await
-        .ok()?;
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_reads_processed:"))
-        .and_then(|v| v.trim().parse().ok())
+    info_field(&info(ledger, "stats").await.ok()?, "total_reads_processed")
 }
 
 /// This process's CPU seconds so far (user + sys), from `/proc/self/stat`; `None` elsewhere

@@ -179,19 +179,24 @@ async fn a_read_only_job_that_keeps_crashing_its_workers_fails() {
     assert!(store.jobs_on_stream().await.is_empty());
 }
 
+/// A transient failure whose retry is due at once.
+fn retry_now() -> Outcome {
+    Outcome {
+        status: "retry_wait",
+        error: "MoviePilot answered 502".into(),
+        reply_kind: "retrying",
+        retry_in: Duration::ZERO,
+        ..Outcome::default()
+    }
+}
+
 #[tokio::test]
 async fn a_due_retry_goes_back_on_the_stream_and_runs_as_the_next_attempt() {
     let (redis, ledger, store, _) = spawn_ledger(&[]).await;
     let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
     let entry = deliver(&redis.url(), A).await;
     let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
-    let retry = Outcome {
-        status: "retry_wait",
-        error: "MoviePilot answered 502".into(),
-        reply_kind: "retrying",
-        retry_in: Duration::ZERO,
-        ..Outcome::default()
-    };
+    let retry = retry_now();
     let recorded = checked_transitions(
         &store,
         "complete.lua",
@@ -235,13 +240,7 @@ async fn a_finished_job_drops_the_fields_of_a_running_one() {
     }
     let entry = deliver(&redis.url(), A).await;
     let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
-    let retry = Outcome {
-        status: "retry_wait",
-        error: "MoviePilot answered 502".into(),
-        reply_kind: "retrying",
-        retry_in: Duration::ZERO,
-        ..Outcome::default()
-    };
+    let retry = retry_now();
     ledger
         .complete(&a, &retry, Duration::from_secs(60))
         .await
