@@ -65,3 +65,6 @@ mod bench;
 
 /// The admission script survives Redis forgetting its scripts (bare EVALSHA + reload).
 mod admission_script;
+
+/// What a run of jobs leaves in Redis: empty streams, trimmed indexes, keys that expire.
+mod retention;

@@ -1,0 +1,91 @@
+//! What finished work leaves in Redis is bounded: after a run of jobs, with buttons among their
+//! replies, the streams are empty, the indexes are trimmed to their settings, and every other
+//! key a job left behind expires. A key of a kind this test does not know fails it, so a new
+//! key cannot grow without a bound unnoticed.
+
+use std::time::Duration;
+
+use oncebot::moviepilot::Dialect;
+use redis::AsyncCommands as _;
+
+use crate::support::rig::Rig;
+use crate::support::{ALICE, eventually};
+
+const JOBS: i64 = 40;
+const CHAT_INDEX_LEN: usize = 5;
+const JOBS_INDEX_LEN: usize = 12;
+
+#[tokio::test]
+async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire() {
+    let (chat_len, jobs_len) = (CHAT_INDEX_LEN.to_string(), JOBS_INDEX_LEN.to_string());
+    let rig = Rig::with(
+        Dialect::V2,
+        &[
+            ("ONCEBOT__LEDGER__CHAT_INDEX_LEN", chat_len.as_str()),
+            ("ONCEBOT__LEDGER__JOBS_INDEX_LEN", jobs_len.as_str()),
+            ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0"),
+            ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "100000"),
+        ],
+    )
+    .await;
+    let bot = rig
+        .start_roles(&["ingress", "worker", "dispatcher"], None)
+        .await;
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    // Searches are read-only, so none is a duplicate of another; "Dune" finds results with
+    // Subscribe buttons (tokens and their group), the other title finds nothing.
+    for id in 1..=JOBS {
+        let title = if id % 2 == 0 { "Dune" } else { "no such title" };
+        rig.send(id, &format!("/search {title}")).await;
+    }
+    let store = &rig.store;
+    eventually("every reply sent", Duration::from_secs(30), || async move {
+        let mut all = true;
+        for id in 1..=JOBS as u64 {
+            all &= store.job(id).await.get("reply_state").map(String::as_str) == Some("sent");
+        }
+        all.then_some(())
+    })
+    .await;
+
+    let k = &store.keys;
+    for stream in [k.jobs_stream(), k.replies_stream(), k.callbacks_stream()] {
+        assert_eq!(store.stream_len(&stream).await, 0, "{stream} is empty");
+    }
+    assert_eq!(rig.pending_entries().await, 0, "nothing pending");
+    let mut conn = store.conn().await;
+    let chat_len: usize = conn.llen(k.chat_jobs(ALICE)).await.unwrap();
+    assert_eq!(chat_len, CHAT_INDEX_LEN, "the chat index is trimmed");
+    let base = k.base().to_string();
+    let recent_len: usize = conn.llen(format!("{base}index:recent")).await.unwrap();
+    assert_eq!(recent_len, JOBS_INDEX_LEN, "the global index is trimmed");
+
+    let mut expiring = std::collections::BTreeMap::<String, usize>::new();
+    for key in store.all_keys().await {
+        let rest = key
+            .strip_prefix(&base)
+            .unwrap_or_else(|| panic!("{key} is outside the deployment's prefix"));
+        let kind = rest.split(':').next().unwrap_or(rest);
+        match kind {
+            // Bounded without a TTL: a counter, trimmed lists, empty streams.
+            "seq" | "stream" => {}
+            "chat" | "index" => assert!(
+                rest.ends_with(":jobs") || rest == "index:recent",
+                "{key}: an index this test does not know"
+            ),
+            "job" | "updates" | "token" | "tgroup" | "cmd" => {
+                let ttl: i64 = conn.ttl(&key).await.unwrap();
+                assert!(ttl > 0, "{key} must expire (TTL {ttl})");
+                *expiring.entry(kind.to_string()).or_default() += 1;
+            }
+            _ => panic!("{key}: a key of a kind this test does not know"),
+        }
+    }
+    assert_eq!(expiring.get("job"), Some(&(JOBS as usize)), "{expiring:?}");
+    assert!(expiring.contains_key("updates"), "{expiring:?}");
+    assert!(
+        expiring.contains_key("token") && expiring.contains_key("tgroup"),
+        "the Dune searches left buttons: {expiring:?}"
+    );
+}
