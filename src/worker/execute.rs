@@ -29,6 +29,17 @@ pub struct Done {
     pub buttons: Option<Buttons>,
 }
 
+impl Done {
+    /// A reply and the ledger's short result, with no extra fields and no buttons.
+    fn new(reply: String, result: String) -> Done {
+        Done {
+            reply,
+            result,
+            ..Done::default()
+        }
+    }
+}
+
 /// Buttons under a reply: what Telegram shows, and the tokens behind them.
 #[derive(Debug, Clone)]
 pub struct Buttons {
@@ -116,48 +127,41 @@ pub async fn run(
         }
         Action::Subscriptions => {
             let subs = cx.mp.list_subscriptions().await?;
-            Ok(Done {
-                reply: r.subscriptions(&subs),
-                result: format!("{} subscriptions", subs.len()),
-                fields: vec![],
-                buttons: None,
-            })
+            Ok(Done::new(
+                r.subscriptions(&subs),
+                format!("{} subscriptions", subs.len()),
+            ))
         }
         Action::Unsubscribe { subscription_id } => {
             cx.mp.delete_subscription(*subscription_id).await?;
             Ok(Done {
-                reply: r.unsubscribed(*subscription_id),
-                result: format!("deleted subscription {subscription_id}"),
                 fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
-                buttons: None,
+                ..Done::new(
+                    r.unsubscribed(*subscription_id),
+                    format!("deleted subscription {subscription_id}"),
+                )
             })
         }
         Action::SearchNow { subscription_id } => {
             cx.mp.search_subscription_now(*subscription_id).await?;
             Ok(Done {
-                reply: r.search_now(*subscription_id),
-                result: format!("search requested for subscription {subscription_id}"),
                 fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
-                buttons: None,
+                ..Done::new(
+                    r.search_now(*subscription_id),
+                    format!("search requested for subscription {subscription_id}"),
+                )
             })
         }
         Action::Downloading => {
             let downloads = cx.mp.downloading().await?;
-            Ok(Done {
-                reply: r.downloading(&downloads),
-                result: format!("{} downloads", downloads.len()),
-                fields: vec![],
-                buttons: None,
-            })
+            Ok(Done::new(
+                r.downloading(&downloads),
+                format!("{} downloads", downloads.len()),
+            ))
         }
         Action::Status { job_id } => {
             let reply = status(cx, job, *job_id).await?;
-            Ok(Done {
-                reply,
-                result: "status".into(),
-                fields: vec![],
-                buttons: None,
-            })
+            Ok(Done::new(reply, "status".into()))
         }
         Action::Jobs => {
             let filter = JobFilter {
@@ -174,12 +178,7 @@ pub async fn run(
                 .filter(|j| j.id != job.id)
                 .take(10)
                 .collect();
-            Ok(Done {
-                reply: r.jobs(&jobs),
-                result: format!("{} jobs", jobs.len()),
-                fields: vec![],
-                buttons: None,
-            })
+            Ok(Done::new(r.jobs(&jobs), format!("{} jobs", jobs.len())))
         }
     }
 }
