@@ -61,25 +61,22 @@ if not status or current_entry ~= entry then
   return {'skip', status or 'missing'}
 end
 
-local t = redis.call('TIME')
-local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = now_ms()
 local attempts = tonumber(job.attempts or '0')
 local recoveries = tonumber(job.recoveries or '0')
 local recovery, chat_id, message_id, id = job.recovery, job.chat_id, job.message_id or '', job.id
 
 local function reply(kind, text)
-  if redis.call('EXISTS', replies) == 0 then
-    redis.call('XGROUP', 'CREATE', replies, replies_group, '0', 'MKSTREAM')
-  end
+  ensure_group(replies, replies_group)
   redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id,
-    'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now_ms)
+    'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now)
 end
 
 -- The row as the caller gets it: what HGETALL read, with what run() changed.
 local function run(mode)
   attempts = attempts + 1
   local changed = {status = 'running', attempts = tostring(attempts), owner = consumer,
-    updated_at = now_ms, started_at = now_ms}
+    updated_at = now, started_at = now}
   if recoveries > 0 then changed.recoveries = tostring(recoveries) end
   local set = {}
   for name, value in pairs(changed) do
@@ -110,20 +107,20 @@ end
 recoveries = recoveries + 1
 if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
   local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
-  redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now_ms, 'error', why,
+  redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now, 'error', why,
     'recoveries', recoveries)
   redis.call('HDEL', job_key, 'owner')
   redis.call('SADD', review, id)
   drop_entry()
   reply('needs_review', ARGV[6])
   notify_review({notice = ARGV[9], token_prefix = KEYS[5], group_prefix = KEYS[6],
-    replies = replies, replies_group = replies_group, now = now_ms, job_id = id,
+    replies = replies, replies_group = replies_group, now = now, job_id = id,
     vars = {job = id, command = job.command or '', args = job.args or '', attempts = attempts,
       error = why}})
   return {'held', tostring(attempts)}
 end
 if recoveries > max_recoveries then
-  redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now_ms,
+  redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now,
     'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again',
     'recoveries', recoveries)
   finish_job(job_key, retention)

@@ -60,11 +60,10 @@ if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= 
 end
 local id = job[7]
 
-local t = redis.call('TIME')
-local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+local now = now_ms()
 
 -- The whole row change in one HSET.
-local set = {'status', new_status, 'updated_at', now_ms}
+local set = {'status', new_status, 'updated_at', now}
 if ARGV[5] ~= '' then set[#set + 1] = 'result'; set[#set + 1] = ARGV[5] end
 if ARGV[6] ~= '' then set[#set + 1] = 'error'; set[#set + 1] = ARGV[6] end
 if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = ARGV[9] end
@@ -75,7 +74,7 @@ end
 redis.call('HSET', job_key, unpack(set))
 
 if ARGV[15] ~= '' then
-  create_tokens(KEYS[6], KEYS[7], cjson.decode(ARGV[15]), now_ms)
+  create_tokens(KEYS[6], KEYS[7], cjson.decode(ARGV[15]), now)
 end
 
 if new_status == 'retry_wait' or new_status == 'needs_review' then
@@ -88,7 +87,7 @@ elseif new_status == 'needs_review' then
   local err = ARGV[6]
   if err == '' then err = job[10] or '' end
   notify_review({notice = ARGV[14], token_prefix = KEYS[6], group_prefix = KEYS[7],
-    replies = replies, replies_group = ARGV[12], now = now_ms, job_id = id,
+    replies = replies, replies_group = ARGV[12], now = now, job_id = id,
     vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
       error = err}})
 else
@@ -96,15 +95,13 @@ else
 end
 
 if ARGV[7] ~= '' then
-  if redis.call('EXISTS', replies) == 0 then
-    redis.call('XGROUP', 'CREATE', replies, ARGV[12], '0', 'MKSTREAM')
-  end
+  ensure_group(replies, ARGV[12])
   if ARGV[13] ~= '' then
     redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'markup', ARGV[13], 'created_at', now_ms)
+      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'markup', ARGV[13], 'created_at', now)
   else
     redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'created_at', now_ms)
+      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'created_at', now)
   end
 end
 

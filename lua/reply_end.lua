@@ -35,26 +35,37 @@ if job_id ~= '' and redis.call('EXISTS', KEYS[3] .. job_id) == 1 then
   job = KEYS[3] .. job_id
 end
 
+-- One HSET per key. In the job, a reply field without a value is removed instead (left from an
+-- earlier reply of the same job), so reply_message_id / reply_error describe this reply alone.
 if job and ARGV[7] ~= 'progress' then
-  redis.call('HSET', job, 'reply_state', state)
+  local set, unset = {'reply_state', state}, {}
   local attempts = redis.call('HGET', reply, 'attempts')
-  if attempts then redis.call('HSET', job, 'reply_attempts', attempts) end
-  if message_id ~= '' then
-    redis.call('HSET', job, 'reply_message_id', message_id)
-  else
-    redis.call('HDEL', job, 'reply_message_id')
+  if attempts then
+    set[#set + 1] = 'reply_attempts'
+    set[#set + 1] = attempts
   end
-  if err ~= '' then
-    redis.call('HSET', job, 'reply_error', err)
-  else
-    redis.call('HDEL', job, 'reply_error')
+  for _, f in ipairs({{'reply_message_id', message_id}, {'reply_error', err}}) do
+    if f[2] ~= '' then
+      set[#set + 1] = f[1]
+      set[#set + 1] = f[2]
+    else
+      unset[#unset + 1] = f[1]
+    end
   end
+  redis.call('HSET', job, unpack(set))
+  if #unset > 0 then redis.call('HDEL', job, unpack(unset)) end
   redis.call('DEL', reply)
 else
-  local now = now_ms()
-  redis.call('HSET', reply, 'state', state, 'updated_at', now)
-  if message_id ~= '' then redis.call('HSET', reply, 'message_id', message_id) end
-  if err ~= '' then redis.call('HSET', reply, 'error', err) end
+  local set = {'state', state, 'updated_at', now_ms()}
+  if message_id ~= '' then
+    set[#set + 1] = 'message_id'
+    set[#set + 1] = message_id
+  end
+  if err ~= '' then
+    set[#set + 1] = 'error'
+    set[#set + 1] = err
+  end
+  redis.call('HSET', reply, unpack(set))
   redis.call('EXPIRE', reply, tonumber(ARGV[8]))
   if job and message_id ~= '' then
     redis.call('HSET', job, 'progress_message_id', message_id)
