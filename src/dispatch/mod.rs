@@ -210,11 +210,11 @@ impl Dispatcher {
                 return;
             }
         };
-        // An explicit target, else a job's result replaces its "working on it" message.
-        let edit_target = reply.edit_message_id.or_else(|| {
-            progress
-                .filter(|_| reply.job_id.is_some() && IN_PLACE_KINDS.contains(&reply.kind.as_str()))
-        });
+        // An explicit target, else a job's result replaces its "working on it" message (reply_begin
+        // reads that message only for a reply that has a job).
+        let edit_target = reply
+            .edit_message_id
+            .or_else(|| progress.filter(|_| IN_PLACE_KINDS.contains(&reply.kind.as_str())));
         let outcome = self.send_with_retries(&reply, edit_target).await;
         crate::crash_point!("dispatch.after_send");
         let recorded = match &outcome {
