@@ -34,7 +34,8 @@ use hyper::{Method, Request, StatusCode};
 
 use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
 use super::target::{
-    CpuUse, cpu_during, delete_matching, delete_prefix, info, process_cpu, redis_cpu, redis_reads,
+    CpuUse, at_window_edges, cpu_during, delete_matching, delete_prefix, info, process_cpu,
+    redis_cpu, redis_reads,
 };
 use crate::app::{self, Running, ServeOptions};
 use crate::config::Settings;
@@ -540,13 +541,10 @@ impl Pipeline {
         let window = Window::start(timing);
         let cpu = cpu_during(&self.ledger, &window);
         let commands = {
-            let (window, ledger) = (window.clone(), self.ledger.clone());
-            tokio::spawn(async move {
-                tokio::time::sleep_until(window.begin().into()).await;
-                let before = command_stats(&ledger).await.ok()?;
-                tokio::time::sleep_until(window.end().into()).await;
-                let after = command_stats(&ledger).await.ok()?;
-                Some((before, after))
+            let ledger = self.ledger.clone();
+            at_window_edges(&window, move || {
+                let ledger = ledger.clone();
+                async move { command_stats(&ledger).await.ok() }
             })
         };
         let done = CancellationToken::new();

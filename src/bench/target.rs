@@ -268,23 +268,43 @@ fn info_field<T: std::str::FromStr>(info: &str, name: &str) -> Option<T> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// CPU use of redis-server (behind `ledger`) and of this process during `window`, sampled at
-/// its begin and end in a task of its own.
+/// CPU use of redis-server (behind `ledger`) and of this process during `window`.
 pub(super) fn cpu_during(
     ledger: &Ledger,
     window: &Arc<Window>,
 ) -> tokio::task::JoinHandle<Option<CpuUse>> {
     let ledger = ledger.clone();
-    let window = window.clone();
+    let sampled = at_window_edges(window, move || {
+        let ledger = ledger.clone();
+        async move { Some((redis_cpu(&ledger).await?, process_cpu()?)) }
+    });
     tokio::spawn(async move {
-        tokio::time::sleep_until(window.begin().into()).await;
-        let (redis0, process0) = (redis_cpu(&ledger).await?, process_cpu()?);
-        tokio::time::sleep_until(window.end().into()).await;
-        let (redis1, process1) = (redis_cpu(&ledger).await?, process_cpu()?);
+        let ((redis0, process0), (redis1, process1)) = sampled.await.ok()??;
         Some(CpuUse {
             redis_s: redis1 - redis0,
             process_s: process1 - process0,
         })
+    })
+}
+
+/// Takes `sample` at the window's begin and at its end, in a task of its own so that the
+/// callers keep running; `None` if either sample failed.
+pub(super) fn at_window_edges<T, F, Fut>(
+    window: &Arc<Window>,
+    sample: F,
+) -> tokio::task::JoinHandle<Option<(T, T)>>
+where
+    T: Send + 'static,
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = Option<T>> + Send,
+{
+    let window = window.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(window.begin().into()).await;
+        let before = sample().await?;
+        tokio::time::sleep_until(window.end().into()).await;
+        let after = sample().await?;
+        Some((before, after))
     })
 }
 
