@@ -38,7 +38,8 @@
                                               owner, entry, ... removed (finish_job)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
-  fields... is the job HASH as alternating names and values (HGETALL).
+  fields... is the job HASH as alternating names and values (HGETALL), followed by the fields
+  run() changed, so a name may come twice: the later pair is the current value.
 ]]
 
 local job_key, stream, replies, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -51,44 +52,61 @@ local function drop_entry()
   redis.call('XDEL', stream, entry)
 end
 
--- One HGETALL: the checks below and the caller both need the whole row.
+-- One HGETALL: the checks below and the caller both need the whole row. The fresh path (nearly
+-- every claim) reads the few fields it checks by scanning the reply and returns the reply as it
+-- came, with the changed fields after it (a later pair overrides an earlier one): building Lua
+-- tables from the row cost more than the two Redis commands together.
 local flat = redis.call('HGETALL', job_key)
-local job = {}
-for i = 1, #flat, 2 do job[flat[i]] = flat[i + 1] end
-local status, current_entry = job.status, job.entry
+local function field(name)
+  for i = 1, #flat, 2 do
+    if flat[i] == name then return flat[i + 1] end
+  end
+  return nil
+end
+local status, current_entry, attempts, recoveries
+for i = 1, #flat, 2 do
+  local name = flat[i]
+  if name == 'status' then status = flat[i + 1]
+  elseif name == 'entry' then current_entry = flat[i + 1]
+  elseif name == 'attempts' then attempts = flat[i + 1]
+  elseif name == 'recoveries' then recoveries = flat[i + 1]
+  end
+end
 if not status or current_entry ~= entry then
   drop_entry()
   return {'skip', status or 'missing'}
 end
 
 local now = now_ms()
-local attempts = tonumber(job.attempts or '0')
-local recoveries = tonumber(job.recoveries or '0')
-local recovery, chat_id, message_id, id = job.recovery, job.chat_id, job.message_id or '', job.id
+attempts = tonumber(attempts or '0')
+recoveries = tonumber(recoveries or '0')
 
 local function reply(kind, text)
+  local id = field('id')
   ensure_group(replies, replies_group)
-  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id,
-    'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now)
+  redis.call('XADD', replies, '*', 'chat_id', field('chat_id'), 'reply_to',
+    field('message_id') or '', 'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)),
+    'created_at', now)
 end
 
--- The row as the caller gets it: what HGETALL read, with what run() changed.
+-- The row as the caller gets it: what HGETALL read, then what run() changed.
 local function run(mode)
   attempts = attempts + 1
-  local changed = {status = 'running', attempts = tostring(attempts), owner = consumer,
-    updated_at = now, started_at = now}
-  if recoveries > 0 then changed.recoveries = tostring(recoveries) end
-  local set = {}
-  for name, value in pairs(changed) do
-    set[#set + 1] = name
-    set[#set + 1] = value
-    job[name] = value
+  local a = tostring(attempts)
+  if recoveries > 0 then
+    redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
+      'updated_at', now, 'started_at', now, 'recoveries', tostring(recoveries))
+  else
+    redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
+      'updated_at', now, 'started_at', now)
   end
-  redis.call('HSET', job_key, unpack(set))
-  local out = {'run', tostring(attempts), mode}
-  for name, value in pairs(job) do
-    out[#out + 1] = name
-    out[#out + 1] = value
+  local out = {'run', a, mode, unpack(flat)}
+  local n = #out
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'status', 'running', 'attempts', a
+  out[n + 5], out[n + 6], out[n + 7], out[n + 8] = 'owner', consumer, 'updated_at', now
+  out[n + 9], out[n + 10] = 'started_at', now
+  if recoveries > 0 then
+    out[n + 11], out[n + 12] = 'recoveries', tostring(recoveries)
   end
   return out
 end
@@ -105,6 +123,7 @@ end
 
 -- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
 recoveries = recoveries + 1
+local recovery, id = field('recovery'), field('id')
 if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
   local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
   redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now, 'error', why,
@@ -115,8 +134,8 @@ if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun')
   reply('needs_review', ARGV[6])
   notify_review({notice = ARGV[9], token_prefix = KEYS[5], group_prefix = KEYS[6],
     replies = replies, replies_group = replies_group, now = now, job_id = id,
-    vars = {job = id, command = job.command or '', args = job.args or '', attempts = attempts,
-      error = why}})
+    vars = {job = id, command = field('command') or '', args = field('args') or '',
+      attempts = attempts, error = why}})
   return {'held', tostring(attempts)}
 end
 if recoveries > max_recoveries then

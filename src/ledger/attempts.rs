@@ -229,13 +229,12 @@ impl Ledger {
             Some("run") => {
                 let attempt = number(1)?;
                 let recovered = reply.get(2).map(String::as_str) == Some("recovered");
-                let fields: BTreeMap<String, String> = reply[3..]
-                    .chunks(2)
-                    .filter_map(|p| match p {
-                        [k, v] => Some((k.clone(), v.clone())),
-                        _ => None,
-                    })
-                    .collect();
+                // A name may come twice (the row, then what the claim changed): the later wins.
+                let mut rest = reply.into_iter().skip(3);
+                let mut fields = BTreeMap::new();
+                while let (Some(k), Some(v)) = (rest.next(), rest.next()) {
+                    fields.insert(k, v);
+                }
                 let job = Job::from_hash(fields).map_err(corrupt)?;
                 Ok(Claimed::Run {
                     attempt: Attempt {
