@@ -45,7 +45,9 @@ use crate::ledger::{Admission, Admitted, Ledger};
 use crate::moviepilot::MoviePilot;
 use crate::redis_server::{Persistence, RedisServer};
 use crate::sim::moviepilot::{MoviePilotSim, SimOptions};
-use crate::sim::telegram::{SIM_BOT_USERNAME, TelegramSim, text_update};
+use crate::sim::telegram::{
+    SIM_BOT_USERNAME, SimOptions as TgSimOptions, TelegramSim, text_update,
+};
 use crate::telegram::types::Update;
 use crate::worker::Worker;
 
@@ -179,7 +181,13 @@ impl Pipeline {
             }
         };
         let external = server.is_none();
-        let tg = TelegramSim::start().await?;
+        // Lean: the bench reads only counts and arrival times, and recording tens of thousands
+        // of messages whole would put the simulator's memory growth into the figures.
+        let tg = TelegramSim::start_with(TgSimOptions {
+            lean: true,
+            ..TgSimOptions::default()
+        })
+        .await?;
         let mp = MoviePilotSim::try_start(SimOptions::v2_5_6()).await?;
         let secret = hex::encode(rand::random::<[u8; 16]>());
         let users = (0..CHATS)

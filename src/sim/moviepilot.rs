@@ -261,7 +261,7 @@ struct Data {
     /// Search answers already rendered, by (v2?, needle, page, count), with the catalogue size
     /// they were rendered from (the catalogue only grows): building the real server's fat media
     /// bodies anew for every call was most of the simulator's CPU in the bench.
-    search_answers: HashMap<SearchKey, (usize, Vec<u8>)>,
+    search_answers: HashMap<SearchKey, (usize, Bytes)>,
 }
 
 impl State {
@@ -489,7 +489,8 @@ impl Req {
     }
 }
 
-type Resp = http::Response<Vec<u8>>;
+/// Bodies are `Bytes`, so a cached answer is shared, not copied, per request.
+type Resp = http::Response<Bytes>;
 
 /// An answer that ends a request before its route runs (boxed: a response is large).
 type Early = Box<Resp>;
@@ -609,7 +610,7 @@ fn resolve(
         Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
-            *resp.body_mut() = Vec::new();
+            *resp.body_mut() = Bytes::new();
             if let Ok(location) = http::HeaderValue::from_str("/api/v1/subscribe/") {
                 resp.headers_mut().insert(http::header::LOCATION, location);
             }
@@ -1503,8 +1504,8 @@ fn json_resp(status: StatusCode, body: &Value) -> Resp {
 }
 
 /// A JSON answer already serialised.
-fn bytes_resp(status: StatusCode, body: Vec<u8>) -> Resp {
-    let mut resp = http::Response::new(body);
+fn bytes_resp(status: StatusCode, body: impl Into<Bytes>) -> Resp {
+    let mut resp = http::Response::new(body.into());
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,
@@ -1514,7 +1515,7 @@ fn bytes_resp(status: StatusCode, body: Vec<u8>) -> Resp {
 }
 
 fn text_resp(status: StatusCode, body: &str) -> Resp {
-    let mut resp = http::Response::new(body.as_bytes().to_vec());
+    let mut resp = http::Response::new(Bytes::copy_from_slice(body.as_bytes()));
     *resp.status_mut() = status;
     resp.headers_mut().insert(
         http::header::CONTENT_TYPE,
