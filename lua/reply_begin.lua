@@ -22,11 +22,13 @@
                                     send needs no round trip of its own
     {"done", state, message_id}     already `sent` or `failed`: the entry was acknowledged and
                                     deleted, nothing to send
-    {"done", "gone", ""}            no HASH and the entry is no longer on the stream: reply_end
-                                    settled it (a job's reply keeps its record in the job HASH
-                                    and has no HASH left) or it was dropped; acknowledged,
-                                    nothing to send. A dispatcher that held the entry while
-                                    another one took it over and finished it lands here.
+    {"done", "gone", ""}            no HASH and the entry is no longer pending in the group:
+                                    reply_end settled it (acknowledged and deleted it; a job's
+                                    reply keeps its record in the job HASH and has no HASH left)
+                                    or it was dropped; acknowledged, nothing to send. A
+                                    dispatcher that held the entry while another one took it
+                                    over and finished it lands here. (XPENDING, not XRANGE: the
+                                    answer is four small values, not the whole message.)
   Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
@@ -37,7 +39,7 @@ if state == 'sent' or state == 'failed' then
   redis.call('XDEL', stream, entry)
   return {'done', state, redis.call('HGET', reply, 'message_id') or ''}
 end
-if not state and #redis.call('XRANGE', stream, entry, entry) == 0 then
+if not state and #redis.call('XPENDING', stream, ARGV[2], entry, entry, 1) == 0 then
   redis.call('XACK', stream, ARGV[2], entry)
   return {'done', 'gone', ''}
 end

@@ -191,6 +191,19 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
         )
         .await
         .unwrap();
+    // A dispatcher begins only what it read through the group: the entry is pending.
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg("a")
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg(store.keys.replies_stream())
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     let reply = ReplyEntry {
         entry: entry.clone(),
         chat_id: ALICE,
