@@ -6,7 +6,7 @@
   reply_message_id when sent, reply_error when failed (the other one of the two is removed, so
   the fields describe one reply), and its reply HASH is deleted. The entry is acknowledged and
   deleted in this same step, so nothing can deliver it again (reply_begin.lua answers "done" for
-  an entry that is no longer on the stream). Every other reply keeps its HASH for ARGV[8].
+  an entry that is no longer pending). Every other reply keeps its HASH for ARGV[8].
 
   KEYS[1] reply HASH        {P}:v1:reply:<entry id>
   KEYS[2] replies stream    {P}:v1:stream:replies

@@ -88,7 +88,7 @@ pub enum Begin {
         progress_message_id: Option<i64>,
     },
     /// Already settled (a redelivery after a crash that followed the recording): `sent` or
-    /// `failed`, or `gone` when the entry is no longer on the stream (settled by another
+    /// `failed`, or `gone` when the entry is no longer pending in the group (settled by another
     /// dispatcher, its record in the job HASH).
     Done { state: String },
 }
