@@ -28,8 +28,8 @@
           include/tokens.lua; "" when there are no admin chats)
 
   Returns:
-    {"run", attempt, "fresh", fields...}      pending|retry_wait -> running
-    {"run", attempt, "recovered", fields...}  running (owner gone) -> running, recoveries + 1;
+    {"run", attempt, "fresh", values...}      pending|retry_wait -> running
+    {"run", attempt, "recovered", values...}  running (owner gone) -> running, recoveries + 1;
                                               the job's policy is rerun, idempotent or verify
     {"held", attempt}                         running -> needs_review (policy "review", or a side
                                               effect out of recoveries); reply queued, admin
@@ -38,8 +38,9 @@
                                               owner, entry, ... removed (finish_job)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
-  fields... is the job HASH as alternating names and values (HGETALL), followed by the fields
-  run() changed, so a name may come twice: the later pair is the current value.
+  values... are the job's CLAIM_FIELDS below, in that order, as they are after the claim ("" for
+  a field the job does not have): what a worker reads of the job, and no more. Fewer values
+  than the whole HASH are cheaper at both ends (src/ledger/attempts.rs keeps the same list).
 ]]
 
 local job_key, stream, replies, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -52,44 +53,26 @@ local function drop_entry()
   redis.call('XDEL', stream, entry)
 end
 
--- One HGETALL: the checks below and the caller both need the whole row. The fresh path (nearly
--- every claim) reads the few fields it checks by scanning the reply and returns the reply as it
--- came, with the changed fields after it (a later pair overrides an earlier one): building Lua
--- tables from the row cost more than the two Redis commands together.
-local flat = redis.call('HGETALL', job_key)
-local function field(name)
-  for i = 1, #flat, 2 do
-    if flat[i] == name then return flat[i + 1] end
-  end
-  return nil
-end
-local status, current_entry, attempts, recoveries
-for i = 1, #flat, 2 do
-  local name = flat[i]
-  if name == 'status' then status = flat[i + 1]
-  elseif name == 'entry' then current_entry = flat[i + 1]
-  elseif name == 'attempts' then attempts = flat[i + 1]
-  elseif name == 'recoveries' then recoveries = flat[i + 1]
-  end
-end
+local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
+  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base'}
+local row = redis.call('HMGET', job_key, unpack(CLAIM_FIELDS))
+local status, current_entry, id = row[1], row[4], row[5]
 if not status or current_entry ~= entry then
   drop_entry()
   return {'skip', status or 'missing'}
 end
 
 local now = now_ms()
-attempts = tonumber(attempts or '0')
-recoveries = tonumber(recoveries or '0')
+local attempts = tonumber(row[2] or '0')
+local recoveries = tonumber(row[3] or '0')
+local command, args, chat_id, message_id, recovery = row[6], row[7], row[8], row[10], row[11]
 
 local function reply(kind, text)
-  local id = field('id')
   ensure_group(replies, replies_group)
-  redis.call('XADD', replies, '*', 'chat_id', field('chat_id'), 'reply_to',
-    field('message_id') or '', 'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)),
-    'created_at', now)
+  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id or '',
+    'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now)
 end
 
--- The row as the caller gets it: what HGETALL read, then what run() changed.
 local function run(mode)
   attempts = attempts + 1
   local a = tostring(attempts)
@@ -100,14 +83,8 @@ local function run(mode)
     redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
       'updated_at', now, 'started_at', now)
   end
-  local out = {'run', a, mode, unpack(flat)}
-  local n = #out
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'status', 'running', 'attempts', a
-  out[n + 5], out[n + 6], out[n + 7], out[n + 8] = 'owner', consumer, 'updated_at', now
-  out[n + 9], out[n + 10] = 'started_at', now
-  if recoveries > 0 then
-    out[n + 11], out[n + 12] = 'recoveries', tostring(recoveries)
-  end
+  local out = {'run', a, mode, 'running', a, tostring(recoveries)}
+  for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
   return out
 end
 
@@ -123,7 +100,6 @@ end
 
 -- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
 recoveries = recoveries + 1
-local recovery, id = field('recovery'), field('id')
 if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
   local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
   redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now, 'error', why,
@@ -134,8 +110,8 @@ if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun')
   reply('needs_review', ARGV[6])
   notify_review({notice = ARGV[9], token_prefix = KEYS[5], group_prefix = KEYS[6],
     replies = replies, replies_group = replies_group, now = now, job_id = id,
-    vars = {job = id, command = field('command') or '', args = field('args') or '',
-      attempts = attempts, error = why}})
+    vars = {job = id, command = command or '', args = args or '', attempts = attempts,
+      error = why}})
   return {'held', tostring(attempts)}
 end
 if recoveries > max_recoveries then

@@ -21,11 +21,28 @@ pub struct Attempt {
     pub attempt: u64,
 }
 
+/// The job fields claim.lua returns, in its order (its `CLAIM_FIELDS`): what a worker reads.
+pub const CLAIM_FIELDS: [&str; 12] = [
+    "status",
+    "attempts",
+    "recoveries",
+    "entry",
+    "id",
+    "command",
+    "args",
+    "chat_id",
+    "user_id",
+    "message_id",
+    "recovery",
+    "attempt_base",
+];
+
 /// What claiming an entry gave.
 #[derive(Debug, Clone)]
 pub enum Claimed {
     /// Run the job. `recovered` is true when its previous owner died mid-run: the caller must
-    /// follow the job's recovery policy (verify before repeating a side effect).
+    /// follow the job's recovery policy (verify before repeating a side effect). `job` carries
+    /// the [`CLAIM_FIELDS`] only (a worker needs no more); `Ledger::job` reads a whole job.
     Run {
         attempt: Attempt,
         job: Box<Job>,
@@ -229,12 +246,15 @@ impl Ledger {
             Some("run") => {
                 let attempt = number(1)?;
                 let recovered = reply.get(2).map(String::as_str) == Some("recovered");
-                // A name may come twice (the row, then what the claim changed): the later wins.
-                let mut rest = reply.into_iter().skip(3);
-                let mut fields = BTreeMap::new();
-                while let (Some(k), Some(v)) = (rest.next(), rest.next()) {
-                    fields.insert(k, v);
+                if reply.len() != 3 + CLAIM_FIELDS.len() {
+                    return Err(corrupt(format!("claim answered {reply:?}")));
                 }
+                let fields: BTreeMap<String, String> = CLAIM_FIELDS
+                    .iter()
+                    .zip(reply.into_iter().skip(3))
+                    .filter(|(_, v)| !v.is_empty())
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect();
                 let job = Job::from_hash(fields).map_err(corrupt)?;
                 Ok(Claimed::Run {
                     attempt: Attempt {
@@ -459,5 +479,26 @@ impl Ledger {
                 detail: format!("resolve answered {out:?}"),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CLAIM_FIELDS;
+
+    #[test]
+    fn claim_fields_are_the_scripts_list() {
+        let script = include_str!("../../lua/claim.lua");
+        let start = script
+            .find("local CLAIM_FIELDS = {")
+            .expect("claim.lua lists CLAIM_FIELDS");
+        let list = &script[start..];
+        let list = &list[list.find('{').unwrap() + 1..list.find('}').unwrap()];
+        let names: Vec<&str> = list
+            .split(',')
+            .map(|n| n.trim().trim_matches('\''))
+            .filter(|n| !n.is_empty())
+            .collect();
+        assert_eq!(names, CLAIM_FIELDS);
     }
 }
