@@ -30,6 +30,7 @@ pub struct Settings {
     pub commands: CommandSettings,
     pub moviepilot: MoviePilotSettings,
     pub log: LogSettings,
+    pub runtime: RuntimeSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -159,6 +160,14 @@ pub struct LogSettings {
     pub level: String,
 }
 
+/// How the process runs its tasks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSettings {
+    /// Threads of the async runtime; 0: one per CPU core. See `Settings::runtime_threads`.
+    pub worker_threads: usize,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -237,6 +246,27 @@ pub struct Needs {
 }
 
 impl Settings {
+    /// Most threads `runtime.worker_threads` may ask for.
+    pub const MAX_RUNTIME_THREADS: usize = 256;
+
+    /// `runtime.worker_threads` as the runtime needs it: `None` for one thread per core.
+    /// Checked before anything starts, because every command runs on that runtime.
+    pub fn runtime_threads(&self) -> Result<Option<usize>, SettingError> {
+        match self.runtime.worker_threads {
+            0 => Ok(None),
+            n if n <= Self::MAX_RUNTIME_THREADS => Ok(Some(n)),
+            n => Err(SettingError::new(
+                "runtime.worker_threads",
+                format!("is {n}, more than {}", Self::MAX_RUNTIME_THREADS),
+                format!(
+                    "set {} to 0 (one per CPU core) or a number of threads from 1 to {}",
+                    env_name("runtime.worker_threads"),
+                    Self::MAX_RUNTIME_THREADS
+                ),
+            )),
+        }
+    }
+
     /// Defaults, then `file` (if any), then `ONCEBOT__*` variables from the process environment.
     pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
         Self::load_from(file, std::env::vars())
@@ -672,6 +702,20 @@ mod tests {
             ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "s3cret_-"),
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1, 2,3"),
         ]
+    }
+
+    #[test]
+    fn runtime_threads_default_to_one_per_core_and_are_bounded() {
+        assert_eq!(load(&[]).unwrap().runtime_threads(), Ok(None));
+        let one = load(&[("ONCEBOT__RUNTIME__WORKER_THREADS", "1")]).unwrap();
+        assert_eq!(one.runtime_threads(), Ok(Some(1)));
+        let many = load(&[("ONCEBOT__RUNTIME__WORKER_THREADS", "300")]).unwrap();
+        let e = many.runtime_threads().unwrap_err();
+        assert_eq!(e.key, "runtime.worker_threads");
+        assert!(
+            e.to_string().contains("ONCEBOT__RUNTIME__WORKER_THREADS"),
+            "{e}"
+        );
     }
 
     const ALL: Needs = Needs {

@@ -140,10 +140,18 @@ fn main() -> ExitCode {
         log.level = oncebot::bench::LOG_FILTER.to_string();
     }
     oncebot::telemetry::init(&log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let threads = match settings.runtime_threads() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("oncebot: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        runtime.worker_threads(n);
+    }
+    let runtime = match runtime.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("oncebot: cannot start the async runtime: {e}");

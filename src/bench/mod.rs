@@ -121,6 +121,9 @@ pub struct Report {
     pub redis: String,
     /// How the HTTP load is generated.
     pub client: &'static str,
+    /// Threads of the async runtime the whole bench ran on (`runtime.worker_threads`; the
+    /// simulators and the load generator share them with the pipeline).
+    pub runtime_threads: usize,
     pub admission_per_s: f64,
     pub ack_p50_ms: f64,
     pub ack_p99_ms: f64,
@@ -275,6 +278,7 @@ async fn measure(
         rounds,
         redis: target.redis_label(),
         client: "hyper 1 HTTP/1.1, one keep-alive connection per caller, in this process",
+        runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
         admission_per_s: admission.stats.per_s,
         ack_p50_ms: admission.stats.p50_ms,
         ack_p99_ms: admission.stats.p99_ms,
@@ -508,5 +512,10 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
     }
     writeln!(out, "Telegram limits          {}", r.telegram_limits)?;
     writeln!(out, "pipeline settings        {}", r.pipeline_tuning)?;
+    writeln!(
+        out,
+        "runtime threads          {} (runtime.worker_threads; shared with the simulators)",
+        r.runtime_threads
+    )?;
     Ok(())
 }
