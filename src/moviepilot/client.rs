@@ -109,25 +109,29 @@ enum Effect {
     SideEffect,
 }
 
-/// One request, described well enough to send it twice and to name it in an error.
 /// `GET /api/v1/subscribe/media/{id}`: a call's route with its ids taken out, so metrics
 /// have one series per route, not one per subscription.
 fn route_label(call: &Call) -> String {
-    let path: Vec<String> = call
-        .path
-        .split('/')
-        .map(|seg| {
-            let all_digits = !seg.is_empty() && seg.chars().all(|c| c.is_ascii_digit());
-            if all_digits || seg.contains(':') {
-                "{id}".to_string()
-            } else {
-                seg.to_string()
-            }
-        })
-        .collect();
-    format!("{} {}", call.method, path.join("/"))
+    // One String, built in one pass: this runs for every MoviePilot call.
+    let method = call.method.as_str();
+    let mut label = String::with_capacity(method.len() + 1 + call.path.len());
+    label.push_str(method);
+    label.push(' ');
+    for (i, seg) in call.path.split('/').enumerate() {
+        if i > 0 {
+            label.push('/');
+        }
+        let all_digits = !seg.is_empty() && seg.bytes().all(|c| c.is_ascii_digit());
+        if all_digits || seg.contains(':') {
+            label.push_str("{id}");
+        } else {
+            label.push_str(seg);
+        }
+    }
+    label
 }
 
+/// One request, described well enough to send it twice and to name it in an error.
 struct Call {
     /// What the caller wanted, e.g. `subscribing TMDB 438631 season 1`.
     what: String,
@@ -1065,6 +1069,37 @@ fn short(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn route_labels_take_ids_out_of_paths() {
+        let label = |method: super::Method, path: &str| {
+            super::route_label(&super::Call {
+                what: String::new(),
+                method,
+                path: path.into(),
+                query: vec![],
+                json: None,
+                effect: super::Effect::ReadOnly,
+                timeout: std::time::Duration::from_secs(1),
+            })
+        };
+        assert_eq!(
+            label(super::Method::GET, "/api/v1/media/search"),
+            "GET /api/v1/media/search"
+        );
+        assert_eq!(
+            label(super::Method::GET, "/api/v1/subscribe/media/tmdb:438631"),
+            "GET /api/v1/subscribe/media/{id}"
+        );
+        assert_eq!(
+            label(super::Method::DELETE, "/api/v1/subscribe/42"),
+            "DELETE /api/v1/subscribe/{id}"
+        );
+        assert_eq!(
+            label(super::Method::POST, "/api/v1/subscribe/"),
+            "POST /api/v1/subscribe/"
+        );
+    }
+
     use super::*;
 
     #[test]
