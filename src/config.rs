@@ -227,6 +227,12 @@ impl SettingError {
     }
 }
 
+/// The cores this process may use (affinity and cgroup quota included): what "one thread per
+/// core" counts.
+pub fn cpu_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The environment variable that sets `section.key`.
 pub fn env_name(key: &str) -> String {
     format!("{ENV_PREFIX}__{}", key.replace('.', "__").to_uppercase())
@@ -249,8 +255,9 @@ impl Settings {
     /// Most threads `runtime.worker_threads` may ask for.
     pub const MAX_RUNTIME_THREADS: usize = 256;
 
-    /// `runtime.worker_threads` as the runtime needs it: `None` for one thread per core.
-    /// Checked before anything starts, because every command runs on that runtime.
+    /// `runtime.worker_threads` as the runtime needs it: `None` for one thread per core
+    /// ([`cpu_cores`]). Checked before anything starts, because every command runs on that
+    /// runtime.
     pub fn runtime_threads(&self) -> Result<Option<usize>, SettingError> {
         match self.runtime.worker_threads {
             0 => Ok(None),

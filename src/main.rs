@@ -147,10 +147,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let threads = match (&cli.command, threads) {
+        (_, Some(n)) => n,
+        (Cmd::Bench(args), None) if args.redis_url.is_none() => {
+            oncebot::bench::runtime_threads_beside_private_redis()
+        }
+        (_, None) => oncebot::config::cpu_cores(),
+    };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = threads {
-        runtime.worker_threads(n);
-    }
+    runtime.worker_threads(threads);
     let runtime = match runtime.enable_all().build() {
         Ok(r) => r,
         Err(e) => {

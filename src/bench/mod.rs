@@ -38,6 +38,14 @@ use target::Target;
 /// overrides it, e.g. to measure with production logging.
 pub const LOG_FILTER: &str = "warn,oncebot::bench=info";
 
+/// The bench's runtime threads when `runtime.worker_threads` is 0 and it starts its own Redis:
+/// one per core but one, which that redis-server needs. On the 2-core development machine one
+/// thread beside Redis beat two on every pipeline figure (admission about a third faster with
+/// half the p99, the drain and e2e about a tenth); the README has the runs.
+pub fn runtime_threads_beside_private_redis() -> usize {
+    crate::config::cpu_cores().saturating_sub(1).max(1)
+}
+
 /// Callers per phase unless `--connections` says otherwise (Telegram opens up to 40 webhook
 /// connections by default, 100 at most).
 const DEFAULT_CONNECTIONS: u64 = 64;
@@ -121,8 +129,9 @@ pub struct Report {
     pub redis: String,
     /// How the HTTP load is generated.
     pub client: &'static str,
-    /// Threads of the async runtime the whole bench ran on (`runtime.worker_threads`; the
-    /// simulators and the load generator share them with the pipeline).
+    /// Threads of the async runtime the whole bench ran on: `runtime.worker_threads`, or, when
+    /// that is 0 and the bench starts its own Redis, one per core but one (left to that Redis).
+    /// The simulators and the load generator share them with the pipeline.
     pub runtime_threads: usize,
     pub admission_per_s: f64,
     pub ack_p50_ms: f64,

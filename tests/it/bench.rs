@@ -57,6 +57,10 @@ fn bench(extra: &[&str]) -> Value {
     serde_json::from_str(&stdout).unwrap()
 }
 
+fn cores() -> usize {
+    oncebot::config::cpu_cores()
+}
+
 fn number(report: &Value, path: &str) -> f64 {
     report
         .pointer(path)
@@ -77,6 +81,12 @@ fn quick_json_bench_reports_every_figure_as_a_positive_number() {
     }
     assert_eq!(number(&report, "/connections"), 64.0);
     assert_eq!(number(&report, "/rounds"), 1.0);
+    // Beside its own redis-server the bench leaves that Redis a core.
+    assert_eq!(
+        number(&report, "/runtime_threads") as usize,
+        (cores() - 1).max(1),
+        "{report}"
+    );
     for phase in PHASES {
         for field in ["duration_s", "per_s", "ok", "p50_ms", "p99_ms"] {
             let path = format!("/phases/{phase}/{field}");
@@ -127,6 +137,12 @@ fn bench_on_a_given_redis_names_it_and_removes_every_key_it_wrote() {
     let report = bench(&["--redis-url", &redis.url(), "--rounds", "2"]);
     assert_eq!(report["redis"], Value::String(redis.url()));
     assert!(number(&report, "/admission_per_s") > 0.0);
+    // A Redis that is not its own gets no core: the runtime's default, one thread per core.
+    assert_eq!(
+        number(&report, "/runtime_threads") as usize,
+        cores(),
+        "{report}"
+    );
     // Two interleaved rounds add up to one phase each.
     assert_eq!(number(&report, "/rounds"), 2.0);
     for phase in PHASES {
