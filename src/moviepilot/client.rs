@@ -1082,22 +1082,30 @@ mod tests {
                 timeout: std::time::Duration::from_secs(1),
             })
         };
-        assert_eq!(
-            label(super::Method::GET, "/api/v1/media/search"),
-            "GET /api/v1/media/search"
-        );
-        assert_eq!(
-            label(super::Method::GET, "/api/v1/subscribe/media/tmdb:438631"),
-            "GET /api/v1/subscribe/media/{id}"
-        );
-        assert_eq!(
-            label(super::Method::DELETE, "/api/v1/subscribe/42"),
-            "DELETE /api/v1/subscribe/{id}"
-        );
-        assert_eq!(
-            label(super::Method::POST, "/api/v1/subscribe/"),
-            "POST /api/v1/subscribe/"
-        );
+        for (method, path, want) in [
+            (
+                super::Method::GET,
+                "/api/v1/media/search",
+                "GET /api/v1/media/search",
+            ),
+            (
+                super::Method::GET,
+                "/api/v1/subscribe/media/tmdb:438631",
+                "GET /api/v1/subscribe/media/{id}",
+            ),
+            (
+                super::Method::DELETE,
+                "/api/v1/subscribe/42",
+                "DELETE /api/v1/subscribe/{id}",
+            ),
+            (
+                super::Method::POST,
+                "/api/v1/subscribe/",
+                "POST /api/v1/subscribe/",
+            ),
+        ] {
+            assert_eq!(label(method, path), want);
+        }
     }
 
     use super::*;
