@@ -1,7 +1,6 @@
 //! `GET /metrics` after a scripted run: every counter says what happened, no more, no less.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
 
@@ -26,11 +25,7 @@ async fn metrics_count_what_happened() {
         &[("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10")],
     )
     .await;
-    let bot = rig
-        .start_roles(&["ingress", "worker", "dispatcher"], None)
-        .await;
-    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
-        .await;
+    let _bot = rig.start_pipeline().await;
     let url = |path: &str| format!("http://127.0.0.1:{}{path}", rig.port);
 
     // Two new jobs, one redelivered update, one repeated command, one stranger, one /help.

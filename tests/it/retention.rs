@@ -28,11 +28,7 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
         ],
     )
     .await;
-    let bot = rig
-        .start_roles(&["ingress", "worker", "dispatcher"], None)
-        .await;
-    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
-        .await;
+    let _bot = rig.start_pipeline().await;
     // Searches are read-only, so none is a duplicate of another; "Dune" finds results with
     // Subscribe buttons (tokens and their group), the other title finds nothing.
     for id in 1..=JOBS {

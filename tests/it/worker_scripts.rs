@@ -61,6 +61,21 @@ async fn claim(store: &Store, ledger: &Ledger, job: u64, entry: &str, consumer: 
     .unwrap()
 }
 
+async fn complete(
+    store: &Store,
+    ledger: &Ledger,
+    attempt: &Attempt,
+    outcome: &Outcome,
+) -> Completed {
+    checked_transitions(
+        store,
+        "complete.lua",
+        ledger.complete(attempt, outcome, Duration::from_secs(60)),
+    )
+    .await
+    .unwrap()
+}
+
 fn run(claimed: Claimed) -> (Attempt, bool) {
     match claimed {
         Claimed::Run {
@@ -96,13 +111,7 @@ async fn a_zombie_workers_late_completion_is_rejected() {
     assert_eq!(b.attempt, 2);
 
     // A comes back and tries to record its outcome: refused, nothing changes.
-    let late = checked_transitions(
-        &store,
-        "complete.lua",
-        ledger.complete(&a, &succeeded(), Duration::from_secs(60)),
-    )
-    .await
-    .unwrap();
+    let late = complete(&store, &ledger, &a, &succeeded()).await;
     assert!(matches!(late, Completed::Stale { .. }), "{late:?}");
     assert_eq!(store.job(job).await["status"], "running");
     assert_eq!(store.job(job).await["owner"], B);
@@ -115,13 +124,7 @@ async fn a_zombie_workers_late_completion_is_rejected() {
     let lost = ledger.extend(A, std::slice::from_ref(&a)).await.unwrap();
     assert_eq!(lost, vec![entry.clone()]);
 
-    let done = checked_transitions(
-        &store,
-        "complete.lua",
-        ledger.complete(&b, &succeeded(), Duration::from_secs(60)),
-    )
-    .await
-    .unwrap();
+    let done = complete(&store, &ledger, &b, &succeeded()).await;
     assert_eq!(done, Completed::Recorded);
     assert_eq!(store.job(job).await["status"], "succeeded");
     assert_eq!(store.replies().await.len(), 1);
@@ -197,13 +200,7 @@ async fn a_due_retry_goes_back_on_the_stream_and_runs_as_the_next_attempt() {
     let entry = deliver(&redis.url(), A).await;
     let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
     let retry = retry_now();
-    let recorded = checked_transitions(
-        &store,
-        "complete.lua",
-        ledger.complete(&a, &retry, Duration::from_secs(60)),
-    )
-    .await
-    .unwrap();
+    let recorded = complete(&store, &ledger, &a, &retry).await;
     assert_eq!(recorded, Completed::Recorded);
     assert_eq!(store.job(job).await["status"], "retry_wait");
     assert!(
@@ -252,13 +249,7 @@ async fn a_finished_job_drops_the_fields_of_a_running_one() {
     let next = deliver(&redis.url(), A).await;
     let (second, _) = run(claim(&store, &ledger, job, &next, A).await);
     assert_eq!(store.job(job).await["owner"], A);
-    let done = checked_transitions(
-        &store,
-        "complete.lua",
-        ledger.complete(&second, &succeeded(), Duration::from_secs(60)),
-    )
-    .await
-    .unwrap();
+    let done = complete(&store, &ledger, &second, &succeeded()).await;
     assert_eq!(done, Completed::Recorded);
     let row = store.job(job).await;
     assert_eq!(row["status"], "succeeded");

@@ -116,6 +116,16 @@ impl Rig {
         child
     }
 
+    /// Ingress, worker and dispatcher in one process, once its dispatcher reads replies.
+    pub async fn start_pipeline(&self) -> Oncebot {
+        let bot = self
+            .start_roles(&["ingress", "worker", "dispatcher"], None)
+            .await;
+        bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+            .await;
+        bot
+    }
+
     /// A second worker-only process (no HTTP listener of its own), once it reads jobs.
     pub async fn start_worker_only(&self) -> Oncebot {
         let mut env = self.env.clone();
