@@ -87,45 +87,29 @@ pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lo
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
 pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
-fn all() -> [&'static Script; 13] {
+/// Every script, by the name of its file in `lua/`.
+fn all() -> [(&'static str, &'static Script); 13] {
     [
-        &ENQUEUE,
-        &TAP,
-        &CLAIM,
-        &COMPLETE,
-        &EXTEND,
-        &PROMOTE,
-        &RESOLVE,
-        &REPLY_BEGIN,
-        &REPLY_END,
-        &LEASE,
-        &PROGRESS,
-        &LOCK,
-        &UNLOCK,
+        ("enqueue", &ENQUEUE),
+        ("tap", &TAP),
+        ("claim", &CLAIM),
+        ("complete", &COMPLETE),
+        ("extend", &EXTEND),
+        ("promote", &PROMOTE),
+        ("resolve", &RESOLVE),
+        ("reply_begin", &REPLY_BEGIN),
+        ("reply_end", &REPLY_END),
+        ("lease", &LEASE),
+        ("progress", &PROGRESS),
+        ("lock", &LOCK),
+        ("unlock", &UNLOCK),
     ]
 }
 
 /// Every script's name and SHA1 (what SCRIPT EXISTS checks), includes pasted in.
 pub fn hashes() -> Vec<(&'static str, String)> {
-    let names = [
-        "enqueue",
-        "tap",
-        "tokens",
-        "claim",
-        "complete",
-        "extend",
-        "promote",
-        "resolve",
-        "reply_begin",
-        "reply_end",
-        "lease",
-        "progress",
-        "lock",
-        "unlock",
-    ];
-    names
+    all()
         .into_iter()
-        .zip(all())
         .map(|(name, script)| (name, script.get_hash().to_string()))
         .collect()
 }
@@ -150,7 +134,7 @@ pub(crate) async fn evalsha<T: redis::FromRedisValue>(
 
 /// SCRIPT LOAD of every script.
 pub(crate) async fn load_all(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
-    for script in all() {
+    for (_, script) in all() {
         script.load_async(conn).await?;
     }
     Ok(())
@@ -160,7 +144,7 @@ pub(crate) async fn load_all(conn: &mut ConnectionManager) -> redis::RedisResult
 pub(crate) async fn loaded(conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
     let mut cmd = redis::cmd("SCRIPT");
     cmd.arg("EXISTS");
-    for script in all() {
+    for (_, script) in all() {
         cmd.arg(script.get_hash());
     }
     let present: Vec<bool> = cmd.query_async(conn).await?;
