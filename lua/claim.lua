@@ -1,6 +1,8 @@
 --[[
-  claim: a worker takes one jobs-stream entry; the job becomes (or stays) `running` under a new
-  attempt, which is the fencing token every later script checks.
+  claim: a worker takes the jobs-stream entries one XREADGROUP (or XAUTOCLAIM) gave it; each
+  entry's job becomes (or stays) `running` under a new attempt, which is the fencing token every
+  later script checks. One call claims a whole batch: the entries are independent, and one call
+  instead of one per entry halves the worker's round trips to Redis.
 
   Guarantee: two workers can never both run one attempt. Only a `pending` job, a `retry_wait` job
   (its entry is added only once due, by promote.lua), or a `running` job whose owner stopped
@@ -9,25 +11,25 @@
   is announced to the admin chats with review buttons in the same step (include/tokens.lua's
   notify_review; this script runs after include/common.lua and include/tokens.lua).
 
-  KEYS[1] job HASH          {P}:v1:job:<id>
-  KEYS[2] jobs stream       {P}:v1:stream:jobs
-  KEYS[3] replies stream    {P}:v1:stream:replies
-  KEYS[4] review index      {P}:v1:index:needs_review   SET of job ids waiting for a person
-  KEYS[5] token prefix      {P}:v1:token:               the review buttons' tokens
-  KEYS[6] token-group pfx   {P}:v1:tgroup:              their group
+  KEYS[1] jobs stream       {P}:v1:stream:jobs
+  KEYS[2] replies stream    {P}:v1:stream:replies
+  KEYS[3] review index      {P}:v1:index:needs_review   SET of job ids waiting for a person
+  KEYS[4] token prefix      {P}:v1:token:               the review buttons' tokens
+  KEYS[5] token-group pfx   {P}:v1:tgroup:              their group
+  KEYS[5+i] job HASH of the i-th entry                  {P}:v1:job:<id>
 
-  ARGV[1] stream entry id being claimed
-  ARGV[2] consumer name of the claiming worker
-  ARGV[3] jobs consumer group
-  ARGV[4] replies consumer group
-  ARGV[5] most recoveries (crashes of an owner) a job may go through before it is settled
-  ARGV[6] text sent when a job is held for review; "{job}" becomes the job id
-  ARGV[7] text sent when a read-only job failed after too many crashes; "{job}" likewise
-  ARGV[8] retention of a finished job's HASH, seconds
-  ARGV[9] review notice for the admin chats, used only if the job is held (JSON, see
+  ARGV[1] consumer name of the claiming worker
+  ARGV[2] jobs consumer group
+  ARGV[3] replies consumer group
+  ARGV[4] most recoveries (crashes of an owner) a job may go through before it is settled
+  ARGV[5] text sent when a job is held for review; "{job}" becomes the job id
+  ARGV[6] text sent when a read-only job failed after too many crashes; "{job}" likewise
+  ARGV[7] retention of a finished job's HASH, seconds
+  ARGV[6+2i] stream entry id of the i-th entry
+  ARGV[7+2i] review notice for the admin chats, used only if that job is held (JSON, see
           include/tokens.lua; "" when there are no admin chats)
 
-  Returns:
+  Returns one answer per entry, in the order given:
     {"run", attempt, "fresh", values...}      pending|retry_wait -> running
     {"run", attempt, "recovered", values...}  running (owner gone) -> running, recoveries + 1;
                                               the job's policy is rerun, idempotent or verify
@@ -43,84 +45,95 @@
   than the whole HASH are cheaper at both ends (src/ledger/attempts.rs keeps the same list).
 ]]
 
-local job_key, stream, replies, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local entry, consumer, group, replies_group = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local max_recoveries = tonumber(ARGV[5])
-local retention = tonumber(ARGV[8])
-
-local function drop_entry()
-  redis.call('XACK', stream, group, entry)
-  redis.call('XDEL', stream, entry)
-end
+local stream, replies, review = KEYS[1], KEYS[2], KEYS[3]
+local consumer, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
+local max_recoveries = tonumber(ARGV[4])
+local retention = tonumber(ARGV[7])
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
   'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base'}
-local row = redis.call('HMGET', job_key, unpack(CLAIM_FIELDS))
-local status, current_entry, id = row[1], row[4], row[5]
-if not status or current_entry ~= entry then
-  drop_entry()
-  return {'skip', status or 'missing'}
-end
 
 local now = now_ms()
-local attempts = tonumber(row[2] or '0')
-local recoveries = tonumber(row[3] or '0')
-local command, args, chat_id, message_id, recovery = row[6], row[7], row[8], row[10], row[11]
 
-local function reply(kind, text)
-  ensure_group(replies, replies_group)
-  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id or '',
-    'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now)
-end
-
-local function run(mode)
-  attempts = attempts + 1
-  local a = tostring(attempts)
-  if recoveries > 0 then
-    redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
-      'updated_at', now, 'started_at', now, 'recoveries', tostring(recoveries))
-  else
-    redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
-      'updated_at', now, 'started_at', now)
+-- The answer for one entry; the job's HASH is job_key.
+local function claim_one(job_key, entry, review_notice)
+  local function drop_entry()
+    redis.call('XACK', stream, group, entry)
+    redis.call('XDEL', stream, entry)
   end
-  local out = {'run', a, mode, 'running', a, tostring(recoveries)}
-  for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
-  return out
+
+  local row = redis.call('HMGET', job_key, unpack(CLAIM_FIELDS))
+  local status, current_entry, id = row[1], row[4], row[5]
+  if not status or current_entry ~= entry then
+    drop_entry()
+    return {'skip', status or 'missing'}
+  end
+
+  local attempts = tonumber(row[2] or '0')
+  local recoveries = tonumber(row[3] or '0')
+  local command, args, chat_id, message_id, recovery = row[6], row[7], row[8], row[10], row[11]
+
+  local function reply(kind, text)
+    ensure_group(replies, replies_group)
+    redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id or '',
+      'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now)
+  end
+
+  local function run(mode)
+    attempts = attempts + 1
+    local a = tostring(attempts)
+    if recoveries > 0 then
+      redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
+        'updated_at', now, 'started_at', now, 'recoveries', tostring(recoveries))
+    else
+      redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
+        'updated_at', now, 'started_at', now)
+    end
+    local out = {'run', a, mode, 'running', a, tostring(recoveries)}
+    for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
+    return out
+  end
+
+  if status == 'pending' or status == 'retry_wait' then
+    return run('fresh')
+  end
+
+  if status ~= 'running' then
+    -- succeeded, failed or needs_review: nothing to run; the entry is stale.
+    drop_entry()
+    return {'skip', status}
+  end
+
+  -- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
+  recoveries = recoveries + 1
+  if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
+    local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
+    redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now, 'error', why,
+      'recoveries', recoveries)
+    redis.call('HDEL', job_key, 'owner')
+    redis.call('SADD', review, id)
+    drop_entry()
+    reply('needs_review', ARGV[5])
+    notify_review({notice = review_notice, token_prefix = KEYS[4], group_prefix = KEYS[5],
+      replies = replies, replies_group = replies_group, now = now, job_id = id,
+      vars = {job = id, command = command or '', args = args or '', attempts = attempts,
+        error = why}})
+    return {'held', tostring(attempts)}
+  end
+  if recoveries > max_recoveries then
+    redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now,
+      'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again',
+      'recoveries', recoveries)
+    finish_job(job_key, retention)
+    drop_entry()
+    reply('failed', ARGV[6])
+    return {'failed', tostring(attempts)}
+  end
+  return run('recovered')
 end
 
-if status == 'pending' or status == 'retry_wait' then
-  return run('fresh')
+local answers = {}
+for i = 1, #KEYS - 5 do
+  answers[i] = claim_one(KEYS[5 + i], ARGV[6 + 2 * i], ARGV[7 + 2 * i])
 end
-
-if status ~= 'running' then
-  -- succeeded, failed or needs_review: nothing to run; the entry is stale.
-  drop_entry()
-  return {'skip', status}
-end
-
--- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
-recoveries = recoveries + 1
-if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
-  local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
-  redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now, 'error', why,
-    'recoveries', recoveries)
-  redis.call('HDEL', job_key, 'owner')
-  redis.call('SADD', review, id)
-  drop_entry()
-  reply('needs_review', ARGV[6])
-  notify_review({notice = ARGV[9], token_prefix = KEYS[5], group_prefix = KEYS[6],
-    replies = replies, replies_group = replies_group, now = now, job_id = id,
-    vars = {job = id, command = command or '', args = args or '', attempts = attempts,
-      error = why}})
-  return {'held', tostring(attempts)}
-end
-if recoveries > max_recoveries then
-  redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now,
-    'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again',
-    'recoveries', recoveries)
-  finish_job(job_key, retention)
-  drop_entry()
-  reply('failed', ARGV[7])
-  return {'failed', tostring(attempts)}
-end
-return run('recovered')
+return answers

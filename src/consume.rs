@@ -25,8 +25,8 @@ pub(crate) trait Consumer: Send + Sync {
         conn: &'a mut MultiplexedConnection,
     ) -> impl Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a;
 
-    /// Takes one entry (typically spawning its processing).
-    fn handle(&self, entry: StreamId) -> impl Future<Output = ()> + Send + '_;
+    /// Takes the entries of one read (typically spawning their processing).
+    fn handle(&self, entries: Vec<StreamId>) -> impl Future<Output = ()> + Send + '_;
 }
 
 /// Runs `consumer` on a dedicated connection until `stop`.
@@ -68,8 +68,8 @@ pub(crate) async fn read_loop(
             None => break,
             Some(Ok(entries)) => {
                 failures = 0;
-                for entry in entries {
-                    consumer.handle(entry).await;
+                if !entries.is_empty() {
+                    consumer.handle(entries).await;
                 }
             }
             Some(Err(e)) if e.code() == Some("NOGROUP") => {

@@ -496,11 +496,10 @@ impl Consumer for LaneReader {
         }
     }
 
-    fn handle(
-        &self,
-        entry: redis::streams::StreamId,
-    ) -> impl std::future::Future<Output = ()> + Send + '_ {
-        self.0.clone().spawn_entry(self.1, entry)
+    async fn handle(&self, entries: Vec<redis::streams::StreamId>) {
+        for entry in entries {
+            self.0.clone().spawn_entry(self.1, entry).await;
+        }
     }
 }
 

@@ -209,75 +209,70 @@ impl Ledger {
         limits: &AttemptLimits,
         texts: &ClaimTexts,
     ) -> Result<Claimed, LedgerError> {
+        let delivered = [(job_id, entry.to_string())];
+        let mut claimed = self.claim_all(&delivered, consumer, limits, texts).await?;
+        claimed.pop().unwrap_or_else(|| {
+            Err(LedgerError::Corrupt {
+                doing: "claiming a job",
+                detail: "claim answered nothing".into(),
+            })
+        })
+    }
+
+    /// claim.lua for every entry one read delivered, `(job id, entry id)` each, in one call:
+    /// one answer per entry, in the same order. The outer error means none was claimed (the
+    /// script is atomic; the entries stay pending and are reclaimed later); an inner one is an
+    /// answer that did not parse, which leaves that job to be reclaimed and recovered by policy.
+    pub async fn claim_all(
+        &self,
+        delivered: &[(u64, String)],
+        consumer: &str,
+        limits: &AttemptLimits,
+        texts: &ClaimTexts,
+    ) -> Result<Vec<Result<Claimed, LedgerError>>, LedgerError> {
+        if delivered.is_empty() {
+            return Ok(Vec::new());
+        }
         let k = &self.keys;
         let mut inv = scripts::CLAIM.prepare_invoke();
-        inv.key(k.job(job_id))
-            .key(k.jobs_stream())
+        inv.key(k.jobs_stream())
             .key(k.replies_stream())
             .key(k.review_index())
             .key(k.token_prefix())
             .key(k.token_group_prefix())
-            .arg(entry)
             .arg(consumer)
             .arg(keys::JOBS_GROUP)
             .arg(keys::REPLIES_GROUP)
             .arg(limits.max_recoveries)
             .arg(&texts.held)
             .arg(&texts.failed)
-            .arg(limits.retention.as_secs())
-            // Only the script knows whether it holds the job; the buttons are ready in case.
-            .arg(self.review.for_job(job_id));
+            .arg(limits.retention.as_secs());
+        for (job_id, entry) in delivered {
+            inv.key(k.job(*job_id))
+                .arg(entry)
+                // Only the script knows whether it holds the job; the buttons are ready in case.
+                .arg(self.review.for_job(*job_id));
+        }
         let mut conn = self.conn.clone();
-        let reply: Vec<String> = inv
+        let replies: Vec<Vec<String>> = inv
             .invoke_async(&mut conn)
             .await
-            .map_err(LedgerError::redis("claiming a job"))?;
-        let corrupt = |detail: String| LedgerError::Corrupt {
-            doing: "claiming a job",
-            detail,
-        };
-        let number = |i: usize| -> Result<u64, LedgerError> {
-            reply
-                .get(i)
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| corrupt(format!("claim answered {reply:?}")))
-        };
-        match reply.first().map(String::as_str) {
-            Some("run") => {
-                let attempt = number(1)?;
-                let recovered = reply.get(2).map(String::as_str) == Some("recovered");
-                if reply.len() != 3 + CLAIM_FIELDS.len() {
-                    return Err(corrupt(format!("claim answered {reply:?}")));
-                }
-                let fields: BTreeMap<String, String> = CLAIM_FIELDS
-                    .iter()
-                    .zip(reply.into_iter().skip(3))
-                    .filter(|(_, v)| !v.is_empty())
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect();
-                let job = Job::from_hash(fields).map_err(corrupt)?;
-                Ok(Claimed::Run {
-                    attempt: Attempt {
-                        job_id,
-                        entry: entry.to_string(),
-                        consumer: consumer.to_string(),
-                        attempt,
-                    },
-                    job: Box::new(job),
-                    recovered,
-                })
-            }
-            Some("held") => Ok(Claimed::Held {
-                attempt: number(1)?,
-            }),
-            Some("failed") => Ok(Claimed::Failed {
-                attempt: number(1)?,
-            }),
-            Some("skip") => Ok(Claimed::Skip {
-                status: reply.get(1).cloned().unwrap_or_default(),
-            }),
-            _ => Err(corrupt(format!("claim answered {reply:?}"))),
+            .map_err(LedgerError::redis("claiming jobs"))?;
+        if replies.len() != delivered.len() {
+            return Err(LedgerError::Corrupt {
+                doing: "claiming jobs",
+                detail: format!(
+                    "claim answered {} times for {} entries",
+                    replies.len(),
+                    delivered.len()
+                ),
+            });
         }
+        Ok(delivered
+            .iter()
+            .zip(replies)
+            .map(|((job_id, entry), reply)| claimed_from(*job_id, entry, consumer, reply))
+            .collect())
     }
 
     /// Acknowledges and deletes a jobs-stream entry that names no job (written by hand?).
@@ -479,6 +474,61 @@ impl Ledger {
                 detail: format!("resolve answered {out:?}"),
             }),
         }
+    }
+}
+
+/// One entry's answer from claim.lua (see its header).
+fn claimed_from(
+    job_id: u64,
+    entry: &str,
+    consumer: &str,
+    reply: Vec<String>,
+) -> Result<Claimed, LedgerError> {
+    let corrupt = |detail: String| LedgerError::Corrupt {
+        doing: "claiming a job",
+        detail,
+    };
+    let number = |i: usize| -> Result<u64, LedgerError> {
+        reply
+            .get(i)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| corrupt(format!("claim answered {reply:?}")))
+    };
+    match reply.first().map(String::as_str) {
+        Some("run") => {
+            let attempt = number(1)?;
+            let recovered = reply.get(2).map(String::as_str) == Some("recovered");
+            if reply.len() != 3 + CLAIM_FIELDS.len() {
+                return Err(corrupt(format!("claim answered {reply:?}")));
+            }
+            let fields: BTreeMap<String, String> = CLAIM_FIELDS
+                .iter()
+                .zip(reply.into_iter().skip(3))
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            let job = Job::from_hash(fields).map_err(corrupt)?;
+            Ok(Claimed::Run {
+                attempt: Attempt {
+                    job_id,
+                    entry: entry.to_string(),
+                    consumer: consumer.to_string(),
+                    attempt,
+                },
+                job: Box::new(job),
+                recovered,
+            })
+        }
+        Some("held") => Ok(Claimed::Held {
+            attempt: number(1)?,
+        }),
+        Some("failed") => Ok(Claimed::Failed {
+            attempt: number(1)?,
+        }),
+        Some("skip") => Ok(Claimed::Skip {
+            status: reply.get(1).cloned().unwrap_or_default(),
+        }),
+        _ => Err(corrupt(format!("claim answered {reply:?}"))),
     }
 }
 

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use backon::BackoffBuilder as _;
 use redis::streams::StreamId;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -35,7 +35,9 @@ use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, backoff_step, read_loop, sleep_or_stop};
-use crate::ledger::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, Outcome};
+use crate::ledger::{
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, LedgerError, Outcome,
+};
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 pub use execute::KeyedLocks;
@@ -143,53 +145,85 @@ impl Worker {
         Ok(())
     }
 
-    /// Takes a permit and runs one entry in its own task.
-    async fn spawn_entry(self: Arc<Self>, entry: StreamId, reclaimed: bool) {
-        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+    /// Claims `entries` (one read's worth) in one call and runs each claimed job in its own
+    /// task, each under a permit taken before the claim: a job is never marked `running`
+    /// before it can start. The claim runs in a task of its own, so the reader can read again
+    /// while it is on its way to Redis.
+    async fn spawn_entries(self: Arc<Self>, entries: Vec<StreamId>, reclaimed: bool) {
+        let mut delivered = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match job_id_of(&entry) {
+                Some(job_id) => delivered.push((job_id, entry.id)),
+                None => {
+                    tracing::error!(entry = %entry.id, "jobs-stream entry without a job id; dropping it");
+                    if let Err(e) = self.ledger.drop_entry(&entry.id).await {
+                        tracing::error!(error = %e, "could not drop the malformed entry");
+                    }
+                }
+            }
+        }
+        if delivered.is_empty() {
+            return;
+        }
+        let Ok(permits) = self
+            .permits
+            .clone()
+            .acquire_many_owned(delivered.len() as u32)
+            .await
+        else {
             return;
         };
         let this = self.clone();
-        self.tasks.spawn(async move {
-            this.handle_entry(entry, reclaimed).await;
-            drop(permit);
-        });
+        self.tasks
+            .spawn(async move { this.claim_and_start(delivered, permits, reclaimed).await });
     }
 
-    async fn handle_entry(&self, entry: StreamId, reclaimed: bool) {
-        let job_id = entry
-            .map
-            .get("job")
-            .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
-            .and_then(|s| s.parse::<u64>().ok());
-        let Some(job_id) = job_id else {
-            tracing::error!(entry = %entry.id, "jobs-stream entry without a job id; dropping it");
-            if let Err(e) = self.ledger.drop_entry(&entry.id).await {
-                tracing::error!(error = %e, "could not drop the malformed entry");
-            }
-            return;
-        };
-        let span = tracing::info_span!("job", job_id, entry = %entry.id);
-        self.claim_and_run(job_id, &entry.id, reclaimed)
-            .instrument(span)
-            .await;
-    }
-
-    async fn claim_and_run(&self, job_id: u64, entry: &str, reclaimed: bool) {
+    /// claim.lua for `delivered`, then one task per job, each with one of `permits`.
+    async fn claim_and_start(
+        self: Arc<Self>,
+        delivered: Vec<(u64, String)>,
+        mut permits: OwnedSemaphorePermit,
+        reclaimed: bool,
+    ) {
         let claimed = match self
             .ledger
-            .claim(
-                job_id,
-                entry,
-                &self.consumer,
-                &self.limits,
-                &self.claim_texts,
-            )
+            .claim_all(&delivered, &self.consumer, &self.limits, &self.claim_texts)
             .await
         {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                // Nothing was claimed: the entries stay in this worker's pending list and are
+                // reclaimed later.
+                tracing::error!(
+                    error = %e,
+                    entries = delivered.len(),
+                    first = %delivered[0].1,
+                    "claim failed; the entries will be reclaimed"
+                );
+                return;
+            }
+        };
+        for ((job_id, entry), claimed) in delivered.into_iter().zip(claimed) {
+            let permit = permits.split(1);
+            let this = self.clone();
+            let span = tracing::info_span!("job", job_id, entry = %entry);
+            self.tasks.spawn(
+                async move {
+                    this.run_claimed(claimed, reclaimed).await;
+                    drop(permit);
+                }
+                .instrument(span),
+            );
+        }
+    }
+
+    /// The rest of one attempt after its claim: run it and record its outcome.
+    async fn run_claimed(&self, claimed: Result<Claimed, LedgerError>, reclaimed: bool) {
+        let claimed = match claimed {
             Ok(c) => c,
             Err(e) => {
-                // The entry stays in this worker's pending list and is reclaimed later.
-                tracing::error!(error = %e, "claim failed; the entry will be reclaimed");
+                // The job may be `running` now: its lease lapses and it is recovered by policy.
+                tracing::error!(error = %e, "claim answered oddly; the job will be reclaimed");
                 return;
             }
         };
@@ -441,10 +475,10 @@ impl Worker {
             .await;
         match reply {
             Ok(entries) => {
-                for entry in entries {
+                for entry in &entries {
                     tracing::warn!(entry = %entry.id, "reclaimed an entry from a worker that stopped");
-                    self.clone().spawn_entry(entry, true).await;
                 }
+                self.clone().spawn_entries(entries, true).await;
             }
             Err(e) if e.code() == Some("NOGROUP") => {}
             Err(e) => tracing::warn!(error = %e, "reclaiming idle entries failed"),
@@ -480,9 +514,14 @@ impl Consumer for JobsReader {
         }
     }
 
-    fn handle(&self, entry: StreamId) -> impl std::future::Future<Output = ()> + Send + '_ {
-        self.0.clone().spawn_entry(entry, false)
+    fn handle(&self, entries: Vec<StreamId>) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.0.clone().spawn_entries(entries, false)
     }
+}
+
+/// The job id an entry names (its `job` field), if it names one.
+fn job_id_of(entry: &StreamId) -> Option<u64> {
+    redis::from_redis_value_ref(entry.map.get("job")?).ok()
 }
 
 /// Attempts made before a person sent the job back (`jobs resolve --as retry`) do not count

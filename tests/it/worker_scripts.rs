@@ -348,3 +348,59 @@ async fn a_media_lock_is_exclusive_reentrant_for_its_owner_and_released_only_by_
             .unwrap()
     );
 }
+
+/// One claim.lua call for a whole read: each entry is settled on its own, and the answers come
+/// back in the order the entries were given.
+#[tokio::test]
+async fn one_claim_settles_each_entry_of_a_batch_on_its_own() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let finished = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let orphaned = enqueue(&ledger, 2, Command::Subscriptions, "").await;
+    let fresh = enqueue(&ledger, 3, Command::Subscriptions, "").await;
+    let finished_entry = deliver(&redis.url(), A).await;
+    let orphaned_entry = deliver(&redis.url(), A).await;
+    let fresh_entry = deliver(&redis.url(), A).await;
+
+    // A finishes the first job and dies running the second; B gets both entries it held.
+    let (a, _) = run(claim(&store, &ledger, finished, &finished_entry, A).await);
+    complete(&store, &ledger, &a, &succeeded()).await;
+    run(claim(&store, &ledger, orphaned, &orphaned_entry, A).await);
+    hand_over(&redis.url(), &orphaned_entry, B).await;
+    hand_over(&redis.url(), &fresh_entry, B).await;
+
+    let batch = [
+        (fresh, fresh_entry.clone()),
+        (orphaned, orphaned_entry.clone()),
+        (finished, finished_entry.clone()),
+    ];
+    let answers = checked_transitions(
+        &store,
+        "claim.lua",
+        ledger.claim_all(&batch, B, &limits(), &texts()),
+    )
+    .await
+    .unwrap();
+    let answers: Vec<Claimed> = answers.into_iter().map(Result::unwrap).collect();
+    assert_eq!(answers.len(), 3);
+    let mut answers = answers.into_iter();
+
+    let (first, recovered) = run(answers.next().unwrap());
+    assert_eq!((first.job_id, first.attempt, recovered), (fresh, 1, false));
+    assert_eq!(first.entry, fresh_entry);
+    let (second, recovered) = run(answers.next().unwrap());
+    assert_eq!(
+        (second.job_id, second.attempt, recovered),
+        (orphaned, 2, true)
+    );
+    match answers.next().unwrap() {
+        Claimed::Skip { status } => assert_eq!(status, "succeeded"),
+        other => panic!("a finished job's entry is skipped, got {other:?}"),
+    }
+    for job in [fresh, orphaned] {
+        let row = store.job(job).await;
+        assert_eq!(
+            (row["status"].as_str(), row["owner"].as_str()),
+            ("running", B)
+        );
+    }
+}
