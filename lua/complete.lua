@@ -1,110 +1,129 @@
 --[[
-  complete: record the outcome of one attempt, queue the user's reply and acknowledge the jobs
-  entry, in one atomic step. A crash before it leaves the job `running` (recovered later by
-  policy); a crash after it leaves nothing to do.
+  complete: record the outcomes of attempts, queue each user's reply and acknowledge each jobs
+  entry, in one atomic step. A crash before it leaves the jobs `running` (recovered later by
+  policy); a crash after it leaves nothing to do. One call records every outcome a worker had
+  ready at once (a group commit): each is fenced and recorded on its own, as if alone.
 
-  Guarantee: only the attempt that owns the job can record its outcome. A worker that was
+  Guarantee: only the attempt that owns a job can record its outcome. A worker that was
   presumed dead and comes back (its attempt is not the job's current one, or the job is no longer
-  `running`) changes nothing and does not acknowledge the entry.
+  `running`) changes nothing for that job and does not acknowledge its entry.
 
-  Runs after include/common.lua and include/tokens.lua: the reply's buttons are stored, and a job
+  Runs after include/common.lua and include/tokens.lua: a reply's buttons are stored, and a job
   that enters `needs_review` is announced to the admin chats with review buttons, in the same
   step.
 
-  KEYS[1] job HASH          {P}:v1:job:<id>
-  KEYS[2] jobs stream       {P}:v1:stream:jobs
-  KEYS[3] replies stream    {P}:v1:stream:replies
-  KEYS[4] retry schedule    {P}:v1:retry                ZSET job id -> due time (ms)
-  KEYS[5] review index      {P}:v1:index:needs_review   SET of job ids
-  KEYS[6] token prefix      {P}:v1:token:               buttons' tokens (the reply's, the review's)
-  KEYS[7] token-group pfx   {P}:v1:tgroup:              their groups
+  KEYS[1] jobs stream       {P}:v1:stream:jobs
+  KEYS[2] replies stream    {P}:v1:stream:replies
+  KEYS[3] retry schedule    {P}:v1:retry                ZSET job id -> due time (ms)
+  KEYS[4] review index      {P}:v1:index:needs_review   SET of job ids
+  KEYS[5] token prefix      {P}:v1:token:               buttons' tokens (the reply's, the review's)
+  KEYS[6] token-group pfx   {P}:v1:tgroup:              their groups
+  KEYS[6+i] job HASH of the i-th outcome                {P}:v1:job:<id>
 
-  ARGV[1]  stream entry id of the attempt
-  ARGV[2]  consumer name
-  ARGV[3]  attempt number (the fencing token)
-  ARGV[4]  new status: succeeded | failed | retry_wait | needs_review
-  ARGV[5]  result (text; "" keeps none)
-  ARGV[6]  error (text; "" keeps none)
-  ARGV[7]  reply text for the user ("" sends none)
-  ARGV[8]  reply kind
-  ARGV[9]  retry_wait: due time in ms since the epoch
-  ARGV[10] retention of a finished job's HASH, seconds
-  ARGV[11] jobs consumer group
-  ARGV[12] replies consumer group
-  ARGV[13] buttons under the reply (Telegram InlineKeyboardMarkup JSON, written as the reply's
-           `markup` field); "" for none
-  ARGV[14] needs_review only: the review notice for the admin chats (JSON, see
-           include/tokens.lua); "" for none
-  ARGV[15] the buttons' token group (JSON of `ledger::tokens::TokenGroup`, see
-           include/tokens.lua), stored in this same step so that a button exists exactly when
-           the reply that shows it does; "" for none
-  ARGV[16..] pairs of extra job fields to set (e.g. mp_subscription_id, outcome)
+  ARGV[1] retention of a finished job's HASH, seconds
+  ARGV[2] jobs consumer group
+  ARGV[3] replies consumer group
+  then one record per outcome, in KEYS order, of 13 values and the extra fields:
+    +1  stream entry id of the attempt
+    +2  consumer name
+    +3  attempt number (the fencing token)
+    +4  new status: succeeded | failed | retry_wait | needs_review
+    +5  result (text; "" keeps none)
+    +6  error (text; "" keeps none)
+    +7  reply text for the user ("" sends none)
+    +8  reply kind
+    +9  retry_wait: due time in ms since the epoch
+    +10 buttons under the reply (Telegram InlineKeyboardMarkup JSON, written as the reply's
+        `markup` field); "" for none
+    +11 needs_review only: the review notice for the admin chats (JSON, see
+        include/tokens.lua); "" for none
+    +12 the buttons' token group (JSON of `ledger::tokens::TokenGroup`, see
+        include/tokens.lua), stored in this same step so that a button exists exactly when
+        the reply that shows it does; "" for none
+    +13 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
+    then n name, value pairs
 
   The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
   only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
 
-  Returns:
+  Returns one answer per outcome, in order:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
                                       chats' notices), entry acknowledged and deleted
     {"stale", status, attempts}       this attempt does not own the job: nothing changed
 ]]
 
-local job_key, stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local entry, consumer, attempt, new_status = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-
-local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
-  'message_id', 'id', 'command', 'args', 'error')
-local status, attempts, owner = job[1], job[2], job[3]
-if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
-  return {'stale', status or 'missing', attempts or ''}
-end
-local id = job[7]
+local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 
 local now = now_ms()
 
--- The whole row change in one HSET.
-local set = {'status', new_status, 'updated_at', now}
-if ARGV[5] ~= '' then set[#set + 1] = 'result'; set[#set + 1] = ARGV[5] end
-if ARGV[6] ~= '' then set[#set + 1] = 'error'; set[#set + 1] = ARGV[6] end
-if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = ARGV[9] end
-for i = 16, #ARGV - 1, 2 do
-  set[#set + 1] = ARGV[i]
-  set[#set + 1] = ARGV[i + 1]
-end
-redis.call('HSET', job_key, unpack(set))
+-- Records the outcome whose record starts at ARGV[at + 1]; returns the answer and where the
+-- next record starts.
+local function complete_one(job_key, at)
+  local entry, consumer, attempt, new_status = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+  local result, err, text, kind = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]
+  local due, markup, notice, tokens = ARGV[at + 9], ARGV[at + 10], ARGV[at + 11], ARGV[at + 12]
+  local extra = tonumber(ARGV[at + 13])
+  local next_at = at + 13 + 2 * extra
 
-if ARGV[15] ~= '' then
-  create_tokens(KEYS[6], KEYS[7], cjson.decode(ARGV[15]), now)
-end
-
-if new_status == 'retry_wait' or new_status == 'needs_review' then
-  redis.call('HDEL', job_key, 'owner')
-end
-if new_status == 'retry_wait' then
-  redis.call('ZADD', retry, ARGV[9], id)
-elseif new_status == 'needs_review' then
-  redis.call('SADD', review, id)
-  local err = ARGV[6]
-  if err == '' then err = job[10] or '' end
-  notify_review({notice = ARGV[14], token_prefix = KEYS[6], group_prefix = KEYS[7],
-    replies = replies, replies_group = ARGV[12], now = now, job_id = id,
-    vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
-      error = err}})
-else
-  finish_job(job_key, ARGV[10])
-end
-
-if ARGV[7] ~= '' then
-  ensure_group(replies, ARGV[12])
-  if ARGV[13] ~= '' then
-    redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'markup', ARGV[13], 'created_at', now)
-  else
-    redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-      'kind', ARGV[8], 'job_id', id, 'text', ARGV[7], 'created_at', now)
+  local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
+    'message_id', 'id', 'command', 'args', 'error')
+  local status, attempts, owner = job[1], job[2], job[3]
+  if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
+    return {'stale', status or 'missing', attempts or ''}, next_at
   end
+  local id = job[7]
+
+  -- The whole row change in one HSET.
+  local set = {'status', new_status, 'updated_at', now}
+  if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
+  if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
+  if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
+  for i = at + 14, next_at, 2 do
+    set[#set + 1] = ARGV[i]
+    set[#set + 1] = ARGV[i + 1]
+  end
+  redis.call('HSET', job_key, unpack(set))
+
+  if tokens ~= '' then
+    create_tokens(KEYS[5], KEYS[6], cjson.decode(tokens), now)
+  end
+
+  if new_status == 'retry_wait' or new_status == 'needs_review' then
+    redis.call('HDEL', job_key, 'owner')
+  end
+  if new_status == 'retry_wait' then
+    redis.call('ZADD', retry, due, id)
+  elseif new_status == 'needs_review' then
+    redis.call('SADD', review, id)
+    if err == '' then err = job[10] or '' end
+    notify_review({notice = notice, token_prefix = KEYS[5], group_prefix = KEYS[6],
+      replies = replies, replies_group = replies_group, now = now, job_id = id,
+      vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
+        error = err}})
+  else
+    finish_job(job_key, retention)
+  end
+
+  if text ~= '' then
+    ensure_group(replies, replies_group)
+    if markup ~= '' then
+      redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
+        'kind', kind, 'job_id', id, 'text', text, 'markup', markup, 'created_at', now)
+    else
+      redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
+        'kind', kind, 'job_id', id, 'text', text, 'created_at', now)
+    end
+  end
+
+  redis.call('XACK', stream, group, entry)
+  redis.call('XDEL', stream, entry)
+  return {'ok', new_status}, next_at
 end
 
-redis.call('XACK', stream, ARGV[11], entry)
-redis.call('XDEL', stream, entry)
-return {'ok', new_status}
+local answers = {}
+local at = 3
+for i = 1, #KEYS - 6 do
+  answers[i], at = complete_one(KEYS[6 + i], at)
+end
+return answers

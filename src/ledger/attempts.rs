@@ -350,57 +350,79 @@ impl Ledger {
         outcome: &Outcome,
         retention: Duration,
     ) -> Result<Completed, LedgerError> {
+        let mut answers = self.complete_all(&[(attempt, outcome)], retention).await?;
+        answers.pop().unwrap_or_else(|| {
+            Err(LedgerError::Corrupt {
+                doing: "recording a job's outcome",
+                detail: "complete answered nothing".into(),
+            })
+        })
+    }
+
+    /// complete.lua for several attempts in one call (a group commit): one answer per attempt,
+    /// in order, each fenced and recorded as if alone. The outer error means nothing was
+    /// recorded (the script is atomic).
+    pub async fn complete_all(
+        &self,
+        done: &[(&Attempt, &Outcome)],
+        retention: Duration,
+    ) -> Result<Vec<Result<Completed, LedgerError>>, LedgerError> {
+        if done.is_empty() {
+            return Ok(Vec::new());
+        }
         let k = &self.keys;
-        let due_ms = std::time::SystemTime::now()
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            + outcome.retry_in;
+            .unwrap_or_default();
         let mut inv = scripts::COMPLETE.prepare_invoke();
-        inv.key(k.job(attempt.job_id))
-            .key(k.jobs_stream())
+        inv.key(k.jobs_stream())
             .key(k.replies_stream())
             .key(k.retry_schedule())
             .key(k.review_index())
             .key(k.token_prefix())
             .key(k.token_group_prefix())
-            .arg(&attempt.entry)
-            .arg(&attempt.consumer)
-            .arg(attempt.attempt)
-            .arg(outcome.status)
-            .arg(&outcome.result)
-            .arg(&outcome.error)
-            .arg(&outcome.reply)
-            .arg(outcome.reply_kind)
-            .arg(due_ms.as_millis() as u64)
             .arg(retention.as_secs())
             .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP)
-            .arg(&outcome.markup)
-            .arg(if outcome.status == "needs_review" {
-                self.review.for_job(attempt.job_id)
-            } else {
-                String::new()
-            })
-            .arg(&outcome.tokens);
-        for (name, value) in &outcome.fields {
-            inv.arg(name).arg(value);
+            .arg(keys::REPLIES_GROUP);
+        for (attempt, outcome) in done {
+            inv.key(k.job(attempt.job_id))
+                .arg(&attempt.entry)
+                .arg(&attempt.consumer)
+                .arg(attempt.attempt)
+                .arg(outcome.status)
+                .arg(&outcome.result)
+                .arg(&outcome.error)
+                .arg(&outcome.reply)
+                .arg(outcome.reply_kind)
+                .arg((now + outcome.retry_in).as_millis() as u64)
+                .arg(&outcome.markup)
+                .arg(if outcome.status == "needs_review" {
+                    self.review.for_job(attempt.job_id)
+                } else {
+                    String::new()
+                })
+                .arg(&outcome.tokens)
+                .arg(outcome.fields.len());
+            for (name, value) in &outcome.fields {
+                inv.arg(name).arg(value);
+            }
         }
         let mut conn = self.conn.clone();
-        let reply: Vec<String> = inv
+        let answers: Vec<Vec<String>> = inv
             .invoke_async(&mut conn)
             .await
-            .map_err(LedgerError::redis("recording a job's outcome"))?;
-        match reply.first().map(String::as_str) {
-            Some("ok") => Ok(Completed::Recorded),
-            Some("stale") => Ok(Completed::Stale {
-                status: reply.get(1).cloned().unwrap_or_default(),
-                attempts: reply.get(2).cloned().unwrap_or_default(),
-            }),
-            _ => Err(LedgerError::Corrupt {
-                doing: "recording a job's outcome",
-                detail: format!("complete answered {reply:?}"),
-            }),
+            .map_err(LedgerError::redis("recording jobs' outcomes"))?;
+        if answers.len() != done.len() {
+            return Err(LedgerError::Corrupt {
+                doing: "recording jobs' outcomes",
+                detail: format!(
+                    "complete answered {} times for {} outcomes",
+                    answers.len(),
+                    done.len()
+                ),
+            });
         }
+        Ok(answers.into_iter().map(completed_from).collect())
     }
 
     /// extend.lua: renews the leases of `running`; returns the entries this worker lost.
@@ -474,6 +496,21 @@ impl Ledger {
                 detail: format!("resolve answered {out:?}"),
             }),
         }
+    }
+}
+
+/// One outcome's answer from complete.lua (see its header).
+fn completed_from(answer: Vec<String>) -> Result<Completed, LedgerError> {
+    match answer.first().map(String::as_str) {
+        Some("ok") => Ok(Completed::Recorded),
+        Some("stale") => Ok(Completed::Stale {
+            status: answer.get(1).cloned().unwrap_or_default(),
+            attempts: answer.get(2).cloned().unwrap_or_default(),
+        }),
+        _ => Err(LedgerError::Corrupt {
+            doing: "recording a job's outcome",
+            detail: format!("complete answered {answer:?}"),
+        }),
     }
 }
 

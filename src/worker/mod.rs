@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use backon::BackoffBuilder as _;
 use redis::streams::StreamId;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -56,6 +56,8 @@ pub struct Worker {
     buttons: ButtonSettings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
+    /// Outcomes waiting to be recorded together (`record_together`).
+    group: Mutex<Group>,
     chat_locks: KeyedLocks<i64>,
     media_locks: MediaLocks,
     permits: Arc<Semaphore>,
@@ -90,6 +92,7 @@ impl Worker {
             consumer,
             render,
             in_flight: Mutex::default(),
+            group: Mutex::default(),
             chat_locks: KeyedLocks::default(),
             media_locks: MediaLocks::default(),
             tasks: TaskTracker::new(),
@@ -288,9 +291,10 @@ impl Worker {
                 }
             }
         };
-        if self.record(&attempt, &outcome).await {
-            METRICS.transition(&job.command, outcome.status);
-            METRICS.job_finished(&job.command, outcome.status, started.elapsed());
+        let status = outcome.status;
+        if self.record(&attempt, outcome).await {
+            METRICS.transition(&job.command, status);
+            METRICS.job_finished(&job.command, status, started.elapsed());
         }
         crate::crash_point!("worker.after_complete");
         self.lock_in_flight().remove(&attempt.entry);
@@ -400,11 +404,18 @@ impl Worker {
     /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
     /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
     /// Returns whether the outcome was recorded (false: stale, or Redis stayed away).
-    async fn record(&self, attempt: &Attempt, outcome: &Outcome) -> bool {
-        let retention = Duration::from_secs(self.cfg.job_retention_secs);
+    async fn record(&self, attempt: &Attempt, mut outcome: Outcome) -> bool {
         let mut failures = 0u32;
         loop {
-            match self.ledger.complete(attempt, outcome, retention).await {
+            let (answer, returned) = self.record_together(attempt, outcome).await;
+            let Some(returned) = returned else {
+                tracing::error!(
+                    "the outcome was lost while being recorded (shutting down?); the job will be recovered by policy"
+                );
+                return false;
+            };
+            outcome = returned;
+            match answer {
                 Ok(Completed::Recorded) => {
                     tracing::debug!(status = outcome.status, "outcome recorded");
                     return true;
@@ -428,6 +439,67 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// Records `outcome` together with the others that are ready at the same moment (a group
+    /// commit): the first to arrive while no group is forming leads. It yields once, so that
+    /// the attempts finishing in the same turn of the runtime can join, then takes the group
+    /// and records it with one complete.lua call, and hands each member its answer and its
+    /// outcome back (for a retry). `None` for the outcome: the leader was dropped mid-call.
+    async fn record_together(
+        &self,
+        attempt: &Attempt,
+        outcome: Outcome,
+    ) -> (Result<Completed, String>, Option<Outcome>) {
+        let (answer, answered) = oneshot::channel();
+        let lead = {
+            let mut group = self.lock_group();
+            group.members.push(Member {
+                attempt: attempt.clone(),
+                outcome,
+                answer,
+            });
+            !std::mem::replace(&mut group.led, true)
+        };
+        if lead {
+            tokio::task::yield_now().await;
+            let members = {
+                let mut group = self.lock_group();
+                group.led = false;
+                std::mem::take(&mut group.members)
+            };
+            self.commit_group(members).await;
+        }
+        match answered.await {
+            Ok((answer, outcome)) => (answer, Some(outcome)),
+            Err(_) => (Err("the group's leader stopped".into()), None),
+        }
+    }
+
+    /// One complete.lua call per [`MAX_GROUP`] members; every member is answered.
+    async fn commit_group(&self, mut members: Vec<Member>) {
+        let retention = Duration::from_secs(self.cfg.job_retention_secs);
+        while !members.is_empty() {
+            let rest = members.split_off(members.len().min(MAX_GROUP));
+            let done: Vec<(&Attempt, &Outcome)> =
+                members.iter().map(|m| (&m.attempt, &m.outcome)).collect();
+            let answers = match self.ledger.complete_all(&done, retention).await {
+                Ok(answers) => answers
+                    .into_iter()
+                    .map(|a| a.map_err(|e| e.to_string()))
+                    .collect(),
+                Err(e) => vec![Err(e.to_string()); members.len()],
+            };
+            for (member, answer) in members.into_iter().zip(answers) {
+                let _ = member.answer.send((answer, member.outcome));
+            }
+            members = rest;
+        }
+    }
+
+    fn lock_group(&self) -> std::sync::MutexGuard<'_, Group> {
+        // As lock_in_flight: a poisoned plain struct is still usable.
+        self.group.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Promotes due retries, renews leases, and reclaims the entries of dead workers.
@@ -484,6 +556,24 @@ impl Worker {
             Err(e) => tracing::warn!(error = %e, "reclaiming idle entries failed"),
         }
     }
+}
+
+/// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
+/// other client's command) for longer than a few milliseconds.
+const MAX_GROUP: usize = 64;
+
+/// The outcomes gathering for one complete.lua call, and whether a leader will take them.
+#[derive(Default)]
+struct Group {
+    led: bool,
+    members: Vec<Member>,
+}
+
+/// One outcome in a group, and where its answer goes.
+struct Member {
+    attempt: Attempt,
+    outcome: Outcome,
+    answer: oneshot::Sender<(Result<Completed, String>, Outcome)>,
 }
 
 /// The worker as a consumer of the jobs stream.

@@ -404,3 +404,57 @@ async fn one_claim_settles_each_entry_of_a_batch_on_its_own() {
         );
     }
 }
+
+/// One complete.lua call for several outcomes: each is fenced and recorded on its own (a stale
+/// one in the middle changes nothing and does not shift the records after it), and the answers
+/// come back in order.
+#[tokio::test]
+async fn one_completion_records_each_outcome_of_a_group_on_its_own() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let first = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let second = enqueue(&ledger, 2, Command::Subscriptions, "").await;
+    let first_entry = deliver(&redis.url(), A).await;
+    let second_entry = deliver(&redis.url(), A).await;
+    let (a1, _) = run(claim(&store, &ledger, first, &first_entry, A).await);
+    let (a2, _) = run(claim(&store, &ledger, second, &second_entry, A).await);
+    // A stalls on the second job, which B recovers: A's attempt at it is now stale.
+    hand_over(&redis.url(), &second_entry, B).await;
+    let (b2, _) = run(claim(&store, &ledger, second, &second_entry, B).await);
+
+    let with_fields = Outcome {
+        fields: vec![
+            ("mp_subscription_id".into(), "42".into()),
+            ("outcome".into(), "created".into()),
+        ],
+        ..succeeded()
+    };
+    let retry = retry_now();
+    let group = [(&a1, &with_fields), (&a2, &succeeded()), (&b2, &retry)];
+    let answers = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete_all(&group, Duration::from_secs(60)),
+    )
+    .await
+    .unwrap();
+    let answers: Vec<Completed> = answers.into_iter().map(Result::unwrap).collect();
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0], Completed::Recorded);
+    assert!(matches!(answers[1], Completed::Stale { .. }), "{answers:?}");
+    assert_eq!(answers[2], Completed::Recorded);
+
+    let row = store.job(first).await;
+    assert_eq!(row["status"], "succeeded");
+    assert_eq!(row["mp_subscription_id"], "42");
+    assert_eq!(row["outcome"], "created");
+    let row = store.job(second).await;
+    assert_eq!(row["status"], "retry_wait", "B's outcome, not A's");
+    assert_eq!(row["attempts"], "2");
+    assert!(!row.contains_key("mp_subscription_id"));
+    let replies = store.replies().await;
+    assert_eq!(
+        replies.len(),
+        1,
+        "the first job's reply; the retry has none: {replies:?}"
+    );
+}
