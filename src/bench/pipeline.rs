@@ -360,6 +360,7 @@ impl Pipeline {
         let stats0 = self.command_stats().await?;
         let reads0 = redis_reads(&self.ledger).await;
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
+        tracing::info!(jobs = n, admit_s, "backlog admitted; draining it");
         let started = Instant::now();
         let running = tokio::spawn(worker.run(client, stop.clone()));
         let drained = self
