@@ -131,7 +131,8 @@ pub struct Report {
     pub client: &'static str,
     /// Threads of the async runtime the whole bench ran on: `runtime.worker_threads`, or, when
     /// that is 0 and the bench starts its own Redis, one per core but one (left to that Redis).
-    /// The simulators and the load generator share them with the pipeline.
+    /// The Bot API simulator and the load generator share them with the pipeline; the
+    /// pipeline phases' MoviePilot simulator has a thread of its own.
     pub runtime_threads: usize,
     pub admission_per_s: f64,
     pub ack_p50_ms: f64,
@@ -523,7 +524,7 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
     writeln!(out, "pipeline settings        {}", r.pipeline_tuning)?;
     writeln!(
         out,
-        "runtime threads          {} (runtime.worker_threads; shared with the simulators)",
+        "runtime threads          {} (runtime.worker_threads; shared with the Bot API simulator; the MoviePilot simulator has a thread of its own)",
         r.runtime_threads
     )?;
     Ok(())
