@@ -148,10 +148,12 @@ impl Worker {
         Ok(())
     }
 
-    /// Claims `entries` (one read's worth) in one call and runs each claimed job in its own
-    /// task, each under a permit taken before the claim: a job is never marked `running`
-    /// before it can start. The claim runs in a task of its own, so the reader can read again
-    /// while it is on its way to Redis.
+    /// Claims `entries` (one read's worth) with as few calls as the free permits allow and runs
+    /// each claimed job in its own task, each under a permit taken before the claim: a job is
+    /// never marked `running` before it can start. It waits for one permit at a time (a batch
+    /// of reclaimed entries may be larger than `worker.concurrency`) and takes with it what
+    /// else is free. Each claim runs in a task of its own, so the reader can read again while
+    /// it is on its way to Redis.
     async fn spawn_entries(self: Arc<Self>, entries: Vec<StreamId>, reclaimed: bool) {
         let mut delivered = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -165,20 +167,22 @@ impl Worker {
                 }
             }
         }
-        if delivered.is_empty() {
-            return;
+        while !delivered.is_empty() {
+            let Ok(mut permits) = self.permits.clone().acquire_owned().await else {
+                return;
+            };
+            let more = self.permits.available_permits().min(delivered.len() - 1);
+            if more > 0
+                && let Ok(extra) = self.permits.clone().try_acquire_many_owned(more as u32)
+            {
+                permits.merge(extra);
+            }
+            let rest = delivered.split_off(permits.num_permits());
+            let batch = std::mem::replace(&mut delivered, rest);
+            let this = self.clone();
+            self.tasks
+                .spawn(async move { this.claim_and_start(batch, permits, reclaimed).await });
         }
-        let Ok(permits) = self
-            .permits
-            .clone()
-            .acquire_many_owned(delivered.len() as u32)
-            .await
-        else {
-            return;
-        };
-        let this = self.clone();
-        self.tasks
-            .spawn(async move { this.claim_and_start(delivered, permits, reclaimed).await });
     }
 
     /// claim.lua for `delivered`, then one task per job, each with one of `permits`.

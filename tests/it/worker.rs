@@ -361,3 +361,28 @@ async fn json_logs_carry_the_job_id_on_every_line_of_a_jobs_life() {
     }
     assert!(job_lines >= 3, "job started, succeeded, recorded");
 }
+
+/// A dead worker left more entries than the new worker may run at once: the reclaimed batch is
+/// claimed a permit's worth at a time, and every job runs (a claim that waited for permits for
+/// the whole batch would wait for ever, and stall the lease renewals behind it).
+#[tokio::test]
+async fn a_reclaimed_batch_larger_than_the_concurrency_runs_in_full() {
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__WORKER__CONCURRENCY", "1")]).await;
+    let ingress = rig.start_roles(&["ingress"], None).await;
+    for update_id in 1..=3 {
+        rig.send(update_id, "/subscriptions").await;
+    }
+    // A worker that read the three entries and died before claiming any of them.
+    for _ in 0..3 {
+        crate::support::deliver(&rig.redis.url(), "dead-worker").await;
+    }
+    drop(ingress);
+    let _alive = rig.start_worker_only().await;
+    for id in 1..=3 {
+        let job = rig.job_in(id, "succeeded", RECOVERY_DEADLINE).await;
+        assert_eq!(
+            job["attempts"], "1",
+            "job {id} was pending, so this is a fresh run"
+        );
+    }
+}
