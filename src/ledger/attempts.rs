@@ -253,21 +253,9 @@ impl Ledger {
                 // Only the script knows whether it holds the job; the buttons are ready in case.
                 .arg(self.review.for_job(*job_id));
         }
-        let mut conn = self.conn.clone();
-        let replies: Vec<Vec<String>> = inv
-            .invoke_async(&mut conn)
-            .await
-            .map_err(LedgerError::redis("claiming jobs"))?;
-        if replies.len() != delivered.len() {
-            return Err(LedgerError::Corrupt {
-                doing: "claiming jobs",
-                detail: format!(
-                    "claim answered {} times for {} entries",
-                    replies.len(),
-                    delivered.len()
-                ),
-            });
-        }
+        let replies = self
+            .invoke_batch(&inv, delivered.len(), "claiming jobs")
+            .await?;
         Ok(delivered
             .iter()
             .zip(replies)
@@ -407,22 +395,32 @@ impl Ledger {
                 inv.arg(name).arg(value);
             }
         }
+        let answers = self
+            .invoke_batch(&inv, done.len(), "recording jobs' outcomes")
+            .await?;
+        Ok(answers.into_iter().map(completed_from).collect())
+    }
+
+    /// Runs a script that answers once per item of a batch (claim.lua, complete.lua) and checks
+    /// that it answered for every item.
+    async fn invoke_batch(
+        &self,
+        inv: &redis::ScriptInvocation<'_>,
+        items: usize,
+        doing: &'static str,
+    ) -> Result<Vec<Vec<String>>, LedgerError> {
         let mut conn = self.conn.clone();
         let answers: Vec<Vec<String>> = inv
             .invoke_async(&mut conn)
             .await
-            .map_err(LedgerError::redis("recording jobs' outcomes"))?;
-        if answers.len() != done.len() {
+            .map_err(LedgerError::redis(doing))?;
+        if answers.len() != items {
             return Err(LedgerError::Corrupt {
-                doing: "recording jobs' outcomes",
-                detail: format!(
-                    "complete answered {} times for {} outcomes",
-                    answers.len(),
-                    done.len()
-                ),
+                doing,
+                detail: format!("{} answers for {items} items", answers.len()),
             });
         }
-        Ok(answers.into_iter().map(completed_from).collect())
+        Ok(answers)
     }
 
     /// extend.lua: renews the leases of `running`; returns the entries this worker lost.
