@@ -234,13 +234,20 @@ impl Ledger {
             return Ok(Vec::new());
         }
         let k = &self.keys;
-        let mut inv = scripts::CLAIM.prepare_invoke();
-        inv.key(k.jobs_stream())
-            .key(k.replies_stream())
-            .key(k.review_index())
-            .key(k.token_prefix())
-            .key(k.token_group_prefix())
-            .arg(consumer)
+        let n = delivered.len();
+        let mut cmd = redis::Cmd::with_capacity(15 + 3 * n, 512 + 96 * n);
+        cmd.arg("EVALSHA")
+            .arg(scripts::CLAIM.get_hash())
+            .arg(5 + n)
+            .arg(k.jobs_stream())
+            .arg(k.replies_stream())
+            .arg(k.review_index())
+            .arg(k.token_prefix())
+            .arg(k.token_group_prefix());
+        for (job_id, _) in delivered {
+            cmd.arg(k.job(*job_id));
+        }
+        cmd.arg(consumer)
             .arg(keys::JOBS_GROUP)
             .arg(keys::REPLIES_GROUP)
             .arg(limits.max_recoveries)
@@ -248,13 +255,11 @@ impl Ledger {
             .arg(&texts.failed)
             .arg(limits.retention.as_secs());
         for (job_id, entry) in delivered {
-            inv.key(k.job(*job_id))
-                .arg(entry)
-                // Only the script knows whether it holds the job; the buttons are ready in case.
-                .arg(self.review.for_job(*job_id));
+            // Only the script knows whether it holds the job; the buttons are ready in case.
+            cmd.arg(entry).arg(self.review.for_job(*job_id));
         }
         let replies = self
-            .invoke_batch(&inv, delivered.len(), "claiming jobs")
+            .invoke_batch(&scripts::CLAIM, &cmd, n, "claiming jobs")
             .await?;
         Ok(delivered
             .iter()
@@ -362,19 +367,29 @@ impl Ledger {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        let mut inv = scripts::COMPLETE.prepare_invoke();
-        inv.key(k.jobs_stream())
-            .key(k.replies_stream())
-            .key(k.retry_schedule())
-            .key(k.review_index())
-            .key(k.token_prefix())
-            .key(k.token_group_prefix())
-            .arg(retention.as_secs())
+        let n = done.len();
+        let text_len: usize = done
+            .iter()
+            .map(|(_, o)| o.reply.len() + o.markup.len() + o.tokens.len())
+            .sum();
+        let mut cmd = redis::Cmd::with_capacity(12 + 16 * n, 512 + 256 * n + text_len);
+        cmd.arg("EVALSHA")
+            .arg(scripts::COMPLETE.get_hash())
+            .arg(6 + n)
+            .arg(k.jobs_stream())
+            .arg(k.replies_stream())
+            .arg(k.retry_schedule())
+            .arg(k.review_index())
+            .arg(k.token_prefix())
+            .arg(k.token_group_prefix());
+        for (attempt, _) in done {
+            cmd.arg(k.job(attempt.job_id));
+        }
+        cmd.arg(retention.as_secs())
             .arg(keys::JOBS_GROUP)
             .arg(keys::REPLIES_GROUP);
         for (attempt, outcome) in done {
-            inv.key(k.job(attempt.job_id))
-                .arg(&attempt.entry)
+            cmd.arg(&attempt.entry)
                 .arg(&attempt.consumer)
                 .arg(attempt.attempt)
                 .arg(outcome.status)
@@ -392,26 +407,28 @@ impl Ledger {
                 .arg(&outcome.tokens)
                 .arg(outcome.fields.len());
             for (name, value) in &outcome.fields {
-                inv.arg(name).arg(value);
+                cmd.arg(name).arg(value);
             }
         }
         let answers = self
-            .invoke_batch(&inv, done.len(), "recording jobs' outcomes")
+            .invoke_batch(&scripts::COMPLETE, &cmd, n, "recording jobs' outcomes")
             .await?;
         Ok(answers.into_iter().map(completed_from).collect())
     }
 
-    /// Runs a script that answers once per item of a batch (claim.lua, complete.lua) and checks
-    /// that it answered for every item.
+    /// Sends `cmd`, the EVALSHA of a script that answers once per item of a batch (claim.lua,
+    /// complete.lua), and checks that it answered for every item. The command is written
+    /// straight into one buffer, as `admit` does: `Script::prepare_invoke` would hold each of
+    /// the batch's hundreds of keys and arguments in a Vec of its own first.
     async fn invoke_batch(
         &self,
-        inv: &redis::ScriptInvocation<'_>,
+        script: &redis::Script,
+        cmd: &redis::Cmd,
         items: usize,
         doing: &'static str,
     ) -> Result<Vec<Vec<String>>, LedgerError> {
         let mut conn = self.conn.clone();
-        let answers: Vec<Vec<String>> = inv
-            .invoke_async(&mut conn)
+        let answers: Vec<Vec<String>> = scripts::evalsha(script, cmd, &mut conn)
             .await
             .map_err(LedgerError::redis(doing))?;
         if answers.len() != items {
