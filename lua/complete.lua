@@ -45,6 +45,9 @@
 
   The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
   only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
+  The entries of the recorded outcomes are acknowledged and deleted together at the end, with
+  one XACK and one XDEL (Lua's unpack bounds a call to a few thousand outcomes; the worker sends
+  at most 64).
 
   Returns one answer per outcome, in order:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
@@ -56,6 +59,8 @@ local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 
 local now = now_ms()
+local acked = {}
+local replies_ready = false
 
 -- Records the outcome whose record starts at ARGV[at + 1]; returns the answer and where the
 -- next record starts.
@@ -106,7 +111,10 @@ local function complete_one(job_key, at)
   end
 
   if text ~= '' then
-    ensure_group(replies, replies_group)
+    if not replies_ready then
+      ensure_group(replies, replies_group)
+      replies_ready = true
+    end
     if markup ~= '' then
       redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
         'kind', kind, 'job_id', id, 'text', text, 'markup', markup, 'created_at', now)
@@ -116,8 +124,7 @@ local function complete_one(job_key, at)
     end
   end
 
-  redis.call('XACK', stream, group, entry)
-  redis.call('XDEL', stream, entry)
+  acked[#acked + 1] = entry
   return {'ok', new_status}, next_at
 end
 
@@ -125,5 +132,9 @@ local answers = {}
 local at = 3
 for i = 1, #KEYS - 6 do
   answers[i], at = complete_one(KEYS[6 + i], at)
+end
+if #acked > 0 then
+  redis.call('XACK', stream, group, unpack(acked))
+  redis.call('XDEL', stream, unpack(acked))
 end
 return answers

@@ -429,6 +429,7 @@ async fn one_completion_records_each_outcome_of_a_group_on_its_own() {
         ..succeeded()
     };
     let retry = retry_now();
+    assert_eq!(store.jobs_on_stream().await, [first, second]);
     let group = [(&a1, &with_fields), (&a2, &succeeded()), (&b2, &retry)];
     let answers = checked_transitions(
         &store,
@@ -457,4 +458,13 @@ async fn one_completion_records_each_outcome_of_a_group_on_its_own() {
         1,
         "the first job's reply; the retry has none: {replies:?}"
     );
+    // Both recorded outcomes' entries are acknowledged and deleted (together, at the end).
+    assert!(store.jobs_on_stream().await.is_empty());
+    let pending: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
+        .arg("{oncebot}:v1:stream:jobs")
+        .arg(oncebot::ledger::keys::JOBS_GROUP)
+        .query_async(&mut store.conn().await)
+        .await
+        .unwrap();
+    assert_eq!(pending.0, 0, "no entry is left pending");
 }
