@@ -14,6 +14,7 @@
 
 pub mod admin;
 pub mod app;
+mod backoff;
 pub mod bench;
 pub mod commands;
 pub mod config;
@@ -27,6 +28,7 @@ pub mod ledger;
 pub mod metrics;
 pub mod moviepilot;
 pub mod redis_server;
+mod shutdown;
 pub mod sim;
 pub mod telegram;
 pub mod telemetry;
