@@ -151,6 +151,9 @@ pub struct MoviePilotSettings {
     pub timeout_secs: u64,
     /// Bounds the calls that make MoviePilot ask TMDB (media search and detail), which are slower.
     pub search_timeout_secs: u64,
+    /// How long a job waits (in `retry_wait`, its attempts unspent) while MoviePilot refuses
+    /// oncebot's credentials, before it fails: the operator's problem, not the user's.
+    pub auth_wait_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -87,8 +87,12 @@ pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lo
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
 pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
+/// `lua/notice.lua`: tell the admin chats about a deployment-wide condition once, or end it.
+pub(crate) static NOTICE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(lua!("notice.lua", "common.lua")));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 13] {
+fn all() -> [(&'static str, &'static Script); 14] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -103,6 +107,7 @@ fn all() -> [(&'static str, &'static Script); 13] {
         ("progress", &PROGRESS),
         ("lock", &LOCK),
         ("unlock", &UNLOCK),
+        ("notice", &NOTICE),
     ]
 }
 
