@@ -51,6 +51,7 @@ impl ServeOptions {
             webhook: ingress && !self.poll,
             bot_api: (ingress && self.poll) || self.runs(Role::Dispatcher),
             moviepilot: self.runs(Role::Worker),
+            dispatcher: self.runs(Role::Dispatcher),
         }
     }
 }

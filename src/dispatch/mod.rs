@@ -32,7 +32,8 @@ use tracing::Instrument as _;
 
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::consume::{Consumer, read_loop, sleep_or_stop};
-use crate::ledger::{Begin, CallbackEntry, Lane, Ledger, ReplyEntry};
+use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, ReplyEntry};
+use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::worker::KeyedLocks;
@@ -59,6 +60,8 @@ pub struct Dispatcher {
     in_flight: Mutex<HashSet<(bool, String)>>,
     permits: Arc<Semaphore>,
     tasks: TaskTracker,
+    /// This process's liveness key in the `dispatchers` group.
+    liveness: Arc<Liveness>,
 }
 
 /// How one send ended.
@@ -72,10 +75,20 @@ enum Sent {
 impl Dispatcher {
     pub fn new(settings: &Settings, ledger: Ledger, api: BotApi) -> Arc<Self> {
         let cfg = settings.dispatcher.clone();
+        let consumer = crate::worker::default_consumer_name();
         Arc::new(Dispatcher {
             limiter: RateLimiter::new(&cfg),
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
-            consumer: crate::worker::default_consumer_name(),
+            liveness: Liveness::new(
+                ledger.clone(),
+                ConsumerRole::Dispatcher,
+                &consumer,
+                Duration::from_millis(cfg.heartbeat_interval_ms),
+                Duration::from_millis(cfg.liveness_ttl_ms),
+                Duration::from_millis(settings.redis.command_timeout_ms),
+                Duration::from_millis(cfg.reclaim_idle_ms),
+            ),
+            consumer,
             locale: settings.telegram.locale,
             ledger,
             api,
@@ -97,7 +110,18 @@ impl Dispatcher {
         client: redis::Client,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
+        // Alive before the first read; then what dead predecessors left unsent.
+        let Some(left) = self.liveness.start(&shutdown).await else {
+            return Ok(());
+        };
         tracing::info!(consumer = %self.consumer, "dispatcher started");
+        self.clone().take_reaped(left).await;
+        let heartbeat = tokio::spawn({
+            let this = self.clone();
+            self.liveness.clone().run(shutdown.clone(), move |reaped| {
+                this.clone().take_reaped(reaped)
+            })
+        });
         if self.cfg.set_commands {
             self.set_commands().await;
         }
@@ -112,6 +136,7 @@ impl Dispatcher {
             .await;
         let _ = callbacks.await;
         let _ = housekeeping.await;
+        let _ = heartbeat.await;
         self.tasks.close();
         if tokio::time::timeout(Duration::from_secs(10), self.tasks.wait())
             .await
@@ -119,8 +144,22 @@ impl Dispatcher {
         {
             tracing::warn!("sends still under way at shutdown; they are retried after restart");
         }
+        self.liveness.retire().await;
         tracing::info!("dispatcher stopped");
         Ok(())
+    }
+
+    /// Sends what was taken from dead dispatchers (0: replies, 1: callbacks, as reap answers).
+    async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
+        for (stream, entry) in reaped.taken {
+            let lane = if stream == 0 {
+                Lane::Replies
+            } else {
+                Lane::Callbacks
+            };
+            tracing::warn!(entry = %entry.id, ?lane, "took over an entry from a dispatcher whose liveness expired");
+            self.clone().spawn_entry(lane, entry).await;
+        }
     }
 
     /// Reads one lane on a connection of its own.
@@ -486,6 +525,10 @@ impl Consumer for LaneReader {
     + 'a {
         let d = &self.0;
         async move {
+            if !d.liveness.may_claim() {
+                tokio::time::sleep(Duration::from_millis(d.cfg.heartbeat_interval_ms)).await;
+                return Some(Ok(Vec::new()));
+            }
             let count = d.permits.available_permits().max(1);
             let block = Duration::from_millis(d.cfg.read_block_ms);
             Some(

@@ -151,6 +151,21 @@ impl Keys {
         format!("{}notice:{condition}", self.base)
     }
 
+    /// STRING, PX = the liveness expiry: `consumer` (a worker or dispatcher process) is alive.
+    pub fn alive(&self, consumer: &str) -> String {
+        format!("{}{consumer}", self.alive_prefix())
+    }
+
+    pub fn alive_prefix(&self) -> String {
+        format!("{}alive:", self.base)
+    }
+
+    /// SET: the consumer names of `group` that keep a liveness key, where reap.lua looks for
+    /// dead ones.
+    pub fn consumers(&self, group: &str) -> String {
+        format!("{}consumers:{group}", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -183,6 +198,8 @@ mod tests {
             k.callbacks_stream(),
             k.review_index(),
             k.notice("credentials"),
+            k.alive("host-1-abcd"),
+            k.consumers(JOBS_GROUP),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

@@ -5,6 +5,7 @@
 
 mod attempts;
 pub mod keys;
+mod liveness;
 mod replies;
 mod scripts;
 mod state;
@@ -22,6 +23,7 @@ use crate::config::Settings;
 use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
+pub use liveness::{Reaped, Role as ConsumerRole};
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::hashes as script_hashes;
 pub use state::JobState;

@@ -91,8 +91,14 @@ pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("
 pub(crate) static NOTICE: LazyLock<Script> =
     LazyLock::new(|| Script::new(lua!("notice.lua", "common.lua")));
 
+/// `lua/liveness.lua`: a consumer's heartbeat, or its graceful leave.
+pub(crate) static LIVENESS: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("liveness.lua")));
+
+/// `lua/reap.lua`: a dead consumer's entries taken at once, dead consumers removed.
+pub(crate) static REAP: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("reap.lua")));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 14] {
+fn all() -> [(&'static str, &'static Script); 16] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -108,6 +114,8 @@ fn all() -> [(&'static str, &'static Script); 14] {
         ("lock", &LOCK),
         ("unlock", &UNLOCK),
         ("notice", &NOTICE),
+        ("liveness", &LIVENESS),
+        ("reap", &REAP),
     ]
 }
 

@@ -37,8 +37,10 @@ use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, backoff_step, read_loop, sleep_or_stop};
 use crate::ledger::{
-    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, LedgerError, Outcome,
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, Ledger, LedgerError,
+    Outcome,
 };
+use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 pub use execute::KeyedLocks;
@@ -67,6 +69,8 @@ pub struct Worker {
     auth_wait: Duration,
     /// Whether a job of this worker met refused credentials since they last worked.
     credentials_refused: AtomicBool,
+    /// This process's liveness key in the `workers` group.
+    liveness: Arc<Liveness>,
 }
 
 impl Worker {
@@ -78,7 +82,17 @@ impl Worker {
         } else {
             cfg.consumer_name.clone()
         };
+        let liveness = Liveness::new(
+            ledger.clone(),
+            ConsumerRole::Worker,
+            &consumer,
+            Duration::from_millis(cfg.heartbeat_interval_ms),
+            Duration::from_millis(cfg.liveness_ttl_ms),
+            Duration::from_millis(settings.redis.command_timeout_ms),
+            Duration::from_millis(cfg.reclaim_idle_ms),
+        );
         Arc::new(Worker {
+            liveness,
             claim_texts: ClaimTexts {
                 held: render.held(None),
                 failed: render.crashed_too_often(),
@@ -120,10 +134,22 @@ impl Worker {
         client: redis::Client,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
+        // Alive before the first read; then what dead predecessors left, before new entries.
+        let Some(left) = self.liveness.start(&shutdown).await else {
+            return Ok(());
+        };
         tracing::info!(consumer = %self.consumer, concurrency = self.cfg.concurrency, "worker started");
+        self.clone().take_reaped(left).await;
+        let heartbeat = tokio::spawn({
+            let this = self.clone();
+            self.liveness.clone().run(shutdown.clone(), move |reaped| {
+                this.clone().take_reaped(reaped)
+            })
+        });
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
         let reader = self.clone().read_loop(client, shutdown.clone()).await;
         let _ = housekeeping.await;
+        let _ = heartbeat.await;
         self.tasks.close();
         let grace = Duration::from_secs(self.cfg.shutdown_grace_secs);
         if tokio::time::timeout(grace, self.tasks.wait())
@@ -136,8 +162,20 @@ impl Worker {
                 "shutdown grace period over; leaving running jobs to be reclaimed and recovered by policy"
             );
         }
+        self.liveness.retire().await;
         tracing::info!(consumer = %self.consumer, "worker stopped");
         reader
+    }
+
+    /// Runs the entries taken from dead workers (recovered by policy in claim.lua).
+    async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
+        let entries: Vec<StreamId> = reaped.taken.into_iter().map(|(_, e)| e).collect();
+        for entry in &entries {
+            tracing::warn!(entry = %entry.id, "took an entry from a worker whose liveness expired");
+        }
+        if !entries.is_empty() {
+            self.spawn_entries(entries, true).await;
+        }
     }
 
     fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Attempt>> {
@@ -721,6 +759,12 @@ impl Consumer for JobsReader {
     {
         let w = &self.0;
         async move {
+            // A worker that cannot vouch for its liveness key claims nothing: another may
+            // think it dead and take its entries.
+            if !w.liveness.may_claim() {
+                tokio::time::sleep(Duration::from_millis(w.cfg.heartbeat_interval_ms)).await;
+                return Some(Ok(Vec::new()));
+            }
             // Read only when a job can start, and as many as can start.
             let permit = w.permits.clone().acquire_owned().await.ok()?;
             let count = w.permits.available_permits() + 1;

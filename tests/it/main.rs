@@ -37,6 +37,10 @@ mod moviepilot;
 /// that refuses connections (waited out), with plain words for users.
 mod moviepilot_trouble;
 
+/// Liveness: dead workers' and dispatchers' entries taken within seconds, slow live ones left
+/// alone, dead consumers removed from the groups.
+mod liveness;
+
 /// Workers as real processes against the MoviePilot simulator (both dialects): one effect per
 /// command, retries by error kind, and a SIGKILL at every dangerous point of a job.
 mod worker;

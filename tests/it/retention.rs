@@ -70,7 +70,17 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
                 rest.ends_with(":jobs") || rest == "index:recent",
                 "{key}: an index this test does not know"
             ),
-            "job" | "updates" | "token" | "tgroup" | "cmd" => {
+            // One per running consumer process (bounded by the processes that run): its
+            // name is in the group's list while its liveness key lives, and reap.lua removes
+            // both once it is dead with nothing pending.
+            "consumers" => {
+                let listed: usize = conn.scard(&key).await.unwrap();
+                assert!(
+                    listed <= 2,
+                    "{key} lists only the running processes: {listed}"
+                );
+            }
+            "job" | "updates" | "token" | "tgroup" | "cmd" | "alive" | "notice" => {
                 let ttl: i64 = conn.ttl(&key).await.unwrap();
                 assert!(ttl > 0, "{key} must expire (TTL {ttl})");
                 *expiring.entry(kind.to_string()).or_default() += 1;

@@ -365,3 +365,13 @@ pub async fn hand_over(url: &str, entry: &str, consumer: &str) {
         .await
         .unwrap();
 }
+
+/// Sends `signal` (e.g. "TERM") to process `pid` with the system's `kill` command.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid} failed");
+}
