@@ -5,6 +5,7 @@
 
 mod attempts;
 pub mod keys;
+mod releases;
 mod replies;
 mod scripts;
 mod state;
@@ -25,7 +26,8 @@ pub use keys::Keys;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::hashes as script_hashes;
 pub use state::JobState;
-pub use tokens::{Owner, Tap, Tapped, Token, TokenAction, TokenGroup};
+pub use releases::StoredList;
+pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
 /// A Redis failure, said with what oncebot was doing.
 #[derive(Debug, thiserror::Error)]

@@ -87,8 +87,15 @@ pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lo
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
 pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
+/// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
+pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("note.lua")));
+
+/// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
+pub(crate) static RELEASES: LazyLock<Script> =
+    LazyLock::new(|| Script::new(lua!("releases.lua")));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 13] {
+fn all() -> [(&'static str, &'static Script); 15] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -103,6 +110,8 @@ fn all() -> [(&'static str, &'static Script); 13] {
         ("progress", &PROGRESS),
         ("lock", &LOCK),
         ("unlock", &UNLOCK),
+        ("note", &NOTE),
+        ("releases", &RELEASES),
     ]
 }
 

@@ -39,6 +39,9 @@ fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         password: Secret::new(""),
         timeout_secs: 5,
         search_timeout_secs: 5,
+        resource_search_timeout_secs: 5,
+        download_timeout_secs: 5,
+        download_settle_secs: 2,
     }
 }
 
