@@ -551,7 +551,9 @@ impl MoviePilot {
             path,
             query,
             json: None,
-            effect: Effect::ReadOnly,
+            // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
+            // request left is uncertain (the sites were hit), so it is not retried blindly.
+            effect: Effect::SideEffect,
             timeout: self.inner.resource_search_timeout,
         };
         let answer = self.inner.call(&call).await?;
