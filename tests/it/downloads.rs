@@ -189,6 +189,8 @@ async fn a_double_tap_downloads_once_and_the_other_buttons_keep_working() {
     rig.job_in(3, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 2);
     assert_eq!(rig.mp.download_history().len(), 2);
+    // A download without trouble costs two calls: the history (one page), then the add.
+    assert_eq!(rig.mp.calls(routes::DOWNLOAD_HISTORY), 2);
 }
 
 #[tokio::test]
@@ -272,6 +274,8 @@ async fn a_crash_after_the_add_is_verified_from_the_history_not_sent_again() {
         assert_eq!(job["recoveries"], "1");
         assert_eq!(job["grab_before"], "1", "the older row was noted before the add");
         assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 1, "{dialect:?}: not sent again");
+        // What it cost: the history before the add, the add, the history once to verify.
+        assert_eq!(rig.mp.calls(routes::DOWNLOAD_HISTORY), 2);
         let sent = rig.mp.download_history()[1]["download_hash"].clone();
         assert_eq!(job["mp_download_hash"], sent.as_str().unwrap());
         let replies = rig.replies_for(3).await;
@@ -303,6 +307,9 @@ async fn a_crash_before_the_add_downloads_once_after_the_restart() {
     assert_eq!(job["mp_outcome"], "added");
     assert_eq!(job["grab_sends"], "2");
     assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 1);
+    // The history before the first (never sent) add, twice to verify (at once and after the
+    // settle time), before the second add; then the add.
+    assert_eq!(rig.mp.calls(routes::DOWNLOAD_HISTORY), 4);
     assert_eq!(rig.mp.download_history().len(), 1);
     assert_eq!(rig.replies_for(2).await.len(), 1);
 }
