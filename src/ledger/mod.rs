@@ -23,10 +23,10 @@ use crate::config::Settings;
 use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
+pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::hashes as script_hashes;
 pub use state::JobState;
-pub use releases::StoredList;
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
 /// A Redis failure, said with what oncebot was doing.

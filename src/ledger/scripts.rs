@@ -91,8 +91,7 @@ pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("
 pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("note.lua")));
 
 /// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
-pub(crate) static RELEASES: LazyLock<Script> =
-    LazyLock::new(|| Script::new(lua!("releases.lua")));
+pub(crate) static RELEASES: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("releases.lua")));
 
 /// Every script, by the name of its file in `lua/`.
 fn all() -> [(&'static str, &'static Script); 15] {

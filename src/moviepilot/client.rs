@@ -638,7 +638,10 @@ impl MoviePilot {
                 what: format!("reading the download history, page {page}"),
                 method: Method::GET,
                 path: "/api/v1/history/download".into(),
-                query: vec![("page", page.to_string()), ("count", HISTORY_PAGE.to_string())],
+                query: vec![
+                    ("page", page.to_string()),
+                    ("count", HISTORY_PAGE.to_string()),
+                ],
                 json: None,
                 effect: Effect::ReadOnly,
                 timeout: self.inner.timeout,

@@ -639,12 +639,9 @@ fn resolve(
         Some("/media/search") => Some((get, Route::MediaSearch, routes::MEDIA_SEARCH, Jwt)),
         Some("/download/") if post => Some((true, Route::DownloadAdd, routes::DOWNLOAD_ADD, Jwt)),
         Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
-        Some("/history/download") => Some((
-            get,
-            Route::DownloadHistory,
-            routes::DOWNLOAD_HISTORY,
-            Jwt,
-        )),
+        Some("/history/download") => {
+            Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
+        }
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();

@@ -336,7 +336,11 @@ impl Worker {
             // The search takes as long as the slowest site: say so at once, not after
             // worker.progress_after_ms; the list then replaces this message.
             let text = self.render.searching_sites();
-            if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
+            if let Err(e) = self
+                .ledger
+                .queue_progress(job.id, attempt.attempt, &text)
+                .await
+            {
                 tracing::warn!(error = %e, "could not queue the progress message");
             }
         }

@@ -21,9 +21,7 @@ use serde_json::Value;
 use super::execute::{Buttons, Context, Done, Settle, reply_to};
 use crate::commands::Command;
 use crate::ledger::{Job, LedgerError, Owner, Solo, TokenAction, TokenGroup};
-use crate::moviepilot::{
-    MediaItem, MediaKind, MpError, Release, ReleaseIdentity, ReleaseList,
-};
+use crate::moviepilot::{MediaItem, MediaKind, MpError, Release, ReleaseIdentity, ReleaseList};
 use crate::telegram::keyboard::Keyboard;
 
 /// The most Redis a stored list may take (media_info once, each release's torrent_info, the
@@ -194,7 +192,11 @@ fn media_name(found: &ReleaseList, tmdb_id: u64, season: Option<u32>) -> String 
     let mut name = if title.is_empty() {
         format!("tmdb:{tmdb_id}")
     } else {
-        match info.get("year").and_then(Value::as_str).filter(|y| !y.is_empty()) {
+        match info
+            .get("year")
+            .and_then(Value::as_str)
+            .filter(|y| !y.is_empty())
+        {
             Some(year) => format!("{title} ({year})"),
             None => title.to_string(),
         }
@@ -254,11 +256,14 @@ struct Noted {
 impl Noted {
     fn read(job: &Job) -> Noted {
         let field = |name: &str| job.extra.get(name).cloned().unwrap_or_default();
-        let identity = job.extra.contains_key("grab_site").then(|| ReleaseIdentity {
-            site: field("grab_site"),
-            title: field("grab_title"),
-            description: field("grab_description"),
-        });
+        let identity = job
+            .extra
+            .contains_key("grab_site")
+            .then(|| ReleaseIdentity {
+                site: field("grab_site"),
+                title: field("grab_title"),
+                description: field("grab_description"),
+            });
         Noted {
             identity,
             before: field("grab_before")
@@ -387,7 +392,12 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         ("grab_sends", sends.to_string()),
     ];
     let attempt = cx.attempt;
-    if !cx.ledger.note(attempt, &notes).await.map_err(ledger_error)? {
+    if !cx
+        .ledger
+        .note(attempt, &notes)
+        .await
+        .map_err(ledger_error)?
+    {
         return Err(MpError::Transient(
             "this attempt no longer owns the job; not sending the download".into(),
         ));

@@ -402,7 +402,10 @@ impl Render {
             return self.search_results(title, items, false);
         }
         let mut out = if self.zh() {
-            format!("「{title}」有 {} 个结果，请选择要搜索资源的条目：\n", items.len())
+            format!(
+                "「{title}」有 {} 个结果，请选择要搜索资源的条目：\n",
+                items.len()
+            )
         } else {
             format!(
                 "{} results for \"{title}\"; choose one to find its releases:\n",
@@ -489,7 +492,10 @@ impl Render {
             if let Some(seeders) = r.seeders {
                 line.push_str(&format!(" · {seeders}↑"));
             }
-            if let Some(promo) = r.volume_factor.as_deref().filter(|p| *p != "普通" && *p != "未知")
+            if let Some(promo) = r
+                .volume_factor
+                .as_deref()
+                .filter(|p| *p != "普通" && *p != "未知")
             {
                 line.push_str(&format!(" · {promo}"));
             }

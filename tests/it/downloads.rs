@@ -116,7 +116,11 @@ async fn a_resource_search_lists_releases_with_buttons_and_its_repeat_searches_n
         assert!(text.contains("↑") && text.contains("GB") && text.contains("免费"));
         assert!(!text.contains("沙丘"), "subtitles are not shown: {text}");
         let labels: Vec<String> = buttons(&list).into_iter().map(|b| b.0).collect();
-        assert_eq!(labels, ["Download 1", "Download 2", "Download 3"], "{dialect:?}");
+        assert_eq!(
+            labels,
+            ["Download 1", "Download 2", "Download 3"],
+            "{dialect:?}"
+        );
 
         // The same search inside its window: no second search, and the answer carries the list
         // with the same working buttons.
@@ -152,15 +156,24 @@ async fn a_double_tap_downloads_once_and_the_other_buttons_keep_working() {
     assert_eq!(job["command"], "grab");
     assert_eq!(job["mp_outcome"], "added");
     assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 1);
-    let mut answers = vec![callback_answer(&rig, &a).await, callback_answer(&rig, &b).await];
+    let mut answers = vec![
+        callback_answer(&rig, &a).await,
+        callback_answer(&rig, &b).await,
+    ];
     answers.sort();
     assert_eq!(answers[1], "Received: job #2");
-    assert!(answers[0].starts_with("Already handled: job #2"), "{answers:?}");
+    assert!(
+        answers[0].starts_with("Already handled: job #2"),
+        "{answers:?}"
+    );
 
     // The body is MoviePilot's own result, sent back, with the site's downloader.
     let sent = &rig.mp.download_adds()[0];
     assert_eq!(sent["downloader"], "qb-movies");
-    assert_eq!(sent["torrent_in"]["site_cookie"], "uid=1042; pass=sim-cookie-ptsitea");
+    assert_eq!(
+        sent["torrent_in"]["site_cookie"],
+        "uid=1042; pass=sim-cookie-ptsitea"
+    );
     assert_eq!(sent["media_in"]["tmdb_id"], DUNE);
     let reply = &rig.replies_for(2).await[0];
     assert_eq!(
@@ -169,19 +182,27 @@ async fn a_double_tap_downloads_once_and_the_other_buttons_keep_working() {
     );
 
     // The list stays: the tapped button is marked used, the others still work.
-    let edit = eventually("the list's keyboard edited", Duration::from_secs(10), || async {
-        rig.store
-            .replies()
-            .await
-            .into_iter()
-            .find(|r| r["kind"] == "edit_markup")
-    })
+    let edit = eventually(
+        "the list's keyboard edited",
+        Duration::from_secs(10),
+        || async {
+            rig.store
+                .replies()
+                .await
+                .into_iter()
+                .find(|r| r["kind"] == "edit_markup")
+        },
+    )
     .await;
     assert_eq!(edit["edit_message_id"], LIST_MESSAGE.to_string());
     let labels: Vec<String> = buttons(&edit).into_iter().map(|b| b.0).collect();
     assert_eq!(labels, ["✓ Download 1", "Download 2", "Download 3"]);
     assert!(
-        !rig.store.replies().await.iter().any(|r| r["kind"] == "clear_markup"),
+        !rig.store
+            .replies()
+            .await
+            .iter()
+            .any(|r| r["kind"] == "clear_markup"),
         "the list's buttons are not removed"
     );
     let second = tap(4, &button(&list, "Download 2"));
@@ -207,14 +228,22 @@ async fn the_same_release_from_two_lists_is_one_job() {
     rig.post(&a).await;
     rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     let store = &rig.store;
-    eventually("the first list to expire", Duration::from_secs(10), || async move {
-        let mut conn = store.conn().await;
-        let exists: bool = conn.exists(store.keys.releases(1)).await.unwrap();
-        (!exists).then_some(())
-    })
+    eventually(
+        "the first list to expire",
+        Duration::from_secs(10),
+        || async move {
+            let mut conn = store.conn().await;
+            let exists: bool = conn.exists(store.keys.releases(1)).await.unwrap();
+            (!exists).then_some(())
+        },
+    )
     .await;
     let second = dune_list(&rig, 3, 3).await;
-    assert_eq!(rig.mp.resource_searches(), 2, "a new search after the window");
+    assert_eq!(
+        rig.mp.resource_searches(),
+        2,
+        "a new search after the window"
+    );
     assert_ne!(button(&second, "Download 3"), button(&first, "Download 3"));
     let b = tap(4, &button(&second, "Download 3"));
     rig.post(&b).await;
@@ -246,13 +275,19 @@ async fn a_crash_after_the_add_is_verified_from_the_history_not_sent_again() {
         );
         let mut bot = rig.start(Some("worker.after_call")).await;
         rig.send(1, &format!("/download tmdb:{DUNE}")).await;
-        bot.wait_for_stderr("crash point worker.after_call reached", Duration::from_secs(10))
-            .await;
+        bot.wait_for_stderr(
+            "crash point worker.after_call reached",
+            Duration::from_secs(10),
+        )
+        .await;
         bot.sigkill().await;
         let mut bot = rig.start(Some("worker.after_call")).await;
         // The search is rerun once after its crash; then the list.
-        bot.wait_for_stderr("crash point worker.after_call reached", Duration::from_secs(20))
-            .await;
+        bot.wait_for_stderr(
+            "crash point worker.after_call reached",
+            Duration::from_secs(20),
+        )
+        .await;
         bot.sigkill().await;
         // Two crashes of a resource search: it fails rather than asking the sites a third time.
         let mut bot = rig.start(None).await;
@@ -264,16 +299,26 @@ async fn a_crash_after_the_add_is_verified_from_the_history_not_sent_again() {
         bot.sigkill().await;
         let mut bot = rig.start(Some("worker.after_call")).await;
         rig.post(&tap(3, &button(&list, "Download 1"))).await;
-        bot.wait_for_stderr("crash point worker.after_call reached", Duration::from_secs(10))
-            .await;
+        bot.wait_for_stderr(
+            "crash point worker.after_call reached",
+            Duration::from_secs(10),
+        )
+        .await;
         assert_eq!(rig.mp.download_history().len(), 2, "MoviePilot added it");
         bot.sigkill().await;
         let _bot = rig.start(None).await;
         let job = rig.job_in(3, "succeeded", RECOVERY_DEADLINE).await;
         assert_eq!(job["mp_outcome"], "verified_existing", "{dialect:?}");
         assert_eq!(job["recoveries"], "1");
-        assert_eq!(job["grab_before"], "1", "the older row was noted before the add");
-        assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 1, "{dialect:?}: not sent again");
+        assert_eq!(
+            job["grab_before"], "1",
+            "the older row was noted before the add"
+        );
+        assert_eq!(
+            rig.mp.calls(routes::DOWNLOAD_ADD),
+            1,
+            "{dialect:?}: not sent again"
+        );
         // What it cost: the history before the add, the add, the history once to verify.
         assert_eq!(rig.mp.calls(routes::DOWNLOAD_HISTORY), 2);
         let sent = rig.mp.download_history()[1]["download_hash"].clone();
@@ -318,7 +363,11 @@ async fn a_crash_before_the_add_downloads_once_after_the_restart() {
 async fn a_dropped_connection_after_the_commit_is_verified() {
     // Later v2 and v3 list the history newest first; v2.5.6 oldest first. Neither is relied on.
     for opts in ["v2.5.6", "v2.15.6", "v3"] {
-        let dialect = if opts == "v3" { Dialect::V3 } else { Dialect::V2 };
+        let dialect = if opts == "v3" {
+            Dialect::V3
+        } else {
+            Dialect::V2
+        };
         let rig = rig(dialect).await;
         if opts == "v2.15.6" {
             // Rig::with starts v2.5.6; only the history's order differs here, by version.
@@ -326,7 +375,8 @@ async fn a_dropped_connection_after_the_commit_is_verified() {
         }
         let _bot = rig.start(None).await;
         let list = dune_list(&rig, 1, 1).await;
-        rig.mp.fail_next(routes::DOWNLOAD_ADD, Fault::CommitThenDrop);
+        rig.mp
+            .fail_next(routes::DOWNLOAD_ADD, Fault::CommitThenDrop);
         rig.post(&tap(2, &button(&list, "Download 1"))).await;
         let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
         assert_eq!(job["mp_outcome"], "verified_existing", "{opts}");
@@ -343,7 +393,8 @@ async fn a_magnet_is_downloaded_and_a_lost_answer_verified() {
     let rig = rig(Dialect::V3).await;
     let _bot = rig.start(None).await;
     let list = dune_list(&rig, 1, 1).await;
-    rig.mp.fail_next(routes::DOWNLOAD_ADD, Fault::CommitThenDrop);
+    rig.mp
+        .fail_next(routes::DOWNLOAD_ADD, Fault::CommitThenDrop);
     rig.post(&tap(2, &button(&list, "Download 3"))).await;
     let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(job["grab_magnet"], SIM_MAGNET_HASH);
@@ -361,7 +412,10 @@ async fn a_refused_add_fails_with_the_reason() {
     let list = dune_list(&rig, 1, 1).await;
     rig.mp.fail_next(
         routes::DOWNLOAD_ADD,
-        Fault::Status(200, r#"{"success":false,"message":"任务添加失败","data":{}}"#.into()),
+        Fault::Status(
+            200,
+            r#"{"success":false,"message":"任务添加失败","data":{}}"#.into(),
+        ),
     );
     rig.post(&tap(2, &button(&list, "Download 1"))).await;
     let job = rig.job_in(2, "failed", RECOVERY_DEADLINE).await;
@@ -372,7 +426,10 @@ async fn a_refused_add_fails_with_the_reason() {
         reply["text"].contains("MoviePilot did not add \"Dune 2021 2160p"),
         "{reply:?}"
     );
-    assert!(!reply["text"].contains("任务添加失败"), "nothing MoviePilot said raw");
+    assert!(
+        !reply["text"].contains("任务添加失败"),
+        "nothing MoviePilot said raw"
+    );
 }
 
 #[tokio::test]
@@ -398,7 +455,10 @@ async fn a_search_that_times_out_fails_and_is_not_retried() {
         .into_iter()
         .find(|r| r["kind"] == "result")
         .unwrap();
-    assert!(result["text"].contains("did not answer in time"), "{result:?}");
+    assert!(
+        result["text"].contains("did not answer in time"),
+        "{result:?}"
+    );
     // A failed search does not absorb a repeat: the user may send it again.
     rig.send(2, &format!("/download tmdb:{DUNE}")).await;
     rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
@@ -436,13 +496,17 @@ async fn typed_download_commands_and_the_search_matches_offer_downloads() {
     assert_eq!(sub["command"], "subscribe");
     // `/releases` and `/grab` are not typed commands.
     rig.send(5, "/grab 3 1").await;
-    let unknown = eventually("the unknown-command reply", Duration::from_secs(10), || async {
-        rig.store
-            .replies()
-            .await
-            .into_iter()
-            .find(|r| r["kind"] == "unknown_command")
-    })
+    let unknown = eventually(
+        "the unknown-command reply",
+        Duration::from_secs(10),
+        || async {
+            rig.store
+                .replies()
+                .await
+                .into_iter()
+                .find(|r| r["kind"] == "unknown_command")
+        },
+    )
     .await;
     assert!(unknown["text"].contains("/grab"));
     assert_eq!(rig.mp.download_adds().len(), 0);
@@ -463,19 +527,34 @@ async fn the_site_cookie_stays_in_the_stored_list_only() {
     let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(job["grab_site"], "PTSiteM");
     let sent = rig.mp.download_adds();
-    assert!(sent[0]["torrent_in"]["site_cookie"].as_str().unwrap().contains(MARKER));
+    assert!(
+        sent[0]["torrent_in"]["site_cookie"]
+            .as_str()
+            .unwrap()
+            .contains(MARKER)
+    );
 
     // In Redis only in the list, which expires with its buttons.
     let store = &rig.store;
     let mut conn = store.conn().await;
     for key in store.all_keys().await {
-        let kind: String = redis::cmd("TYPE").arg(&key).query_async(&mut conn).await.unwrap();
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         let dump = match kind.as_str() {
             "hash" => format!("{:?}", conn.hgetall::<_, Vec<String>>(&key).await.unwrap()),
             "string" => conn.get::<_, String>(&key).await.unwrap(),
-            "list" => format!("{:?}", conn.lrange::<_, Vec<String>>(&key, 0, -1).await.unwrap()),
+            "list" => format!(
+                "{:?}",
+                conn.lrange::<_, Vec<String>>(&key, 0, -1).await.unwrap()
+            ),
             "set" => format!("{:?}", conn.smembers::<_, Vec<String>>(&key).await.unwrap()),
-            "zset" => format!("{:?}", conn.zrange::<_, Vec<String>>(&key, 0, -1).await.unwrap()),
+            "zset" => format!(
+                "{:?}",
+                conn.zrange::<_, Vec<String>>(&key, 0, -1).await.unwrap()
+            ),
             _ => format!("{:?}", store.stream(&key).await),
         };
         if key == store.keys.releases(1) {
@@ -489,7 +568,10 @@ async fn the_site_cookie_stays_in_the_stored_list_only() {
     for r in store.replies().await {
         assert!(!format!("{r:?}").contains(MARKER));
     }
-    assert!(!bot.stderr().contains(MARKER), "a log line holds the cookie");
+    assert!(
+        !bot.stderr().contains(MARKER),
+        "a log line holds the cookie"
+    );
     let url = rig.redis.url();
     for args in [
         &["jobs", "show", "1", "--json"][..],
@@ -514,7 +596,9 @@ async fn a_stored_list_stays_under_16_kib_and_expires_with_its_buttons() {
             ..SimRelease::movie(
                 DUNE,
                 &format!("PTSite{n}"),
-                &format!("Dune.2021.Extended.Cut.2160p.UHD.BluRay.REMUX.HDR.DV.TrueHD.Atmos.7.1-GRP{n}"),
+                &format!(
+                    "Dune.2021.Extended.Cut.2160p.UHD.BluRay.REMUX.HDR.DV.TrueHD.Atmos.7.1-GRP{n}"
+                ),
                 "沙丘 | 加长版 | 4K UHD 原盘 REMUX | 杜比视界 | 国英双语 | 简繁英字幕",
             )
         });
@@ -536,7 +620,10 @@ async fn a_stored_list_stays_under_16_kib_and_expires_with_its_buttons() {
     assert!(bytes <= 16 * 1024 + 2048, "{bytes} bytes");
     let media: String = conn.hget(store.keys.releases(1), "media").await.unwrap();
     let r1: String = conn.hget(store.keys.releases(1), "r1").await.unwrap();
-    assert!(!r1.contains("media_info") && media.contains("Dune"), "media_info stored once");
+    assert!(
+        !r1.contains("media_info") && media.contains("Dune"),
+        "media_info stored once"
+    );
     let ttl: i64 = conn.ttl(store.keys.releases(1)).await.unwrap();
     let token = buttons(&list)[0].1.trim_start_matches("t:").to_string();
     let token_ttl: i64 = conn.ttl(store.keys.token(&token)).await.unwrap();

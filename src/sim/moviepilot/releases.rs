@@ -94,7 +94,10 @@ pub fn builtin_releases() -> Vec<SimRelease> {
             )
         },
         SimRelease {
-            enclosure: format!("magnet:?xt=urn:btih:{}&dn=Dune.2021", SIM_MAGNET_HASH.to_uppercase()),
+            enclosure: format!(
+                "magnet:?xt=urn:btih:{}&dn=Dune.2021",
+                SIM_MAGNET_HASH.to_uppercase()
+            ),
             volume_factor: "普通".into(),
             ..SimRelease::movie(438631, "PTSiteC", "Dune.2021.720p.BluRay.x264", "")
         },
@@ -267,7 +270,11 @@ pub(super) fn add(state: &State, req: &Req, user: &str) -> Resp {
         )
     };
     let Ok(body) = serde_json::from_slice::<Value>(&req.body) else {
-        return error_resp(dialect, StatusCode::UNPROCESSABLE_ENTITY, "body is not JSON");
+        return error_resp(
+            dialect,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "body is not JSON",
+        );
     };
     let (Some(media), Some(torrent)) = (body.get("media_in"), body.get("torrent_in")) else {
         return super::missing_param(dialect, "body", "media_in");
@@ -352,12 +359,7 @@ pub(super) fn history(state: &State, req: &Req) -> Resp {
         rows.reverse();
     }
     let start = page.saturating_sub(1).saturating_mul(count);
-    let page: Vec<Value> = rows
-        .into_iter()
-        .skip(start)
-        .take(count)
-        .cloned()
-        .collect();
+    let page: Vec<Value> = rows.into_iter().skip(start).take(count).cloned().collect();
     ok_payload(dialect, Value::Array(page))
 }
 
