@@ -53,7 +53,8 @@ local max_recoveries = tonumber(ARGV[4])
 local retention = tonumber(ARGV[7])
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
-  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base'}
+  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
+  'auth_waits'}
 
 local now = now_ms()
 

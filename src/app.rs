@@ -106,7 +106,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         max_body_bytes: settings.http.max_body_bytes,
     });
     let stop = shutdown.clone();
-    let server = webhook::serve(listener, ingress.clone(), hook, async move {
+    let server = webhook::serve(listener, ingress.clone(), hook, runs_ingress, async move {
         stop.cancelled().await
     });
     tasks.push(tokio::spawn(async move {

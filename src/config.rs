@@ -157,6 +157,9 @@ pub struct MoviePilotSettings {
     pub timeout_secs: u64,
     /// Bounds the calls that make MoviePilot ask TMDB (media search and detail), which are slower.
     pub search_timeout_secs: u64,
+    /// How long a job waits (in `retry_wait`, its attempts unspent) while MoviePilot refuses
+    /// oncebot's credentials, before it fails: the operator's problem, not the user's.
+    pub auth_wait_secs: u64,
     /// Bounds a resource search, which answers only after every indexer site has.
     pub resource_search_timeout_secs: u64,
     /// Bounds an add (`POST /api/v1/download/`): over qBittorrent MoviePilot takes 3 to 27 s.

@@ -62,20 +62,6 @@ impl Texts {
         )
     }
 
-    /// The question under a command's Confirm / Cancel buttons.
-    pub fn confirm_prompt(&self, command: Command, args: &str) -> String {
-        match (command, self.locale) {
-            (Command::Unsubscribe, Locale::Zh) => {
-                format!("确认取消订阅 #{args}？此操作不可撤销。")
-            }
-            (Command::Unsubscribe, Locale::En) => {
-                format!("Cancel subscription #{args}? This cannot be undone.")
-            }
-            (_, Locale::Zh) => format!("确认执行 /{} {args}？", command.name()),
-            (_, Locale::En) => format!("Run /{} {args}?", command.name()),
-        }
-    }
-
     pub fn confirm_button(&self) -> &'static str {
         self.pick("确认", "Confirm")
     }

@@ -24,8 +24,16 @@ pub enum Action {
         tmdb_id: u64,
     },
     Subscriptions,
+    /// `/unsubscribe <id>` as typed: look the subscription up and ask, with Confirm / Cancel
+    /// naming what would be deleted. Changes nothing.
+    AskUnsubscribe {
+        subscription_id: u64,
+    },
+    /// The Confirm button's job: delete subscription `subscription_id`, but only while that id
+    /// still names `media` (MoviePilot reuses ids).
     Unsubscribe {
         subscription_id: u64,
+        media: SubscriptionMedia,
     },
     SearchNow {
         subscription_id: u64,
@@ -73,8 +81,14 @@ impl Action {
                 },
             },
             Command::Subscriptions => Action::Subscriptions,
-            Command::Unsubscribe => Action::Unsubscribe {
-                subscription_id: id(args)?,
+            Command::Unsubscribe => match args.split_once(' ') {
+                None => Action::AskUnsubscribe {
+                    subscription_id: id(args)?,
+                },
+                Some((sub, media)) => Action::Unsubscribe {
+                    subscription_id: id(sub)?,
+                    media: SubscriptionMedia::parse(media)?,
+                },
             },
             Command::SearchNow => Action::SearchNow {
                 subscription_id: id(args)?,
@@ -102,6 +116,48 @@ impl Action {
             }
             Command::Help | Command::Start => return None,
         })
+    }
+}
+
+/// Which media a subscription is for: what tells a subscription apart from a later one that
+/// MoviePilot gave the same id. Written into the Confirm button's arguments
+/// (`<id> tmdb:<id> [S<n>]`, or `<id> name:<name>` for one without a TMDB id), so the button,
+/// its duplicate key and its job all name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscriptionMedia {
+    Tmdb { tmdb_id: u64, season: Option<u32> },
+    Name(String),
+}
+
+impl SubscriptionMedia {
+    /// The identity of a subscription row as MoviePilot lists it.
+    pub fn of(tmdb_id: Option<u64>, season: Option<u32>, name: &str) -> SubscriptionMedia {
+        match tmdb_id {
+            Some(tmdb_id) => SubscriptionMedia::Tmdb { tmdb_id, season },
+            None => SubscriptionMedia::Name(name.to_string()),
+        }
+    }
+
+    /// `tmdb:<id> [S<n>]` or `name:<name>`.
+    pub fn args(&self) -> String {
+        match self {
+            SubscriptionMedia::Tmdb {
+                tmdb_id,
+                season: Some(n),
+            } => format!("tmdb:{tmdb_id} S{n}"),
+            SubscriptionMedia::Tmdb { tmdb_id, .. } => format!("tmdb:{tmdb_id}"),
+            SubscriptionMedia::Name(name) => format!("name:{name}"),
+        }
+    }
+
+    fn parse(text: &str) -> Option<SubscriptionMedia> {
+        if let Some(name) = text.strip_prefix("name:") {
+            return non_empty(name.trim()).map(SubscriptionMedia::Name);
+        }
+        match parse_tmdb(text)? {
+            Ok((tmdb_id, season)) => Some(SubscriptionMedia::Tmdb { tmdb_id, season }),
+            Err(()) => None,
+        }
     }
 }
 
@@ -230,6 +286,36 @@ mod tests {
         );
         assert_eq!(Action::parse("grab", "12"), None);
         assert_eq!(Action::parse("grab", "12 0"), None);
+    }
+
+    #[test]
+    fn a_bare_id_asks_and_an_id_with_its_media_deletes() {
+        assert_eq!(
+            Action::parse("unsubscribe", "7"),
+            Some(Action::AskUnsubscribe { subscription_id: 7 })
+        );
+        let three_body = SubscriptionMedia::Tmdb {
+            tmdb_id: 108545,
+            season: Some(1),
+        };
+        assert_eq!(
+            Action::parse("unsubscribe", &format!("7 {}", three_body.args())),
+            Some(Action::Unsubscribe {
+                subscription_id: 7,
+                media: three_body
+            })
+        );
+        let named = SubscriptionMedia::Name("流浪地球 2".into());
+        assert_eq!(named.args(), "name:流浪地球 2");
+        assert_eq!(
+            Action::parse("unsubscribe", "7 name:流浪地球 2"),
+            Some(Action::Unsubscribe {
+                subscription_id: 7,
+                media: named
+            })
+        );
+        assert_eq!(Action::parse("unsubscribe", "7 tmdb:x"), None);
+        assert_eq!(Action::parse("unsubscribe", "0"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 mod action;
 mod policy;
 
-pub use action::{Action, parse_release, parse_series, parse_tmdb};
+pub use action::{Action, SubscriptionMedia, parse_release, parse_series, parse_tmdb};
 pub use policy::{Policy, Recovery};
 
 use sha2::{Digest, Sha256};

@@ -38,6 +38,19 @@ impl Recovery {
             Recovery::NoJob => "none",
         }
     }
+
+    /// Reads a job's stored `recovery` field ([`Recovery::as_str`]).
+    pub fn from_name(name: &str) -> Option<Recovery> {
+        [
+            Recovery::Rerun,
+            Recovery::VerifyThenRetry,
+            Recovery::IdempotentRerun,
+            Recovery::HoldForReview,
+            Recovery::NoJob,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == name)
+    }
 }
 
 /// How one command behaves under repetition.
@@ -46,7 +59,9 @@ pub struct Policy {
     pub command: Command,
     /// Changes something outside oncebot (MoviePilot's state, its search queue).
     pub side_effect: bool,
-    /// Needs a confirmation button before it runs.
+    /// Asks before it runs: the typed command is a read-only lookup (no duplicate window, so
+    /// each ask sees MoviePilot as it is now) whose answer names the target and carries
+    /// Confirm / Cancel; Confirm makes the job that has the side effect and the window.
     pub needs_confirmation: bool,
     /// The duplicate window, read from the settings; `None` for commands that never have one.
     pub window: Option<fn(&CommandSettings) -> u64>,
@@ -81,7 +96,9 @@ pub const POLICIES: [Policy; 13] = [
         side_effect: true,
         needs_confirmation: true,
         window: Some(|s| s.unsubscribe_window_secs),
-        recovery: Recovery::IdempotentRerun,
+        // The delete looks the subscription up first (its id must still name its media), and
+        // "gone" is what a crashed delete is verified by.
+        recovery: Recovery::VerifyThenRetry,
     },
     Policy {
         command: Command::SearchNow,

@@ -153,6 +153,12 @@ impl Keys {
         format!("{}lock:media:{tmdb_id}:{}", self.base, season.unwrap_or(0))
     }
 
+    /// STRING, EX = how long it lasts: a deployment-wide condition the admin chats were told
+    /// about (`credentials`: MoviePilot refuses oncebot's credentials), so they are told once.
+    pub fn notice(&self, condition: &str) -> String {
+        format!("{}notice:{condition}", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -184,6 +190,7 @@ mod tests {
             k.reply("1-0"),
             k.callbacks_stream(),
             k.review_index(),
+            k.notice("credentials"),
             k.releases(3),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");

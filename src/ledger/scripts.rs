@@ -87,6 +87,10 @@ pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lo
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
 pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
+/// `lua/notice.lua`: tell the admin chats about a deployment-wide condition once, or end it.
+pub(crate) static NOTICE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(lua!("notice.lua", "common.lua")));
+
 /// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
 pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("note.lua")));
 
@@ -94,7 +98,7 @@ pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("no
 pub(crate) static RELEASES: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("releases.lua")));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 15] {
+fn all() -> [(&'static str, &'static Script); 16] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -109,6 +113,7 @@ fn all() -> [(&'static str, &'static Script); 15] {
         ("progress", &PROGRESS),
         ("lock", &LOCK),
         ("unlock", &UNLOCK),
+        ("notice", &NOTICE),
         ("note", &NOTE),
         ("releases", &RELEASES),
     ]

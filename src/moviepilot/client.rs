@@ -12,7 +12,9 @@
 //!   so sending it again is safe even when it has a side effect.
 //! - **Timeouts.** Every request has one. Media search and detail, which make MoviePilot ask
 //!   TMDB, get the longer `search_timeout_secs`.
-//! - **Classification** ([`MpError`]): a refusal (4xx, `success:false`) is permanent;
+//! - **Classification** ([`MpError`]): a refusal (4xx, `success:false`) is permanent; a
+//!   refused credential (the key, the login, the user's rights) is the operator's to fix, and
+//!   the process remembers it until a call gets through ([`MoviePilot::credentials_refused`]);
 //!   unreachable, 5xx or a read-only call that timed out is transient; a call with a side effect
 //!   whose answer was lost after it was sent (timeout, dropped connection, a proxy's 502/504) is
 //!   uncertain, because MoviePilot may have done it.
@@ -74,6 +76,9 @@ struct Inner {
     resource_search_timeout: Duration,
     download_timeout: Duration,
     auth: Auth,
+    /// Why MoviePilot refuses oncebot's credentials, from the last call that was refused, until
+    /// a call gets through. Text for operators (it may name settings), never for users.
+    refused: std::sync::Mutex<Option<String>>,
 }
 
 struct Auth {
@@ -229,6 +234,7 @@ impl MoviePilot {
                 login,
                 state: Mutex::new(TokenState::default()),
             },
+            refused: std::sync::Mutex::new(None),
         };
 
         let reported = inner.read_version().await?;
@@ -295,6 +301,12 @@ impl MoviePilot {
     /// The version MoviePilot reported (e.g. `v2.5.6`), or a description when it reported none.
     pub fn version(&self) -> &str {
         &self.inner.version
+    }
+
+    /// Why MoviePilot refuses oncebot's credentials now (operator text, naming the setting to
+    /// fix), or `None` when the last call that reached it was let in.
+    pub fn credentials_refused(&self) -> Option<String> {
+        self.inner.lock_refused().clone()
     }
 
     /// Media matching `title` (`GET /api/v1/media/search?title=&type=media&page=1&count=8`).
@@ -693,7 +705,8 @@ impl Inner {
         }
     }
 
-    /// [`Self::call_once_renewed`], timed and counted in the metrics by route.
+    /// [`Self::call_once_renewed`], timed and counted in the metrics by route; remembers
+    /// whether MoviePilot let oncebot's credentials in.
     async fn call(&self, call: &Call) -> Result<Answer, MpError> {
         let started = Instant::now();
         let result = self.call_once_renewed(call).await;
@@ -702,7 +715,36 @@ impl Inner {
             started.elapsed(),
             result.as_ref().err().map(MpError::kind),
         );
+        match &result {
+            Ok(_) => self.set_refused(None),
+            Err(MpError::CredentialsRefused(why)) => self.set_refused(Some(why)),
+            // Unreachable, or lost on the way: says nothing about the credentials.
+            Err(_) => {}
+        }
         result
+    }
+
+    fn lock_refused(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        // A poisoned lock only means a panic while replacing a String; the value is fine.
+        self.refused.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_refused(&self, why: Option<&String>) {
+        let mut refused = self.lock_refused();
+        match (refused.is_some(), why) {
+            (false, Some(why)) => {
+                tracing::error!(reason = %why, "MoviePilot refuses oncebot's credentials; jobs wait until it accepts them");
+                crate::metrics::METRICS.moviepilot_credentials_refused(true);
+            }
+            (true, None) => {
+                tracing::info!("MoviePilot accepts oncebot's credentials again");
+                crate::metrics::METRICS.moviepilot_credentials_refused(false);
+            }
+            _ => {}
+        }
+        if refused.as_ref() != why {
+            *refused = why.cloned();
+        }
     }
 
     /// Sends `call` with the current credential; after a 401/403, renews the token once (shared
@@ -715,8 +757,9 @@ impl Inner {
             return Ok(answer);
         }
         if self.auth.login.is_none() {
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused the API key (HTTP {}{}): check {}, or set {} and {}",
+            return Err(MpError::CredentialsRefused(format!(
+                "{call}: MoviePilot refused the API key (HTTP {}{}): set {} to MoviePilot's \
+                 current API_TOKEN, or set {} and {}",
                 answer.status.as_u16(),
                 detail_suffix(&answer.body),
                 env_name("moviepilot.api_key"),
@@ -734,7 +777,7 @@ impl Inner {
         let (credential, _) = self.auth.credential().await;
         let answer = self.send(call, &credential).await?;
         if refused_credentials(answer.status) {
-            return Err(MpError::Permanent(format!(
+            return Err(MpError::CredentialsRefused(format!(
                 "{call}: MoviePilot refused a fresh login (HTTP {}{}): check that user {:?} may do this",
                 answer.status.as_u16(),
                 detail_suffix(&answer.body),
@@ -799,7 +842,7 @@ impl Inner {
             MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
         })?;
         if matches!(status.as_u16(), 401 | 403) {
-            return Err(MpError::Permanent(format!(
+            return Err(MpError::CredentialsRefused(format!(
                 "{what}: MoviePilot refused the username or password (HTTP {}{}): check {} and {}",
                 status.as_u16(),
                 detail_suffix(&body),
@@ -847,7 +890,7 @@ impl Inner {
                     request.header("X-API-KEY", value)
                 }
                 Err(_) => {
-                    return Err(MpError::Permanent(format!(
+                    return Err(MpError::CredentialsRefused(format!(
                         "{call}: {} contains characters that cannot go in an HTTP header",
                         env_name("moviepilot.api_key")
                     )));
@@ -1018,8 +1061,8 @@ impl Inner {
         let servarr = self.servarr_version().await;
         Ok(match (servarr, old_v2) {
             (Some(version), _) => Some(version),
-            // v2.5.6 and older answer the settings without the version key.
-            (None, true) => Some("v2 (before v2.6, no BACKEND_VERSION)".into()),
+            // v2.5.6 up to v2.8 answer the settings without the version key.
+            (None, true) => Some(OLD_V2_LABEL.into()),
             (None, false) => None,
         })
     }
@@ -1072,16 +1115,14 @@ impl Inner {
             }
             if self.auth.login.is_none() {
                 bail!(
-                    "MoviePilot {} at {} refused {} on GET /api/v1/subscribe/ (HTTP {}{}); \
-                     MoviePilot before v3 (e.g. v2.5.6) accepts only a login there: set {} and {} \
-                     to a MoviePilot user",
+                    "MoviePilot {} at {} refused the API key in {} on GET /api/v1/subscribe/ \
+                     (HTTP {}{}): {}",
                     self.version,
                     self.shown_url,
                     env_name("moviepilot.api_key"),
                     answer.status.as_u16(),
                     detail_suffix(&answer.body),
-                    env_name("moviepilot.username"),
-                    env_name("moviepilot.password")
+                    api_key_advice(&self.version)
                 );
             }
             tracing::info!(
@@ -1116,6 +1157,51 @@ impl Auth {
         };
         (credential, state.generation)
     }
+}
+
+/// The version label of a v2 that reports no `BACKEND_VERSION` (v2.5.6 to v2.8).
+const OLD_V2_LABEL: &str = "v2 (before v2.9: no BACKEND_VERSION)";
+
+/// What to do about a refused API key, by version: MoviePilot takes the key on its login-only
+/// routes since v2.9.3 (upstream commit feb03435); before that only a login opens them.
+fn api_key_advice(version: &str) -> String {
+    let key = env_name("moviepilot.api_key");
+    let login = format!(
+        "{} and {}",
+        env_name("moviepilot.username"),
+        env_name("moviepilot.password")
+    );
+    match takes_api_key(version) {
+        Some(true) => format!(
+            "the key is wrong or was changed: set {key} to MoviePilot's current API_TOKEN \
+             (its settings page), or set {login} to a MoviePilot user instead"
+        ),
+        Some(false) => format!(
+            "MoviePilot before v2.9.3 accepts only a login on these routes: set {login} to a \
+             MoviePilot user"
+        ),
+        None => format!(
+            "either the key is not MoviePilot's current API_TOKEN (set {key} to it), or this \
+             MoviePilot is older than v2.9.3, which accepts only a login here (set {login})"
+        ),
+    }
+}
+
+/// Whether MoviePilot `version` accepts `X-API-KEY` on the routes that otherwise need a login
+/// (v2.9.3 and later, v3); `None` when the version does not say.
+fn takes_api_key(version: &str) -> Option<bool> {
+    if version == OLD_V2_LABEL {
+        return Some(false);
+    }
+    let mut parts = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next().flatten()?;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch) >= (2, 9, 3))
 }
 
 /// 401 (no/bad credential; v3's bad JWT) and 403 (v2's bad JWT).
@@ -1218,6 +1304,8 @@ fn transport_text(error: reqwest::Error, timeout: Duration) -> String {
 fn with_context(error: MpError, context: &str) -> MpError {
     match error {
         MpError::Permanent(m) => MpError::Permanent(format!("{context}: {m}")),
+        MpError::Declined(m) => MpError::Declined(m),
+        MpError::CredentialsRefused(m) => MpError::CredentialsRefused(format!("{context}: {m}")),
         MpError::Transient(m) => MpError::Transient(format!("{context}: {m}")),
         MpError::Uncertain(m) => MpError::Uncertain(format!("{context}: {m}")),
     }
@@ -1273,6 +1361,20 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn the_api_key_is_taken_from_v2_9_3_on() {
+        assert_eq!(takes_api_key("v2.5.6"), Some(false));
+        assert_eq!(takes_api_key(OLD_V2_LABEL), Some(false));
+        assert_eq!(takes_api_key("v2.9.2"), Some(false));
+        assert_eq!(takes_api_key("v2.9.3"), Some(true));
+        assert_eq!(takes_api_key("v2.14.0"), Some(true));
+        assert_eq!(takes_api_key("v3.1.0"), Some(true));
+        assert_eq!(takes_api_key("unknown"), None);
+        assert!(api_key_advice("v2.14.0").contains("API_TOKEN"));
+        assert!(!api_key_advice("v2.14.0").contains("before v2.9.3"));
+        assert!(api_key_advice("v2.5.6").contains("before v2.9.3"));
+    }
 
     #[test]
     fn major_versions_are_read_from_moviepilots_spellings() {

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::commands::{Action, Command};
+use crate::commands::{Action, Command, SubscriptionMedia};
 use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription};
 use crate::telegram::keyboard::Keyboard;
@@ -116,6 +116,8 @@ pub struct ButtonSettings {
     pub ttl: Duration,
     /// The duplicate window of `/subscribe`, which a Subscribe button's job has too.
     pub subscribe_window: Duration,
+    /// The duplicate window of `/unsubscribe`, which its Confirm button's job has.
+    pub unsubscribe_window: Duration,
 }
 
 /// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
@@ -155,16 +157,13 @@ pub async fn run(
                 format!("{} subscriptions", subs.len()),
             ))
         }
-        Action::Unsubscribe { subscription_id } => {
-            cx.mp.delete_subscription(*subscription_id).await?;
-            Ok(Done {
-                fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
-                ..Done::new(
-                    r.unsubscribed(*subscription_id),
-                    format!("deleted subscription {subscription_id}"),
-                )
-            })
+        Action::AskUnsubscribe { subscription_id } => {
+            ask_unsubscribe(cx, job, *subscription_id).await
         }
+        Action::Unsubscribe {
+            subscription_id,
+            media,
+        } => unsubscribe(cx, *subscription_id, media, recovered).await,
         Action::SearchNow { subscription_id } => {
             cx.mp.search_subscription_now(*subscription_id).await?;
             Ok(Done {
@@ -279,12 +278,12 @@ async fn subscribe_locked(
         .mp
         .media_detail(tmdb_id, kind)
         .await?
-        .ok_or_else(|| MpError::Permanent(r.media_not_found(tmdb_id)))?;
+        .ok_or_else(|| MpError::Declined(r.media_not_found(tmdb_id)))?;
     if let Some(n) = season
         && !media.season_numbers.is_empty()
         && !media.season_numbers.contains(&n)
     {
-        return Err(MpError::Permanent(r.no_such_season(&media.title, n)));
+        return Err(MpError::Declined(r.no_such_season(&media.title, n)));
     }
     let created = cx
         .mp
@@ -306,6 +305,90 @@ async fn subscribe_locked(
         ],
         buttons: None,
         settle: None,
+    })
+}
+
+/// `/unsubscribe <id>`: looks the subscription up in the list (v2.5.6 answers 500 to
+/// `GET /api/v1/subscribe/<id>` for a missing id) and asks, naming it, with Confirm / Cancel.
+/// Confirm runs `/unsubscribe <id> <media>`, so a later subscription that MoviePilot gives the
+/// same id is a different command with buttons of its own. A missing id gets no buttons.
+async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let subs = cx.mp.list_subscriptions().await?;
+    let Some(sub) = subs.iter().find(|s| s.id == id) else {
+        return Ok(Done::new(
+            r.no_such_subscription(id),
+            format!("no subscription {id}"),
+        ));
+    };
+    let media = SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name);
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let reply_to = reply_to(job);
+    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let confirm = group.add(
+        owner,
+        r.confirm_button(),
+        TokenAction::Run {
+            command: Command::Unsubscribe,
+            args: format!("{id} {}", media.args()),
+            window: cx.buttons.unsubscribe_window,
+        },
+        reply_to,
+    );
+    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
+    let keyboard = Keyboard::new().row(vec![
+        (r.confirm_button().to_string(), confirm),
+        (r.cancel_button().to_string(), cancel),
+    ]);
+    Ok(Done {
+        reply: r.confirm_unsubscribe(id, &sub.name, sub.season),
+        result: format!("asked to confirm deleting subscription {id}"),
+        fields: vec![("mp_subscription_id".into(), id.to_string())],
+        buttons: buttons(&group, keyboard),
+        settle: None,
+    })
+}
+
+/// The Confirm button's delete: only while `id` still names `media`. Looking first is also how
+/// a crashed delete is verified: gone means done.
+async fn unsubscribe(
+    cx: &Context<'_>,
+    id: u64,
+    media: &SubscriptionMedia,
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let subs = cx.mp.list_subscriptions().await?;
+    let fields = |outcome: &str| {
+        vec![
+            ("mp_subscription_id".into(), id.to_string()),
+            ("mp_outcome".into(), outcome.to_string()),
+        ]
+    };
+    let Some(sub) = subs.iter().find(|s| s.id == id) else {
+        let (reply, outcome) = if recovered {
+            (r.unsubscribe_verified(id), "verified_deleted")
+        } else {
+            (r.subscription_gone(id), "already_gone")
+        };
+        return Ok(Done {
+            fields: fields(outcome),
+            ..Done::new(reply, format!("subscription {id} is gone"))
+        });
+    };
+    if SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name) != *media {
+        return Err(MpError::Declined(r.subscription_replaced(id, &sub.name)));
+    }
+    cx.mp.delete_subscription(id).await?;
+    Ok(Done {
+        fields: fields("deleted"),
+        ..Done::new(
+            r.unsubscribed(id, &sub.name, sub.season),
+            format!("deleted subscription {id}"),
+        )
     })
 }
 
@@ -381,7 +464,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         .mp
         .media_detail(tmdb_id, MediaKind::Tv)
         .await?
-        .ok_or_else(|| MpError::Permanent(r.media_not_found(tmdb_id)))?;
+        .ok_or_else(|| MpError::Declined(r.media_not_found(tmdb_id)))?;
     let seasons = if media.season_numbers.is_empty() {
         // MoviePilot did not say: season 1 exists for any series.
         vec![1]

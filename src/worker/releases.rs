@@ -119,7 +119,7 @@ pub async fn search(
         Err(MpError::Uncertain(reason)) => {
             tracing::warn!(reason = %reason, "resource search lost its answer; not retried");
             return Ok(Done {
-                reply: r.failed(job.id, &r.release_search_lost()),
+                reply: r.failed(job.id, "permanent", Some(&r.release_search_lost())),
                 result: String::new(),
                 settle: Some(Settle::Failed {
                     error: format!("resource search not answered: {reason}"),
@@ -417,7 +417,11 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
             format!("a magnet sent again was refused ({reason}); the first send may have added it"),
         )),
         Err(MpError::Permanent(reason)) => Ok(Done {
-            reply: r.failed(job.id, &r.download_refused(&identity.title, &identity.site)),
+            reply: r.failed(
+                job.id,
+                "permanent",
+                Some(&r.download_refused(&identity.title, &identity.site)),
+            ),
             settle: Some(Settle::Failed { error: reason }),
             ..Done::default()
         }),

@@ -214,11 +214,67 @@ impl Render {
         out.trim_end().to_string()
     }
 
-    pub fn unsubscribed(&self, id: u64) -> String {
+    pub fn unsubscribed(&self, id: u64, name: &str, season: Option<u32>) -> String {
+        let s = self.season(season);
         if self.zh() {
-            format!("已取消订阅 #{id}。")
+            format!("已取消订阅 #{id}「{name}」{s}。")
         } else {
-            format!("Subscription #{id} cancelled.")
+            format!("Subscription #{id} to \"{name}\"{s} cancelled.")
+        }
+    }
+
+    /// The question under Confirm / Cancel, naming what would be deleted.
+    pub fn confirm_unsubscribe(&self, id: u64, name: &str, season: Option<u32>) -> String {
+        let s = self.season(season);
+        if self.zh() {
+            format!("确认取消订阅 #{id}「{name}」{s}？此操作不可撤销。")
+        } else {
+            format!("Cancel subscription #{id} to \"{name}\"{s}? This cannot be undone.")
+        }
+    }
+
+    pub fn confirm_button(&self) -> &'static str {
+        self.texts.confirm_button()
+    }
+
+    pub fn no_such_subscription(&self, id: u64) -> String {
+        if self.zh() {
+            format!("没有找到订阅 #{id}。发送 /subscriptions 查看现有订阅及其 ID。")
+        } else {
+            format!(
+                "There is no subscription #{id}. Send /subscriptions to see them with their ids."
+            )
+        }
+    }
+
+    /// A confirmed delete found the subscription already gone (deleted meanwhile).
+    pub fn subscription_gone(&self, id: u64) -> String {
+        if self.zh() {
+            format!("订阅 #{id} 已经不存在，无需取消。")
+        } else {
+            format!("Subscription #{id} is already gone; nothing to cancel.")
+        }
+    }
+
+    /// A delete interrupted by a crash, found done when it was checked.
+    pub fn unsubscribe_verified(&self, id: u64) -> String {
+        if self.zh() {
+            format!("已向 MoviePilot 核实：订阅 #{id} 已取消，没有重复操作。")
+        } else {
+            format!("MoviePilot confirms subscription #{id} is cancelled; nothing was repeated.")
+        }
+    }
+
+    /// The id now names another subscription (MoviePilot reuses ids): nothing was deleted.
+    pub fn subscription_replaced(&self, id: u64, now: &str) -> String {
+        if self.zh() {
+            format!(
+                "订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"
+            )
+        } else {
+            format!(
+                "Subscription #{id} is now another one (\"{now}\"); the one you confirmed is gone. To be safe nothing was cancelled; to cancel \"{now}\", send /unsubscribe {id} again."
+            )
         }
     }
 
@@ -263,10 +319,8 @@ impl Render {
 
     pub fn job_status(&self, j: &Job) -> String {
         let state = self.state_label(&j.status);
-        let detail = j
-            .result
-            .as_deref()
-            .or(j.error.as_deref())
+        let detail = self
+            .status_detail(j)
             .map(|d| format!("\n{d}"))
             .unwrap_or_default();
         if self.zh() {
@@ -280,6 +334,22 @@ impl Render {
                 j.id, j.command, j.args, j.attempts
             )
         }
+    }
+
+    /// What `/status` says under a job: its result, or what went wrong in the user's words
+    /// (the recorded error itself is for operators).
+    fn status_detail(&self, j: &Job) -> Option<String> {
+        if let Some(result) = &j.result {
+            return Some(result.clone());
+        }
+        j.error.as_ref()?;
+        let kind = j.extra.get("mp_error_kind").map(String::as_str);
+        Some(match kind {
+            Some("declined") => j.error.clone().unwrap_or_default(),
+            Some(kind) => self.error_sentence(kind).to_string(),
+            // Held or failed by claim.lua after its worker stopped: the state says it.
+            None => return None,
+        })
     }
 
     pub fn job_not_found(&self, asked: Option<u64>) -> String {
@@ -317,43 +387,122 @@ impl Render {
         .into()
     }
 
-    pub fn failed(&self, job: u64, reason: &str) -> String {
-        if self.zh() {
-            format!("任务 #{job} 失败：{reason}")
-        } else {
-            format!("Job #{job} failed: {reason}")
+    /// What went wrong, in one plain sentence per error kind (`MpError::kind`). The details
+    /// (HTTP statuses, paths, OS errors, setting names) stay in the log and `oncebot jobs show`;
+    /// a `declined` error's text is already the user's (see [`Render::failed`]).
+    pub fn error_sentence(&self, kind: &str) -> &'static str {
+        match kind {
+            "transient" => self.texts_pick(
+                "MoviePilot 暂时无法连接或暂时出错",
+                "MoviePilot cannot be reached or had a problem for now",
+            ),
+            "uncertain" => self.texts_pick(
+                "MoviePilot 没有及时回应，结果未知",
+                "MoviePilot did not answer in time, so the outcome is unknown",
+            ),
+            "credentials" => self.texts_pick(
+                "MoviePilot 暂时不接受机器人的登录，管理员已收到通知",
+                "MoviePilot does not accept the bot's login for now; its administrators have been told",
+            ),
+            _ => self.texts_pick(
+                "MoviePilot 没有接受这个请求",
+                "MoviePilot did not accept this request",
+            ),
         }
     }
 
-    pub fn retrying(&self, job: u64, reason: &str, secs: u64, attempt: u32, max: u32) -> String {
+    /// A job that ended `failed`. `declined` is the user's own reason (no such media, no such
+    /// season); any other failure is said by its kind only.
+    pub fn failed(&self, job: u64, kind: &str, declined: Option<&str>) -> String {
+        match (declined, self.zh()) {
+            (Some(why), true) => format!("任务 #{job} 未完成：{why}"),
+            (Some(why), false) => format!("Job #{job} did not go through: {why}"),
+            (None, true) => format!(
+                "任务 #{job} 未完成：{}。请稍后重新发送命令；如果一直这样，请联系管理员。",
+                self.error_sentence(kind)
+            ),
+            (None, false) => format!(
+                "Job #{job} did not go through: {}. Please send the command again later; if it keeps happening, tell the bot's administrator.",
+                self.error_sentence(kind)
+            ),
+        }
+    }
+
+    /// A job that used up its attempts.
+    pub fn gave_up(&self, job: u64, kind: &str, attempts: u32) -> String {
         if self.zh() {
             format!(
-                "任务 #{job} 暂时失败（{reason}），{secs} 秒后自动重试（第 {attempt}/{max} 次）。"
+                "任务 #{job} 尝试 {attempts} 次后仍未完成：{}。请稍后重新发送命令。",
+                self.error_sentence(kind)
             )
         } else {
             format!(
-                "Job #{job} failed for now ({reason}); retrying in {secs} s (attempt {attempt} of {max})."
+                "Job #{job} did not go through after {attempts} attempts: {}. Please send the command again later.",
+                self.error_sentence(kind)
+            )
+        }
+    }
+
+    pub fn retrying(&self, job: u64, kind: &str, secs: u64, attempt: u32, max: u32) -> String {
+        let check = kind == "uncertain";
+        match (self.zh(), check) {
+            (true, false) => format!(
+                "{}，任务 #{job} 将在 {secs} 秒后自动重试（第 {attempt}/{max} 次）。",
+                self.error_sentence(kind)
+            ),
+            (true, true) => format!(
+                "{}。任务 #{job} 将在 {secs} 秒后先核实结果再继续，不会重复执行（第 {attempt}/{max} 次）。",
+                self.error_sentence(kind)
+            ),
+            (false, false) => format!(
+                "{}; job #{job} will be retried in {secs} s (attempt {attempt} of {max}).",
+                self.error_sentence(kind)
+            ),
+            (false, true) => format!(
+                "{}. In {secs} s job #{job} will first check what happened, so nothing is done twice (attempt {attempt} of {max}).",
+                self.error_sentence(kind)
+            ),
+        }
+    }
+
+    /// Sent once to a job's chat when it starts waiting for MoviePilot to accept the bot's
+    /// credentials again.
+    pub fn waiting_for_credentials(&self, job: u64) -> String {
+        if self.zh() {
+            format!(
+                "{}。任务 #{job} 会保留，恢复后自动继续，无需重新发送。",
+                self.error_sentence("credentials")
+            )
+        } else {
+            format!(
+                "{}. Job #{job} is kept and will go on by itself once that is fixed; no need to send it again.",
+                self.error_sentence("credentials")
+            )
+        }
+    }
+
+    /// The admin chats' notice that MoviePilot refuses the credentials (told once while it
+    /// lasts). For operators: `detail` may name the setting to fix, never a secret.
+    pub fn credentials_notice(&self, detail: &str, wait_secs: u64) -> String {
+        if self.zh() {
+            format!(
+                "MoviePilot 拒绝了 oncebot 的登录凭据，任务正在等待（最多 {wait_secs} 秒，不消耗重试次数）。\n{detail}\n修正后任务会自动继续。"
+            )
+        } else {
+            format!(
+                "MoviePilot refuses oncebot's credentials; jobs are waiting (up to {wait_secs} s, without using their attempts).\n{detail}\nThey go on by themselves once this is fixed."
             )
         }
     }
 
     /// Sent when an outcome is uncertain and cannot be verified; "{job}" is left for claim.lua.
-    pub fn held(&self, job: Option<u64>, reason: Option<&str>) -> String {
+    pub fn held(&self, job: Option<u64>) -> String {
         let job = job.map_or_else(|| "{job}".to_string(), |j| j.to_string());
-        let reason = reason.map(|r| format!("（{r}）")).unwrap_or_default();
         if self.zh() {
-            format!(
-                "任务 #{job} 的结果无法确认{reason}。为避免重复操作，它不会自动重试，已转人工处理。"
-            )
+            format!("任务 #{job} 的结果无法确认。为避免重复操作，它不会自动重试，已转人工处理。")
         } else {
-            let reason = reason.trim_start_matches('（').trim_end_matches('）');
-            let reason = if reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({reason})")
-            };
             format!(
-                "Job #{job}'s outcome is uncertain{reason}. So that nothing happens twice it is not retried automatically; a person will settle it."
+                "Job #{job}'s outcome is uncertain. So that nothing happens twice it is not retried automatically; a person will settle it."
             )
         }
     }

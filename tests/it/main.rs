@@ -33,6 +33,10 @@ mod telegram_sim;
 /// a real v2.5.6 answered (`tests/fixtures/moviepilot-v2.5.6/`).
 mod moviepilot;
 
+/// MoviePilot as the trouble: a changed API token (jobs wait, admins told once) and a restart
+/// that refuses connections (waited out), with plain words for users.
+mod moviepilot_trouble;
+
 /// Workers as real processes against the MoviePilot simulator (both dialects): one effect per
 /// command, retries by error kind, and a SIGKILL at every dangerous point of a job.
 mod worker;
