@@ -141,6 +141,12 @@ pub struct CommandSettings {
     pub subscribe_window_secs: u64,
     pub unsubscribe_window_secs: u64,
     pub searchnow_window_secs: u64,
+    /// Releases one resource-search result lists (one `下载 k` button each).
+    pub resources_shown: usize,
+    /// A resource search's duplicate window, and how long its list and buttons live.
+    pub resources_window_secs: u64,
+    /// The same release from the same chat and user inside this window is one download.
+    pub download_window_secs: u64,
 }
 
 /// Where MoviePilot is and how to authenticate (see `moviepilot`).
@@ -163,6 +169,13 @@ pub struct MoviePilotSettings {
     /// How long a job waits (in `retry_wait`, its attempts unspent) while MoviePilot refuses
     /// oncebot's credentials, before it fails: the operator's problem, not the user's.
     pub auth_wait_secs: u64,
+    /// Bounds a resource search, which answers only after every indexer site has.
+    pub resource_search_timeout_secs: u64,
+    /// Bounds an add (`POST /api/v1/download/`): over qBittorrent MoviePilot takes 3 to 27 s.
+    pub download_timeout_secs: u64,
+    /// After an interrupted add, how long from that attempt's start to wait for MoviePilot to
+    /// finish the request (and write its history row) before the add is sent again.
+    pub download_settle_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -508,8 +521,23 @@ impl Settings {
                 ));
             }
         }
+        let shown = self.commands.resources_shown;
+        if !(1..=20).contains(&shown) {
+            return Err(SettingError::new(
+                "commands.resources_shown",
+                format!("is {shown}, not 1 to 20"),
+                format!(
+                    "set {} to how many releases a list shows, e.g. 8",
+                    env_name("commands.resources_shown")
+                ),
+            ));
+        }
         for (key, value) in [
             ("telegram.confirm_ttl_secs", self.telegram.confirm_ttl_secs),
+            (
+                "commands.resources_window_secs",
+                self.commands.resources_window_secs,
+            ),
             ("telegram.review_ttl_secs", self.telegram.review_ttl_secs),
         ] {
             if value == 0 {
@@ -683,6 +711,11 @@ impl Settings {
         for (key, value) in [
             ("moviepilot.timeout_secs", mp.timeout_secs),
             ("moviepilot.search_timeout_secs", mp.search_timeout_secs),
+            (
+                "moviepilot.resource_search_timeout_secs",
+                mp.resource_search_timeout_secs,
+            ),
+            ("moviepilot.download_timeout_secs", mp.download_timeout_secs),
         ] {
             if value == 0 {
                 return Err(SettingError::new(

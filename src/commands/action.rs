@@ -1,6 +1,7 @@
 //! A job's command and arguments as a typed action: the whitelist of what may reach MoviePilot.
 
 use super::Command;
+use crate::moviepilot::MediaKind;
 
 /// One thing a worker may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +43,22 @@ pub enum Action {
         job_id: Option<u64>,
     },
     Jobs,
+    /// `/download <title>`: the media matches, each with a button that searches its releases.
+    DownloadTitle {
+        title: String,
+    },
+    /// A resource search: a movie (`kind` Movie), one season, or every season of a series
+    /// (`season: None`).
+    FindReleases {
+        tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+    },
+    /// Download release `index` (1-based) of the list stored by resource-search job `list`.
+    Grab {
+        list: u64,
+        index: usize,
+    },
 }
 
 impl Action {
@@ -82,6 +99,21 @@ impl Action {
                 job_id: Some(id(args)?),
             },
             Command::Jobs => Action::Jobs,
+            Command::Download => Action::DownloadTitle {
+                title: non_empty(args)?,
+            },
+            Command::Releases => {
+                let (tmdb_id, kind, season) = parse_release_target(args)?;
+                Action::FindReleases {
+                    tmdb_id,
+                    kind,
+                    season,
+                }
+            }
+            Command::Grab => {
+                let (list, index) = parse_release(args)?;
+                Action::Grab { list, index }
+            }
             Command::Help | Command::Start => return None,
         })
     }
@@ -142,6 +174,28 @@ pub fn parse_series(args: &str) -> Option<u64> {
     (parts.next() == Some("tv") && parts.next().is_none()).then_some(id)
 }
 
+/// What a resource search is for: `tmdb:<id>` (a movie), `tmdb:<id> S<n>` (one season of a
+/// series) or `tmdb:<id> tv` (a series, every season).
+pub(super) fn parse_release_target(args: &str) -> Option<(u64, MediaKind, Option<u32>)> {
+    if let Some(id) = parse_series(args) {
+        return Some((id, MediaKind::Tv, None));
+    }
+    match parse_tmdb(args)? {
+        Ok((id, None)) => Some((id, MediaKind::Movie, None)),
+        Ok((id, Some(season))) => Some((id, MediaKind::Tv, Some(season))),
+        Err(()) => None,
+    }
+}
+
+/// A `grab` job's arguments, `<list> <k>`: the resource-search job whose stored list holds the
+/// release, and its number in that list (1-based).
+pub fn parse_release(args: &str) -> Option<(u64, usize)> {
+    let mut parts = args.split_whitespace();
+    let list = parts.next()?.parse::<u64>().ok().filter(|&n| n > 0)?;
+    let index = parts.next()?.parse::<usize>().ok().filter(|&n| n > 0)?;
+    parts.next().is_none().then_some((list, index))
+}
+
 /// `tmdb:<id>` or `tmdb:<id> S<n>`: `None` if the arguments are not a tmdb reference at all,
 /// `Some(Err)` if they start like one but are malformed.
 pub fn parse_tmdb(args: &str) -> Option<Result<(u64, Option<u32>), ()>> {
@@ -197,6 +251,41 @@ mod tests {
                 title: "三体".into()
             })
         );
+    }
+
+    #[test]
+    fn release_searches_and_grabs() {
+        assert_eq!(
+            Action::parse("releases", "tmdb:438631"),
+            Some(Action::FindReleases {
+                tmdb_id: 438631,
+                kind: MediaKind::Movie,
+                season: None
+            })
+        );
+        assert_eq!(
+            Action::parse("releases", "tmdb:108545 S1"),
+            Some(Action::FindReleases {
+                tmdb_id: 108545,
+                kind: MediaKind::Tv,
+                season: Some(1)
+            })
+        );
+        assert_eq!(
+            Action::parse("releases", "tmdb:63639 tv"),
+            Some(Action::FindReleases {
+                tmdb_id: 63639,
+                kind: MediaKind::Tv,
+                season: None
+            })
+        );
+        assert_eq!(Action::parse("releases", "Dune"), None);
+        assert_eq!(
+            Action::parse("grab", "12 3"),
+            Some(Action::Grab { list: 12, index: 3 })
+        );
+        assert_eq!(Action::parse("grab", "12"), None);
+        assert_eq!(Action::parse("grab", "12 0"), None);
     }
 
     #[test]

@@ -13,6 +13,9 @@ use crate::config::CommandSettings;
 pub enum Recovery {
     /// Read-only: run it again.
     Rerun,
+    /// Read-only at MoviePilot but costly elsewhere (a resource search asks every indexer
+    /// site): run it again after one crash, fail after a second.
+    RerunOnce,
     /// A side effect MoviePilot can be asked about: look first, then retry only if absent.
     VerifyThenRetry,
     /// A side effect that is idempotent by nature (delete by id): run it again.
@@ -28,6 +31,7 @@ impl Recovery {
     pub fn as_str(self) -> &'static str {
         match self {
             Recovery::Rerun => "rerun",
+            Recovery::RerunOnce => "once",
             Recovery::VerifyThenRetry => "verify",
             Recovery::IdempotentRerun => "idempotent",
             Recovery::HoldForReview => "review",
@@ -65,7 +69,7 @@ pub struct Policy {
 }
 
 /// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 10] = [
+pub const POLICIES: [Policy; 13] = [
     Policy {
         command: Command::Search,
         side_effect: false,
@@ -137,6 +141,30 @@ pub const POLICIES: [Policy; 10] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::NoJob,
+    },
+    Policy {
+        command: Command::Download,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    // The search hits every indexer site the user belongs to (rate limits), so it has a window
+    // like a side effect, and is rerun at most once after a crash.
+    Policy {
+        command: Command::Releases,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.resources_window_secs),
+        recovery: Recovery::RerunOnce,
+    },
+    // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
+    Policy {
+        command: Command::Grab,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.download_window_secs),
+        recovery: Recovery::VerifyThenRetry,
     },
 ];
 

@@ -366,13 +366,19 @@ impl Dispatcher {
             .markup
             .as_deref()
             .and_then(|m| serde_json::from_str(m).ok());
-        if reply.op.as_deref() == Some("clear_markup") {
+        // clear_markup removes a message's buttons; edit_markup replaces them (a release list
+        // with a used `✓ 下载 k` button).
+        if let op @ Some("clear_markup" | "edit_markup") = reply.op.as_deref() {
             let Some(message_id) = reply.edit_message_id else {
                 return Ok(None);
             };
             self.limiter.acquire(chat).await;
+            let keyboard = match (op, markup) {
+                (Some("edit_markup"), Some(m)) => m,
+                _ => json!({"inline_keyboard": []}),
+            };
             let body = json!({"chat_id": chat, "message_id": message_id,
-                              "reply_markup": {"inline_keyboard": []}});
+                              "reply_markup": keyboard});
             self.api
                 .call::<Value>("editMessageReplyMarkup", &body, CALL_TIMEOUT)
                 .await?;

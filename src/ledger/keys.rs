@@ -117,6 +117,14 @@ impl Keys {
         format!("{}tgroup:", self.base)
     }
 
+    /// HASH, EXPIRE = `commands.resources_window_secs`: the release list resource-search job
+    /// `job_id` found (each release's torrent_info with its site cookie, the shared media_info
+    /// once, the list's text and keyboard), for its `下载 k` buttons. Scripts derive the prefix
+    /// from the job prefix.
+    pub fn releases(&self, job_id: u64) -> String {
+        format!("{}releases:{job_id}", self.base)
+    }
+
     /// LIST: a chat's recent job ids, newest first.
     pub fn chat_jobs(&self, chat_id: i64) -> String {
         format!("{}chat:{chat_id}:jobs", self.base)
@@ -200,6 +208,7 @@ mod tests {
             k.notice("credentials"),
             k.alive("host-1-abcd"),
             k.consumers(JOBS_GROUP),
+            k.releases(3),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

@@ -96,9 +96,14 @@ pub(crate) static LIVENESS: LazyLock<Script> = LazyLock::new(|| Script::new(lua!
 
 /// `lua/reap.lua`: a dead consumer's entries taken at once, dead consumers removed.
 pub(crate) static REAP: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("reap.lua")));
+/// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
+pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("note.lua")));
+
+/// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
+pub(crate) static RELEASES: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("releases.lua")));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 16] {
+fn all() -> [(&'static str, &'static Script); 18] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -116,6 +121,8 @@ fn all() -> [(&'static str, &'static Script); 16] {
         ("notice", &NOTICE),
         ("liveness", &LIVENESS),
         ("reap", &REAP),
+        ("note", &NOTE),
+        ("releases", &RELEASES),
     ]
 }
 

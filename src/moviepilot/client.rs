@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::error::{MpError, Unreachable};
+use super::releases::{HistoryRow, RawJson, Release, ReleaseList};
 use super::types::{
     CreatedId, Dialect, Download, Envelope, MediaItem, MediaKind, NewSubscription, Subscription,
     WireDownload, WireMedia, WireSubscribe, WireToken,
@@ -72,6 +73,8 @@ struct Inner {
     version: String,
     timeout: Duration,
     search_timeout: Duration,
+    resource_search_timeout: Duration,
+    download_timeout: Duration,
     auth: Auth,
     /// Why MoviePilot refuses oncebot's credentials, from the last call that was refused, until
     /// a call gets through. Text for operators (it may name settings), never for users.
@@ -222,6 +225,10 @@ impl MoviePilot {
             version: String::new(),
             timeout,
             search_timeout,
+            resource_search_timeout: Duration::from_secs(
+                settings.resource_search_timeout_secs.max(1),
+            ),
+            download_timeout: Duration::from_secs(settings.download_timeout_secs.max(1)),
             auth: Auth {
                 api_key,
                 login,
@@ -525,6 +532,163 @@ impl MoviePilot {
         };
         let rows: Vec<WireDownload> = self.inner.fetch_list(&call).await?;
         Ok(rows.into_iter().map(WireDownload::into_download).collect())
+    }
+}
+
+/// Rows asked for per page of the download history; a shorter page is the last.
+const HISTORY_PAGE: usize = 100;
+/// The most history pages read in one look (50,000 rows): a bound, not an expectation.
+const HISTORY_MAX_PAGES: usize = 500;
+
+/// Release search and downloads (`moviepilot-download-flow.md` §1-3).
+impl MoviePilot {
+    /// A resource search for one media (`GET /api/v1/search/media/tmdb:<id>?mtype=&season=`,
+    /// v3 `/<id>?media_source=themoviedb`). Synchronous at MoviePilot: it answers after every
+    /// indexer site has, so it has its own long timeout. MoviePilot's "nothing found" refusal
+    /// is an empty list.
+    pub async fn search_releases(
+        &self,
+        tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+    ) -> Result<ReleaseList, MpError> {
+        let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
+        query.push(("mtype", kind.wire_name().into()));
+        if let Some(s) = season {
+            query.push(("season", s.to_string()));
+        }
+        let call = Call {
+            what: format!("searching releases of {}", media_label(tmdb_id, season)),
+            method: Method::GET,
+            path,
+            query,
+            json: None,
+            // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
+            // request left is uncertain (the sites were hit), so it is not retried blindly.
+            effect: Effect::SideEffect,
+            timeout: self.inner.resource_search_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let envelope: Envelope<Vec<Value>> = self.inner.envelope(&call, &answer)?;
+        let empty = ReleaseList {
+            media_info: RawJson(Value::Null),
+            releases: Vec::new(),
+        };
+        if !envelope.success {
+            let message = envelope.message.unwrap_or_default();
+            if message.contains("未搜索到") {
+                return Ok(empty);
+            }
+            return Err(MpError::Permanent(format!(
+                "{call}: MoviePilot refused: {}",
+                refusal_text(Some(&message))
+            )));
+        }
+        let mut list = empty;
+        for mut row in envelope.data.unwrap_or_default() {
+            if list.media_info.0.is_null()
+                && let Some(media) = row.get_mut("media_info").map(Value::take)
+            {
+                list.media_info = RawJson(media);
+            }
+            if let Some(release) = row
+                .get_mut("torrent_info")
+                .map(Value::take)
+                .and_then(Release::from_torrent_info)
+            {
+                list.releases.push(release);
+            }
+        }
+        Ok(list)
+    }
+
+    /// Adds a download (`POST /api/v1/download/` with `media_in`, `torrent_in` and `downloader`
+    /// as the web UI sends them) and returns its info-hash (`download_id`). MoviePilot has no
+    /// idempotency: a lost answer is uncertain and must be verified in the history.
+    pub async fn add_download(
+        &self,
+        media_info: &Value,
+        torrent_info: &Value,
+        downloader: Option<&str>,
+    ) -> Result<String, MpError> {
+        let mut body = json!({"media_in": media_info, "torrent_in": torrent_info});
+        if let Some(d) = downloader.filter(|d| !d.is_empty()) {
+            body["downloader"] = json!(d);
+        }
+        let call = Call {
+            what: "adding a download".into(),
+            method: Method::POST,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: Some(body),
+            effect: Effect::SideEffect,
+            timeout: self.inner.download_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let data: Option<Value> = self.inner.accepted(&call, &answer)?;
+        match data
+            .as_ref()
+            .and_then(|d| d.get("download_id"))
+            .and_then(Value::as_str)
+        {
+            Some(hash) if !hash.is_empty() => Ok(hash.to_ascii_lowercase()),
+            _ => Err(MpError::Uncertain(format!(
+                "{call}: MoviePilot answered success without a download id"
+            ))),
+        }
+    }
+
+    /// The whole download history (`GET /api/v1/history/download?page=&count=`), page by page
+    /// until a short page. Its order differs by version (oldest first in v2.5.6 and v2.14,
+    /// newest first later), so callers must not rely on it.
+    pub async fn download_history(&self) -> Result<Vec<HistoryRow>, MpError> {
+        let mut rows = Vec::new();
+        for page in 1..=HISTORY_MAX_PAGES {
+            let call = Call {
+                what: format!("reading the download history, page {page}"),
+                method: Method::GET,
+                path: "/api/v1/history/download".into(),
+                query: vec![
+                    ("page", page.to_string()),
+                    ("count", HISTORY_PAGE.to_string()),
+                ],
+                json: None,
+                effect: Effect::ReadOnly,
+                timeout: self.inner.timeout,
+            };
+            let got: Vec<Value> = self.inner.fetch_list(&call).await?;
+            let short_page = got.len() < HISTORY_PAGE;
+            rows.extend(got.iter().filter_map(HistoryRow::from_wire));
+            if short_page {
+                return Ok(rows);
+            }
+        }
+        Err(MpError::Transient(format!(
+            "the download history has more than {} rows; oncebot stops reading there",
+            HISTORY_PAGE * HISTORY_MAX_PAGES
+        )))
+    }
+
+    /// The info-hashes of what the downloader is downloading (`GET /api/v1/download/`),
+    /// lower case: where a magnet added moments ago shows up.
+    pub async fn downloading_hashes(&self) -> Result<Vec<String>, MpError> {
+        let call = Call {
+            what: "listing downloads".into(),
+            method: Method::GET,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.get("hash").and_then(Value::as_str))
+            .map(str::to_ascii_lowercase)
+            .collect())
     }
 }
 

@@ -35,6 +35,9 @@ use warp::Filter;
 
 use crate::moviepilot::{Dialect, MediaKind};
 
+mod releases;
+pub use releases::{SIM_MAGNET_HASH, SimRelease, builtin_releases};
+
 const SUBSCRIBE_ROW: &str = include_str!("moviepilot/subscribe_row.json");
 const SUBSCRIBE_EMPTY: &str = include_str!("moviepilot/subscribe_empty.json");
 const MEDIA_EMPTY: &str = include_str!("moviepilot/media_empty.json");
@@ -61,6 +64,11 @@ pub mod routes {
     /// v3's search trigger.
     pub const SUBSCRIBE_SEARCH_V3: &str = "POST /api/v1/subscribe/search/{subscribe_id}";
     pub const DOWNLOADS: &str = "GET /api/v1/download/";
+    /// A resource (torrent) search for one media.
+    pub const RESOURCE_SEARCH: &str = "GET /api/v1/search/media/{mediaid}";
+    /// Adding a download (`media_in`, `torrent_in`, `downloader`).
+    pub const DOWNLOAD_ADD: &str = "POST /api/v1/download/";
+    pub const DOWNLOAD_HISTORY: &str = "GET /api/v1/history/download";
 }
 
 /// How the simulated server behaves.
@@ -265,6 +273,8 @@ struct Data {
     /// they were rendered from (the catalogue only grows): building the real server's fat media
     /// bodies anew for every call was most of the simulator's CPU in the bench.
     search_answers: HashMap<SearchKey, (usize, Bytes)>,
+    /// The resource search, the downloader and the download history.
+    releases: releases::ReleaseData,
 }
 
 impl State {
@@ -297,6 +307,10 @@ impl MoviePilotSim {
             data: Mutex::new(Data {
                 media: builtin_media(),
                 api_token: opts.api_token.clone(),
+                releases: releases::ReleaseData {
+                    catalogue: builtin_releases(),
+                    ..Default::default()
+                },
                 ..Data::default()
             }),
             opts,
@@ -560,6 +574,9 @@ enum Route {
     SubDelete(String),
     SubSearch(String),
     Downloads,
+    ResourceSearch(String),
+    DownloadAdd,
+    DownloadHistory,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -594,8 +611,21 @@ async fn handle(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         .faults
         .get_mut(key)
         .and_then(VecDeque::pop_front);
+    let slow = releases::delay(&state.data(), key);
     match fault {
-        None => execute(&state, &route, &req, &user),
+        None if slow.is_zero() => execute(&state, &route, &req, &user),
+        // A slow route (a resource search, an add) as a late answer: the effect happens even
+        // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
+        None => {
+            let task = tokio::spawn(async move {
+                tokio::time::sleep(slow).await;
+                execute(&state, &route, &req, &user)
+            });
+            match task.await {
+                Ok(resp) => resp,
+                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+            }
+        }
         Some(Fault::Status(code, body)) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             match serde_json::from_str::<Value>(&body) {
@@ -652,7 +682,11 @@ fn resolve(
         Some("/system/global") => Some((get, Route::Global, routes::GLOBAL, Open)),
         Some("/user/current") => Some((get, Route::CurrentUser, routes::CURRENT_USER, Jwt)),
         Some("/media/search") => Some((get, Route::MediaSearch, routes::MEDIA_SEARCH, Jwt)),
+        Some("/download/") if post => Some((true, Route::DownloadAdd, routes::DOWNLOAD_ADD, Jwt)),
         Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
+        Some("/history/download") => {
+            Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
+        }
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -672,7 +706,9 @@ fn resolve(
             ApiToken,
         )),
         Some(rest) => {
-            if let Some(id) = single_segment(rest, "/media/") {
+            if let Some(id) = single_segment(rest, "/search/media/") {
+                Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
+            } else if let Some(id) = single_segment(rest, "/media/") {
                 Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
             } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
                 Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
@@ -1045,6 +1081,9 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
                 }
             }
         }
+        Route::ResourceSearch(segment) => releases::search(state, segment, req),
+        Route::DownloadAdd => releases::add(state, req, user),
+        Route::DownloadHistory => releases::history(state, req),
         Route::Downloads => {
             let data = state.data();
             let rows: Vec<Value> = data

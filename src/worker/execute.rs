@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::commands::{Action, Command, SubscriptionMedia};
-use crate::ledger::{Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
+use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription};
 use crate::telegram::keyboard::Keyboard;
 
@@ -27,6 +27,19 @@ pub struct Done {
     pub fields: Vec<(String, String)>,
     /// Buttons under the reply, stored with the outcome (complete.lua).
     pub buttons: Option<Buttons>,
+    /// The run ended without success although MoviePilot answered (see [`Settle`]); `None`:
+    /// `succeeded`.
+    pub settle: Option<Settle>,
+}
+
+/// A run that finished without succeeding, with `reply` for the user and `error` for the
+/// ledger kept apart (the user never reads what MoviePilot said raw).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle {
+    /// `failed`, not retried (MoviePilot refused a download; a resource search lost its answer).
+    Failed { error: String },
+    /// `needs_review`: what happened cannot be decided, so a person decides (admins told).
+    Held { error: String },
 }
 
 impl Done {
@@ -91,6 +104,9 @@ pub struct Context<'a> {
     pub render: Render,
     pub media_locks: &'a MediaLocks,
     pub buttons: &'a ButtonSettings,
+    pub releases: &'a super::releases::ReleaseSettings,
+    /// The attempt running the action (its fence, for notes written mid-run).
+    pub attempt: &'a Attempt,
 }
 
 /// How the buttons under a reply behave.
@@ -119,10 +135,17 @@ pub async fn run(
             Ok(Done {
                 reply: r.search_results(title, &items, choose),
                 result: format!("{} results", items.len()),
-                fields: vec![],
-                buttons: subscribe_buttons(cx, job, &items),
+                buttons: subscribe_buttons(cx, job, &items, !choose),
+                ..Done::default()
             })
         }
+        Action::DownloadTitle { title } => super::releases::matches(cx, job, title).await,
+        Action::FindReleases {
+            tmdb_id,
+            kind,
+            season,
+        } => super::releases::search(cx, job, *tmdb_id, *kind, *season).await,
+        Action::Grab { list, index } => super::releases::grab(cx, job, *list, *index).await,
         Action::ChooseSeason { tmdb_id } => choose_season(cx, job, *tmdb_id).await,
         Action::SubscribeTmdb { tmdb_id, season } => {
             subscribe(cx, job, *tmdb_id, *season, recovered).await
@@ -243,6 +266,7 @@ async fn subscribe_locked(
                 ("mp_outcome".into(), outcome.into()),
             ],
             buttons: None,
+            settle: None,
         });
     }
     let kind = if season.is_some() {
@@ -280,6 +304,7 @@ async fn subscribe_locked(
             ("mp_outcome".into(), "created".into()),
         ],
         buttons: None,
+        settle: None,
     })
 }
 
@@ -323,6 +348,7 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
         result: format!("asked to confirm deleting subscription {id}"),
         fields: vec![("mp_subscription_id".into(), id.to_string())],
         buttons: buttons(&group, keyboard),
+        settle: None,
     })
 }
 
@@ -393,8 +419,14 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
 
 /// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
 /// each runs `/subscribe <args>` as if typed (see `render::subscribe_args`). Siblings: one tap
-/// uses them all. `None` when no result can be subscribed by id.
-fn subscribe_buttons(cx: &Context<'_>, job: &Job, items: &[MediaItem]) -> Option<Buttons> {
+/// uses them all. `None` when no result can be subscribed by id. With `download`, each row also
+/// has a solo button that starts a resource search for that match (it uses nothing else up).
+fn subscribe_buttons(
+    cx: &Context<'_>,
+    job: &Job,
+    items: &[MediaItem],
+    download: bool,
+) -> Option<Buttons> {
     let owner = Owner::User {
         chat_id: job.chat_id,
         user_id: job.user_id,
@@ -413,7 +445,14 @@ fn subscribe_buttons(cx: &Context<'_>, job: &Job, items: &[MediaItem]) -> Option
             window: cx.buttons.subscribe_window,
         };
         let data = group.add(owner, &label, action, reply_to);
-        keyboard = keyboard.row(vec![(label, data)]);
+        let mut row = vec![(label, data)];
+        if download
+            && let Some(button) =
+                super::releases::release_search_button(cx, job, &mut group, i + 1, item, true)
+        {
+            row.push(button);
+        }
+        keyboard = keyboard.row(row);
     }
     buttons(&group, keyboard)
 }
@@ -463,6 +502,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         result: format!("{} seasons offered", seasons.len()),
         fields: vec![],
         buttons: buttons(&group, keyboard),
+        settle: None,
     })
 }
 
@@ -475,6 +515,6 @@ fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
 }
 
 /// The user's message a job answers (a job made by a button answers the command that showed it).
-fn reply_to(job: &Job) -> Option<i64> {
+pub(super) fn reply_to(job: &Job) -> Option<i64> {
     job.extra.get("message_id").and_then(|m| m.parse().ok())
 }

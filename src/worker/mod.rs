@@ -18,6 +18,7 @@
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
 mod execute;
+mod releases;
 pub mod render;
 
 use std::collections::HashMap;
@@ -44,7 +45,8 @@ use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 pub use execute::KeyedLocks;
-use execute::{ButtonSettings, Context, MediaLocks};
+use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
+use releases::ReleaseSettings;
 pub use render::Render;
 
 /// One worker process's share of the jobs stream.
@@ -57,6 +59,7 @@ pub struct Worker {
     claim_texts: ClaimTexts,
     limits: AttemptLimits,
     buttons: ButtonSettings,
+    releases: ReleaseSettings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     /// Outcomes waiting to be recorded together (`record_together`).
@@ -105,6 +108,13 @@ impl Worker {
                 ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
                 subscribe_window: Command::Subscribe.window(&settings.commands),
                 unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
+            },
+            releases: ReleaseSettings {
+                shown: settings.commands.resources_shown,
+                list_ttl: Duration::from_secs(settings.commands.resources_window_secs),
+                search_window: Command::Releases.window(&settings.commands),
+                download_window: Command::Grab.window(&settings.commands),
+                settle: Duration::from_secs(settings.moviepilot.download_settle_secs),
             },
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
@@ -365,7 +375,21 @@ impl Worker {
             render: self.render,
             media_locks: &self.media_locks,
             buttons: &self.buttons,
+            releases: &self.releases,
+            attempt,
         };
+        if let Action::FindReleases { .. } = action {
+            // The search takes as long as the slowest site: say so at once, not after
+            // worker.progress_after_ms; the list then replaces this message.
+            let text = self.render.searching_sites();
+            if let Err(e) = self
+                .ledger
+                .queue_progress(job.id, attempt.attempt, &text)
+                .await
+            {
+                tracing::warn!(error = %e, "could not queue the progress message");
+            }
+        }
         crate::crash_point!("worker.before_call");
         let result = execute::run(&cx, job, &action, recovered).await;
         crate::crash_point!("worker.after_call");
@@ -374,6 +398,36 @@ impl Worker {
         }
         let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
         let mut outcome = match result {
+            Ok(Done {
+                reply,
+                settle: Some(Settle::Failed { error }),
+                ..
+            }) => {
+                tracing::warn!(reason = %error, "job failed");
+                Outcome {
+                    status: "failed",
+                    error,
+                    reply,
+                    reply_kind: "result",
+                    fields: vec![("mp_error_kind".into(), "permanent".into())],
+                    ..Outcome::default()
+                }
+            }
+            Ok(Done {
+                reply,
+                settle: Some(Settle::Held { error }),
+                ..
+            }) => {
+                tracing::warn!(reason = %error, "outcome cannot be decided; holding for a person");
+                Outcome {
+                    status: "needs_review",
+                    error: format!("uncertain: {error}"),
+                    reply,
+                    reply_kind: "needs_review",
+                    fields: vec![("mp_error_kind".into(), "uncertain".into())],
+                    ..Outcome::default()
+                }
+            }
             Ok(done) => {
                 tracing::info!(result = %done.result, "job succeeded");
                 let (markup, tokens) = done

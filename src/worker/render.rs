@@ -6,7 +6,7 @@
 use crate::config::Locale;
 use crate::i18n::Texts;
 use crate::ledger::{Job, JobState};
-use crate::moviepilot::{Download, MediaItem, MediaKind, Subscription};
+use crate::moviepilot::{Download, MediaItem, MediaKind, Release, Subscription};
 use crate::telegram::keyboard::button_text;
 
 /// What `/subscribe` needs for a search result: `tmdb:<id>` for a movie, `tmdb:<id> S<n>` for a
@@ -522,5 +522,199 @@ impl Render {
 
     fn texts_pick(&self, zh: &'static str, en: &'static str) -> &'static str {
         if self.zh() { zh } else { en }
+    }
+}
+
+/// What `/download` needs for a match: `tmdb:<id>` for a movie, `tmdb:<id> S<n>` for a series
+/// with exactly one known season, `tmdb:<id> tv` (every season) for any other series. `None`
+/// without a TMDB id.
+pub fn release_args(item: &MediaItem) -> Option<String> {
+    subscribe_args(item)
+}
+
+/// Bytes as a user reads them: `4.2 GB`, `850 MB`.
+fn human_size(bytes: f64) -> String {
+    const GB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MB: f64 = 1024.0 * 1024.0;
+    if bytes >= GB {
+        format!("{:.1} GB", bytes / GB)
+    } else {
+        format!("{:.0} MB", (bytes / MB).max(1.0))
+    }
+}
+
+/// The replies of the release flow (`/download`, resource search, `下载 k`).
+impl Render {
+    /// `/download <title>`: the matches, each with a button that searches its releases.
+    pub fn download_matches(&self, title: &str, items: &[MediaItem]) -> String {
+        if items.is_empty() {
+            return self.search_results(title, items, false);
+        }
+        let mut out = if self.zh() {
+            format!(
+                "「{title}」有 {} 个结果，请选择要搜索资源的条目：\n",
+                items.len()
+            )
+        } else {
+            format!(
+                "{} results for \"{title}\"; choose one to find its releases:\n",
+                items.len()
+            )
+        };
+        for (i, item) in items.iter().take(8).enumerate() {
+            let year = item
+                .year
+                .as_deref()
+                .map(|y| format!(" ({y})"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "{}. {}{year} · {}\n",
+                i + 1,
+                item.title,
+                self.kind(Some(item.kind))
+            ));
+        }
+        out.trim_end().to_string()
+    }
+
+    /// The button under match `n` of `/download <title>`.
+    pub fn find_releases_button(&self, n: usize, item: &MediaItem) -> String {
+        let year = item
+            .year
+            .as_deref()
+            .map(|y| format!(" ({y})"))
+            .unwrap_or_default();
+        let text = if self.zh() {
+            format!("{n}. 下载 {}{year}", item.title)
+        } else {
+            format!("{n}. Download {}{year}", item.title)
+        };
+        button_text(&text, 40)
+    }
+
+    /// The download button beside a `/search` match's Subscribe button.
+    pub fn search_download_button(&self, n: usize) -> String {
+        if self.zh() {
+            format!("{n}. 下载")
+        } else {
+            format!("{n}. Download")
+        }
+    }
+
+    /// The progress message of a resource search, sent at once; "{job}" is filled in by
+    /// progress.lua.
+    pub fn searching_sites(&self) -> String {
+        self.texts_pick(
+            "正在搜索站点资源…（任务 #{job}）",
+            "Searching the sites for releases… (job #{job})",
+        )
+        .into()
+    }
+
+    /// A resource search's list: one numbered line per release (site, title, size, seeders,
+    /// promotion), nothing else of MoviePilot's answer.
+    pub fn release_list(&self, media: &str, releases: &[Release], total: usize) -> String {
+        if releases.is_empty() {
+            return if self.zh() {
+                format!("没有找到「{media}」的资源。")
+            } else {
+                format!("No releases found for {media}.")
+            };
+        }
+        let mut out = match (self.zh(), releases.len() < total) {
+            (true, false) => format!("「{media}」找到 {total} 个资源，点按钮下载：\n"),
+            (true, true) => format!(
+                "「{media}」找到 {total} 个资源，以下是前 {} 个，点按钮下载：\n",
+                releases.len()
+            ),
+            (false, false) => format!("{total} releases of {media}; tap a button to download:\n"),
+            (false, true) => format!(
+                "{total} releases of {media}, the first {} shown; tap a button to download:\n",
+                releases.len()
+            ),
+        };
+        for (i, r) in releases.iter().enumerate() {
+            let mut line = format!("{}. 【{}】{}", i + 1, r.site_name, r.title);
+            if let Some(size) = r.size.filter(|s| *s > 0.0) {
+                line.push_str(&format!(" · {}", human_size(size)));
+            }
+            if let Some(seeders) = r.seeders {
+                line.push_str(&format!(" · {seeders}↑"));
+            }
+            if let Some(promo) = r
+                .volume_factor
+                .as_deref()
+                .filter(|p| *p != "普通" && *p != "未知")
+            {
+                line.push_str(&format!(" · {promo}"));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.trim_end().to_string()
+    }
+
+    /// The button of release `n`, before and after it is used.
+    pub fn release_button(&self, n: usize, used: bool) -> String {
+        match (self.zh(), used) {
+            (true, false) => format!("下载 {n}"),
+            (true, true) => format!("✓ 下载 {n}"),
+            (false, false) => format!("Download {n}"),
+            (false, true) => format!("✓ Download {n}"),
+        }
+    }
+
+    /// A download MoviePilot took (or, after an interruption, was verified to have taken).
+    pub fn download_started(&self, title: &str, site: &str) -> String {
+        if self.zh() {
+            format!("已开始下载「{title}」（站点：{site}）。")
+        } else {
+            format!("Started downloading \"{title}\" (site: {site}).")
+        }
+    }
+
+    /// MoviePilot answered `success:false` to an add.
+    pub fn download_refused(&self, title: &str, site: &str) -> String {
+        if self.zh() {
+            format!(
+                "MoviePilot 没有添加「{title}」（站点：{site}）：站点或下载器拒绝了它。可以换一个资源再试。"
+            )
+        } else {
+            format!(
+                "MoviePilot did not add \"{title}\" (site: {site}): the site or the downloader refused it. Try another release."
+            )
+        }
+    }
+
+    /// The list a button named has expired (its buttons should have too).
+    pub fn release_list_expired(&self) -> String {
+        self.texts_pick(
+            "这个资源列表已过期，请重新发送 /download 搜索。",
+            "This list of releases has expired; send /download again.",
+        )
+        .into()
+    }
+
+    /// A resource search whose answer was lost (a timeout, a dropped connection): the sites were
+    /// asked already, so it is not repeated by itself.
+    pub fn release_search_lost(&self) -> String {
+        self.texts_pick(
+            "站点资源搜索没有及时返回结果（站点已被搜索过，所以不会自动重试）。稍后可以再发送一次。",
+            "The search for releases did not answer in time (the sites were already searched, so it is not repeated by itself). You may send it again later.",
+        )
+        .into()
+    }
+
+    /// Why a download is held for a person.
+    pub fn download_undecided(&self, title: &str, site: &str) -> String {
+        if self.zh() {
+            format!(
+                "无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"
+            )
+        } else {
+            format!(
+                "Cannot tell whether \"{title}\" (site: {site}) reached the downloader; to avoid a second download, an operator will check."
+            )
+        }
     }
 }

@@ -61,6 +61,10 @@ mod dispatch;
 /// expired button, another user's tap and a redelivered update each run nothing more.
 mod confirmations;
 
+/// `/download`: resource searches with stored lists and solo `下载 k` buttons, downloads once,
+/// verified in MoviePilot's history after a SIGKILL or a lost answer, the site cookie kept secret.
+mod downloads;
+
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
 

@@ -40,6 +40,9 @@ fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         timeout_secs: 5,
         search_timeout_secs: 5,
         auth_wait_secs: 3600,
+        resource_search_timeout_secs: 5,
+        download_timeout_secs: 5,
+        download_settle_secs: 2,
     }
 }
 
