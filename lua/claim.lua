@@ -32,11 +32,13 @@
   Returns one answer per entry, in the order given:
     {"run", attempt, "fresh", values...}      pending|retry_wait -> running
     {"run", attempt, "recovered", values...}  running (owner gone) -> running, recoveries + 1;
-                                              the job's policy is rerun, idempotent or verify
+                                              the job's policy is rerun, once (only after its
+                                              first crash), idempotent or verify
     {"held", attempt}                         running -> needs_review (policy "review", or a side
                                               effect out of recoveries); reply queued, admin
                                               chats told with buttons, entry acked
-    {"failed", attempt}                       running -> failed (read-only, out of recoveries);
+    {"failed", attempt}                       running -> failed (rerun out of recoveries, or
+                                              once after a second crash);
                                               owner, entry, ... removed (finish_job)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
@@ -51,7 +53,8 @@ local max_recoveries = tonumber(ARGV[4])
 local retention = tonumber(ARGV[7])
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
-  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base'}
+  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
+  'auth_waits'}
 
 local now = now_ms()
 
@@ -106,7 +109,12 @@ local function claim_one(job_key, entry, review_notice)
 
   -- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
   recoveries = recoveries + 1
-  if recovery == 'review' or (recoveries > max_recoveries and recovery ~= 'rerun') then
+  -- "once": a costly read (a resource search asks every indexer site) runs again after one
+  -- crash only; after a second it fails like a read-only job out of recoveries.
+  local limit = max_recoveries
+  if recovery == 'once' then limit = math.min(1, max_recoveries) end
+  local reruns = recovery == 'rerun' or recovery == 'once'
+  if recovery == 'review' or (recoveries > limit and not reruns) then
     local why = 'interrupted while running; the outcome is uncertain (recoveries: ' .. recoveries .. ')'
     redis.call('HSET', job_key, 'status', 'needs_review', 'updated_at', now, 'error', why,
       'recoveries', recoveries)
@@ -120,7 +128,7 @@ local function claim_one(job_key, entry, review_notice)
         error = why}})
     return {'held', tostring(attempts)}
   end
-  if recoveries > max_recoveries then
+  if recoveries > limit then
     redis.call('HSET', job_key, 'status', 'failed', 'updated_at', now,
       'error', 'the worker running it stopped ' .. recoveries .. ' times; not retried again',
       'recoveries', recoveries)

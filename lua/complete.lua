@@ -43,7 +43,8 @@
     +13 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
     then n name, value pairs
 
-  The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
+  A `succeeded` job keeps an earlier attempt's error as `last_attempt_error`, not as its
+  `error`. The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
   only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
   The entries of the recorded outcomes are acknowledged and deleted together at the end, with
   one XACK and one XDEL (Lua's unpack bounds a call to a few thousand outcomes; the worker sends
@@ -89,6 +90,11 @@ local function complete_one(job_key, at)
     set[#set + 1] = ARGV[i + 1]
   end
   redis.call('HSET', job_key, unpack(set))
+  if new_status == 'succeeded' and job[10] then
+    -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.
+    redis.call('HSET', job_key, 'last_attempt_error', job[10])
+    redis.call('HDEL', job_key, 'error')
+  end
 
   if tokens ~= '' then
     create_tokens(KEYS[5], KEYS[6], cjson.decode(tokens), now)

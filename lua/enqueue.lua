@@ -21,6 +21,7 @@
   KEYS[9]  token prefix     {P}:v1:token:               mode "confirm": the buttons' tokens (HASH)
   KEYS[10] token-group pfx  {P}:v1:tgroup:              mode "confirm": their group (HASH)
   Keys built inside: KEYS[4] .. <id> (the job HASH), for a new job and for the job a key points to;
+  a repeated resource search reads {P}:v1:releases:<id> (prefix derived from KEYS[4]);
   KEYS[9] .. <token> and KEYS[10] .. <group> (see include/tokens.lua).
 
   ARGV[1]  mode: "job" (create a job), "reply" (answer with ARGV[12], make no job) or "confirm"
@@ -55,7 +56,9 @@
     {"duplicate_update", id or "", state}    the update_id was seen before; nothing changed
     {"duplicate_command", id, state}         same command inside its window: the update now points
                                              at the existing job, whose duplicates counter grew; a
-                                             "duplicate" reply went to the replies stream
+                                             "duplicate" reply went to the replies stream (for a
+                                             finished resource search: with its stored list and
+                                             the list's buttons as `markup`)
     {"confirming", "", ""}                   mode "confirm": the question went to the replies
                                              stream (kind "confirm", with `markup`); no job yet
     {"replied", "", ""}                      mode "reply": the reply was queued, no job
@@ -105,7 +108,11 @@ if existing then
   absorb_duplicate(job_prefix, existing, update_id)
   local labels = {}
   for i = 21, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
-  reply('duplicate', fill(reply_text, {job = existing, state = label_of(state, labels)}), existing)
+  local text = fill(reply_text, {job = existing, state = label_of(state, labels)})
+  -- A finished resource search answers with its list again (its buttons still work).
+  local list_text, list_markup = stored_list(job_prefix, existing, state)
+  if list_text then text = text .. '\n\n' .. list_text end
+  reply('duplicate', text, existing, list_markup)
   return {'duplicate_command', existing, state}
 end
 

@@ -63,6 +63,12 @@
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
   "expired" (and "used" from another message than the first tap's) queue a replies entry
   `op=clear_markup, edit_message_id=<message>` that removes that message's buttons.
+  Except for a solo token (include/tokens.lua): its tap leaves the other buttons working, so
+  "new" and "duplicate_command" do not clear the message; a solo token that names a release
+  list (`list`) instead marks itself used in that list's stored keyboard
+  ({P}:v1:releases:<list>, prefix derived from KEYS[6]) and queues `op=edit_markup` with it.
+  A "duplicate_command" whose job is a finished resource search with a stored list also queues
+  that list again (kind "duplicate", its buttons as `markup`), so a repeat gets working buttons.
 ]]
 
 local updates_key, token_key, group_prefix, cmd_prefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -91,6 +97,9 @@ local function clear_markup(job_id)
     'job_id', job_id or '', 'text', '', 'op', 'clear_markup', 'edit_message_id', message_id,
     'created_at', now)
 end
+
+-- Release lists (the `下载 k` buttons' stored keyboard) live beside the jobs, same hash tag.
+local releases_prefix = (string.gsub(job_prefix, 'job:$', 'releases:'))
 
 local function finish(update_value, outcome, job_id, state)
   mark_update(updates_key, update_id, update_value, retention)
@@ -152,7 +161,9 @@ if group[1] == 'used' then
   else
     answer(texts.already_done, false)
   end
-  if group[4] ~= chat_id or group[5] ~= message_id then clear_markup(job_id) end
+  if tok.solo ~= '1' and (group[4] ~= chat_id or group[5] ~= message_id) then
+    clear_markup(job_id)
+  end
   return finish('-', 'used', job_id, state)
 end
 
@@ -161,6 +172,36 @@ local function use_group(outcome, job_id)
   -- still vanish together.
   redis.call('HSET', group_key, 'state', 'used', 'outcome', outcome, 'job_id', job_id or '',
     'used_by', user_id, 'used_at', now, 'chat_id', chat_id, 'message_id', message_id)
+end
+
+-- A solo token's tap marks it used in its list's keyboard, or leaves the message alone; any
+-- other tap removes the message's buttons.
+local function settle_markup(job_id)
+  if tok.solo ~= '1' then
+    clear_markup(job_id)
+    return
+  end
+  if tok.list == '' or message_id == '' or tok.used_label == '' then return end
+  local list_key = releases_prefix .. tok.list
+  local markup = redis.call('HGET', list_key, 'markup')
+  if not markup then return end
+  local keyboard = cjson.decode(markup)
+  local changed = false
+  for _, row in ipairs(keyboard.inline_keyboard or {}) do
+    for _, b in ipairs(row) do
+      if b.text == tok.label then
+        b.text = tok.used_label
+        changed = true
+      end
+    end
+  end
+  if not changed then return end
+  markup = cjson.encode(keyboard)
+  redis.call('HSET', list_key, 'markup', markup)
+  ensure_group(replies, ARGV[12])
+  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', '', 'kind', 'edit_markup',
+    'job_id', '', 'text', '', 'op', 'edit_markup', 'edit_message_id', message_id,
+    'markup', markup, 'created_at', now)
 end
 
 -- 4. Use it.
@@ -199,8 +240,16 @@ local existing, state = find_duplicate(command_key, job_prefix, window_ms)
 if existing then
   absorb_duplicate(job_prefix, existing, update_id)
   use_group('duplicate', existing)
-  answer(fill(texts.duplicate, {job = existing, state = state_label(state)}), false)
-  clear_markup(existing)
+  local text = fill(texts.duplicate, {job = existing, state = state_label(state)})
+  answer(text, false)
+  settle_markup(existing)
+  local list_text, list_markup = stored_list(job_prefix, existing, state)
+  if list_text then
+    ensure_group(replies, ARGV[12])
+    redis.call('XADD', replies, '*', 'chat_id', tok.chat_id, 'reply_to', tok.reply_to,
+      'kind', 'duplicate', 'job_id', existing, 'text', text .. '\n\n' .. list_text,
+      'markup', list_markup, 'created_at', now)
+  end
   return finish(existing, 'duplicate_command', existing, state)
 end
 
@@ -215,5 +264,5 @@ local id = create_job({
 })
 use_group('job', id)
 answer(fill(texts.received, {job = id}), false)
-clear_markup(id)
+settle_markup(id)
 return {'new', id, 'pending'}

@@ -53,6 +53,7 @@ impl ServeOptions {
             webhook: ingress && !self.poll,
             bot_api: (ingress && self.poll) || self.runs(Role::Dispatcher),
             moviepilot: self.runs(Role::Worker),
+            dispatcher: self.runs(Role::Dispatcher),
         }
     }
 }
@@ -108,7 +109,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         max_body_bytes: settings.http.max_body_bytes,
     });
     let stop = shutdown.clone();
-    let server = webhook::serve(listener, ingress.clone(), hook, async move {
+    let server = webhook::serve(listener, ingress.clone(), hook, runs_ingress, async move {
         stop.cancelled().await
     });
     tasks.push(tokio::spawn(async move {

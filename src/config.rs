@@ -105,6 +105,11 @@ pub struct WorkerSettings {
     /// After this long a running job tells its user it is working on it (0: never).
     pub progress_after_ms: u64,
     pub consumer_name: String,
+    /// How often the worker renews its liveness key.
+    pub heartbeat_interval_ms: u64,
+    /// The liveness key's expiry: a worker that has not renewed it for this long is dead, and
+    /// its entries are taken at once.
+    pub liveness_ttl_ms: u64,
 }
 
 /// How replies reach Telegram; see `dispatch`.
@@ -123,6 +128,10 @@ pub struct DispatcherSettings {
     pub read_block_ms: u64,
     pub reply_retention_secs: u64,
     pub set_commands: bool,
+    /// As `worker.heartbeat_interval_ms`, for the dispatcher.
+    pub heartbeat_interval_ms: u64,
+    /// As `worker.liveness_ttl_ms`, for the dispatcher.
+    pub liveness_ttl_ms: u64,
 }
 
 /// Duplicate windows of the side-effecting commands (see `commands::policy`).
@@ -132,6 +141,12 @@ pub struct CommandSettings {
     pub subscribe_window_secs: u64,
     pub unsubscribe_window_secs: u64,
     pub searchnow_window_secs: u64,
+    /// Releases one resource-search result lists (one `下载 k` button each).
+    pub resources_shown: usize,
+    /// A resource search's duplicate window, and how long its list and buttons live.
+    pub resources_window_secs: u64,
+    /// The same release from the same chat and user inside this window is one download.
+    pub download_window_secs: u64,
 }
 
 /// Where MoviePilot is and how to authenticate (see `moviepilot`).
@@ -151,6 +166,16 @@ pub struct MoviePilotSettings {
     pub timeout_secs: u64,
     /// Bounds the calls that make MoviePilot ask TMDB (media search and detail), which are slower.
     pub search_timeout_secs: u64,
+    /// How long a job waits (in `retry_wait`, its attempts unspent) while MoviePilot refuses
+    /// oncebot's credentials, before it fails: the operator's problem, not the user's.
+    pub auth_wait_secs: u64,
+    /// Bounds a resource search, which answers only after every indexer site has.
+    pub resource_search_timeout_secs: u64,
+    /// Bounds an add (`POST /api/v1/download/`): over qBittorrent MoviePilot takes 3 to 27 s.
+    pub download_timeout_secs: u64,
+    /// After an interrupted add, how long from that attempt's start to wait for MoviePilot to
+    /// finish the request (and write its history row) before the add is sent again.
+    pub download_settle_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -249,6 +274,8 @@ pub struct Needs {
     pub bot_api: bool,
     /// Talks to MoviePilot (the worker): needs its URL and credentials.
     pub moviepilot: bool,
+    /// Sends replies (the dispatcher): its liveness must outlast a slow Redis call.
+    pub dispatcher: bool,
 }
 
 impl Settings {
@@ -494,8 +521,23 @@ impl Settings {
                 ));
             }
         }
+        let shown = self.commands.resources_shown;
+        if !(1..=20).contains(&shown) {
+            return Err(SettingError::new(
+                "commands.resources_shown",
+                format!("is {shown}, not 1 to 20"),
+                format!(
+                    "set {} to how many releases a list shows, e.g. 8",
+                    env_name("commands.resources_shown")
+                ),
+            ));
+        }
         for (key, value) in [
             ("telegram.confirm_ttl_secs", self.telegram.confirm_ttl_secs),
+            (
+                "commands.resources_window_secs",
+                self.commands.resources_window_secs,
+            ),
             ("telegram.review_ttl_secs", self.telegram.review_ttl_secs),
         ] {
             if value == 0 {
@@ -554,6 +596,56 @@ impl Settings {
         }
         if needs.moviepilot {
             self.validate_moviepilot()?;
+        }
+        self.validate_liveness(needs)
+    }
+
+    /// The liveness of the consumer roles that run: an expiry that one slow heartbeat could
+    /// outlive would let a live process look dead.
+    fn validate_liveness(&self, needs: Needs) -> Result<(), SettingError> {
+        let (w, d) = (&self.worker, &self.dispatcher);
+        for (runs, interval_key, interval, ttl_key, ttl) in [
+            (
+                needs.moviepilot,
+                "worker.heartbeat_interval_ms",
+                w.heartbeat_interval_ms,
+                "worker.liveness_ttl_ms",
+                w.liveness_ttl_ms,
+            ),
+            (
+                needs.dispatcher,
+                "dispatcher.heartbeat_interval_ms",
+                d.heartbeat_interval_ms,
+                "dispatcher.liveness_ttl_ms",
+                d.liveness_ttl_ms,
+            ),
+        ] {
+            if !runs {
+                continue;
+            }
+            if interval < 50 {
+                return Err(SettingError::new(
+                    interval_key,
+                    format!("is {interval}, more often than Redis should be asked"),
+                    format!(
+                        "set {} to at least 50 (default 1000)",
+                        env_name(interval_key)
+                    ),
+                ));
+            }
+            // One slow heartbeat (up to a whole command timeout late) must not let a live
+            // process look dead.
+            let least = interval + self.redis.command_timeout_ms;
+            if ttl <= least {
+                return Err(SettingError::new(
+                    ttl_key,
+                    format!(
+                        "is {ttl}, not more than {interval_key} + redis.command_timeout_ms \
+                         ({least}), so one slow heartbeat would make a live process look dead"
+                    ),
+                    format!("set {} above {least} (default 3500)", env_name(ttl_key)),
+                ));
+            }
         }
         Ok(())
     }
@@ -619,6 +711,11 @@ impl Settings {
         for (key, value) in [
             ("moviepilot.timeout_secs", mp.timeout_secs),
             ("moviepilot.search_timeout_secs", mp.search_timeout_secs),
+            (
+                "moviepilot.resource_search_timeout_secs",
+                mp.resource_search_timeout_secs,
+            ),
+            ("moviepilot.download_timeout_secs", mp.download_timeout_secs),
         ] {
             if value == 0 {
                 return Err(SettingError::new(
@@ -730,6 +827,7 @@ mod tests {
         webhook: true,
         bot_api: true,
         moviepilot: false,
+        dispatcher: true,
     };
 
     const WORKER: Needs = Needs {
@@ -737,7 +835,34 @@ mod tests {
         webhook: false,
         bot_api: false,
         moviepilot: true,
+        dispatcher: false,
     };
+
+    #[test]
+    fn a_liveness_expiry_one_slow_heartbeat_could_outlive_is_refused() {
+        let worker = [
+            ("ONCEBOT__MOVIEPILOT__URL", "http://127.0.0.1:3001"),
+            ("ONCEBOT__MOVIEPILOT__API_KEY", "k"),
+        ];
+        load(&worker).unwrap().validate(WORKER).unwrap();
+        let mut short = worker.to_vec();
+        short.push(("ONCEBOT__WORKER__LIVENESS_TTL_MS", "3000"));
+        let e = load(&short).unwrap().validate(WORKER).unwrap_err();
+        assert_eq!(e.key, "worker.liveness_ttl_ms");
+        assert!(
+            e.to_string().contains("ONCEBOT__WORKER__LIVENESS_TTL_MS"),
+            "{e}"
+        );
+        // Only for the roles that run: an ingress alone has no liveness.
+        load(&[("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "10000")])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap();
+        let mut often = serving_env();
+        often.push(("ONCEBOT__DISPATCHER__HEARTBEAT_INTERVAL_MS", "10"));
+        let e = load(&often).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(e.key, "dispatcher.heartbeat_interval_ms");
+    }
 
     #[test]
     fn defaults_load_and_are_safe() {

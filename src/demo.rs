@@ -46,7 +46,7 @@ use crate::moviepilot::Dialect;
 use crate::redis_server::{Persistence, RedisServer};
 use crate::shutdown::Signals;
 use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
-use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim};
+use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
 
 /// The user in the story: a private chat, so the chat id is the user id.
 const YOU: i64 = 5_550_001;
@@ -414,6 +414,8 @@ impl Stage {
                 mp.options().password.clone(),
             ),
             ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "10".into()),
+            // A crashed download is looked for again this soon after it began (90 s for real).
+            ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "3".into()),
             (
                 "ONCEBOT__WORKER__RECLAIM_IDLE_MS",
                 RECLAIM_IDLE_MS.to_string(),
@@ -509,6 +511,7 @@ impl Stage {
         self.double_tap().await?;
         self.crash_mid_subscribe().await?;
         self.crash_mid_search().await?;
+        self.crash_mid_download().await?;
         self.final_ledger().await
     }
 
@@ -753,6 +756,118 @@ impl Stage {
         .await?;
         self.settled(job_id, "succeeded").await?;
         self.show_bot_messages();
+        Ok(())
+    }
+
+    /// Scene 3, last: a release picked from a resource search, tapped twice, then another
+    /// release whose add is interrupted by a SIGKILL and verified from MoviePilot's history.
+    async fn crash_mid_download(&mut self) -> anyhow::Result<()> {
+        scene(
+            "3c. A download, tapped twice, and a worker killed mid-download",
+            "MoviePilot cannot look a download up and does not refuse a second one: it downloads\n\
+             the same torrent again. oncebot's buttons work once, and a download whose answer was\n\
+             lost is looked for in MoviePilot's download history before anything is sent again.",
+        );
+        let text = format!("/download tmdb:{DUNE}");
+        let (update_id, update) = self.message(&text);
+        you(&text);
+        self.deliver(&update).await?;
+        let search = self.job_of(update_id).await?;
+        let job = self.settled(search, "succeeded").await?;
+        self.show_bot_messages();
+        let list_message: i64 = job
+            .extra
+            .get("reply_message_id")
+            .and_then(|m| m.parse().ok())
+            .context("the release list has no message id")?;
+        let keyboard = self.tg.observe(|o| {
+            o.calls()
+                .iter()
+                .rev()
+                .find_map(|c| c.params.get("reply_markup").cloned())
+        });
+        let data: Vec<String> = keyboard
+            .as_ref()
+            .and_then(|k| k["inline_keyboard"].as_array())
+            .into_iter()
+            .flatten()
+            .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+            .filter_map(|b| b["callback_data"].as_str().map(str::to_string))
+            .collect();
+        anyhow::ensure!(
+            data.len() >= 2,
+            "the list should have two buttons or more: {data:?}"
+        );
+
+        let adds = self.mp.calls(routes::DOWNLOAD_ADD);
+        narrate("you tap 下载 1, and tap it again before the bot has answered");
+        let mut first = None;
+        for _ in 0..2 {
+            let mut tap = callback_update(YOU, YOU, list_message, &data[0]);
+            tap["update_id"] = json!(self.next_update_id);
+            self.next_update_id += 1;
+            self.deliver(&tap).await?;
+            if first.is_none() {
+                first = Some(self.job_of(self.next_update_id - 1).await?);
+            }
+        }
+        let grab = first.context("no job from the tap")?;
+        let job = self.settled(grab, "succeeded").await?;
+        self.show_bot_messages();
+        let sent = self.mp.calls(routes::DOWNLOAD_ADD) - adds;
+        anyhow::ensure!(sent == 1, "two taps should send one add, not {sent}");
+        check(&format!(
+            "two taps on 下载 1 made one job (#{grab}, {}), and MoviePilot got {sent} add",
+            job.extra.get("mp_outcome").map_or("?", String::as_str)
+        ));
+
+        self.mp.set_add_delay(SLOW_CALL);
+        let mut tap = callback_update(YOU, YOU, list_message, &data[1]);
+        tap["update_id"] = json!(self.next_update_id);
+        self.next_update_id += 1;
+        narrate("you tap 下载 2; MoviePilot takes 2 s over this add, as it does over qBittorrent");
+        self.deliver(&tap).await?;
+        let job_id = self.job_of(self.next_update_id - 1).await?;
+        let mp = &self.mp;
+        wait_for("MoviePilot to receive the add", STEP, || async {
+            Ok(if mp.calls(routes::DOWNLOAD_ADD) - adds > 1 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue("no add yet".to_string())
+            })
+        })
+        .await?;
+        narrate("MoviePilot is adding the download (POST /api/v1/download/ in flight)");
+        self.kill_worker(job_id).await?;
+        let rows = self.mp.download_history().len();
+        let mp = &self.mp;
+        wait_for("MoviePilot to finish the add", STEP, || async {
+            Ok(if mp.download_history().len() > 1 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(format!("{rows} history rows"))
+            })
+        })
+        .await?;
+        self.mp.set_add_delay(Duration::ZERO);
+        narrate("MoviePilot finishes the add anyway and writes its download-history row");
+        self.start_worker(
+            "it recovers the job by the download's policy: the attempt had noted the release and\n\
+             the history rows that matched it before the add; a new matching row is the proof.",
+        )?;
+        let job = self.settled(job_id, "succeeded").await?;
+        self.show_bot_messages();
+        let outcome = job.extra.get("mp_outcome").map(String::as_str);
+        let sent = self.mp.calls(routes::DOWNLOAD_ADD) - adds;
+        anyhow::ensure!(
+            outcome == Some("verified_existing") && sent == 2,
+            "job #{job_id} should be verified_existing after 2 adds in all, not {outcome:?} after {sent}"
+        );
+        check(&format!(
+            "job #{job_id} ended succeeded with mp_outcome = verified_existing, from the history;\n\
+             MoviePilot got {sent} adds for 2 releases and holds {} torrents",
+            self.mp.torrents()
+        ));
         Ok(())
     }
 

@@ -5,6 +5,10 @@
 //! Enable one at run time with `FAILPOINTS=<name>=return` (the `fail` crate's syntax). When
 //! reached, the process prints `oncebot: crash point <name> reached` to stderr and freezes the
 //! thread, so the test can kill it at that instant.
+//!
+//! Points: `poll.after_enqueue`, `worker.after_claim`, `worker.before_call`, `worker.after_call`,
+//! `worker.before_download` (a download's intent is noted in the job, the add not yet sent),
+//! `worker.after_complete`, `dispatch.after_send`.
 
 /// Freezes here if the crash point `name` is enabled (feature `failpoints`).
 #[macro_export]

@@ -62,20 +62,6 @@ impl Texts {
         )
     }
 
-    /// The question under a command's Confirm / Cancel buttons.
-    pub fn confirm_prompt(&self, command: Command, args: &str) -> String {
-        match (command, self.locale) {
-            (Command::Unsubscribe, Locale::Zh) => {
-                format!("确认取消订阅 #{args}？此操作不可撤销。")
-            }
-            (Command::Unsubscribe, Locale::En) => {
-                format!("Cancel subscription #{args}? This cannot be undone.")
-            }
-            (_, Locale::Zh) => format!("确认执行 /{} {args}？", command.name()),
-            (_, Locale::En) => format!("Run /{} {args}?", command.name()),
-        }
-    }
-
     pub fn confirm_button(&self) -> &'static str {
         self.pick("确认", "Confirm")
     }
@@ -187,6 +173,10 @@ impl Texts {
                 "用法：/status [任务编号]",
                 "Usage: /status [job id]",
             ),
+            Download | Releases | Grab => self.pick(
+                "用法：/download <片名>，或 /download tmdb:<id>（电影），或 /download tmdb:<id> S<季>（剧集的一季）",
+                "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)",
+            ),
             Subscriptions | Downloading | Jobs | Help | Start => self.help(),
         }
     }
@@ -199,6 +189,10 @@ impl Texts {
                 self.pick("搜索影视", "Search for a movie or series"),
             ),
             ("subscribe", self.pick("订阅", "Subscribe")),
+            (
+                "download",
+                self.pick("搜索资源并下载", "Find a release and download it"),
+            ),
             ("subscriptions", self.pick("查看订阅", "List subscriptions")),
             (
                 "unsubscribe",
@@ -220,16 +214,18 @@ impl Texts {
             "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\
              /search <片名> 搜索影视\n\
              /subscribe <片名> 订阅（或 tmdb:<id> [S<季>]）\n\
+             /download <片名> 搜索站点资源并下载（或 tmdb:<id> [S<季>]）\n\
              /subscriptions 查看订阅\n\
              /unsubscribe <订阅 ID> 取消订阅（需确认）\n\
              /searchnow <订阅 ID> 立即搜索订阅\n\
              /downloading 正在下载\n\
              /status [任务编号] 任务状态\n\
              /jobs 最近的任务\n\
-             直接发送片名即可搜索；“订阅 X”“搜索 X”也可以。",
+             直接发送片名即可搜索；“订阅 X”“搜索 X”“下载 X”也可以。",
             "I drive MoviePilot for you, and every command takes effect once:\n\
              /search <title> search for a movie or series\n\
              /subscribe <title> subscribe (or tmdb:<id> [S<n>])\n\
+             /download <title> find a release and download it (or tmdb:<id> [S<n>])\n\
              /subscriptions list subscriptions\n\
              /unsubscribe <subscription id> cancel one (asks first)\n\
              /searchnow <subscription id> search a subscription now\n\

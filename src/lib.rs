@@ -25,6 +25,7 @@ pub mod failpoints;
 pub mod i18n;
 pub mod ingress;
 pub mod ledger;
+mod liveness;
 pub mod metrics;
 pub mod moviepilot;
 pub mod redis_server;

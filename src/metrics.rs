@@ -32,7 +32,8 @@ pub struct Metrics {
     pub job_duration: Histograms,
     /// oncebot_moviepilot_call_duration_seconds{call}
     pub mp_latency: Histograms,
-    /// oncebot_moviepilot_errors_total{call, kind}: permanent, transient, uncertain.
+    /// oncebot_moviepilot_errors_total{call, kind}: permanent, declined, credentials,
+    /// transient, uncertain.
     pub mp_errors: Family<Labels, Counter>,
     /// oncebot_replies_total{result}: sent, retried, failed.
     pub replies: Family<Labels, Counter>,
@@ -48,6 +49,9 @@ pub struct Metrics {
     needs_review: Gauge,
     /// oncebot_jobs_retry_scheduled: jobs in retry_wait.
     retry_scheduled: Gauge,
+    /// oncebot_moviepilot_credentials_refused: 1 while MoviePilot refuses this process's
+    /// credentials (jobs wait in retry_wait). Alert on it: an operator must fix a setting.
+    credentials_refused: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -74,6 +78,7 @@ impl Metrics {
             oldest_pending: Family::default(),
             needs_review: Gauge::default(),
             retry_scheduled: Gauge::default(),
+            credentials_refused: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -98,7 +103,7 @@ impl Metrics {
         );
         registry.register(
             "moviepilot_errors",
-            "MoviePilot call errors by call and kind (permanent, transient, uncertain)",
+            "MoviePilot call errors by call and kind (permanent, declined, credentials, transient, uncertain)",
             m.mp_errors.clone(),
         );
         registry.register(
@@ -136,7 +141,22 @@ impl Metrics {
             "Jobs waiting for their retry (retry_wait)",
             m.retry_scheduled.clone(),
         );
+        registry.register(
+            "moviepilot_credentials_refused",
+            "1 while MoviePilot refuses this process's credentials (jobs wait for an operator)",
+            m.credentials_refused.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Whether MoviePilot refuses this process's credentials now (set by its client).
+    pub fn moviepilot_credentials_refused(&self, refused: bool) {
+        self.credentials_refused.set(i64::from(refused));
+    }
+
+    /// See [`Self::moviepilot_credentials_refused`]; read by `/readyz`.
+    pub fn credentials_are_refused(&self) -> bool {
+        self.credentials_refused.get() != 0
     }
 
     /// Counts an admission outcome.

@@ -11,6 +11,11 @@
          has not failed (a failed job does not absorb a repeat); nil otherwise
   absorb_duplicate(job_prefix, id, update_id)
       counts one more duplicate on job `id`
+  stored_list(job_prefix, id, state)
+      -> text, markup of the release list job `id` stored ({P}:v1:releases:<id>, the prefix
+         derived from job_prefix, so under the same hash tag), if it succeeded and its list has
+         not expired; nil otherwise. A repeated resource search answers with it, so its buttons
+         work again without a second search.
   create_job(j) -> id
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
            jobs_index_len, command_key, window_ms, updates_key, retention, now, fields = {
@@ -35,6 +40,14 @@ local function absorb_duplicate(job_prefix, id, update_id)
   local job_key = job_prefix .. id
   redis.call('HINCRBY', job_key, 'duplicates', 1)
   redis.call('HSET', job_key, 'last_duplicate_update_id', update_id)
+end
+
+local function stored_list(job_prefix, id, state)
+  if state ~= 'succeeded' then return nil end
+  local key = (string.gsub(job_prefix, 'job:$', 'releases:')) .. id
+  local list = redis.call('HMGET', key, 'text', 'markup')
+  if not list[1] or not list[2] then return nil end
+  return list[1], list[2]
 end
 
 local function create_job(j)

@@ -8,10 +8,17 @@
   their group expire together (EXPIRE = the group's ttl); a used group is kept until then, so a
   second tap can be told what the first one did.
 
+  A token marked `solo` is a group of its own (`<group>.<n>`, n its place in the spec): the
+  download buttons of one release list, and the download buttons under search matches, are not
+  siblings, so a tap uses that button only and the others keep working. A solo token may name
+  the release list (`list`, a resource-search job id) whose stored keyboard a tap edits, marking
+  the tapped button with `used_label` (see tap.lua and worker::execute).
+
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
                            for a user's button), action (run | cancel | review), label, command,
-                           args, idem, window_ms, recovery, reply_to, job_id, decision; a field
+                           args, idem, window_ms, recovery, reply_to, job_id, decision, solo
+                           ("1": its own group), list, used_label; a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
                            field as empty. When it was made is its group's created_at
@@ -24,7 +31,8 @@
       writes each token with its non-empty fields only
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
-      "idem", "window_ms", "recovery", "reply_to", "job_id", "decision"}, ...]}; every value but
+      "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
+      "used_label"}, ...]}; every value but
       ttl is a string (JSON numbers would lose the digits of 52-bit ids).
   notify_review(n)
       n = {notice (JSON: {"text": template, "group": spec, "messages": [{"chat_id", "markup"}]}),
@@ -36,16 +44,28 @@
 ]]
 
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
-  'window_ms', 'recovery', 'reply_to', 'job_id', 'decision'}
+  'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = tonumber(g.ttl)
-  local group_key = group_prefix .. g.group
-  redis.call('HSET', group_key, 'state', 'open', 'tokens', #g.tokens, 'created_at', now)
-  redis.call('EXPIRE', group_key, ttl)
+  local shared = 0
   for _, t in ipairs(g.tokens) do
+    if t.solo ~= '1' then shared = shared + 1 end
+  end
+  if shared > 0 then
+    local group_key = group_prefix .. g.group
+    redis.call('HSET', group_key, 'state', 'open', 'tokens', shared, 'created_at', now)
+    redis.call('EXPIRE', group_key, ttl)
+  end
+  for i, t in ipairs(g.tokens) do
     local key = token_prefix .. t.token
-    local fields = {'group', g.group}
+    local group = g.group
+    if t.solo == '1' then
+      group = g.group .. '.' .. i
+      redis.call('HSET', group_prefix .. group, 'state', 'open', 'tokens', 1, 'created_at', now)
+      redis.call('EXPIRE', group_prefix .. group, ttl)
+    end
+    local fields = {'group', group}
     for _, name in ipairs(TOKEN_FIELDS) do
       local v = t[name]
       if type(v) == 'string' and v ~= '' then

@@ -1,6 +1,7 @@
 //! A job's command and arguments as a typed action: the whitelist of what may reach MoviePilot.
 
 use super::Command;
+use crate::moviepilot::MediaKind;
 
 /// One thing a worker may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +24,16 @@ pub enum Action {
         tmdb_id: u64,
     },
     Subscriptions,
+    /// `/unsubscribe <id>` as typed: look the subscription up and ask, with Confirm / Cancel
+    /// naming what would be deleted. Changes nothing.
+    AskUnsubscribe {
+        subscription_id: u64,
+    },
+    /// The Confirm button's job: delete subscription `subscription_id`, but only while that id
+    /// still names `media` (MoviePilot reuses ids).
     Unsubscribe {
         subscription_id: u64,
+        media: SubscriptionMedia,
     },
     SearchNow {
         subscription_id: u64,
@@ -34,6 +43,22 @@ pub enum Action {
         job_id: Option<u64>,
     },
     Jobs,
+    /// `/download <title>`: the media matches, each with a button that searches its releases.
+    DownloadTitle {
+        title: String,
+    },
+    /// A resource search: a movie (`kind` Movie), one season, or every season of a series
+    /// (`season: None`).
+    FindReleases {
+        tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+    },
+    /// Download release `index` (1-based) of the list stored by resource-search job `list`.
+    Grab {
+        list: u64,
+        index: usize,
+    },
 }
 
 impl Action {
@@ -56,8 +81,14 @@ impl Action {
                 },
             },
             Command::Subscriptions => Action::Subscriptions,
-            Command::Unsubscribe => Action::Unsubscribe {
-                subscription_id: id(args)?,
+            Command::Unsubscribe => match args.split_once(' ') {
+                None => Action::AskUnsubscribe {
+                    subscription_id: id(args)?,
+                },
+                Some((sub, media)) => Action::Unsubscribe {
+                    subscription_id: id(sub)?,
+                    media: SubscriptionMedia::parse(media)?,
+                },
             },
             Command::SearchNow => Action::SearchNow {
                 subscription_id: id(args)?,
@@ -68,8 +99,65 @@ impl Action {
                 job_id: Some(id(args)?),
             },
             Command::Jobs => Action::Jobs,
+            Command::Download => Action::DownloadTitle {
+                title: non_empty(args)?,
+            },
+            Command::Releases => {
+                let (tmdb_id, kind, season) = parse_release_target(args)?;
+                Action::FindReleases {
+                    tmdb_id,
+                    kind,
+                    season,
+                }
+            }
+            Command::Grab => {
+                let (list, index) = parse_release(args)?;
+                Action::Grab { list, index }
+            }
             Command::Help | Command::Start => return None,
         })
+    }
+}
+
+/// Which media a subscription is for: what tells a subscription apart from a later one that
+/// MoviePilot gave the same id. Written into the Confirm button's arguments
+/// (`<id> tmdb:<id> [S<n>]`, or `<id> name:<name>` for one without a TMDB id), so the button,
+/// its duplicate key and its job all name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscriptionMedia {
+    Tmdb { tmdb_id: u64, season: Option<u32> },
+    Name(String),
+}
+
+impl SubscriptionMedia {
+    /// The identity of a subscription row as MoviePilot lists it.
+    pub fn of(tmdb_id: Option<u64>, season: Option<u32>, name: &str) -> SubscriptionMedia {
+        match tmdb_id {
+            Some(tmdb_id) => SubscriptionMedia::Tmdb { tmdb_id, season },
+            None => SubscriptionMedia::Name(name.to_string()),
+        }
+    }
+
+    /// `tmdb:<id> [S<n>]` or `name:<name>`.
+    pub fn args(&self) -> String {
+        match self {
+            SubscriptionMedia::Tmdb {
+                tmdb_id,
+                season: Some(n),
+            } => format!("tmdb:{tmdb_id} S{n}"),
+            SubscriptionMedia::Tmdb { tmdb_id, .. } => format!("tmdb:{tmdb_id}"),
+            SubscriptionMedia::Name(name) => format!("name:{name}"),
+        }
+    }
+
+    fn parse(text: &str) -> Option<SubscriptionMedia> {
+        if let Some(name) = text.strip_prefix("name:") {
+            return non_empty(name.trim()).map(SubscriptionMedia::Name);
+        }
+        match parse_tmdb(text)? {
+            Ok((tmdb_id, season)) => Some(SubscriptionMedia::Tmdb { tmdb_id, season }),
+            Err(()) => None,
+        }
     }
 }
 
@@ -84,6 +172,28 @@ pub fn parse_series(args: &str) -> Option<u64> {
     let mut parts = lower.strip_prefix("tmdb:")?.split_whitespace();
     let id = parts.next()?.parse::<u64>().ok().filter(|&n| n > 0)?;
     (parts.next() == Some("tv") && parts.next().is_none()).then_some(id)
+}
+
+/// What a resource search is for: `tmdb:<id>` (a movie), `tmdb:<id> S<n>` (one season of a
+/// series) or `tmdb:<id> tv` (a series, every season).
+pub(super) fn parse_release_target(args: &str) -> Option<(u64, MediaKind, Option<u32>)> {
+    if let Some(id) = parse_series(args) {
+        return Some((id, MediaKind::Tv, None));
+    }
+    match parse_tmdb(args)? {
+        Ok((id, None)) => Some((id, MediaKind::Movie, None)),
+        Ok((id, Some(season))) => Some((id, MediaKind::Tv, Some(season))),
+        Err(()) => None,
+    }
+}
+
+/// A `grab` job's arguments, `<list> <k>`: the resource-search job whose stored list holds the
+/// release, and its number in that list (1-based).
+pub fn parse_release(args: &str) -> Option<(u64, usize)> {
+    let mut parts = args.split_whitespace();
+    let list = parts.next()?.parse::<u64>().ok().filter(|&n| n > 0)?;
+    let index = parts.next()?.parse::<usize>().ok().filter(|&n| n > 0)?;
+    parts.next().is_none().then_some((list, index))
 }
 
 /// `tmdb:<id>` or `tmdb:<id> S<n>`: `None` if the arguments are not a tmdb reference at all,
@@ -141,6 +251,71 @@ mod tests {
                 title: "三体".into()
             })
         );
+    }
+
+    #[test]
+    fn release_searches_and_grabs() {
+        assert_eq!(
+            Action::parse("releases", "tmdb:438631"),
+            Some(Action::FindReleases {
+                tmdb_id: 438631,
+                kind: MediaKind::Movie,
+                season: None
+            })
+        );
+        assert_eq!(
+            Action::parse("releases", "tmdb:108545 S1"),
+            Some(Action::FindReleases {
+                tmdb_id: 108545,
+                kind: MediaKind::Tv,
+                season: Some(1)
+            })
+        );
+        assert_eq!(
+            Action::parse("releases", "tmdb:63639 tv"),
+            Some(Action::FindReleases {
+                tmdb_id: 63639,
+                kind: MediaKind::Tv,
+                season: None
+            })
+        );
+        assert_eq!(Action::parse("releases", "Dune"), None);
+        assert_eq!(
+            Action::parse("grab", "12 3"),
+            Some(Action::Grab { list: 12, index: 3 })
+        );
+        assert_eq!(Action::parse("grab", "12"), None);
+        assert_eq!(Action::parse("grab", "12 0"), None);
+    }
+
+    #[test]
+    fn a_bare_id_asks_and_an_id_with_its_media_deletes() {
+        assert_eq!(
+            Action::parse("unsubscribe", "7"),
+            Some(Action::AskUnsubscribe { subscription_id: 7 })
+        );
+        let three_body = SubscriptionMedia::Tmdb {
+            tmdb_id: 108545,
+            season: Some(1),
+        };
+        assert_eq!(
+            Action::parse("unsubscribe", &format!("7 {}", three_body.args())),
+            Some(Action::Unsubscribe {
+                subscription_id: 7,
+                media: three_body
+            })
+        );
+        let named = SubscriptionMedia::Name("流浪地球 2".into());
+        assert_eq!(named.args(), "name:流浪地球 2");
+        assert_eq!(
+            Action::parse("unsubscribe", "7 name:流浪地球 2"),
+            Some(Action::Unsubscribe {
+                subscription_id: 7,
+                media: named
+            })
+        );
+        assert_eq!(Action::parse("unsubscribe", "7 tmdb:x"), None);
+        assert_eq!(Action::parse("unsubscribe", "0"), None);
     }
 
     #[test]

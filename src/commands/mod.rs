@@ -6,7 +6,7 @@
 mod action;
 mod policy;
 
-pub use action::{Action, parse_series, parse_tmdb};
+pub use action::{Action, SubscriptionMedia, parse_release, parse_series, parse_tmdb};
 pub use policy::{Policy, Recovery};
 
 use sha2::{Digest, Sha256};
@@ -24,10 +24,18 @@ pub enum Command {
     Jobs,
     Help,
     Start,
+    /// `/download <title>` (`下载 <title>`): the media matches, each with a button that starts
+    /// a resource search.
+    Download,
+    /// A resource search for one media (`/download tmdb:<id> [S<n>]`, or a match's button):
+    /// the releases, each with a `下载 k` button. Not typed under this name.
+    Releases,
+    /// Download one release of a stored list (a `下载 k` button). Never typed.
+    Grab,
 }
 
 impl Command {
-    pub const ALL: [Command; 10] = [
+    pub const ALL: [Command; 13] = [
         Command::Search,
         Command::Subscribe,
         Command::Subscriptions,
@@ -38,6 +46,9 @@ impl Command {
         Command::Jobs,
         Command::Help,
         Command::Start,
+        Command::Download,
+        Command::Releases,
+        Command::Grab,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -53,7 +64,16 @@ impl Command {
             Command::Jobs => "jobs",
             Command::Help => "help",
             Command::Start => "start",
+            Command::Download => "download",
+            Command::Releases => "releases",
+            Command::Grab => "grab",
         }
+    }
+
+    /// Whether a user may type it: `releases` and `grab` jobs are made by `/download` and by
+    /// buttons, whose arguments oncebot wrote itself.
+    pub fn typed(self) -> bool {
+        !matches!(self, Command::Releases | Command::Grab)
     }
 
     pub fn from_name(name: &str) -> Option<Command> {
@@ -83,7 +103,7 @@ pub enum ChatKind {
 
 /// Reads `text` as a command. `bot_username` (without `@`, may be empty) decides whether
 /// `/cmd@name` is for us. In a private chat plain text is a search, and `订阅 X` / `搜索 X` mean
-/// `/subscribe X` / `/search X`, as in MoviePilot's own bot.
+/// `/subscribe X` / `/search X` (and `下载 X` `/download X`), as in MoviePilot's own bot.
 pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
     let text = collapse_whitespace(text);
     if text.is_empty() {
@@ -93,7 +113,11 @@ pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
         if chat == ChatKind::Group {
             return Parsed::NotForUs;
         }
-        for (word, command) in [("订阅", Command::Subscribe), ("搜索", Command::Search)] {
+        for (word, command) in [
+            ("订阅", Command::Subscribe),
+            ("搜索", Command::Search),
+            ("下载", Command::Download),
+        ] {
             if let Some(args) = text.strip_prefix(word)
                 && (args.is_empty() || args.starts_with(' '))
             {
@@ -111,7 +135,7 @@ pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
         return Parsed::NotForUs;
     }
     let name = name.to_lowercase();
-    match Command::from_name(&name) {
+    match Command::from_name(&name).filter(|c| c.typed()) {
         Some(command) => with_args(command, args),
         None if name.is_empty() => Parsed::NotForUs,
         None => Parsed::Unknown { name },
@@ -120,8 +144,19 @@ pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
 
 fn with_args(command: Command, args: &str) -> Parsed {
     let args = args.trim();
+    // `/download tmdb:<id> [S<n> | tv]` is a resource search straight away.
+    if command == Command::Download && args.to_lowercase().starts_with("tmdb:") {
+        return match action::parse_release_target(args) {
+            Some(_) => Parsed::Run {
+                command: Command::Releases,
+                args: args.to_string(),
+            },
+            None => Parsed::BadArgs { command },
+        };
+    }
     let ok = match command {
-        Command::Search => !args.is_empty() && args.chars().count() <= 200,
+        Command::Search | Command::Download => !args.is_empty() && args.chars().count() <= 200,
+        Command::Releases | Command::Grab => false,
         Command::Subscribe => {
             !args.is_empty()
                 && args.chars().count() <= 200

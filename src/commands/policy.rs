@@ -13,6 +13,9 @@ use crate::config::CommandSettings;
 pub enum Recovery {
     /// Read-only: run it again.
     Rerun,
+    /// Read-only at MoviePilot but costly elsewhere (a resource search asks every indexer
+    /// site): run it again after one crash, fail after a second.
+    RerunOnce,
     /// A side effect MoviePilot can be asked about: look first, then retry only if absent.
     VerifyThenRetry,
     /// A side effect that is idempotent by nature (delete by id): run it again.
@@ -28,11 +31,25 @@ impl Recovery {
     pub fn as_str(self) -> &'static str {
         match self {
             Recovery::Rerun => "rerun",
+            Recovery::RerunOnce => "once",
             Recovery::VerifyThenRetry => "verify",
             Recovery::IdempotentRerun => "idempotent",
             Recovery::HoldForReview => "review",
             Recovery::NoJob => "none",
         }
+    }
+
+    /// Reads a job's stored `recovery` field ([`Recovery::as_str`]).
+    pub fn from_name(name: &str) -> Option<Recovery> {
+        [
+            Recovery::Rerun,
+            Recovery::VerifyThenRetry,
+            Recovery::IdempotentRerun,
+            Recovery::HoldForReview,
+            Recovery::NoJob,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == name)
     }
 }
 
@@ -42,7 +59,9 @@ pub struct Policy {
     pub command: Command,
     /// Changes something outside oncebot (MoviePilot's state, its search queue).
     pub side_effect: bool,
-    /// Needs a confirmation button before it runs.
+    /// Asks before it runs: the typed command is a read-only lookup (no duplicate window, so
+    /// each ask sees MoviePilot as it is now) whose answer names the target and carries
+    /// Confirm / Cancel; Confirm makes the job that has the side effect and the window.
     pub needs_confirmation: bool,
     /// The duplicate window, read from the settings; `None` for commands that never have one.
     pub window: Option<fn(&CommandSettings) -> u64>,
@@ -50,7 +69,7 @@ pub struct Policy {
 }
 
 /// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 10] = [
+pub const POLICIES: [Policy; 13] = [
     Policy {
         command: Command::Search,
         side_effect: false,
@@ -77,7 +96,9 @@ pub const POLICIES: [Policy; 10] = [
         side_effect: true,
         needs_confirmation: true,
         window: Some(|s| s.unsubscribe_window_secs),
-        recovery: Recovery::IdempotentRerun,
+        // The delete looks the subscription up first (its id must still name its media), and
+        // "gone" is what a crashed delete is verified by.
+        recovery: Recovery::VerifyThenRetry,
     },
     Policy {
         command: Command::SearchNow,
@@ -120,6 +141,30 @@ pub const POLICIES: [Policy; 10] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::NoJob,
+    },
+    Policy {
+        command: Command::Download,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+    },
+    // The search hits every indexer site the user belongs to (rate limits), so it has a window
+    // like a side effect, and is rerun at most once after a crash.
+    Policy {
+        command: Command::Releases,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.resources_window_secs),
+        recovery: Recovery::RerunOnce,
+    },
+    // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
+    Policy {
+        command: Command::Grab,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.download_window_secs),
+        recovery: Recovery::VerifyThenRetry,
     },
 ];
 

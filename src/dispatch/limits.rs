@@ -120,6 +120,8 @@ mod tests {
             read_block_ms: 1,
             reply_retention_secs: 1,
             set_commands: false,
+            heartbeat_interval_ms: 1,
+            liveness_ttl_ms: 1,
         })
     }
 

@@ -33,7 +33,8 @@ use tracing::Instrument as _;
 use crate::backoff;
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::consume::{Consumer, read_loop};
-use crate::ledger::{Begin, CallbackEntry, Lane, Ledger, ReplyEntry};
+use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, ReplyEntry};
+use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
@@ -61,6 +62,8 @@ pub struct Dispatcher {
     in_flight: Mutex<HashSet<(bool, String)>>,
     permits: Arc<Semaphore>,
     tasks: TaskTracker,
+    /// This process's liveness key in the `dispatchers` group.
+    liveness: Arc<Liveness>,
 }
 
 /// How one send ended.
@@ -74,10 +77,20 @@ enum Sent {
 impl Dispatcher {
     pub fn new(settings: &Settings, ledger: Ledger, api: BotApi) -> Arc<Self> {
         let cfg = settings.dispatcher.clone();
+        let consumer = crate::worker::default_consumer_name();
         Arc::new(Dispatcher {
             limiter: RateLimiter::new(&cfg),
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
-            consumer: crate::worker::default_consumer_name(),
+            liveness: Liveness::new(
+                ledger.clone(),
+                ConsumerRole::Dispatcher,
+                &consumer,
+                Duration::from_millis(cfg.heartbeat_interval_ms),
+                Duration::from_millis(cfg.liveness_ttl_ms),
+                Duration::from_millis(settings.redis.command_timeout_ms),
+                Duration::from_millis(cfg.reclaim_idle_ms),
+            ),
+            consumer,
             locale: settings.telegram.locale,
             ledger,
             api,
@@ -95,7 +108,18 @@ impl Dispatcher {
 
     /// Runs until `shutdown`; sends under way finish, the rest stay pending for the next start.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        // Alive before the first read; then what dead predecessors left unsent.
+        let Some(left) = self.liveness.start(&shutdown).await else {
+            return Ok(());
+        };
         tracing::info!(consumer = %self.consumer, "dispatcher started");
+        self.clone().take_reaped(left).await;
+        let heartbeat = tokio::spawn({
+            let this = self.clone();
+            self.liveness.clone().run(shutdown.clone(), move |reaped| {
+                this.clone().take_reaped(reaped)
+            })
+        });
         if self.cfg.set_commands {
             self.set_commands().await;
         }
@@ -106,6 +130,7 @@ impl Dispatcher {
             .await;
         let _ = callbacks.await;
         let _ = housekeeping.await;
+        let _ = heartbeat.await;
         self.tasks.close();
         if tokio::time::timeout(Duration::from_secs(10), self.tasks.wait())
             .await
@@ -113,8 +138,22 @@ impl Dispatcher {
         {
             tracing::warn!("sends still under way at shutdown; they are retried after restart");
         }
+        self.liveness.retire().await;
         tracing::info!("dispatcher stopped");
         Ok(())
+    }
+
+    /// Sends what was taken from dead dispatchers (0: replies, 1: callbacks, as reap answers).
+    async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
+        for (stream, entry) in reaped.taken {
+            let lane = if stream == 0 {
+                Lane::Replies
+            } else {
+                Lane::Callbacks
+            };
+            tracing::warn!(entry = %entry.id, ?lane, "took over an entry from a dispatcher whose liveness expired");
+            self.clone().spawn_entry(lane, entry).await;
+        }
     }
 
     /// Reads one lane on a connection of its own.
@@ -303,13 +342,19 @@ impl Dispatcher {
             .markup
             .as_deref()
             .and_then(|m| serde_json::from_str(m).ok());
-        if reply.op.as_deref() == Some("clear_markup") {
+        // clear_markup removes a message's buttons; edit_markup replaces them (a release list
+        // with a used `✓ 下载 k` button).
+        if let op @ Some("clear_markup" | "edit_markup") = reply.op.as_deref() {
             let Some(message_id) = reply.edit_message_id else {
                 return Ok(None);
             };
             self.limiter.acquire(chat).await;
+            let keyboard = match (op, markup) {
+                (Some("edit_markup"), Some(m)) => m,
+                _ => json!({"inline_keyboard": []}),
+            };
             let body = json!({"chat_id": chat, "message_id": message_id,
-                              "reply_markup": {"inline_keyboard": []}});
+                              "reply_markup": keyboard});
             self.api
                 .call::<Value>("editMessageReplyMarkup", &body, CALL_TIMEOUT)
                 .await?;
@@ -462,6 +507,10 @@ impl Consumer for LaneReader {
     + 'a {
         let d = &self.0;
         async move {
+            if !d.liveness.may_claim() {
+                tokio::time::sleep(Duration::from_millis(d.cfg.heartbeat_interval_ms)).await;
+                return Some(Ok(Vec::new()));
+            }
             let count = d.permits.available_permits().max(1);
             let block = Duration::from_millis(d.cfg.read_block_ms);
             Some(

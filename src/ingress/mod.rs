@@ -4,9 +4,10 @@
 //! becomes a job are written once. Ingress never waits for MoviePilot or for a send: it records
 //! the update in Redis and returns.
 //!
-//! A message becomes an admission (a job, a reply, or, for a command whose policy says
-//! `needs_confirmation`, a question with Confirm / Cancel buttons); a callback query (a tap on a
-//! button) becomes one `Ledger::tap`, which decides and queues its answer in one step.
+//! A message becomes an admission (a job or a reply; a command whose policy says
+//! `needs_confirmation` becomes a read-only job that looks its target up and asks); a callback
+//! query (a tap on a button) becomes one `Ledger::tap`, which decides and queues its answer in
+//! one step.
 
 pub mod polling;
 pub mod webhook;
@@ -20,12 +21,9 @@ use sha2::{Digest, Sha256};
 use crate::commands::{self, ChatKind, Command, Parsed};
 use crate::config::{CommandSettings, Settings};
 use crate::i18n::Texts;
-use crate::ledger::{
-    Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped, TokenAction,
-    TokenGroup,
-};
+use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, Tap, Tapped};
 use crate::metrics::METRICS;
-use crate::telegram::keyboard::{self, Keyboard};
+use crate::telegram::keyboard;
 use crate::telegram::types::{CallbackQuery, Update};
 
 /// A stranger is told "not allowed" once per this window, however much they write.
@@ -79,8 +77,6 @@ struct Inner {
     bot_username: String,
     texts: Texts,
     commands: CommandSettings,
-    /// How long a user's buttons work (`telegram.confirm_ttl_secs`).
-    confirm_ttl: Duration,
 }
 
 impl Ingress {
@@ -96,7 +92,6 @@ impl Ingress {
                     .into(),
                 texts: Texts::new(settings.telegram.locale),
                 commands: settings.commands.clone(),
-                confirm_ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
             }),
         }
     }
@@ -238,16 +233,15 @@ impl Ingress {
                     command: Command::Help | Command::Start,
                     ..
                 } => reply("help", texts.help().into()),
-                Parsed::Run { command, args } if command.policy().needs_confirmation => self
-                    .confirmation(
+                // The ask is a lookup job without a window; its Confirm button makes the job
+                // that has the window (see `Policy::needs_confirmation`).
+                Parsed::Run { command, args } if command.policy().needs_confirmation => {
+                    AdmissionAction::Job {
                         command,
+                        window: Duration::ZERO,
                         args,
-                        Owner::User {
-                            chat_id: message.chat.id,
-                            user_id: from.id,
-                        },
-                        message.message_id,
-                    ),
+                    }
+                }
                 Parsed::Run { command, args } => AdmissionAction::Job {
                     command,
                     window: command.window(&inner.commands),
@@ -269,45 +263,6 @@ impl Ingress {
 }
 
 impl Ingress {
-    /// Confirm / Cancel buttons for `command`, bound to its owner; the job is made by the tap.
-    fn confirmation(
-        &self,
-        command: Command,
-        args: String,
-        owner: Owner,
-        reply_to: i64,
-    ) -> AdmissionAction {
-        let texts = self.inner.texts;
-        let window = command.window(&self.inner.commands);
-        let mut buttons = TokenGroup::new(self.inner.confirm_ttl);
-        let run = TokenAction::Run {
-            command,
-            args: args.clone(),
-            window,
-        };
-        let yes = buttons.add(owner, texts.confirm_button(), run, Some(reply_to));
-        let no = buttons.add(
-            owner,
-            texts.cancel_button(),
-            TokenAction::Cancel,
-            Some(reply_to),
-        );
-        let markup = Keyboard::new()
-            .row(vec![
-                (texts.confirm_button().into(), yes),
-                (texts.cancel_button().into(), no),
-            ])
-            .to_json();
-        AdmissionAction::Confirm {
-            command,
-            prompt: texts.confirm_prompt(command, &args),
-            args,
-            window,
-            buttons,
-            markup,
-        }
-    }
-
     /// What a callback query asks of the ledger. Anything not recognisably one of our buttons
     /// still goes to the ledger, so it too is answered (once).
     fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {

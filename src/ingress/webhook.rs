@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use futures::{Stream, StreamExt};
 use subtle::ConstantTimeEq;
 use warp::Filter;
@@ -35,10 +35,12 @@ pub struct WebhookConfig {
 }
 
 /// The routes: the webhook, when `webhook` is given (long polling serves only the probes), and
-/// the health probes.
+/// the health probes. `admits`: this process runs ingress (webhook or polling), so `/readyz`'s
+/// status is about admission alone.
 pub fn routes(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
+    admits: bool,
 ) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
     let healthz = warp::path!("healthz")
         .and(warp::get())
@@ -46,7 +48,7 @@ pub fn routes(
     let ready_ingress = ingress.clone();
     let readyz = warp::path!("readyz").and(warp::get()).then(move || {
         let ingress = ready_ingress.clone();
-        async move { readiness(&ingress).await }
+        async move { readiness(&ingress, admits).await }
     });
     let metrics_ingress = ingress.clone();
     let metrics = warp::path!("metrics").and(warp::get()).then(move || {
@@ -75,10 +77,10 @@ pub fn routes(
     });
     let hook = warp::path!("telegram" / "webhook")
         .and(warp::post())
-        .and(warp::header::optional::<String>(SECRET_HEADER))
+        .and(secret_header())
         .and(warp::header::optional::<u64>("content-length"))
         .and(warp::body::stream())
-        .then(move |secret: Option<String>, length: Option<u64>, body| {
+        .then(move |secret: Option<Bytes>, length: Option<u64>, body| {
             let ingress = ingress.clone();
             let webhook = webhook.clone();
             async move {
@@ -108,14 +110,24 @@ pub fn routes(
         .unify()
 }
 
+/// The secret header's raw bytes. Read as a `String`, a header with non-ASCII bytes would be
+/// rejected (400) before the comparison, hiding a wrong secret from the log and the 401.
+fn secret_header() -> impl Filter<Extract = (Option<Bytes>,), Error = Infallible> + Clone {
+    warp::header::value(SECRET_HEADER)
+        .map(|v: warp::http::HeaderValue| Some(Bytes::copy_from_slice(v.as_bytes())))
+        .or(warp::any().map(|| None))
+        .unify()
+}
+
 /// Serves `routes` on `listener` until `shutdown` resolves; in-flight requests finish first.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
+    admits: bool,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(routes(ingress, webhook))
+    warp::serve(routes(ingress, webhook, admits))
         .incoming(listener)
         .graceful(shutdown)
         .run()
@@ -134,7 +146,7 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
 async fn receive<S, B>(
     ingress: &Ingress,
     cfg: &WebhookConfig,
-    secret: Option<String>,
+    secret: Option<Bytes>,
     length: Option<u64>,
     body: S,
 ) -> Response
@@ -146,7 +158,7 @@ where
     let expected = cfg.secret.expose().as_bytes();
     // Constant time over the expected length; a length mismatch fails without a timing hint
     // beyond the length itself.
-    if !bool::from(given.as_bytes().ct_eq(expected)) {
+    if !bool::from(given.as_ref().ct_eq(expected)) {
         tracing::warn!("webhook call with a missing or wrong secret token refused");
         METRICS.update("rejected");
         return status(StatusCode::UNAUTHORIZED, "");
@@ -226,8 +238,22 @@ where
     }
 }
 
-async fn readiness(ingress: &Ingress) -> Response {
+/// 200 when Redis answers with the scripts loaded. MoviePilot refusing the credentials is
+/// said in the body; it makes a process 503 only when it does not admit updates (a worker
+/// alone), since the webhook keeps recording them meanwhile.
+async fn readiness(ingress: &Ingress, admits: bool) -> Response {
     match ingress.ledger().ready().await {
+        Ok(()) if METRICS.credentials_are_refused() => {
+            let why = "MoviePilot refuses oncebot's credentials; jobs wait (see the log)";
+            if admits {
+                status(StatusCode::OK, &format!("ready\nmoviepilot: {why}\n"))
+            } else {
+                status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("not ready: {why}\n"),
+                )
+            }
+        }
         Ok(()) => status(StatusCode::OK, "ready\n"),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");

@@ -22,7 +22,7 @@ pub struct Attempt {
 }
 
 /// The job fields claim.lua returns, in its order (its `CLAIM_FIELDS`): what a worker reads.
-pub const CLAIM_FIELDS: [&str; 12] = [
+pub const CLAIM_FIELDS: [&str; 14] = [
     "status",
     "attempts",
     "recoveries",
@@ -35,6 +35,8 @@ pub const CLAIM_FIELDS: [&str; 12] = [
     "message_id",
     "recovery",
     "attempt_base",
+    "auth_wait_since",
+    "auth_waits",
 ];
 
 /// What claiming an entry gave.
@@ -317,6 +319,47 @@ impl Ledger {
             .await
             .map_err(LedgerError::redis("locking a media"))?;
         Ok(held == 1)
+    }
+
+    /// notice.lua: tells the admin chats `text` unless they were told about `condition` within
+    /// the last `lasts`; true when this call told them.
+    pub async fn raise_notice(
+        &self,
+        condition: &str,
+        text: &str,
+        lasts: Duration,
+    ) -> Result<bool, LedgerError> {
+        let mut inv = scripts::NOTICE.prepare_invoke();
+        inv.key(self.keys.notice(condition))
+            .key(self.keys.replies_stream())
+            .arg("raise")
+            .arg(keys::REPLIES_GROUP)
+            .arg(lasts.as_secs().max(1))
+            .arg(text);
+        for chat in &self.review.admin_chats {
+            inv.arg(*chat);
+        }
+        let mut conn = self.conn.clone();
+        let told: i64 = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("telling the admin chats"))?;
+        Ok(told == 1)
+    }
+
+    /// notice.lua: `condition` is over; its next occurrence is told again. True if it was on.
+    pub async fn clear_notice(&self, condition: &str) -> Result<bool, LedgerError> {
+        let mut inv = scripts::NOTICE.prepare_invoke();
+        inv.key(self.keys.notice(condition))
+            .key(self.keys.replies_stream())
+            .arg("clear")
+            .arg(keys::REPLIES_GROUP);
+        let mut conn = self.conn.clone();
+        let cleared: i64 = inv
+            .invoke_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("ending an admin notice"))?;
+        Ok(cleared == 1)
     }
 
     /// Releases the media lock if `owner` still holds it.

@@ -117,6 +117,14 @@ impl Keys {
         format!("{}tgroup:", self.base)
     }
 
+    /// HASH, EXPIRE = `commands.resources_window_secs`: the release list resource-search job
+    /// `job_id` found (each release's torrent_info with its site cookie, the shared media_info
+    /// once, the list's text and keyboard), for its `下载 k` buttons. Scripts derive the prefix
+    /// from the job prefix.
+    pub fn releases(&self, job_id: u64) -> String {
+        format!("{}releases:{job_id}", self.base)
+    }
+
     /// LIST: a chat's recent job ids, newest first.
     pub fn chat_jobs(&self, chat_id: i64) -> String {
         format!("{}chat:{chat_id}:jobs", self.base)
@@ -143,6 +151,27 @@ impl Keys {
     /// worker processes never both pass the existence check.
     pub fn media_lock(&self, tmdb_id: u64, season: Option<u32>) -> String {
         format!("{}lock:media:{tmdb_id}:{}", self.base, season.unwrap_or(0))
+    }
+
+    /// STRING, EX = how long it lasts: a deployment-wide condition the admin chats were told
+    /// about (`credentials`: MoviePilot refuses oncebot's credentials), so they are told once.
+    pub fn notice(&self, condition: &str) -> String {
+        format!("{}notice:{condition}", self.base)
+    }
+
+    /// STRING, PX = the liveness expiry: `consumer` (a worker or dispatcher process) is alive.
+    pub fn alive(&self, consumer: &str) -> String {
+        format!("{}{consumer}", self.alive_prefix())
+    }
+
+    pub fn alive_prefix(&self) -> String {
+        format!("{}alive:", self.base)
+    }
+
+    /// SET: the consumer names of `group` that keep a liveness key, where reap.lua looks for
+    /// dead ones.
+    pub fn consumers(&self, group: &str) -> String {
+        format!("{}consumers:{group}", self.base)
     }
 
     /// STRING: the next getUpdates offset of long polling.
@@ -176,6 +205,10 @@ mod tests {
             k.reply("1-0"),
             k.callbacks_stream(),
             k.review_index(),
+            k.notice("credentials"),
+            k.alive("host-1-abcd"),
+            k.consumers(JOBS_GROUP),
+            k.releases(3),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

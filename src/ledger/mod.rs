@@ -5,6 +5,8 @@
 
 mod attempts;
 pub mod keys;
+mod liveness;
+mod releases;
 mod replies;
 mod scripts;
 mod state;
@@ -22,10 +24,12 @@ use crate::config::Settings;
 use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
+pub use liveness::{Reaped, Role as ConsumerRole};
+pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::hashes as script_hashes;
 pub use state::JobState;
-pub use tokens::{Owner, Tap, Tapped, Token, TokenAction, TokenGroup};
+pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
 /// A Redis failure, said with what oncebot was doing.
 #[derive(Debug, thiserror::Error)]

@@ -87,8 +87,23 @@ pub(crate) static LOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("lo
 /// `lua/unlock.lua`: release a lock only if its owner still holds it.
 pub(crate) static UNLOCK: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("unlock.lua")));
 
+/// `lua/notice.lua`: tell the admin chats about a deployment-wide condition once, or end it.
+pub(crate) static NOTICE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(lua!("notice.lua", "common.lua")));
+
+/// `lua/liveness.lua`: a consumer's heartbeat, or its graceful leave.
+pub(crate) static LIVENESS: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("liveness.lua")));
+
+/// `lua/reap.lua`: a dead consumer's entries taken at once, dead consumers removed.
+pub(crate) static REAP: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("reap.lua")));
+/// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
+pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("note.lua")));
+
+/// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
+pub(crate) static RELEASES: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("releases.lua")));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 13] {
+fn all() -> [(&'static str, &'static Script); 18] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -103,6 +118,11 @@ fn all() -> [(&'static str, &'static Script); 13] {
         ("progress", &PROGRESS),
         ("lock", &LOCK),
         ("unlock", &UNLOCK),
+        ("notice", &NOTICE),
+        ("liveness", &LIVENESS),
+        ("reap", &REAP),
+        ("note", &NOTE),
+        ("releases", &RELEASES),
     ]
 }
 

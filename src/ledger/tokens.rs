@@ -56,6 +56,21 @@ pub struct Token {
     pub action: TokenAction,
     /// The message a job made by this button replies to (the user's command).
     pub reply_to: Option<i64>,
+    /// A button that is not a sibling of the others (see [`Solo`]); `None` for most.
+    pub solo: Option<Solo>,
+}
+
+/// A button with a group of its own: a tap uses it alone and leaves the others working (the
+/// `下载 k` buttons of a release list, the download buttons under search matches).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Solo {
+    /// What the business key digests instead of the job's arguments: a download is the same
+    /// whichever list or button it came from, so its key is the release, not `<list> <k>`.
+    pub key_args: Option<String>,
+    /// The resource-search job whose stored list keyboard a tap edits (`Keys::releases`).
+    pub list: Option<u64>,
+    /// The button's text once it is used (e.g. `✓ 下载 1`).
+    pub used_label: String,
 }
 
 /// Buttons offered together: using one uses them all.
@@ -91,7 +106,24 @@ impl TokenGroup {
             label: label.to_string(),
             action,
             reply_to,
+            solo: None,
         });
+        data
+    }
+
+    /// [`Self::add`] for a button that is not a sibling of the others (see [`Solo`]).
+    pub fn add_solo(
+        &mut self,
+        owner: Owner,
+        label: &str,
+        action: TokenAction,
+        reply_to: Option<i64>,
+        solo: Solo,
+    ) -> String {
+        let data = self.add(owner, label, action, reply_to);
+        if let Some(t) = self.tokens.last_mut() {
+            t.solo = Some(solo);
+        }
         data
     }
 
@@ -123,9 +155,14 @@ fn token_spec(t: &Token) -> serde_json::Value {
             args,
             window,
         } => {
+            let key_args = t
+                .solo
+                .as_ref()
+                .and_then(|s| s.key_args.as_deref())
+                .unwrap_or(args);
             let idem = match t.owner {
                 Owner::User { chat_id, user_id } => {
-                    commands::idempotency_key(chat_id, user_id, *command, args)
+                    commands::idempotency_key(chat_id, user_id, *command, key_args)
                 }
                 Owner::Admins { .. } => String::new(),
             };
@@ -147,6 +184,11 @@ fn token_spec(t: &Token) -> serde_json::Value {
     };
     for (k, v) in fields {
         spec[k] = v.into();
+    }
+    if let Some(solo) = &t.solo {
+        spec["solo"] = "1".into();
+        spec["list"] = solo.list.map(|l| l.to_string()).unwrap_or_default().into();
+        spec["used_label"] = solo.used_label.clone().into();
     }
     spec
 }

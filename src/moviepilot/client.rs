@@ -12,7 +12,9 @@
 //!   so sending it again is safe even when it has a side effect.
 //! - **Timeouts.** Every request has one. Media search and detail, which make MoviePilot ask
 //!   TMDB, get the longer `search_timeout_secs`.
-//! - **Classification** ([`MpError`]): a refusal (4xx, `success:false`) is permanent;
+//! - **Classification** ([`MpError`]): a refusal (4xx, `success:false`) is permanent; a
+//!   refused credential (the key, the login, the user's rights) is the operator's to fix, and
+//!   the process remembers it until a call gets through ([`MoviePilot::credentials_refused`]);
 //!   unreachable, 5xx or a read-only call that timed out is transient; a call with a side effect
 //!   whose answer was lost after it was sent (timeout, dropped connection, a proxy's 502/504) is
 //!   uncertain, because MoviePilot may have done it.
@@ -33,6 +35,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::error::{MpError, Unreachable};
+use super::releases::{HistoryRow, RawJson, Release, ReleaseList};
 use super::types::{
     CreatedId, Dialect, Download, Envelope, MediaItem, MediaKind, NewSubscription, Subscription,
     WireDownload, WireMedia, WireSubscribe, WireToken,
@@ -70,7 +73,12 @@ struct Inner {
     version: String,
     timeout: Duration,
     search_timeout: Duration,
+    resource_search_timeout: Duration,
+    download_timeout: Duration,
     auth: Auth,
+    /// Why MoviePilot refuses oncebot's credentials, from the last call that was refused, until
+    /// a call gets through. Text for operators (it may name settings), never for users.
+    refused: std::sync::Mutex<Option<String>>,
 }
 
 struct Auth {
@@ -217,11 +225,16 @@ impl MoviePilot {
             version: String::new(),
             timeout,
             search_timeout,
+            resource_search_timeout: Duration::from_secs(
+                settings.resource_search_timeout_secs.max(1),
+            ),
+            download_timeout: Duration::from_secs(settings.download_timeout_secs.max(1)),
             auth: Auth {
                 api_key,
                 login,
                 state: Mutex::new(TokenState::default()),
             },
+            refused: std::sync::Mutex::new(None),
         };
 
         let reported = inner.read_version().await?;
@@ -288,6 +301,12 @@ impl MoviePilot {
     /// The version MoviePilot reported (e.g. `v2.5.6`), or a description when it reported none.
     pub fn version(&self) -> &str {
         &self.inner.version
+    }
+
+    /// Why MoviePilot refuses oncebot's credentials now (operator text, naming the setting to
+    /// fix), or `None` when the last call that reached it was let in.
+    pub fn credentials_refused(&self) -> Option<String> {
+        self.inner.lock_refused().clone()
     }
 
     /// Media matching `title` (`GET /api/v1/media/search?title=&type=media&page=1&count=8`).
@@ -516,6 +535,163 @@ impl MoviePilot {
     }
 }
 
+/// Rows asked for per page of the download history; a shorter page is the last.
+const HISTORY_PAGE: usize = 100;
+/// The most history pages read in one look (50,000 rows): a bound, not an expectation.
+const HISTORY_MAX_PAGES: usize = 500;
+
+/// Release search and downloads (`moviepilot-download-flow.md` §1-3).
+impl MoviePilot {
+    /// A resource search for one media (`GET /api/v1/search/media/tmdb:<id>?mtype=&season=`,
+    /// v3 `/<id>?media_source=themoviedb`). Synchronous at MoviePilot: it answers after every
+    /// indexer site has, so it has its own long timeout. MoviePilot's "nothing found" refusal
+    /// is an empty list.
+    pub async fn search_releases(
+        &self,
+        tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+    ) -> Result<ReleaseList, MpError> {
+        let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
+        query.push(("mtype", kind.wire_name().into()));
+        if let Some(s) = season {
+            query.push(("season", s.to_string()));
+        }
+        let call = Call {
+            what: format!("searching releases of {}", media_label(tmdb_id, season)),
+            method: Method::GET,
+            path,
+            query,
+            json: None,
+            // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
+            // request left is uncertain (the sites were hit), so it is not retried blindly.
+            effect: Effect::SideEffect,
+            timeout: self.inner.resource_search_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let envelope: Envelope<Vec<Value>> = self.inner.envelope(&call, &answer)?;
+        let empty = ReleaseList {
+            media_info: RawJson(Value::Null),
+            releases: Vec::new(),
+        };
+        if !envelope.success {
+            let message = envelope.message.unwrap_or_default();
+            if message.contains("未搜索到") {
+                return Ok(empty);
+            }
+            return Err(MpError::Permanent(format!(
+                "{call}: MoviePilot refused: {}",
+                refusal_text(Some(&message))
+            )));
+        }
+        let mut list = empty;
+        for mut row in envelope.data.unwrap_or_default() {
+            if list.media_info.0.is_null()
+                && let Some(media) = row.get_mut("media_info").map(Value::take)
+            {
+                list.media_info = RawJson(media);
+            }
+            if let Some(release) = row
+                .get_mut("torrent_info")
+                .map(Value::take)
+                .and_then(Release::from_torrent_info)
+            {
+                list.releases.push(release);
+            }
+        }
+        Ok(list)
+    }
+
+    /// Adds a download (`POST /api/v1/download/` with `media_in`, `torrent_in` and `downloader`
+    /// as the web UI sends them) and returns its info-hash (`download_id`). MoviePilot has no
+    /// idempotency: a lost answer is uncertain and must be verified in the history.
+    pub async fn add_download(
+        &self,
+        media_info: &Value,
+        torrent_info: &Value,
+        downloader: Option<&str>,
+    ) -> Result<String, MpError> {
+        let mut body = json!({"media_in": media_info, "torrent_in": torrent_info});
+        if let Some(d) = downloader.filter(|d| !d.is_empty()) {
+            body["downloader"] = json!(d);
+        }
+        let call = Call {
+            what: "adding a download".into(),
+            method: Method::POST,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: Some(body),
+            effect: Effect::SideEffect,
+            timeout: self.inner.download_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let data: Option<Value> = self.inner.accepted(&call, &answer)?;
+        match data
+            .as_ref()
+            .and_then(|d| d.get("download_id"))
+            .and_then(Value::as_str)
+        {
+            Some(hash) if !hash.is_empty() => Ok(hash.to_ascii_lowercase()),
+            _ => Err(MpError::Uncertain(format!(
+                "{call}: MoviePilot answered success without a download id"
+            ))),
+        }
+    }
+
+    /// The whole download history (`GET /api/v1/history/download?page=&count=`), page by page
+    /// until a short page. Its order differs by version (oldest first in v2.5.6 and v2.14,
+    /// newest first later), so callers must not rely on it.
+    pub async fn download_history(&self) -> Result<Vec<HistoryRow>, MpError> {
+        let mut rows = Vec::new();
+        for page in 1..=HISTORY_MAX_PAGES {
+            let call = Call {
+                what: format!("reading the download history, page {page}"),
+                method: Method::GET,
+                path: "/api/v1/history/download".into(),
+                query: vec![
+                    ("page", page.to_string()),
+                    ("count", HISTORY_PAGE.to_string()),
+                ],
+                json: None,
+                effect: Effect::ReadOnly,
+                timeout: self.inner.timeout,
+            };
+            let got: Vec<Value> = self.inner.fetch_list(&call).await?;
+            let short_page = got.len() < HISTORY_PAGE;
+            rows.extend(got.iter().filter_map(HistoryRow::from_wire));
+            if short_page {
+                return Ok(rows);
+            }
+        }
+        Err(MpError::Transient(format!(
+            "the download history has more than {} rows; oncebot stops reading there",
+            HISTORY_PAGE * HISTORY_MAX_PAGES
+        )))
+    }
+
+    /// The info-hashes of what the downloader is downloading (`GET /api/v1/download/`),
+    /// lower case: where a magnet added moments ago shows up.
+    pub async fn downloading_hashes(&self) -> Result<Vec<String>, MpError> {
+        let call = Call {
+            what: "listing downloads".into(),
+            method: Method::GET,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.get("hash").and_then(Value::as_str))
+            .map(str::to_ascii_lowercase)
+            .collect())
+    }
+}
+
 impl Inner {
     /// The path and query naming TMDB media under `prefix`: v2 `prefix/tmdb:<id>`, v3
     /// `prefix/<id>?media_source=themoviedb`.
@@ -529,7 +705,8 @@ impl Inner {
         }
     }
 
-    /// [`Self::call_once_renewed`], timed and counted in the metrics by route.
+    /// [`Self::call_once_renewed`], timed and counted in the metrics by route; remembers
+    /// whether MoviePilot let oncebot's credentials in.
     async fn call(&self, call: &Call) -> Result<Answer, MpError> {
         let started = Instant::now();
         let result = self.call_once_renewed(call).await;
@@ -538,7 +715,36 @@ impl Inner {
             started.elapsed(),
             result.as_ref().err().map(MpError::kind),
         );
+        match &result {
+            Ok(_) => self.set_refused(None),
+            Err(MpError::CredentialsRefused(why)) => self.set_refused(Some(why)),
+            // Unreachable, or lost on the way: says nothing about the credentials.
+            Err(_) => {}
+        }
         result
+    }
+
+    fn lock_refused(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        // A poisoned lock only means a panic while replacing a String; the value is fine.
+        self.refused.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_refused(&self, why: Option<&String>) {
+        let mut refused = self.lock_refused();
+        match (refused.is_some(), why) {
+            (false, Some(why)) => {
+                tracing::error!(reason = %why, "MoviePilot refuses oncebot's credentials; jobs wait until it accepts them");
+                crate::metrics::METRICS.moviepilot_credentials_refused(true);
+            }
+            (true, None) => {
+                tracing::info!("MoviePilot accepts oncebot's credentials again");
+                crate::metrics::METRICS.moviepilot_credentials_refused(false);
+            }
+            _ => {}
+        }
+        if refused.as_ref() != why {
+            *refused = why.cloned();
+        }
     }
 
     /// Sends `call` with the current credential; after a 401/403, renews the token once (shared
@@ -551,8 +757,9 @@ impl Inner {
             return Ok(answer);
         }
         if self.auth.login.is_none() {
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused the API key (HTTP {}{}): check {}, or set {} and {}",
+            return Err(MpError::CredentialsRefused(format!(
+                "{call}: MoviePilot refused the API key (HTTP {}{}): set {} to MoviePilot's \
+                 current API_TOKEN, or set {} and {}",
                 answer.status.as_u16(),
                 detail_suffix(&answer.body),
                 env_name("moviepilot.api_key"),
@@ -570,7 +777,7 @@ impl Inner {
         let (credential, _) = self.auth.credential().await;
         let answer = self.send(call, &credential).await?;
         if refused_credentials(answer.status) {
-            return Err(MpError::Permanent(format!(
+            return Err(MpError::CredentialsRefused(format!(
                 "{call}: MoviePilot refused a fresh login (HTTP {}{}): check that user {:?} may do this",
                 answer.status.as_u16(),
                 detail_suffix(&answer.body),
@@ -635,7 +842,7 @@ impl Inner {
             MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
         })?;
         if matches!(status.as_u16(), 401 | 403) {
-            return Err(MpError::Permanent(format!(
+            return Err(MpError::CredentialsRefused(format!(
                 "{what}: MoviePilot refused the username or password (HTTP {}{}): check {} and {}",
                 status.as_u16(),
                 detail_suffix(&body),
@@ -683,7 +890,7 @@ impl Inner {
                     request.header("X-API-KEY", value)
                 }
                 Err(_) => {
-                    return Err(MpError::Permanent(format!(
+                    return Err(MpError::CredentialsRefused(format!(
                         "{call}: {} contains characters that cannot go in an HTTP header",
                         env_name("moviepilot.api_key")
                     )));
@@ -854,8 +1061,8 @@ impl Inner {
         let servarr = self.servarr_version().await;
         Ok(match (servarr, old_v2) {
             (Some(version), _) => Some(version),
-            // v2.5.6 and older answer the settings without the version key.
-            (None, true) => Some("v2 (before v2.6, no BACKEND_VERSION)".into()),
+            // v2.5.6 up to v2.8 answer the settings without the version key.
+            (None, true) => Some(OLD_V2_LABEL.into()),
             (None, false) => None,
         })
     }
@@ -908,16 +1115,14 @@ impl Inner {
             }
             if self.auth.login.is_none() {
                 bail!(
-                    "MoviePilot {} at {} refused {} on GET /api/v1/subscribe/ (HTTP {}{}); \
-                     MoviePilot before v3 (e.g. v2.5.6) accepts only a login there: set {} and {} \
-                     to a MoviePilot user",
+                    "MoviePilot {} at {} refused the API key in {} on GET /api/v1/subscribe/ \
+                     (HTTP {}{}): {}",
                     self.version,
                     self.shown_url,
                     env_name("moviepilot.api_key"),
                     answer.status.as_u16(),
                     detail_suffix(&answer.body),
-                    env_name("moviepilot.username"),
-                    env_name("moviepilot.password")
+                    api_key_advice(&self.version)
                 );
             }
             tracing::info!(
@@ -952,6 +1157,51 @@ impl Auth {
         };
         (credential, state.generation)
     }
+}
+
+/// The version label of a v2 that reports no `BACKEND_VERSION` (v2.5.6 to v2.8).
+const OLD_V2_LABEL: &str = "v2 (before v2.9: no BACKEND_VERSION)";
+
+/// What to do about a refused API key, by version: MoviePilot takes the key on its login-only
+/// routes since v2.9.3 (upstream commit feb03435); before that only a login opens them.
+fn api_key_advice(version: &str) -> String {
+    let key = env_name("moviepilot.api_key");
+    let login = format!(
+        "{} and {}",
+        env_name("moviepilot.username"),
+        env_name("moviepilot.password")
+    );
+    match takes_api_key(version) {
+        Some(true) => format!(
+            "the key is wrong or was changed: set {key} to MoviePilot's current API_TOKEN \
+             (its settings page), or set {login} to a MoviePilot user instead"
+        ),
+        Some(false) => format!(
+            "MoviePilot before v2.9.3 accepts only a login on these routes: set {login} to a \
+             MoviePilot user"
+        ),
+        None => format!(
+            "either the key is not MoviePilot's current API_TOKEN (set {key} to it), or this \
+             MoviePilot is older than v2.9.3, which accepts only a login here (set {login})"
+        ),
+    }
+}
+
+/// Whether MoviePilot `version` accepts `X-API-KEY` on the routes that otherwise need a login
+/// (v2.9.3 and later, v3); `None` when the version does not say.
+fn takes_api_key(version: &str) -> Option<bool> {
+    if version == OLD_V2_LABEL {
+        return Some(false);
+    }
+    let mut parts = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next().flatten()?;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch) >= (2, 9, 3))
 }
 
 /// 401 (no/bad credential; v3's bad JWT) and 403 (v2's bad JWT).
@@ -1054,6 +1304,8 @@ fn transport_text(error: reqwest::Error, timeout: Duration) -> String {
 fn with_context(error: MpError, context: &str) -> MpError {
     match error {
         MpError::Permanent(m) => MpError::Permanent(format!("{context}: {m}")),
+        MpError::Declined(m) => MpError::Declined(m),
+        MpError::CredentialsRefused(m) => MpError::CredentialsRefused(format!("{context}: {m}")),
         MpError::Transient(m) => MpError::Transient(format!("{context}: {m}")),
         MpError::Uncertain(m) => MpError::Uncertain(format!("{context}: {m}")),
     }
@@ -1109,6 +1361,20 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn the_api_key_is_taken_from_v2_9_3_on() {
+        assert_eq!(takes_api_key("v2.5.6"), Some(false));
+        assert_eq!(takes_api_key(OLD_V2_LABEL), Some(false));
+        assert_eq!(takes_api_key("v2.9.2"), Some(false));
+        assert_eq!(takes_api_key("v2.9.3"), Some(true));
+        assert_eq!(takes_api_key("v2.14.0"), Some(true));
+        assert_eq!(takes_api_key("v3.1.0"), Some(true));
+        assert_eq!(takes_api_key("unknown"), None);
+        assert!(api_key_advice("v2.14.0").contains("API_TOKEN"));
+        assert!(!api_key_advice("v2.14.0").contains("before v2.9.3"));
+        assert!(api_key_advice("v2.5.6").contains("before v2.9.3"));
+    }
 
     #[test]
     fn major_versions_are_read_from_moviepilots_spellings() {

@@ -9,9 +9,17 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MpError {
     /// Repeating the call fails the same way: MoviePilot refused it (a 4xx, or `success:false`
-    /// with a reason such as 未识别到媒体信息), or refused oncebot's credentials.
+    /// with a reason such as 未识别到媒体信息).
     #[error("{0}")]
     Permanent(String),
+    /// What the user asked cannot be done, and the text says why in the user's words (no such
+    /// media, no such season, the subscription is gone): shown to the user as it is.
+    #[error("{0}")]
+    Declined(String),
+    /// MoviePilot refused oncebot's credentials (the API key, the login, or the user's rights).
+    /// Nothing the user did: the operator must fix a setting, and the job waits meanwhile.
+    #[error("{0}")]
+    CredentialsRefused(String),
     /// Nothing happened, try again later: MoviePilot is unreachable, answered 5xx, or a
     /// read-only call timed out.
     #[error("{0}")]
@@ -23,10 +31,13 @@ pub enum MpError {
 }
 
 impl MpError {
-    /// `"permanent"`, `"transient"` or `"uncertain"`, for logs and the ledger.
+    /// `"permanent"`, `"declined"`, `"credentials"`, `"transient"` or `"uncertain"`, for logs,
+    /// metrics and the ledger's `mp_error_kind`.
     pub fn kind(&self) -> &'static str {
         match self {
             MpError::Permanent(_) => "permanent",
+            MpError::Declined(_) => "declined",
+            MpError::CredentialsRefused(_) => "credentials",
             MpError::Transient(_) => "transient",
             MpError::Uncertain(_) => "uncertain",
         }
@@ -35,7 +46,11 @@ impl MpError {
     /// The text, without the kind.
     pub fn message(&self) -> &str {
         match self {
-            MpError::Permanent(m) | MpError::Transient(m) | MpError::Uncertain(m) => m,
+            MpError::Permanent(m)
+            | MpError::Declined(m)
+            | MpError::CredentialsRefused(m)
+            | MpError::Transient(m)
+            | MpError::Uncertain(m) => m,
         }
     }
 }

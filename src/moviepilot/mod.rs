@@ -13,9 +13,11 @@
 
 mod client;
 mod error;
+mod releases;
 mod types;
 
 pub use crate::config::MoviePilotSettings;
 pub use client::MoviePilot;
 pub use error::{MpError, Unreachable};
+pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
 pub use types::{Dialect, Download, MediaItem, MediaKind, NewSubscription, Subscription};

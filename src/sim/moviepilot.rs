@@ -35,6 +35,9 @@ use warp::Filter;
 
 use crate::moviepilot::{Dialect, MediaKind};
 
+mod releases;
+pub use releases::{SIM_MAGNET_HASH, SimRelease, builtin_releases};
+
 const SUBSCRIBE_ROW: &str = include_str!("moviepilot/subscribe_row.json");
 const SUBSCRIBE_EMPTY: &str = include_str!("moviepilot/subscribe_empty.json");
 const MEDIA_EMPTY: &str = include_str!("moviepilot/media_empty.json");
@@ -61,6 +64,11 @@ pub mod routes {
     /// v3's search trigger.
     pub const SUBSCRIBE_SEARCH_V3: &str = "POST /api/v1/subscribe/search/{subscribe_id}";
     pub const DOWNLOADS: &str = "GET /api/v1/download/";
+    /// A resource (torrent) search for one media.
+    pub const RESOURCE_SEARCH: &str = "GET /api/v1/search/media/{mediaid}";
+    /// Adding a download (`media_in`, `torrent_in`, `downloader`).
+    pub const DOWNLOAD_ADD: &str = "POST /api/v1/download/";
+    pub const DOWNLOAD_HISTORY: &str = "GET /api/v1/history/download";
 }
 
 /// How the simulated server behaves.
@@ -230,6 +238,8 @@ pub struct MoviePilotSim {
     state: Arc<State>,
     addr: SocketAddr,
     stop: CancellationToken,
+    /// Stops the current listener (and its connections) alone, for a restart; a child of `stop`.
+    listening: Arc<Mutex<CancellationToken>>,
 }
 
 impl Drop for MoviePilotSim {
@@ -250,9 +260,10 @@ type SearchKey = (bool, String, usize, usize);
 struct Data {
     media: Vec<SimMedia>,
     subs: BTreeMap<u64, SimSubscription>,
-    next_id: u64,
     downloads: Vec<SimDownload>,
     tokens: HashSet<String>,
+    /// The `API_TOKEN` in force: `SimOptions::api_token` until [`MoviePilotSim::rotate_api_token`].
+    api_token: String,
     calls: HashMap<String, u64>,
     logins: u64,
     faults: HashMap<String, VecDeque<Fault>>,
@@ -262,6 +273,8 @@ struct Data {
     /// they were rendered from (the catalogue only grows): building the real server's fat media
     /// bodies anew for every call was most of the simulator's CPU in the bench.
     search_answers: HashMap<SearchKey, (usize, Bytes)>,
+    /// The resource search, the downloader and the download history.
+    releases: releases::ReleaseData,
 }
 
 impl State {
@@ -291,16 +304,26 @@ impl MoviePilotSim {
             .context("binding 127.0.0.1:0 for the MoviePilot simulator")?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
-            opts,
             data: Mutex::new(Data {
                 media: builtin_media(),
-                next_id: 1,
+                api_token: opts.api_token.clone(),
+                releases: releases::ReleaseData {
+                    catalogue: builtin_releases(),
+                    ..Default::default()
+                },
                 ..Data::default()
             }),
+            opts,
         });
         let stop = CancellationToken::new();
-        tokio::spawn(serve(listener, state.clone(), stop.clone()));
-        Ok(MoviePilotSim { state, addr, stop })
+        let listening = stop.child_token();
+        tokio::spawn(serve(listener, state.clone(), listening.clone()));
+        Ok(MoviePilotSim {
+            state,
+            addr,
+            stop,
+            listening: Arc::new(Mutex::new(listening)),
+        })
     }
 
     /// `http://127.0.0.1:<port>`, the value for `moviepilot.url`.
@@ -394,6 +417,42 @@ impl MoviePilotSim {
     /// A MoviePilot restart: tokens die, the database (subscriptions) survives.
     pub fn restart(&self) {
         self.invalidate_tokens();
+    }
+
+    /// The operator changed MoviePilot's `API_TOKEN` (its settings page): the old key is
+    /// refused from now on, as the real server refuses it (401 "API_KEY 校验不通过").
+    pub fn rotate_api_token(&self, new_token: &str) {
+        self.state.data().api_token = new_token.to_string();
+    }
+
+    /// A MoviePilot restart as v2.14.0 really goes: for `down` nothing listens on the port
+    /// (connections are refused, 20 to 27 s on a real host), then it listens again on the same
+    /// port with every token forgotten and the database kept. Returns at once; the server comes
+    /// back by itself. Connections already open are closed.
+    pub fn restart_refusing_connections_for(&self, down: Duration) {
+        self.invalidate_tokens();
+        let old = std::mem::replace(&mut *self.lock_listening(), CancellationToken::new());
+        old.cancel();
+        let (state, addr, stop) = (self.state.clone(), self.addr, self.stop.clone());
+        let listening = self.listening.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(down).await;
+            // The port was ours a moment ago; a few tries cover the kernel's slow release.
+            for _ in 0..50 {
+                if let Ok(listener) = TcpListener::bind(addr).await {
+                    let token = stop.child_token();
+                    *listening.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
+                    tokio::spawn(serve(listener, state, token));
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tracing::error!(%addr, "the MoviePilot simulator could not listen again after its restart");
+        });
+    }
+
+    fn lock_listening(&self) -> MutexGuard<'_, CancellationToken> {
+        self.listening.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -515,6 +574,9 @@ enum Route {
     SubDelete(String),
     SubSearch(String),
     Downloads,
+    ResourceSearch(String),
+    DownloadAdd,
+    DownloadHistory,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -549,8 +611,21 @@ async fn handle(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         .faults
         .get_mut(key)
         .and_then(VecDeque::pop_front);
+    let slow = releases::delay(&state.data(), key);
     match fault {
-        None => execute(&state, &route, &req, &user),
+        None if slow.is_zero() => execute(&state, &route, &req, &user),
+        // A slow route (a resource search, an add) as a late answer: the effect happens even
+        // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
+        None => {
+            let task = tokio::spawn(async move {
+                tokio::time::sleep(slow).await;
+                execute(&state, &route, &req, &user)
+            });
+            match task.await {
+                Ok(resp) => resp,
+                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+            }
+        }
         Some(Fault::Status(code, body)) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             match serde_json::from_str::<Value>(&body) {
@@ -607,7 +682,11 @@ fn resolve(
         Some("/system/global") => Some((get, Route::Global, routes::GLOBAL, Open)),
         Some("/user/current") => Some((get, Route::CurrentUser, routes::CURRENT_USER, Jwt)),
         Some("/media/search") => Some((get, Route::MediaSearch, routes::MEDIA_SEARCH, Jwt)),
+        Some("/download/") if post => Some((true, Route::DownloadAdd, routes::DOWNLOAD_ADD, Jwt)),
         Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
+        Some("/history/download") => {
+            Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
+        }
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -627,7 +706,9 @@ fn resolve(
             ApiToken,
         )),
         Some(rest) => {
-            if let Some(id) = single_segment(rest, "/media/") {
+            if let Some(id) = single_segment(rest, "/search/media/") {
+                Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
+            } else if let Some(id) = single_segment(rest, "/media/") {
                 Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
             } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
                 Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
@@ -704,10 +785,11 @@ fn authorize(state: &State, access: Access, req: &Req) -> Result<String, Early> 
     let opts = &state.opts;
     let dialect = opts.dialect;
     let api_key = req.header("x-api-key").or_else(|| req.param("apikey"));
+    let api_token = state.data().api_token.clone();
     match access {
         Access::Open => Ok(String::new()),
         Access::ApiKey => match api_key {
-            Some(k) if k == opts.api_token => Ok(opts.username.clone()),
+            Some(k) if k == api_token => Ok(opts.username.clone()),
             _ => Err(early(error_resp(
                 dialect,
                 StatusCode::UNAUTHORIZED,
@@ -715,7 +797,7 @@ fn authorize(state: &State, access: Access, req: &Req) -> Result<String, Early> 
             ))),
         },
         Access::ApiToken => match req.param("token") {
-            Some(t) if t == opts.api_token => Ok(opts.username.clone()),
+            Some(t) if t == api_token => Ok(opts.username.clone()),
             _ => Err(early(error_resp(
                 dialect,
                 StatusCode::UNAUTHORIZED,
@@ -739,7 +821,7 @@ fn authorize(state: &State, access: Access, req: &Req) -> Result<String, Early> 
             }
             if opts.api_key_accepted_on_jwt_routes {
                 if let Some(key) = api_key {
-                    if key == opts.api_token {
+                    if key == api_token {
                         return Ok(opts.username.clone());
                     }
                     let message = match dialect {
@@ -755,7 +837,7 @@ fn authorize(state: &State, access: Access, req: &Req) -> Result<String, Early> 
                 if dialect == Dialect::V3
                     && let Some(token) = req.param("token")
                 {
-                    if token == opts.api_token {
+                    if token == api_token {
                         return Ok(opts.username.clone());
                     }
                     return Err(early(error_resp(
@@ -999,6 +1081,9 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
                 }
             }
         }
+        Route::ResourceSearch(segment) => releases::search(state, segment, req),
+        Route::DownloadAdd => releases::add(state, req, user),
+        Route::DownloadHistory => releases::history(state, req),
         Route::Downloads => {
             let data = state.data();
             let rows: Vec<Value> = data
@@ -1171,9 +1256,11 @@ fn exists(data: &Data, tmdb_id: u64, season: Option<u32>) -> Option<&SimSubscrip
         .find(|s| s.tmdb_id == tmdb_id && season.is_none_or(|n| s.season == Some(n)))
 }
 
+/// A new row's id is one more than the largest in the table, as SQLite gives a table without
+/// AUTOINCREMENT (MoviePilot's): after the newest subscription is deleted, the next one gets
+/// its id again.
 fn insert(data: &mut Data, media: &SimMedia, season: Option<u32>, user: &str) -> u64 {
-    let id = data.next_id;
-    data.next_id += 1;
+    let id = data.subs.keys().next_back().map_or(1, |last| last + 1);
     let total_episode = season
         .and_then(|n| media.seasons.iter().find(|(s, _)| *s == n))
         .map_or(0, |(_, e)| *e);
@@ -1483,7 +1570,8 @@ fn lenient_u64(v: &Value) -> Option<u64> {
     }
 }
 
-/// Versions up to v2.5.x answer `/system/global` without `BACKEND_VERSION`.
+/// Versions before v2.9 (v2.5.6 as measured, and v2.6 to v2.8 as seen on real servers) answer
+/// `/system/global` without `BACKEND_VERSION`.
 fn reports_backend_version(version: &str) -> bool {
     let mut parts = version
         .trim()
@@ -1494,7 +1582,7 @@ fn reports_backend_version(version: &str) -> bool {
     let minor = parts.next().flatten().unwrap_or(0);
     match major {
         Some(m) if m < 2 => false,
-        Some(2) => minor > 5,
+        Some(2) => minor >= 9,
         _ => true,
     }
 }
@@ -1573,10 +1661,12 @@ mod tests {
     }
 
     #[test]
-    fn only_versions_after_2_5_report_backend_version() {
+    fn only_versions_from_2_9_report_backend_version() {
         assert!(!reports_backend_version("v2.5.6"));
         assert!(!reports_backend_version("v1.9.19"));
-        assert!(reports_backend_version("v2.6.0"));
+        assert!(!reports_backend_version("v2.8.9"));
+        assert!(reports_backend_version("v2.9.0"));
+        assert!(reports_backend_version("v2.14.0"));
         assert!(reports_backend_version("v3.1.0"));
         assert!(reports_backend_version("v4.0.0"));
     }

@@ -24,7 +24,7 @@
 //! it would answer 429 from `handle`, before the fault queue), `allowed_updates` filtering
 //! (recorded, not applied), webhook delivery, callback-query expiry by time, and files.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
 use std::fmt;
 use std::net::SocketAddr;
@@ -276,6 +276,11 @@ struct State {
     sent: Vec<SentMessage>,
     /// `SimOptions::lean`.
     lean: bool,
+    /// Texts sent to a chat that is not an operator's which a user should not read
+    /// ([`super::not_for_users`]), with the reason.
+    unfit_texts: Vec<String>,
+    /// Chats that are the operators' (admin chats), whose notices may name settings.
+    operator_chats: HashSet<i64>,
 }
 
 impl State {
@@ -301,6 +306,8 @@ impl State {
             calls: Vec::new(),
             sent: Vec::new(),
             lean,
+            unfit_texts: Vec::new(),
+            operator_chats: HashSet::new(),
         }
     }
 
@@ -572,6 +579,17 @@ impl TelegramSim {
 
     pub fn sent(&self) -> Vec<SentMessage> {
         self.observe(|o| o.sent().to_vec())
+    }
+
+    /// Texts sent to users that a user should not read (see [`super::not_for_users`]), each
+    /// with what it gave away. Tests hold it empty.
+    pub fn unfit_texts(&self) -> Vec<String> {
+        self.shared.lock().unfit_texts.clone()
+    }
+
+    /// Marks `chat` an operator's (an admin chat): its notices may name settings.
+    pub fn operator_chat(&self, chat: i64) {
+        self.shared.lock().operator_chats.insert(chat);
     }
 
     /// Calls of `method` (any case) with the right token.
@@ -1048,8 +1066,30 @@ fn commands_key(p: &Map<String, Value>) -> String {
     format!("{scope}|{language}")
 }
 
+/// Records a text a user would read that [`super::not_for_users`] refuses.
+fn check_user_text(st: &mut State, p: &Map<String, Value>) {
+    let chat = p.get("chat_id").and_then(|c| {
+        c.as_i64()
+            .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+    });
+    if chat.is_some_and(|c| st.operator_chats.contains(&c)) {
+        return;
+    }
+    if let Some(body) = text(p, "text")
+        && let Some(why) = super::not_for_users(&body)
+    {
+        st.unfit_texts.push(format!("{why}: {body:?}"));
+    }
+}
+
 /// Every method but getUpdates: quick, under the lock.
 fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
+    if matches!(
+        method,
+        "sendMessage" | "editMessageText" | "answerCallbackQuery"
+    ) {
+        check_user_text(st, p);
+    }
     match method {
         "getMe" => Ok(json!({
             "id": st.bot_id,

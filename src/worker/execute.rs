@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::commands::{Action, Command};
-use crate::ledger::{Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
+use crate::commands::{Action, Command, SubscriptionMedia};
+use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription};
 use crate::telegram::keyboard::Keyboard;
 
@@ -27,6 +27,19 @@ pub struct Done {
     pub fields: Vec<(String, String)>,
     /// Buttons under the reply, stored with the outcome (complete.lua).
     pub buttons: Option<Buttons>,
+    /// The run ended without success although MoviePilot answered (see [`Settle`]); `None`:
+    /// `succeeded`.
+    pub settle: Option<Settle>,
+}
+
+/// A run that finished without succeeding, with `reply` for the user and `error` for the
+/// ledger kept apart (the user never reads what MoviePilot said raw).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle {
+    /// `failed`, not retried (MoviePilot refused a download; a resource search lost its answer).
+    Failed { error: String },
+    /// `needs_review`: what happened cannot be decided, so a person decides (admins told).
+    Held { error: String },
 }
 
 impl Done {
@@ -91,6 +104,9 @@ pub struct Context<'a> {
     pub render: Render,
     pub media_locks: &'a MediaLocks,
     pub buttons: &'a ButtonSettings,
+    pub releases: &'a super::releases::ReleaseSettings,
+    /// The attempt running the action (its fence, for notes written mid-run).
+    pub attempt: &'a Attempt,
 }
 
 /// How the buttons under a reply behave.
@@ -100,6 +116,8 @@ pub struct ButtonSettings {
     pub ttl: Duration,
     /// The duplicate window of `/subscribe`, which a Subscribe button's job has too.
     pub subscribe_window: Duration,
+    /// The duplicate window of `/unsubscribe`, which its Confirm button's job has.
+    pub unsubscribe_window: Duration,
 }
 
 /// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
@@ -117,10 +135,17 @@ pub async fn run(
             Ok(Done {
                 reply: r.search_results(title, &items, choose),
                 result: format!("{} results", items.len()),
-                fields: vec![],
-                buttons: subscribe_buttons(cx, job, &items),
+                buttons: subscribe_buttons(cx, job, &items, !choose),
+                ..Done::default()
             })
         }
+        Action::DownloadTitle { title } => super::releases::matches(cx, job, title).await,
+        Action::FindReleases {
+            tmdb_id,
+            kind,
+            season,
+        } => super::releases::search(cx, job, *tmdb_id, *kind, *season).await,
+        Action::Grab { list, index } => super::releases::grab(cx, job, *list, *index).await,
         Action::ChooseSeason { tmdb_id } => choose_season(cx, job, *tmdb_id).await,
         Action::SubscribeTmdb { tmdb_id, season } => {
             subscribe(cx, job, *tmdb_id, *season, recovered).await
@@ -132,16 +157,13 @@ pub async fn run(
                 format!("{} subscriptions", subs.len()),
             ))
         }
-        Action::Unsubscribe { subscription_id } => {
-            cx.mp.delete_subscription(*subscription_id).await?;
-            Ok(Done {
-                fields: vec![("mp_subscription_id".into(), subscription_id.to_string())],
-                ..Done::new(
-                    r.unsubscribed(*subscription_id),
-                    format!("deleted subscription {subscription_id}"),
-                )
-            })
+        Action::AskUnsubscribe { subscription_id } => {
+            ask_unsubscribe(cx, job, *subscription_id).await
         }
+        Action::Unsubscribe {
+            subscription_id,
+            media,
+        } => unsubscribe(cx, *subscription_id, media, recovered).await,
         Action::SearchNow { subscription_id } => {
             cx.mp.search_subscription_now(*subscription_id).await?;
             Ok(Done {
@@ -244,6 +266,7 @@ async fn subscribe_locked(
                 ("mp_outcome".into(), outcome.into()),
             ],
             buttons: None,
+            settle: None,
         });
     }
     let kind = if season.is_some() {
@@ -255,12 +278,12 @@ async fn subscribe_locked(
         .mp
         .media_detail(tmdb_id, kind)
         .await?
-        .ok_or_else(|| MpError::Permanent(r.media_not_found(tmdb_id)))?;
+        .ok_or_else(|| MpError::Declined(r.media_not_found(tmdb_id)))?;
     if let Some(n) = season
         && !media.season_numbers.is_empty()
         && !media.season_numbers.contains(&n)
     {
-        return Err(MpError::Permanent(r.no_such_season(&media.title, n)));
+        return Err(MpError::Declined(r.no_such_season(&media.title, n)));
     }
     let created = cx
         .mp
@@ -281,6 +304,91 @@ async fn subscribe_locked(
             ("mp_outcome".into(), "created".into()),
         ],
         buttons: None,
+        settle: None,
+    })
+}
+
+/// `/unsubscribe <id>`: looks the subscription up in the list (v2.5.6 answers 500 to
+/// `GET /api/v1/subscribe/<id>` for a missing id) and asks, naming it, with Confirm / Cancel.
+/// Confirm runs `/unsubscribe <id> <media>`, so a later subscription that MoviePilot gives the
+/// same id is a different command with buttons of its own. A missing id gets no buttons.
+async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let subs = cx.mp.list_subscriptions().await?;
+    let Some(sub) = subs.iter().find(|s| s.id == id) else {
+        return Ok(Done::new(
+            r.no_such_subscription(id),
+            format!("no subscription {id}"),
+        ));
+    };
+    let media = SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name);
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let reply_to = reply_to(job);
+    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let confirm = group.add(
+        owner,
+        r.confirm_button(),
+        TokenAction::Run {
+            command: Command::Unsubscribe,
+            args: format!("{id} {}", media.args()),
+            window: cx.buttons.unsubscribe_window,
+        },
+        reply_to,
+    );
+    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
+    let keyboard = Keyboard::new().row(vec![
+        (r.confirm_button().to_string(), confirm),
+        (r.cancel_button().to_string(), cancel),
+    ]);
+    Ok(Done {
+        reply: r.confirm_unsubscribe(id, &sub.name, sub.season),
+        result: format!("asked to confirm deleting subscription {id}"),
+        fields: vec![("mp_subscription_id".into(), id.to_string())],
+        buttons: buttons(&group, keyboard),
+        settle: None,
+    })
+}
+
+/// The Confirm button's delete: only while `id` still names `media`. Looking first is also how
+/// a crashed delete is verified: gone means done.
+async fn unsubscribe(
+    cx: &Context<'_>,
+    id: u64,
+    media: &SubscriptionMedia,
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let subs = cx.mp.list_subscriptions().await?;
+    let fields = |outcome: &str| {
+        vec![
+            ("mp_subscription_id".into(), id.to_string()),
+            ("mp_outcome".into(), outcome.to_string()),
+        ]
+    };
+    let Some(sub) = subs.iter().find(|s| s.id == id) else {
+        let (reply, outcome) = if recovered {
+            (r.unsubscribe_verified(id), "verified_deleted")
+        } else {
+            (r.subscription_gone(id), "already_gone")
+        };
+        return Ok(Done {
+            fields: fields(outcome),
+            ..Done::new(reply, format!("subscription {id} is gone"))
+        });
+    };
+    if SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name) != *media {
+        return Err(MpError::Declined(r.subscription_replaced(id, &sub.name)));
+    }
+    cx.mp.delete_subscription(id).await?;
+    Ok(Done {
+        fields: fields("deleted"),
+        ..Done::new(
+            r.unsubscribed(id, &sub.name, sub.season),
+            format!("deleted subscription {id}"),
+        )
     })
 }
 
@@ -311,8 +419,14 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
 
 /// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
 /// each runs `/subscribe <args>` as if typed (see `render::subscribe_args`). Siblings: one tap
-/// uses them all. `None` when no result can be subscribed by id.
-fn subscribe_buttons(cx: &Context<'_>, job: &Job, items: &[MediaItem]) -> Option<Buttons> {
+/// uses them all. `None` when no result can be subscribed by id. With `download`, each row also
+/// has a solo button that starts a resource search for that match (it uses nothing else up).
+fn subscribe_buttons(
+    cx: &Context<'_>,
+    job: &Job,
+    items: &[MediaItem],
+    download: bool,
+) -> Option<Buttons> {
     let owner = Owner::User {
         chat_id: job.chat_id,
         user_id: job.user_id,
@@ -331,7 +445,14 @@ fn subscribe_buttons(cx: &Context<'_>, job: &Job, items: &[MediaItem]) -> Option
             window: cx.buttons.subscribe_window,
         };
         let data = group.add(owner, &label, action, reply_to);
-        keyboard = keyboard.row(vec![(label, data)]);
+        let mut row = vec![(label, data)];
+        if download
+            && let Some(button) =
+                super::releases::release_search_button(cx, job, &mut group, i + 1, item, true)
+        {
+            row.push(button);
+        }
+        keyboard = keyboard.row(row);
     }
     buttons(&group, keyboard)
 }
@@ -343,7 +464,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         .mp
         .media_detail(tmdb_id, MediaKind::Tv)
         .await?
-        .ok_or_else(|| MpError::Permanent(r.media_not_found(tmdb_id)))?;
+        .ok_or_else(|| MpError::Declined(r.media_not_found(tmdb_id)))?;
     let seasons = if media.season_numbers.is_empty() {
         // MoviePilot did not say: season 1 exists for any series.
         vec![1]
@@ -381,6 +502,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         result: format!("{} seasons offered", seasons.len()),
         fields: vec![],
         buttons: buttons(&group, keyboard),
+        settle: None,
     })
 }
 
@@ -393,6 +515,6 @@ fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
 }
 
 /// The user's message a job answers (a job made by a button answers the command that showed it).
-fn reply_to(job: &Job) -> Option<i64> {
+pub(super) fn reply_to(job: &Job) -> Option<i64> {
     job.extra.get("message_id").and_then(|m| m.parse().ok())
 }

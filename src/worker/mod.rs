@@ -18,9 +18,11 @@
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
 mod execute;
+mod releases;
 pub mod render;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,13 +38,16 @@ use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
-    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Job, Ledger, LedgerError, Outcome,
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, Ledger, LedgerError,
+    Outcome,
 };
+use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
 pub use execute::KeyedLocks;
-use execute::{ButtonSettings, Context, MediaLocks};
+use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
+use releases::ReleaseSettings;
 pub use render::Render;
 
 /// One worker process's share of the jobs stream.
@@ -55,6 +60,7 @@ pub struct Worker {
     claim_texts: ClaimTexts,
     limits: AttemptLimits,
     buttons: ButtonSettings,
+    releases: ReleaseSettings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     /// Outcomes waiting to be recorded together (`record_together`).
@@ -63,6 +69,12 @@ pub struct Worker {
     media_locks: MediaLocks,
     permits: Arc<Semaphore>,
     tasks: TaskTracker,
+    /// `moviepilot.auth_wait_secs`.
+    auth_wait: Duration,
+    /// Whether a job of this worker met refused credentials since they last worked.
+    credentials_refused: AtomicBool,
+    /// This process's liveness key in the `workers` group.
+    liveness: Arc<Liveness>,
 }
 
 impl Worker {
@@ -74,9 +86,19 @@ impl Worker {
         } else {
             cfg.consumer_name.clone()
         };
+        let liveness = Liveness::new(
+            ledger.clone(),
+            ConsumerRole::Worker,
+            &consumer,
+            Duration::from_millis(cfg.heartbeat_interval_ms),
+            Duration::from_millis(cfg.liveness_ttl_ms),
+            Duration::from_millis(settings.redis.command_timeout_ms),
+            Duration::from_millis(cfg.reclaim_idle_ms),
+        );
         Arc::new(Worker {
+            liveness,
             claim_texts: ClaimTexts {
-                held: render.held(None, None),
+                held: render.held(None),
                 failed: render.crashed_too_often(),
             },
             limits: AttemptLimits {
@@ -86,6 +108,14 @@ impl Worker {
             buttons: ButtonSettings {
                 ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
                 subscribe_window: Command::Subscribe.window(&settings.commands),
+                unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
+            },
+            releases: ReleaseSettings {
+                shown: settings.commands.resources_shown,
+                list_ttl: Duration::from_secs(settings.commands.resources_window_secs),
+                search_window: Command::Releases.window(&settings.commands),
+                download_window: Command::Grab.window(&settings.commands),
+                settle: Duration::from_secs(settings.moviepilot.download_settle_secs),
             },
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
@@ -97,6 +127,8 @@ impl Worker {
             chat_locks: KeyedLocks::default(),
             media_locks: MediaLocks::default(),
             tasks: TaskTracker::new(),
+            auth_wait: Duration::from_secs(settings.moviepilot.auth_wait_secs),
+            credentials_refused: AtomicBool::new(false),
             cfg,
         })
     }
@@ -109,10 +141,22 @@ impl Worker {
     /// Reads and runs jobs until `shutdown`, then lets running jobs finish within the grace
     /// period; what is still running after that is left to be reclaimed.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        // Alive before the first read; then what dead predecessors left, before new entries.
+        let Some(left) = self.liveness.start(&shutdown).await else {
+            return Ok(());
+        };
         tracing::info!(consumer = %self.consumer, concurrency = self.cfg.concurrency, "worker started");
+        self.clone().take_reaped(left).await;
+        let heartbeat = tokio::spawn({
+            let this = self.clone();
+            self.liveness.clone().run(shutdown.clone(), move |reaped| {
+                this.clone().take_reaped(reaped)
+            })
+        });
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
         let reader = self.clone().read_loop(shutdown.clone()).await;
         let _ = housekeeping.await;
+        let _ = heartbeat.await;
         self.tasks.close();
         let grace = Duration::from_secs(self.cfg.shutdown_grace_secs);
         if tokio::time::timeout(grace, self.tasks.wait())
@@ -125,8 +169,20 @@ impl Worker {
                 "shutdown grace period over; leaving running jobs to be reclaimed and recovered by policy"
             );
         }
+        self.liveness.retire().await;
         tracing::info!(consumer = %self.consumer, "worker stopped");
         reader
+    }
+
+    /// Runs the entries taken from dead workers (recovered by policy in claim.lua).
+    async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
+        let entries: Vec<StreamId> = reaped.taken.into_iter().map(|(_, e)| e).collect();
+        for entry in &entries {
+            tracing::warn!(entry = %entry.id, "took an entry from a worker whose liveness expired");
+        }
+        if !entries.is_empty() {
+            self.spawn_entries(entries, true).await;
+        }
     }
 
     fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Attempt>> {
@@ -304,7 +360,7 @@ impl Worker {
                 "/{} {} is not a command oncebot runs",
                 job.command, job.args
             );
-            return self.failed(job, &reason, "permanent");
+            return self.failed(job, &MpError::Permanent(reason));
         };
         let cx = Context {
             mp: &self.mp,
@@ -312,12 +368,59 @@ impl Worker {
             render: self.render,
             media_locks: &self.media_locks,
             buttons: &self.buttons,
+            releases: &self.releases,
+            attempt,
         };
+        if let Action::FindReleases { .. } = action {
+            // The search takes as long as the slowest site: say so at once, not after
+            // worker.progress_after_ms; the list then replaces this message.
+            let text = self.render.searching_sites();
+            if let Err(e) = self
+                .ledger
+                .queue_progress(job.id, attempt.attempt, &text)
+                .await
+            {
+                tracing::warn!(error = %e, "could not queue the progress message");
+            }
+        }
         crate::crash_point!("worker.before_call");
         let result = execute::run(&cx, job, &action, recovered).await;
         crate::crash_point!("worker.after_call");
+        if !matches!(result, Err(MpError::CredentialsRefused(_))) {
+            self.credentials_accepted().await;
+        }
         let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
-        match result {
+        let mut outcome = match result {
+            Ok(Done {
+                reply,
+                settle: Some(Settle::Failed { error }),
+                ..
+            }) => {
+                tracing::warn!(reason = %error, "job failed");
+                Outcome {
+                    status: "failed",
+                    error,
+                    reply,
+                    reply_kind: "result",
+                    fields: vec![("mp_error_kind".into(), "permanent".into())],
+                    ..Outcome::default()
+                }
+            }
+            Ok(Done {
+                reply,
+                settle: Some(Settle::Held { error }),
+                ..
+            }) => {
+                tracing::warn!(reason = %error, "outcome cannot be decided; holding for a person");
+                Outcome {
+                    status: "needs_review",
+                    error: format!("uncertain: {error}"),
+                    reply,
+                    reply_kind: "needs_review",
+                    fields: vec![("mp_error_kind".into(), "uncertain".into())],
+                    ..Outcome::default()
+                }
+            }
             Ok(done) => {
                 tracing::info!(result = %done.result, "job succeeded");
                 let (markup, tokens) = done
@@ -335,66 +438,181 @@ impl Worker {
                     ..Outcome::default()
                 }
             }
-            Err(MpError::Permanent(reason)) => self.failed(job, &reason, "permanent"),
-            Err(MpError::Transient(reason)) => self.retry_or_fail(job, &reason, used, "transient"),
-            Err(MpError::Uncertain(reason)) => {
-                let recovery = Command::from_name(&job.command).map(|c| c.policy().recovery);
-                match recovery {
-                    // The next attempt looks before it creates: that look is the verification.
-                    Some(
-                        Recovery::VerifyThenRetry | Recovery::IdempotentRerun | Recovery::Rerun,
-                    ) => self.retry_or_fail(job, &reason, used, "uncertain"),
-                    _ => {
-                        tracing::warn!(reason = %reason, "uncertain outcome that cannot be verified; holding for a person");
-                        Outcome {
-                            status: "needs_review",
-                            error: format!("uncertain: {reason}"),
-                            reply: self.render.held(Some(job.id), Some(&reason)),
-                            reply_kind: "needs_review",
-                            fields: vec![("mp_error_kind".into(), "uncertain".into())],
-                            ..Outcome::default()
-                        }
+            Err(e @ (MpError::Permanent(_) | MpError::Declined(_))) => self.failed(job, &e),
+            Err(e @ MpError::CredentialsRefused(_)) => {
+                return self.wait_for_credentials(job, &e).await;
+            }
+            Err(e @ MpError::Transient(_)) => self.retry_or_fail(job, &e, used),
+            Err(e @ MpError::Uncertain(_)) => match recovery_of(job) {
+                // The next attempt looks before it creates (or deletes): that look is the
+                // verification. The policy is the job's own, stored at admission, not this
+                // release's table.
+                Some(Recovery::VerifyThenRetry | Recovery::IdempotentRerun | Recovery::Rerun) => {
+                    self.retry_or_fail(job, &e, used)
+                }
+                _ => {
+                    tracing::warn!(reason = %e, "uncertain outcome that cannot be verified; holding for a person");
+                    Outcome {
+                        status: "needs_review",
+                        error: format!("uncertain: {e}"),
+                        reply: self.render.held(Some(job.id)),
+                        reply_kind: "needs_review",
+                        fields: vec![("mp_error_kind".into(), e.kind().into())],
+                        ..Outcome::default()
                     }
                 }
-            }
+            },
+        };
+        if job.extra.contains_key("auth_wait_since") {
+            // The credentials worked for this attempt: a later refusal waits afresh.
+            outcome
+                .fields
+                .push(("auth_wait_since".into(), String::new()));
         }
+        outcome
     }
 
-    fn failed(&self, job: &Job, reason: &str, kind: &str) -> Outcome {
-        tracing::warn!(reason = %reason, kind, "job failed");
+    /// The job failed for good: its error for the ledger, a plain sentence for the user.
+    fn failed(&self, job: &Job, error: &MpError) -> Outcome {
+        tracing::warn!(reason = %error, kind = error.kind(), "job failed");
+        let declined = matches!(error, MpError::Declined(_)).then(|| error.message());
+        Self::finished_failed(
+            error.to_string(),
+            self.render.failed(job.id, error.kind(), declined),
+            error.kind(),
+        )
+    }
+
+    fn finished_failed(error: String, reply: String, kind: &str) -> Outcome {
         Outcome {
             status: "failed",
-            error: reason.to_string(),
-            reply: self.render.failed(job.id, reason),
+            error,
+            reply,
             reply_kind: "result",
             fields: vec![("mp_error_kind".into(), kind.into())],
             ..Outcome::default()
         }
     }
 
-    fn retry_or_fail(&self, job: &Job, reason: &str, used: u32, kind: &str) -> Outcome {
+    fn retry_or_fail(&self, job: &Job, error: &MpError, used: u32) -> Outcome {
         let max = self.cfg.max_attempts;
+        let kind = error.kind();
         if used >= max {
-            let reason = format!("gave up after {used} attempts: {reason}");
-            return self.failed(job, &reason, kind);
+            tracing::warn!(reason = %error, kind, attempts = used, "job failed after its last attempt");
+            return Self::finished_failed(
+                format!("gave up after {used} attempts: {error}"),
+                self.render.gave_up(job.id, kind, used),
+                kind,
+            );
         }
         let delay = retry_delay(&self.cfg, used);
-        tracing::warn!(reason = %reason, kind, retry_in = ?delay, "job will be retried");
+        tracing::warn!(reason = %error, kind, retry_in = ?delay, "job will be retried");
         // One "failed for now" message per job, at its first retry; the final outcome follows.
         let reply = if used == 1 {
             self.render
-                .retrying(job.id, reason, delay.as_secs().max(1), used + 1, max)
+                .retrying(job.id, kind, delay.as_secs().max(1), used + 1, max)
         } else {
             String::new()
         };
         Outcome {
             status: "retry_wait",
-            error: reason.to_string(),
+            error: error.to_string(),
             reply,
             reply_kind: "retrying",
             retry_in: delay,
             fields: vec![("mp_error_kind".into(), kind.into())],
             ..Outcome::default()
+        }
+    }
+
+    /// MoviePilot refused oncebot's credentials: the operator's to fix, so the job waits in
+    /// `retry_wait` without spending an attempt, for at most `moviepilot.auth_wait_secs` from
+    /// its first refusal; the admin chats are told once, the user once per job.
+    async fn wait_for_credentials(&self, job: &Job, error: &MpError) -> Outcome {
+        self.credentials_refused.store(true, Ordering::Relaxed);
+        let kind = error.kind();
+        let now = now_ms();
+        let since = job
+            .extra
+            .get("auth_wait_since")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(now);
+        let notice = self
+            .render
+            .credentials_notice(error.message(), self.auth_wait.as_secs());
+        match self
+            .ledger
+            .raise_notice(CREDENTIALS_NOTICE, &notice, self.auth_wait)
+            .await
+        {
+            Ok(true) => {
+                tracing::warn!("told the admin chats that MoviePilot refuses oncebot's credentials")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not tell the admin chats about the refused credentials")
+            }
+        }
+        let waited = Duration::from_millis(now.saturating_sub(since));
+        if waited >= self.auth_wait {
+            tracing::error!(reason = %error, waited = ?waited, "job failed: MoviePilot refused oncebot's credentials for too long");
+            return Self::finished_failed(
+                format!(
+                    "MoviePilot refused oncebot's credentials for {} s: {error}",
+                    waited.as_secs()
+                ),
+                self.render.failed(job.id, kind, None),
+                kind,
+            );
+        }
+        let waits = job
+            .extra
+            .get("auth_waits")
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+            + 1;
+        let delay = retry_delay(&self.cfg, waits)
+            .min(CREDENTIALS_RETRY_MAX)
+            .min(self.auth_wait - waited);
+        tracing::warn!(reason = %error, retry_in = ?delay, "MoviePilot refused oncebot's credentials; the job waits without using an attempt");
+        let first = !job.extra.contains_key("auth_wait_since");
+        Outcome {
+            status: "retry_wait",
+            error: error.to_string(),
+            reply: if first {
+                self.render.waiting_for_credentials(job.id)
+            } else {
+                String::new()
+            },
+            reply_kind: "retrying",
+            retry_in: delay,
+            fields: vec![
+                ("mp_error_kind".into(), kind.into()),
+                ("auth_wait_since".into(), since.to_string()),
+                ("auth_waits".into(), waits.to_string()),
+                // This attempt does not count against worker.max_attempts.
+                ("attempt_base".into(), (attempt_base(job) + 1).to_string()),
+            ],
+            ..Outcome::default()
+        }
+    }
+
+    /// After a job whose credentials got through: if this worker saw them refused, the
+    /// condition is over, and its next occurrence is told to the admin chats again.
+    async fn credentials_accepted(&self) {
+        if self.mp.credentials_refused().is_some()
+            || !self.credentials_refused.swap(false, Ordering::Relaxed)
+        {
+            return;
+        }
+        match self.ledger.clear_notice(CREDENTIALS_NOTICE).await {
+            Ok(_) => tracing::info!(
+                "MoviePilot accepts oncebot's credentials again; waiting jobs run at their next retry"
+            ),
+            Err(e) => {
+                self.credentials_refused.store(true, Ordering::Relaxed);
+                tracing::warn!(error = %e, "could not end the admin notice about refused credentials");
+            }
         }
     }
 
@@ -588,6 +806,12 @@ impl Consumer for JobsReader {
     {
         let w = &self.0;
         async move {
+            // A worker that cannot vouch for its liveness key claims nothing: another may
+            // think it dead and take its entries.
+            if !w.liveness.may_claim() {
+                tokio::time::sleep(Duration::from_millis(w.cfg.heartbeat_interval_ms)).await;
+                return Some(Ok(Vec::new()));
+            }
             // Read only when a job can start, and as many as can start.
             let permit = w.permits.clone().acquire_owned().await.ok()?;
             let count = w.permits.available_permits() + 1;
@@ -610,6 +834,29 @@ impl Consumer for JobsReader {
 fn job_id_of(entry: &StreamId) -> Option<u64> {
     redis::from_redis_value_ref(entry.map.get("job")?).ok()
 }
+
+/// The job's own recovery policy, stored at admission (`None` for a value this release does
+/// not know, which is then held for a person).
+fn recovery_of(job: &Job) -> Option<Recovery> {
+    job.extra
+        .get("recovery")
+        .and_then(|name| Recovery::from_name(name))
+}
+
+/// Milliseconds since the Unix epoch by this host's clock (for the credentials wait, which is
+/// measured in minutes; a skew of seconds between hosts does not matter there).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The admin notice that MoviePilot refuses oncebot's credentials (`notice:credentials`).
+const CREDENTIALS_NOTICE: &str = "credentials";
+
+/// The longest wait between two tries of a job waiting for its credentials: once an operator
+/// fixes them, waiting jobs run within this.
+const CREDENTIALS_RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Attempts made before a person sent the job back (`jobs resolve --as retry`) do not count
 /// against the retry budget again.
@@ -664,6 +911,25 @@ mod tests {
             assert!(delay(1) >= Duration::from_millis(cfg.retry_min_delay_ms));
             assert!(delay(30) <= Duration::from_millis(2 * cfg.retry_max_delay_ms));
         }
+    }
+
+    /// MoviePilot v2.14.0 refuses connections for 20 to 27 s while it restarts (longer on a
+    /// small host): the default attempts must outlast that with room to spare.
+    #[test]
+    fn the_default_retry_budget_outlasts_a_moviepilot_restart() {
+        let cfg = worker_settings();
+        // Jitter only adds, so the sum without it is the least the budget spans.
+        let least: Duration = (1..cfg.max_attempts)
+            .map(|used| {
+                Duration::from_millis(cfg.retry_min_delay_ms * 2u64.pow(used - 1))
+                    .min(Duration::from_millis(cfg.retry_max_delay_ms))
+            })
+            .sum();
+        assert!(least >= Duration::from_secs(120), "{least:?}");
+        assert!(
+            least <= Duration::from_secs(600),
+            "still bounded: {least:?}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::config::Locale;
 use crate::i18n::Texts;
 use crate::ledger::{Job, JobState};
-use crate::moviepilot::{Download, MediaItem, MediaKind, Subscription};
+use crate::moviepilot::{Download, MediaItem, MediaKind, Release, Subscription};
 use crate::telegram::keyboard::button_text;
 
 /// What `/subscribe` needs for a search result: `tmdb:<id>` for a movie, `tmdb:<id> S<n>` for a
@@ -214,11 +214,67 @@ impl Render {
         out.trim_end().to_string()
     }
 
-    pub fn unsubscribed(&self, id: u64) -> String {
+    pub fn unsubscribed(&self, id: u64, name: &str, season: Option<u32>) -> String {
+        let s = self.season(season);
         if self.zh() {
-            format!("已取消订阅 #{id}。")
+            format!("已取消订阅 #{id}「{name}」{s}。")
         } else {
-            format!("Subscription #{id} cancelled.")
+            format!("Subscription #{id} to \"{name}\"{s} cancelled.")
+        }
+    }
+
+    /// The question under Confirm / Cancel, naming what would be deleted.
+    pub fn confirm_unsubscribe(&self, id: u64, name: &str, season: Option<u32>) -> String {
+        let s = self.season(season);
+        if self.zh() {
+            format!("确认取消订阅 #{id}「{name}」{s}？此操作不可撤销。")
+        } else {
+            format!("Cancel subscription #{id} to \"{name}\"{s}? This cannot be undone.")
+        }
+    }
+
+    pub fn confirm_button(&self) -> &'static str {
+        self.texts.confirm_button()
+    }
+
+    pub fn no_such_subscription(&self, id: u64) -> String {
+        if self.zh() {
+            format!("没有找到订阅 #{id}。发送 /subscriptions 查看现有订阅及其 ID。")
+        } else {
+            format!(
+                "There is no subscription #{id}. Send /subscriptions to see them with their ids."
+            )
+        }
+    }
+
+    /// A confirmed delete found the subscription already gone (deleted meanwhile).
+    pub fn subscription_gone(&self, id: u64) -> String {
+        if self.zh() {
+            format!("订阅 #{id} 已经不存在，无需取消。")
+        } else {
+            format!("Subscription #{id} is already gone; nothing to cancel.")
+        }
+    }
+
+    /// A delete interrupted by a crash, found done when it was checked.
+    pub fn unsubscribe_verified(&self, id: u64) -> String {
+        if self.zh() {
+            format!("已向 MoviePilot 核实：订阅 #{id} 已取消，没有重复操作。")
+        } else {
+            format!("MoviePilot confirms subscription #{id} is cancelled; nothing was repeated.")
+        }
+    }
+
+    /// The id now names another subscription (MoviePilot reuses ids): nothing was deleted.
+    pub fn subscription_replaced(&self, id: u64, now: &str) -> String {
+        if self.zh() {
+            format!(
+                "订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"
+            )
+        } else {
+            format!(
+                "Subscription #{id} is now another one (\"{now}\"); the one you confirmed is gone. To be safe nothing was cancelled; to cancel \"{now}\", send /unsubscribe {id} again."
+            )
         }
     }
 
@@ -263,10 +319,8 @@ impl Render {
 
     pub fn job_status(&self, j: &Job) -> String {
         let state = self.state_label(&j.status);
-        let detail = j
-            .result
-            .as_deref()
-            .or(j.error.as_deref())
+        let detail = self
+            .status_detail(j)
             .map(|d| format!("\n{d}"))
             .unwrap_or_default();
         if self.zh() {
@@ -280,6 +334,22 @@ impl Render {
                 j.id, j.command, j.args, j.attempts
             )
         }
+    }
+
+    /// What `/status` says under a job: its result, or what went wrong in the user's words
+    /// (the recorded error itself is for operators).
+    fn status_detail(&self, j: &Job) -> Option<String> {
+        if let Some(result) = &j.result {
+            return Some(result.clone());
+        }
+        j.error.as_ref()?;
+        let kind = j.extra.get("mp_error_kind").map(String::as_str);
+        Some(match kind {
+            Some("declined") => j.error.clone().unwrap_or_default(),
+            Some(kind) => self.error_sentence(kind).to_string(),
+            // Held or failed by claim.lua after its worker stopped: the state says it.
+            None => return None,
+        })
     }
 
     pub fn job_not_found(&self, asked: Option<u64>) -> String {
@@ -317,43 +387,122 @@ impl Render {
         .into()
     }
 
-    pub fn failed(&self, job: u64, reason: &str) -> String {
-        if self.zh() {
-            format!("任务 #{job} 失败：{reason}")
-        } else {
-            format!("Job #{job} failed: {reason}")
+    /// What went wrong, in one plain sentence per error kind (`MpError::kind`). The details
+    /// (HTTP statuses, paths, OS errors, setting names) stay in the log and `oncebot jobs show`;
+    /// a `declined` error's text is already the user's (see [`Render::failed`]).
+    pub fn error_sentence(&self, kind: &str) -> &'static str {
+        match kind {
+            "transient" => self.texts_pick(
+                "MoviePilot 暂时无法连接或暂时出错",
+                "MoviePilot cannot be reached or had a problem for now",
+            ),
+            "uncertain" => self.texts_pick(
+                "MoviePilot 没有及时回应，结果未知",
+                "MoviePilot did not answer in time, so the outcome is unknown",
+            ),
+            "credentials" => self.texts_pick(
+                "MoviePilot 暂时不接受机器人的登录，管理员已收到通知",
+                "MoviePilot does not accept the bot's login for now; its administrators have been told",
+            ),
+            _ => self.texts_pick(
+                "MoviePilot 没有接受这个请求",
+                "MoviePilot did not accept this request",
+            ),
         }
     }
 
-    pub fn retrying(&self, job: u64, reason: &str, secs: u64, attempt: u32, max: u32) -> String {
+    /// A job that ended `failed`. `declined` is the user's own reason (no such media, no such
+    /// season); any other failure is said by its kind only.
+    pub fn failed(&self, job: u64, kind: &str, declined: Option<&str>) -> String {
+        match (declined, self.zh()) {
+            (Some(why), true) => format!("任务 #{job} 未完成：{why}"),
+            (Some(why), false) => format!("Job #{job} did not go through: {why}"),
+            (None, true) => format!(
+                "任务 #{job} 未完成：{}。请稍后重新发送命令；如果一直这样，请联系管理员。",
+                self.error_sentence(kind)
+            ),
+            (None, false) => format!(
+                "Job #{job} did not go through: {}. Please send the command again later; if it keeps happening, tell the bot's administrator.",
+                self.error_sentence(kind)
+            ),
+        }
+    }
+
+    /// A job that used up its attempts.
+    pub fn gave_up(&self, job: u64, kind: &str, attempts: u32) -> String {
         if self.zh() {
             format!(
-                "任务 #{job} 暂时失败（{reason}），{secs} 秒后自动重试（第 {attempt}/{max} 次）。"
+                "任务 #{job} 尝试 {attempts} 次后仍未完成：{}。请稍后重新发送命令。",
+                self.error_sentence(kind)
             )
         } else {
             format!(
-                "Job #{job} failed for now ({reason}); retrying in {secs} s (attempt {attempt} of {max})."
+                "Job #{job} did not go through after {attempts} attempts: {}. Please send the command again later.",
+                self.error_sentence(kind)
+            )
+        }
+    }
+
+    pub fn retrying(&self, job: u64, kind: &str, secs: u64, attempt: u32, max: u32) -> String {
+        let check = kind == "uncertain";
+        match (self.zh(), check) {
+            (true, false) => format!(
+                "{}，任务 #{job} 将在 {secs} 秒后自动重试（第 {attempt}/{max} 次）。",
+                self.error_sentence(kind)
+            ),
+            (true, true) => format!(
+                "{}。任务 #{job} 将在 {secs} 秒后先核实结果再继续，不会重复执行（第 {attempt}/{max} 次）。",
+                self.error_sentence(kind)
+            ),
+            (false, false) => format!(
+                "{}; job #{job} will be retried in {secs} s (attempt {attempt} of {max}).",
+                self.error_sentence(kind)
+            ),
+            (false, true) => format!(
+                "{}. In {secs} s job #{job} will first check what happened, so nothing is done twice (attempt {attempt} of {max}).",
+                self.error_sentence(kind)
+            ),
+        }
+    }
+
+    /// Sent once to a job's chat when it starts waiting for MoviePilot to accept the bot's
+    /// credentials again.
+    pub fn waiting_for_credentials(&self, job: u64) -> String {
+        if self.zh() {
+            format!(
+                "{}。任务 #{job} 会保留，恢复后自动继续，无需重新发送。",
+                self.error_sentence("credentials")
+            )
+        } else {
+            format!(
+                "{}. Job #{job} is kept and will go on by itself once that is fixed; no need to send it again.",
+                self.error_sentence("credentials")
+            )
+        }
+    }
+
+    /// The admin chats' notice that MoviePilot refuses the credentials (told once while it
+    /// lasts). For operators: `detail` may name the setting to fix, never a secret.
+    pub fn credentials_notice(&self, detail: &str, wait_secs: u64) -> String {
+        if self.zh() {
+            format!(
+                "MoviePilot 拒绝了 oncebot 的登录凭据，任务正在等待（最多 {wait_secs} 秒，不消耗重试次数）。\n{detail}\n修正后任务会自动继续。"
+            )
+        } else {
+            format!(
+                "MoviePilot refuses oncebot's credentials; jobs are waiting (up to {wait_secs} s, without using their attempts).\n{detail}\nThey go on by themselves once this is fixed."
             )
         }
     }
 
     /// Sent when an outcome is uncertain and cannot be verified; "{job}" is left for claim.lua.
-    pub fn held(&self, job: Option<u64>, reason: Option<&str>) -> String {
+    pub fn held(&self, job: Option<u64>) -> String {
         let job = job.map_or_else(|| "{job}".to_string(), |j| j.to_string());
-        let reason = reason.map(|r| format!("（{r}）")).unwrap_or_default();
         if self.zh() {
-            format!(
-                "任务 #{job} 的结果无法确认{reason}。为避免重复操作，它不会自动重试，已转人工处理。"
-            )
+            format!("任务 #{job} 的结果无法确认。为避免重复操作，它不会自动重试，已转人工处理。")
         } else {
-            let reason = reason.trim_start_matches('（').trim_end_matches('）');
-            let reason = if reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({reason})")
-            };
             format!(
-                "Job #{job}'s outcome is uncertain{reason}. So that nothing happens twice it is not retried automatically; a person will settle it."
+                "Job #{job}'s outcome is uncertain. So that nothing happens twice it is not retried automatically; a person will settle it."
             )
         }
     }
@@ -373,5 +522,199 @@ impl Render {
 
     fn texts_pick(&self, zh: &'static str, en: &'static str) -> &'static str {
         if self.zh() { zh } else { en }
+    }
+}
+
+/// What `/download` needs for a match: `tmdb:<id>` for a movie, `tmdb:<id> S<n>` for a series
+/// with exactly one known season, `tmdb:<id> tv` (every season) for any other series. `None`
+/// without a TMDB id.
+pub fn release_args(item: &MediaItem) -> Option<String> {
+    subscribe_args(item)
+}
+
+/// Bytes as a user reads them: `4.2 GB`, `850 MB`.
+fn human_size(bytes: f64) -> String {
+    const GB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MB: f64 = 1024.0 * 1024.0;
+    if bytes >= GB {
+        format!("{:.1} GB", bytes / GB)
+    } else {
+        format!("{:.0} MB", (bytes / MB).max(1.0))
+    }
+}
+
+/// The replies of the release flow (`/download`, resource search, `下载 k`).
+impl Render {
+    /// `/download <title>`: the matches, each with a button that searches its releases.
+    pub fn download_matches(&self, title: &str, items: &[MediaItem]) -> String {
+        if items.is_empty() {
+            return self.search_results(title, items, false);
+        }
+        let mut out = if self.zh() {
+            format!(
+                "「{title}」有 {} 个结果，请选择要搜索资源的条目：\n",
+                items.len()
+            )
+        } else {
+            format!(
+                "{} results for \"{title}\"; choose one to find its releases:\n",
+                items.len()
+            )
+        };
+        for (i, item) in items.iter().take(8).enumerate() {
+            let year = item
+                .year
+                .as_deref()
+                .map(|y| format!(" ({y})"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "{}. {}{year} · {}\n",
+                i + 1,
+                item.title,
+                self.kind(Some(item.kind))
+            ));
+        }
+        out.trim_end().to_string()
+    }
+
+    /// The button under match `n` of `/download <title>`.
+    pub fn find_releases_button(&self, n: usize, item: &MediaItem) -> String {
+        let year = item
+            .year
+            .as_deref()
+            .map(|y| format!(" ({y})"))
+            .unwrap_or_default();
+        let text = if self.zh() {
+            format!("{n}. 下载 {}{year}", item.title)
+        } else {
+            format!("{n}. Download {}{year}", item.title)
+        };
+        button_text(&text, 40)
+    }
+
+    /// The download button beside a `/search` match's Subscribe button.
+    pub fn search_download_button(&self, n: usize) -> String {
+        if self.zh() {
+            format!("{n}. 下载")
+        } else {
+            format!("{n}. Download")
+        }
+    }
+
+    /// The progress message of a resource search, sent at once; "{job}" is filled in by
+    /// progress.lua.
+    pub fn searching_sites(&self) -> String {
+        self.texts_pick(
+            "正在搜索站点资源…（任务 #{job}）",
+            "Searching the sites for releases… (job #{job})",
+        )
+        .into()
+    }
+
+    /// A resource search's list: one numbered line per release (site, title, size, seeders,
+    /// promotion), nothing else of MoviePilot's answer.
+    pub fn release_list(&self, media: &str, releases: &[Release], total: usize) -> String {
+        if releases.is_empty() {
+            return if self.zh() {
+                format!("没有找到「{media}」的资源。")
+            } else {
+                format!("No releases found for {media}.")
+            };
+        }
+        let mut out = match (self.zh(), releases.len() < total) {
+            (true, false) => format!("「{media}」找到 {total} 个资源，点按钮下载：\n"),
+            (true, true) => format!(
+                "「{media}」找到 {total} 个资源，以下是前 {} 个，点按钮下载：\n",
+                releases.len()
+            ),
+            (false, false) => format!("{total} releases of {media}; tap a button to download:\n"),
+            (false, true) => format!(
+                "{total} releases of {media}, the first {} shown; tap a button to download:\n",
+                releases.len()
+            ),
+        };
+        for (i, r) in releases.iter().enumerate() {
+            let mut line = format!("{}. 【{}】{}", i + 1, r.site_name, r.title);
+            if let Some(size) = r.size.filter(|s| *s > 0.0) {
+                line.push_str(&format!(" · {}", human_size(size)));
+            }
+            if let Some(seeders) = r.seeders {
+                line.push_str(&format!(" · {seeders}↑"));
+            }
+            if let Some(promo) = r
+                .volume_factor
+                .as_deref()
+                .filter(|p| *p != "普通" && *p != "未知")
+            {
+                line.push_str(&format!(" · {promo}"));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.trim_end().to_string()
+    }
+
+    /// The button of release `n`, before and after it is used.
+    pub fn release_button(&self, n: usize, used: bool) -> String {
+        match (self.zh(), used) {
+            (true, false) => format!("下载 {n}"),
+            (true, true) => format!("✓ 下载 {n}"),
+            (false, false) => format!("Download {n}"),
+            (false, true) => format!("✓ Download {n}"),
+        }
+    }
+
+    /// A download MoviePilot took (or, after an interruption, was verified to have taken).
+    pub fn download_started(&self, title: &str, site: &str) -> String {
+        if self.zh() {
+            format!("已开始下载「{title}」（站点：{site}）。")
+        } else {
+            format!("Started downloading \"{title}\" (site: {site}).")
+        }
+    }
+
+    /// MoviePilot answered `success:false` to an add.
+    pub fn download_refused(&self, title: &str, site: &str) -> String {
+        if self.zh() {
+            format!(
+                "MoviePilot 没有添加「{title}」（站点：{site}）：站点或下载器拒绝了它。可以换一个资源再试。"
+            )
+        } else {
+            format!(
+                "MoviePilot did not add \"{title}\" (site: {site}): the site or the downloader refused it. Try another release."
+            )
+        }
+    }
+
+    /// The list a button named has expired (its buttons should have too).
+    pub fn release_list_expired(&self) -> String {
+        self.texts_pick(
+            "这个资源列表已过期，请重新发送 /download 搜索。",
+            "This list of releases has expired; send /download again.",
+        )
+        .into()
+    }
+
+    /// A resource search whose answer was lost (a timeout, a dropped connection): the sites were
+    /// asked already, so it is not repeated by itself.
+    pub fn release_search_lost(&self) -> String {
+        self.texts_pick(
+            "站点资源搜索没有及时返回结果（站点已被搜索过，所以不会自动重试）。稍后可以再发送一次。",
+            "The search for releases did not answer in time (the sites were already searched, so it is not repeated by itself). You may send it again later.",
+        )
+        .into()
+    }
+
+    /// Why a download is held for a person.
+    pub fn download_undecided(&self, title: &str, site: &str) -> String {
+        if self.zh() {
+            format!(
+                "无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"
+            )
+        } else {
+            format!(
+                "Cannot tell whether \"{title}\" (site: {site}) reached the downloader; to avoid a second download, an operator will check."
+            )
+        }
     }
 }

@@ -27,10 +27,13 @@ use serde_json::{Value, json};
 use crate::support::app::{TestApp, app, spawn_app, spawn_ledger};
 use crate::support::rig::Rig;
 use crate::support::{
-    ALICE, BOB, DEADLINE, GROUP, MALLORY, Store, checked_transitions, eventually, group_text,
-    message_id, private_text,
+    ALICE, BOB, DEADLINE, GROUP, MALLORY, Store, checked_transitions, eventually, message_id,
+    private_text,
 };
 use crate::worker::THREE_BODY;
+
+/// Dune (2021), a movie the MoviePilot simulator knows.
+const DUNE: u64 = 438631;
 
 /// The id Telegram gave the bot's message that carries the buttons (the dispatcher sent it).
 const BOT_MESSAGE: i64 = 90_001;
@@ -127,18 +130,75 @@ async fn post(app: &TestApp, script: &str, update: &Value) {
     checked_transitions(&app.store, script, app.post_ok(update)).await;
 }
 
-/// `/unsubscribe 7` from ALICE in her private chat; returns the confirm question's reply.
-async fn ask_to_unsubscribe(app: &TestApp, update_id: i64) -> BTreeMap<String, String> {
+/// The Confirm button's arguments for subscription #7 to 三体 season 1: the id and its media.
+const UNSUBSCRIBE_ARGS: &str = "7 tmdb:108545 S1";
+
+/// The Confirm / Cancel question for subscription #7, asked of ALICE in `chat` (in reply to
+/// message `message_id(update_id)`), with the texts of `zh` or English; returns its reply.
+///
+/// In the service the question is the reply of the lookup job `/unsubscribe 7` makes (see the
+/// end-to-end tests below). These tests run ingress alone, so the question is admitted with the
+/// ledger's question-with-buttons admission (enqueue.lua), which stores the same kind of token
+/// group: what a tap meets is the same.
+async fn ask_in(app: &TestApp, update_id: i64, chat: i64, zh: bool) -> BTreeMap<String, String> {
+    let owner = Owner::User {
+        chat_id: chat,
+        user_id: ALICE,
+    };
+    let (prompt, yes, no) = if zh {
+        (
+            "确认取消订阅 #7「三体」 第 1 季？此操作不可撤销。",
+            "确认",
+            "取消",
+        )
+    } else {
+        (
+            "Cancel subscription #7 to \"三体\" season 1? This cannot be undone.",
+            "Confirm",
+            "Cancel",
+        )
+    };
+    let window = Duration::from_secs(60);
+    let reply_to = Some(message_id(update_id));
+    let mut group = TokenGroup::new(Duration::from_secs(app.settings.telegram.confirm_ttl_secs));
+    let run = TokenAction::Run {
+        command: Command::Unsubscribe,
+        args: UNSUBSCRIBE_ARGS.into(),
+        window,
+    };
+    let confirm = group.add(owner, yes, run, reply_to);
+    let cancel = group.add(owner, no, TokenAction::Cancel, reply_to);
+    let markup = oncebot::telegram::keyboard::Keyboard::new()
+        .row(vec![(yes.into(), confirm), (no.into(), cancel)])
+        .to_json();
+    let admission = Admission {
+        update_id,
+        chat_id: chat,
+        user_id: ALICE,
+        message_id: reply_to,
+        action: AdmissionAction::Confirm {
+            command: Command::Unsubscribe,
+            prompt: prompt.into(),
+            args: UNSUBSCRIBE_ARGS.into(),
+            window,
+            buttons: group,
+            markup,
+        },
+    };
     let before = app.store.replies().await.len();
-    post(
-        app,
-        "enqueue.lua",
-        &private_text(update_id, ALICE, "/unsubscribe 7"),
-    )
-    .await;
+    let ledger = app.ingress().ledger().clone();
+    let admitted = checked_transitions(&app.store, "enqueue.lua", ledger.admit(&admission))
+        .await
+        .unwrap();
+    assert_eq!(admitted, Admitted::Confirming);
     let replies = app.store.replies().await;
     assert_eq!(replies.len(), before + 1, "{replies:?}");
     replies.last().unwrap().clone()
+}
+
+/// [`ask_in`] ALICE's private chat, in English.
+async fn ask_to_unsubscribe(app: &TestApp, update_id: i64) -> BTreeMap<String, String> {
+    ask_in(app, update_id, ALICE, false).await
 }
 
 // --- Confirm / Cancel -------------------------------------------------------------------------
@@ -155,7 +215,7 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
     assert_eq!(question["job_id"], "");
     assert_eq!(
         question["text"],
-        "Cancel subscription #7? This cannot be undone."
+        "Cancel subscription #7 to \"三体\" season 1? This cannot be undone."
     );
     let offered = buttons(&question);
     let labels: Vec<_> = offered.iter().map(|(t, _)| t.as_str()).collect();
@@ -181,7 +241,7 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
     assert_eq!(confirm["user_id"], ALICE.to_string());
     assert_eq!(confirm["action"], "run");
     assert_eq!(confirm["command"], "unsubscribe");
-    assert_eq!(confirm["args"], "7");
+    assert_eq!(confirm["args"], UNSUBSCRIBE_ARGS);
     let ttl: i64 = conn
         .ttl(s.keys.token(token_of(&offered[0].1)))
         .await
@@ -322,11 +382,11 @@ async fn the_same_confirm_button_tapped_twice_runs_one_job_and_the_second_tap_is
     let job = s.job(1).await;
     assert_eq!(job["status"], "pending");
     assert_eq!(job["command"], "unsubscribe");
-    assert_eq!(job["args"], "7");
+    assert_eq!(job["args"], UNSUBSCRIBE_ARGS);
     assert_eq!(job["chat_id"], ALICE.to_string());
     assert_eq!(job["user_id"], ALICE.to_string());
     assert_eq!(job["update_id"], "2");
-    assert_eq!(job["recovery"], "idempotent");
+    assert_eq!(job["recovery"], "verify");
     // Its result will answer the user's command, not the bot's question.
     assert_eq!(job["message_id"], message_id(1).to_string());
     assert_eq!(s.update(2).await.as_deref(), Some("1"));
@@ -449,8 +509,7 @@ async fn an_expired_button_runs_nothing_and_says_so() {
 async fn another_users_tap_runs_nothing_and_the_owner_can_still_use_the_button() {
     let app = spawn_app().await;
     let s = &app.store;
-    post(&app, "enqueue.lua", &group_text(1, ALICE, "/unsubscribe 7")).await;
-    let question = s.replies().await.pop().unwrap();
+    let question = ask_in(&app, 1, GROUP, false).await;
     assert_eq!(question["chat_id"], GROUP.to_string());
     let confirm = button(&question, "Confirm");
 
@@ -559,18 +618,20 @@ async fn a_confirmed_command_still_has_its_duplicate_window() {
     assert_eq!(s.job(1).await["duplicates"], "1");
     assert!(answer_to(s, &late).await["text"].starts_with("Already received as job #1 (queued)"),);
 
-    // Inside the window, the command itself points at the job instead of asking again.
+    // The typed command has no window: it only looks the subscription up and asks again
+    // (MoviePilot may have given #7 to another subscription meanwhile); its Confirm would be
+    // the same command as job 1's, and so a duplicate, only while #7 names the same media.
+    let keys = s.command_keys().await;
     post(
         &app,
         "enqueue.lua",
         &private_text(5, ALICE, "/unsubscribe 7"),
     )
     .await;
-    let reply = s.replies().await.pop().unwrap();
-    assert_eq!(reply["kind"], "duplicate");
-    assert_eq!(reply["job_id"], "1");
-    assert!(!reply.contains_key("markup"));
-    assert_eq!(s.jobs_on_stream().await, vec![1]);
+    assert_eq!(s.jobs_on_stream().await, vec![1, 2]);
+    let lookup = s.job(2).await;
+    assert_eq!(lookup["args"], "7");
+    assert_eq!(s.command_keys().await, keys, "no window for the lookup");
 }
 
 #[tokio::test]
@@ -609,14 +670,7 @@ async fn a_button_that_is_not_ours_is_answered_and_changes_nothing_else() {
 async fn replies_are_in_chinese_by_default() {
     let app = app().env("ONCEBOT__TELEGRAM__LOCALE", "zh").spawn().await;
     let s = &app.store;
-    post(
-        &app,
-        "enqueue.lua",
-        &private_text(1, ALICE, "/unsubscribe 7"),
-    )
-    .await;
-    let question = s.replies().await.pop().unwrap();
-    assert_eq!(question["text"], "确认取消订阅 #7？此操作不可撤销。");
+    let question = ask_in(&app, 1, ALICE, true).await;
     let confirm = button(&question, "确认");
     button(&question, "取消");
     let first = tap(2, ALICE, ALICE, BOT_MESSAGE, &confirm);
@@ -660,48 +714,159 @@ async fn unsubscribe_confirmed_twice_deletes_the_subscription_once() {
     let _bot = rig.start(None).await;
     let s = &rig.store;
 
+    // The command looks the subscription up (job 1, read-only) and asks, naming it.
     rig.send(1, &format!("/unsubscribe {sub}")).await;
-    let question = eventually("the question", DEADLINE, || async {
-        s.replies()
-            .await
-            .into_iter()
-            .find(|r| r["kind"] == "confirm")
-    })
-    .await;
-    assert!(s.job_ids().await.is_empty());
+    let question = reply_with_buttons(&rig, 1).await;
+    assert_eq!(
+        question["text"],
+        format!("Cancel subscription #{sub} to \"三体\" season 1? This cannot be undone.")
+    );
+    let lookup = rig.job_in(1, "succeeded", JOB_DEADLINE).await;
+    assert_eq!(lookup["args"], sub.to_string());
     assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 0, "nothing yet");
 
     let confirm = button(&question, "Confirm");
     let first = tap(2, ALICE, ALICE, BOT_MESSAGE, &confirm);
     let second = tap(3, ALICE, ALICE, BOT_MESSAGE, &confirm);
     futures::future::join(rig.post(&first), rig.post(&second)).await;
-    let job = rig.job_in(1, "succeeded", JOB_DEADLINE).await;
+    let job = rig.job_in(2, "succeeded", JOB_DEADLINE).await;
     assert_eq!(job["command"], "unsubscribe");
+    assert_eq!(job["args"], format!("{sub} tmdb:{THREE_BODY} S1"));
     assert_eq!(job["mp_subscription_id"], sub.to_string());
+    assert_eq!(job["mp_outcome"], "deleted");
     assert!(rig.mp.subscriptions().is_empty());
     assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 1);
-    assert_eq!(s.job_ids().await.len(), 1);
+    assert_eq!(s.job_ids().await.len(), 2);
 
     let mut answers = vec![
         answer_to(s, &first).await["text"].clone(),
         answer_to(s, &second).await["text"].clone(),
     ];
     answers.sort();
-    assert_eq!(answers[1], "Received: job #1");
+    assert_eq!(answers[1], "Received: job #2");
     assert!(
-        answers[0].starts_with("Already handled: job #1"),
+        answers[0].starts_with("Already handled: job #2"),
         "{answers:?}"
     );
 
-    let results = rig.replies_for(1).await;
+    let results = rig.replies_for(2).await;
     let results: Vec<_> = results.iter().filter(|r| r["kind"] == "result").collect();
     assert_eq!(results.len(), 1);
     assert_eq!(
         results[0]["text"],
-        format!("Subscription #{sub} cancelled.")
+        format!("Subscription #{sub} to \"三体\" season 1 cancelled.")
     );
     assert_eq!(results[0]["reply_to"], message_id(1).to_string());
     assert_eq!(rig.pending_entries().await, 0);
+}
+
+/// MoviePilot reuses ids: after #1 is deleted the next subscription is #1 again. Its
+/// `/unsubscribe 1` is a new question naming the new subscription, and a Confirm left over from
+/// the old question deletes nothing.
+#[tokio::test]
+async fn a_reused_subscription_id_is_a_different_command_and_an_old_confirm_deletes_nothing() {
+    for dialect in [Dialect::V2, Dialect::V3] {
+        // Without a window, so the old Confirm makes a job and meets the check at run time
+        // (inside the window it would be a duplicate of the first delete, which deletes nothing
+        // either: see a_confirmed_command_still_has_its_duplicate_window).
+        let rig = Rig::with(
+            dialect,
+            &[("ONCEBOT__COMMANDS__UNSUBSCRIBE_WINDOW_SECS", "0")],
+        )
+        .await;
+        let old = rig
+            .mp
+            .insert_subscription(THREE_BODY, MediaKind::Tv, Some(1))
+            .unwrap();
+        let _bot = rig.start(None).await;
+        rig.send(1, &format!("/unsubscribe {old}")).await;
+        let first_question = reply_with_buttons(&rig, 1).await;
+        // A second question for the same #1 before anything is deleted: its Confirm is kept
+        // for later.
+        rig.send(2, &format!("/unsubscribe {old}")).await;
+        let stale_question = reply_with_buttons(&rig, 2).await;
+        rig.post(&tap(
+            3,
+            ALICE,
+            ALICE,
+            BOT_MESSAGE,
+            &button(&first_question, "Confirm"),
+        ))
+        .await;
+        rig.job_in(3, "succeeded", JOB_DEADLINE).await;
+        assert!(rig.mp.subscriptions().is_empty());
+
+        // MoviePilot gives the next subscription the same id.
+        let new = rig
+            .mp
+            .insert_subscription(DUNE, MediaKind::Movie, None)
+            .unwrap();
+        assert_eq!(new, old, "the simulator reuses ids as MoviePilot does");
+
+        // The old question's Confirm: the same id, but not the media it named.
+        rig.post(&tap(
+            4,
+            ALICE,
+            ALICE,
+            BOT_MESSAGE + 1,
+            &button(&stale_question, "Confirm"),
+        ))
+        .await;
+        let refused = rig.job_in(4, "failed", JOB_DEADLINE).await;
+        assert_eq!(refused["mp_error_kind"], "declined", "{refused:?}");
+        assert_eq!(rig.mp.subscriptions().len(), 1, "the new #1 stays");
+        assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 1);
+        let told = rig.replies_for(4).await;
+        assert!(
+            told.iter()
+                .any(|r| r["text"].contains("nothing was cancelled")),
+            "{told:?}"
+        );
+
+        // Asked afresh, the question names the new subscription; its Confirm deletes it.
+        rig.send(5, &format!("/unsubscribe {new}")).await;
+        let question = reply_with_buttons(&rig, 5).await;
+        assert!(question["text"].contains("Dune"), "{question:?}");
+        rig.post(&tap(
+            6,
+            ALICE,
+            ALICE,
+            BOT_MESSAGE + 2,
+            &button(&question, "Confirm"),
+        ))
+        .await;
+        let deleted = rig.job_in(6, "succeeded", JOB_DEADLINE).await;
+        assert_eq!(deleted["mp_outcome"], "deleted");
+        assert!(rig.mp.subscriptions().is_empty());
+    }
+}
+
+/// v2 answers success to deleting any id: a missing one must not become a "cancelled" reply.
+#[tokio::test]
+async fn unsubscribing_an_id_that_does_not_exist_makes_no_delete_job_and_shows_no_buttons() {
+    for dialect in [Dialect::V2, Dialect::V3] {
+        let rig = Rig::new(dialect).await;
+        let _bot = rig.start(None).await;
+        rig.send(1, "/unsubscribe 999").await;
+        let lookup = rig.job_in(1, "succeeded", JOB_DEADLINE).await;
+        assert_eq!(lookup["result"], "no subscription 999");
+        let replies = rig.replies_for(1).await;
+        let answer = replies
+            .iter()
+            .find(|r| r["kind"] == "result")
+            .expect("the lookup's answer");
+        assert_eq!(
+            answer["text"],
+            "There is no subscription #999. Send /subscriptions to see them with their ids."
+        );
+        assert!(
+            replies.iter().all(|r| !r.contains_key("markup")),
+            "{replies:?}"
+        );
+        assert_eq!(rig.store.job_ids().await.len(), 1, "no delete job");
+        assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 0);
+        assert!(token_keys(&rig.store).await.is_empty(), "no buttons");
+    }
 }
 
 #[tokio::test]
@@ -713,7 +878,11 @@ async fn search_results_carry_subscribe_buttons_whose_tap_subscribes_once() {
     rig.send(1, "/search Dune").await;
     rig.job_in(1, "succeeded", JOB_DEADLINE).await;
     let results = reply_with_buttons(&rig, 1).await;
-    let offered = buttons(&results);
+    // Each match also has a Download button (a resource search, tested in downloads.rs).
+    let offered: Vec<_> = buttons(&results)
+        .into_iter()
+        .filter(|b| b.0.contains("Subscribe"))
+        .collect();
     assert_eq!(offered.len(), 2, "{offered:?}");
     assert!(
         offered[0].0.contains("Subscribe Dune (2021)"),

@@ -27,6 +27,9 @@ const SCENE_PHRASES: &[&str] = &[
     "bot → you (edits its message",
     "已向 MoviePilot 核实",
     "job #3 ended succeeded with mp_outcome = verified_existing after 1 recovery",
+    // 3c. A double-tapped download and a worker killed mid-download.
+    "two taps on 下载 1 made one job",
+    "ended succeeded with mp_outcome = verified_existing, from the history",
     "MoviePilot has 1 subscription to The Expanse S2 and got 1 create call",
     // ... and a /searchnow held for a person, then settled.
     "job #4 waits in needs_review; MoviePilot ran 1 search",
@@ -57,13 +60,13 @@ fn assert_every_scene_played(out: &Finished) {
             out.stdout
         );
     }
-    // Four jobs in the table, all settled.
+    // Seven jobs in the table, all settled (three of them the download scene's).
     let rows = out
         .stdout
         .lines()
         .filter(|l| l.contains("succeeded") && l.contains("5550001"))
         .count();
-    assert_eq!(rows, 4, "{}", out.stdout);
+    assert_eq!(rows, 7, "{}", out.stdout);
 }
 
 async fn keys_matching(conn: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {

@@ -295,6 +295,40 @@ async fn a_missing_or_wrong_secret_is_401_and_writes_nothing() {
     app.store.assert_pristine().await;
 }
 
+/// Found by fuzzing: a header with bytes outside ASCII was refused as a malformed request (400)
+/// before the comparison, so the operator never saw the "wrong secret" line. It is a wrong
+/// secret like any other.
+#[tokio::test]
+async fn a_secret_with_non_ascii_bytes_is_401_not_400() {
+    let app = spawn_app().await;
+    let body = serde_json::to_vec(&private_text(605, ALICE, "/subscribe Dune")).unwrap();
+    let utf8 = format!("{SECRET}é");
+    let latin1: Vec<u8> = SECRET.bytes().map(|b| b | 0x80).collect();
+    for raw in [utf8.as_bytes(), &latin1, &[0xff, 0xfe][..]] {
+        let resp = app
+            .http
+            .post(app.url("/telegram/webhook"))
+            .header("content-type", "application/json")
+            .header(
+                "x-telegram-bot-api-secret-token",
+                reqwest::header::HeaderValue::from_bytes(raw).unwrap(),
+            )
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 401, "secret bytes {raw:?}");
+    }
+    let metrics = app.http.get(app.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l == "oncebot_updates_total{outcome=\"rejected\"} 3"),
+        "each refusal is counted as a wrong secret:\n{text}"
+    );
+    app.store.assert_pristine().await;
+}
+
 #[tokio::test]
 async fn a_body_over_the_limit_with_content_length_is_413_and_writes_nothing() {
     let app = app()

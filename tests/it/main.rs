@@ -33,6 +33,14 @@ mod telegram_sim;
 /// a real v2.5.6 answered (`tests/fixtures/moviepilot-v2.5.6/`).
 mod moviepilot;
 
+/// MoviePilot as the trouble: a changed API token (jobs wait, admins told once) and a restart
+/// that refuses connections (waited out), with plain words for users.
+mod moviepilot_trouble;
+
+/// Liveness: dead workers' and dispatchers' entries taken within seconds, slow live ones left
+/// alone, dead consumers removed from the groups.
+mod liveness;
+
 /// Workers as real processes against the MoviePilot simulator (both dialects): one effect per
 /// command, retries by error kind, and a SIGKILL at every dangerous point of a job.
 mod worker;
@@ -52,6 +60,10 @@ mod dispatch;
 /// under search results and the season choice, review buttons in admin chats; a double tap, an
 /// expired button, another user's tap and a redelivered update each run nothing more.
 mod confirmations;
+
+/// `/download`: resource searches with stored lists and solo `下载 k` buttons, downloads once,
+/// verified in MoviePilot's history after a SIGKILL or a lost answer, the site cookie kept secret.
+mod downloads;
 
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;

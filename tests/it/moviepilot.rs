@@ -39,6 +39,10 @@ fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         password: Secret::new(""),
         timeout_secs: 5,
         search_timeout_secs: 5,
+        auth_wait_secs: 3600,
+        resource_search_timeout_secs: 5,
+        download_timeout_secs: 5,
+        download_settle_secs: 2,
     }
 }
 
@@ -448,11 +452,47 @@ async fn an_api_key_refused_by_v2_5_6_names_the_login_settings() {
         .to_string();
     assert!(err.contains("ONCEBOT__MOVIEPILOT__USERNAME"), "{err}");
     assert!(err.contains("ONCEBOT__MOVIEPILOT__PASSWORD"), "{err}");
+    assert!(err.contains("before v2.9.3"), "{err}");
     assert!(!err.contains('\n'), "one line: {err}");
     assert!(
         !err.contains(&sim.options().api_token),
         "the key never shows: {err}"
     );
+}
+
+/// v2.9.3 and later take the API key everywhere: a refused key is a wrong key, not a sign
+/// that a login is needed (as the real v2.14.0 showed it, whose start-up used to say so).
+#[tokio::test]
+async fn a_wrong_api_key_for_a_late_v2_says_the_key_was_refused() {
+    let sim = MoviePilotSim::start(SimOptions {
+        version: "v2.14.0".into(),
+        ..SimOptions::late_v2()
+    })
+    .await;
+    sim.rotate_api_token("the-token-moviepilot-has-now");
+    let err = MoviePilot::connect(&key_settings(&sim))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("MoviePilot v2.14.0"), "{err}");
+    assert!(err.contains("refused the API key"), "{err}");
+    assert!(err.contains("ONCEBOT__MOVIEPILOT__API_KEY"), "{err}");
+    assert!(err.contains("current API_TOKEN"), "{err}");
+    assert!(!err.contains("before v2.9.3"), "{err}");
+    assert!(!err.contains(&sim.options().api_token), "{err}");
+}
+
+/// The versions between v2.5.6 and v2.9 report no BACKEND_VERSION either; without a working key
+/// oncebot cannot read theirs, and says what it knows.
+#[tokio::test]
+async fn a_v2_without_backend_version_is_labelled_before_v2_9() {
+    let sim = MoviePilotSim::start(SimOptions {
+        version: "v2.8.1".into(),
+        ..SimOptions::v2_5_6()
+    })
+    .await;
+    let mp = MoviePilot::connect(&login_settings(&sim)).await.unwrap();
+    assert_eq!(mp.version(), "v2 (before v2.9: no BACKEND_VERSION)");
 }
 
 #[tokio::test]

@@ -31,10 +31,13 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
     let _bot = rig.start_pipeline().await;
     // Searches are read-only, so none is a duplicate of another; "Dune" finds results with
     // Subscribe buttons (tokens and their group), the other title finds nothing.
-    for id in 1..=JOBS {
+    for id in 1..JOBS {
         let title = if id % 2 == 0 { "Dune" } else { "no such title" };
         rig.send(id, &format!("/search {title}")).await;
     }
+    // A resource search stores its release list (with the sites' cookies) for its buttons, and
+    // its progress message keeps a `reply:` delivery record.
+    rig.send(JOBS, "/download tmdb:438631").await;
     let store = &rig.store;
     eventually("every reply sent", Duration::from_secs(30), || async move {
         let mut all = true;
@@ -70,7 +73,18 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
                 rest.ends_with(":jobs") || rest == "index:recent",
                 "{key}: an index this test does not know"
             ),
-            "job" | "updates" | "token" | "tgroup" | "cmd" => {
+            // One per running consumer process (bounded by the processes that run): its
+            // name is in the group's list while its liveness key lives, and reap.lua removes
+            // both once it is dead with nothing pending.
+            "consumers" => {
+                let listed: usize = conn.scard(&key).await.unwrap();
+                assert!(
+                    listed <= 2,
+                    "{key} lists only the running processes: {listed}"
+                );
+            }
+            "job" | "updates" | "token" | "tgroup" | "cmd" | "releases" | "reply" | "alive"
+            | "notice" => {
                 let ttl: i64 = conn.ttl(&key).await.unwrap();
                 assert!(ttl > 0, "{key} must expire (TTL {ttl})");
                 *expiring.entry(kind.to_string()).or_default() += 1;
@@ -84,4 +98,5 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
         expiring.contains_key("token") && expiring.contains_key("tgroup"),
         "the Dune searches left buttons: {expiring:?}"
     );
+    assert_eq!(expiring.get("releases"), Some(&1), "{expiring:?}");
 }

@@ -83,6 +83,66 @@ async fn crash_after_the_create_call_is_verified_not_replayed() {
     }
 }
 
+/// A crash right after MoviePilot deleted a subscription: the restarted worker looks, finds it
+/// gone, and says so once; the delete is not sent again.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn crash_after_the_delete_call_is_verified_not_replayed() {
+    for dialect in [Dialect::V2, Dialect::V3] {
+        let rig = Rig::new(dialect).await;
+        let sub = rig
+            .mp
+            .insert_subscription(THREE_BODY, MediaKind::Tv, Some(1))
+            .unwrap();
+        // The question comes from a lookup job, which must not stop at the crash point.
+        let mut asking = rig.start(None).await;
+        rig.send(1, &format!("/unsubscribe {sub}")).await;
+        rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+        asking.sigkill().await;
+        let question = rig
+            .replies_for(1)
+            .await
+            .into_iter()
+            .find(|r| r.contains_key("markup"))
+            .expect("the question");
+        let markup: serde_json::Value = serde_json::from_str(&question["markup"]).unwrap();
+        let confirm = markup["inline_keyboard"][0][0]["callback_data"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        let mut bot = rig.start(Some("worker.after_call")).await;
+        let mut tap = oncebot::sim::telegram::callback_update(ALICE, ALICE, 90_001, &confirm);
+        tap["update_id"] = 2.into();
+        rig.post(&tap).await;
+        bot.wait_for_stderr(
+            "crash point worker.after_call reached",
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(rig.mp.subscriptions().is_empty(), "MoviePilot deleted it");
+        bot.sigkill().await;
+        assert_eq!(rig.store.job(2).await["status"], "running");
+
+        let _bot = rig.start(None).await;
+        let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+        assert_eq!(job["recovery"], "verify");
+        assert_eq!(job["mp_outcome"], "verified_deleted", "{dialect:?}");
+        assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 1, "{dialect:?}");
+        let results: Vec<_> = rig
+            .replies_for(2)
+            .await
+            .into_iter()
+            .filter(|r| r["kind"] == "result")
+            .collect();
+        assert_eq!(results.len(), 1, "told once: {results:?}");
+        assert_eq!(
+            results[0]["text"],
+            format!("MoviePilot confirms subscription #{sub} is cancelled; nothing was repeated.")
+        );
+    }
+}
+
 /// The same crash with an effect MoviePilot cannot confirm (search-now answers success even
 /// when nothing runs): the job waits for a person, and the call is not made again.
 #[cfg(feature = "failpoints")]
@@ -304,12 +364,15 @@ async fn a_permanent_error_fails_at_once() {
         rig.send(1, "/subscribe tmdb:999999999").await;
         let job = rig.job_in(1, "failed", RECOVERY_DEADLINE).await;
         assert_eq!(job["attempts"], "1", "{dialect:?}");
-        assert_eq!(job["mp_error_kind"], "permanent");
+        // Nothing MoviePilot or oncebot can fix: the user's own request cannot be done, and
+        // the reply says why in the user's words.
+        assert_eq!(job["mp_error_kind"], "declined");
         assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 0);
         let replies = rig.replies_for(1).await;
         assert_eq!(replies.len(), 1);
-        assert!(
-            replies[0]["text"].starts_with("Job #1 failed"),
+        assert_eq!(
+            replies[0]["text"],
+            "Job #1 did not go through: MoviePilot does not know tmdb:999999999",
             "{replies:?}"
         );
     }

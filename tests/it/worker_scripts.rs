@@ -255,6 +255,11 @@ async fn a_finished_job_drops_the_fields_of_a_running_one() {
     assert_eq!(row["status"], "succeeded");
     assert_eq!(row["result"], "done");
     assert_eq!(row["attempts"], "2");
+    // The first attempt's error is that attempt's, not the succeeded job's.
+    assert!(!row.contains_key("error"), "{row:?}");
+    assert_eq!(row["last_attempt_error"], "MoviePilot answered 502");
+    let listed = ledger.job(job).await.unwrap().unwrap();
+    assert_eq!(listed.error, None);
     for field in ["owner", "entry", "started_at", "retry_at", "progress"] {
         assert!(!row.contains_key(field), "{field} left: {row:?}");
     }

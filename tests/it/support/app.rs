@@ -301,13 +301,7 @@ impl ServeChild {
 
     /// Sends `signal` (e.g. "TERM") with the system's `kill` command.
     pub fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("the child is still running");
-        let status = std::process::Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(pid.to_string())
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{signal} {pid} failed");
+        super::send_signal(self.child.id().expect("the child is still running"), signal);
     }
 
     /// Waits for the child to exit, within `timeout`, and returns its status.

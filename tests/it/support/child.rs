@@ -104,6 +104,11 @@ impl Oncebot {
         self.child.kill().await.expect("SIGKILL oncebot");
     }
 
+    /// Sends `signal` (e.g. "TERM"): a graceful stop, unlike [`Oncebot::sigkill`].
+    pub fn signal(&self, signal: &str) {
+        super::send_signal(self.child.id().expect("the child is still running"), signal);
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.try_wait().expect("polling the child").is_none()

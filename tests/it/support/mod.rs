@@ -233,8 +233,23 @@ impl Store {
     }
 
     /// The replies stream's entries, oldest first.
+    /// Every entry of the replies stream. Each text for a user (not an admin chat's review or
+    /// notice) is held to `not_for_users` here, so every scenario that reads its replies checks
+    /// that no user reads a setting name, a URL path or an OS error.
     pub async fn replies(&self) -> Vec<BTreeMap<String, String>> {
-        self.stream(&self.keys.replies_stream()).await
+        let replies = self.stream(&self.keys.replies_stream()).await;
+        for reply in &replies {
+            let for_operators = matches!(
+                reply.get("kind").map(String::as_str),
+                Some("review" | "notice")
+            );
+            if let (false, Some(text)) = (for_operators, reply.get("text"))
+                && let Some(why) = oncebot::sim::not_for_users(text)
+            {
+                panic!("a user would read {why}: {reply:?}");
+            }
+        }
+        replies
     }
 
     /// The ids of every job HASH in Redis.
@@ -349,4 +364,14 @@ pub async fn hand_over(url: &str, entry: &str, consumer: &str) {
         .query_async(&mut conn)
         .await
         .unwrap();
+}
+
+/// Sends `signal` (e.g. "TERM") to process `pid` with the system's `kill` command.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid} failed");
 }

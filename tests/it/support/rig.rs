@@ -29,17 +29,33 @@ pub struct Rig {
     pub http: reqwest::Client,
 }
 
+/// Whatever the dispatcher sent, no user read a setting name, a URL path or an OS error.
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let unfit = self.tg.unfit_texts();
+        assert!(unfit.is_empty(), "texts no user should read: {unfit:#?}");
+    }
+}
+
 impl Rig {
     pub async fn new(dialect: Dialect) -> Rig {
         Self::with(dialect, &[]).await
     }
 
     pub async fn with(dialect: Dialect, overrides: &[(&str, &str)]) -> Rig {
-        let redis = RedisServer::start(Persistence::None).unwrap();
         let opts = match dialect {
             Dialect::V2 => SimOptions::v2_5_6(),
             Dialect::V3 => SimOptions::v3(),
         };
+        Self::with_sim(opts, overrides).await
+    }
+
+    /// A rig whose MoviePilot simulator behaves as `opts` says (a version, its API token).
+    pub async fn with_sim(opts: SimOptions, overrides: &[(&str, &str)]) -> Rig {
+        let redis = RedisServer::start(Persistence::None).unwrap();
         let mp = MoviePilotSim::start(opts).await;
         let tg = TelegramSim::start().await.unwrap();
         let port = free_port();

@@ -1,0 +1,470 @@
+//! The release flow: `/download <title>` (matches), the resource search (a stored list with
+//! `下载 k` buttons), and one release's download, verified before it is ever sent again.
+//!
+//! A download's verification, in one place (`moviepilot-download-flow.md` §3, §7):
+//! - MoviePilot has no idempotency and no lookup by hash, so before the add the attempt notes
+//!   in the job (note.lua, under its fence) the release (site, title, subtitle), the ids of the
+//!   matching manual rows of the download history that exist already, and when it began.
+//! - Whoever runs the job after that (a crash, an uncertain answer) first reads the whole
+//!   history for a matching row that is not one of those ids; a magnet's hash is also looked
+//!   for among the active downloads. Found: `succeeded`, `mp_outcome = verified_existing`.
+//! - Not found: it waits until `moviepilot.download_settle_secs` after that attempt began (a
+//!   request whose caller died still runs to its end at MoviePilot), looks again, and only then
+//!   sends the add again. What cannot be decided (the list expired, a magnet refused after an
+//!   earlier send, too many sends) goes to `needs_review`.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use super::execute::{Buttons, Context, Done, Settle, reply_to};
+use crate::commands::Command;
+use crate::ledger::{Job, LedgerError, Owner, Solo, TokenAction, TokenGroup};
+use crate::moviepilot::{MediaItem, MediaKind, MpError, Release, ReleaseIdentity, ReleaseList};
+use crate::telegram::keyboard::Keyboard;
+
+/// The most Redis a stored list may take (media_info once, each release's torrent_info, the
+/// text and keyboard); releases at the end of the list are left out to stay under it.
+pub const LIST_BUDGET_BYTES: usize = 16 * 1024;
+
+/// Sends of one download after which a still-unverified add is held for a person.
+const MAX_SENDS: u64 = 3;
+
+/// How the release flow behaves (from `commands.*` and `moviepilot.*`).
+#[derive(Debug, Clone)]
+pub struct ReleaseSettings {
+    /// `commands.resources_shown`.
+    pub shown: usize,
+    /// `commands.resources_window_secs`: a list's and its buttons' lifetime.
+    pub list_ttl: Duration,
+    /// The resource search's duplicate window (the same setting).
+    pub search_window: Duration,
+    /// `commands.download_window_secs`.
+    pub download_window: Duration,
+    /// `moviepilot.download_settle_secs`.
+    pub settle: Duration,
+}
+
+fn ledger_error(e: LedgerError) -> MpError {
+    MpError::Transient(e.to_string())
+}
+
+fn owner(job: &Job) -> Owner {
+    Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    }
+}
+
+/// `/download <title>`: media matches, each with a button that starts a resource search. The
+/// buttons are solo: searching one match leaves the others usable.
+pub async fn matches(cx: &Context<'_>, job: &Job, title: &str) -> Result<Done, MpError> {
+    let items = cx.mp.search_media(title).await?;
+    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut keyboard = Keyboard::new();
+    for (i, item) in items.iter().take(8).enumerate() {
+        let Some((label, data)) = release_search_button(cx, job, &mut group, i + 1, item, false)
+        else {
+            continue;
+        };
+        keyboard = keyboard.row(vec![(label, data)]);
+    }
+    Ok(Done {
+        reply: cx.render.download_matches(title, &items),
+        result: format!("{} results", items.len()),
+        buttons: buttons(&group, keyboard),
+        ..Done::default()
+    })
+}
+
+/// A solo button that runs the resource search for `item`, or `None` without a TMDB id.
+/// `short`: the label beside a `/search` match's Subscribe button.
+pub fn release_search_button(
+    cx: &Context<'_>,
+    job: &Job,
+    group: &mut TokenGroup,
+    n: usize,
+    item: &MediaItem,
+    short: bool,
+) -> Option<(String, String)> {
+    let args = super::render::release_args(item)?;
+    let label = if short {
+        cx.render.search_download_button(n)
+    } else {
+        cx.render.find_releases_button(n, item)
+    };
+    let action = TokenAction::Run {
+        command: Command::Releases,
+        args,
+        window: cx.releases.search_window,
+    };
+    let data = group.add_solo(owner(job), &label, action, reply_to(job), Solo::default());
+    Some((label, data))
+}
+
+/// A resource search: the list (at most `commands.resources_shown`, in MoviePilot's order),
+/// stored with its `下载 k` buttons for `commands.resources_window_secs`.
+pub async fn search(
+    cx: &Context<'_>,
+    job: &Job,
+    tmdb_id: u64,
+    kind: MediaKind,
+    season: Option<u32>,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let found = match cx.mp.search_releases(tmdb_id, kind, season).await {
+        Ok(found) => found,
+        // The sites were asked; a lost answer is not asked again by itself.
+        Err(MpError::Uncertain(reason)) => {
+            tracing::warn!(reason = %reason, "resource search lost its answer; not retried");
+            return Ok(Done {
+                reply: r.failed(job.id, "permanent", Some(&r.release_search_lost())),
+                result: String::new(),
+                settle: Some(Settle::Failed {
+                    error: format!("resource search not answered: {reason}"),
+                }),
+                ..Done::default()
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let media = media_name(&found, tmdb_id, season);
+    let total = found.releases.len();
+    if total == 0 {
+        return Ok(Done {
+            reply: r.release_list(&media, &[], 0),
+            result: "0 releases".into(),
+            ..Done::default()
+        });
+    }
+    let mut shown: Vec<Release> = found
+        .releases
+        .iter()
+        .take(cx.releases.shown)
+        .cloned()
+        .collect();
+    loop {
+        let (text, keyboard, group) = release_buttons(cx, job, &media, &shown, total);
+        let markup = keyboard.to_json();
+        let infos: Vec<Value> = shown.iter().map(|r| r.torrent_info.0.clone()).collect();
+        let bytes = found.media_info.0.to_string().len()
+            + infos.iter().map(|v| v.to_string().len()).sum::<usize>()
+            + text.len()
+            + markup.len();
+        if bytes > LIST_BUDGET_BYTES && shown.len() > 1 {
+            shown.pop();
+            continue;
+        }
+        if bytes > LIST_BUDGET_BYTES {
+            return Err(MpError::Permanent(format!(
+                "MoviePilot's answer for this media is too large to keep ({bytes} bytes for one release)"
+            )));
+        }
+        cx.ledger
+            .store_releases(
+                job.id,
+                cx.releases.list_ttl,
+                &text,
+                &markup,
+                &found.media_info.0,
+                &infos,
+            )
+            .await
+            .map_err(ledger_error)?;
+        return Ok(Done {
+            reply: text,
+            result: format!("{total} releases, {} shown", shown.len()),
+            fields: vec![("releases_shown".into(), shown.len().to_string())],
+            buttons: Some(Buttons {
+                markup,
+                tokens: group.spec().to_string(),
+            }),
+            ..Done::default()
+        });
+    }
+}
+
+/// The media's name for the list's header: MoviePilot's title and year, else `tmdb:<id>`.
+fn media_name(found: &ReleaseList, tmdb_id: u64, season: Option<u32>) -> String {
+    let info = &found.media_info.0;
+    let title = info.get("title").and_then(Value::as_str).unwrap_or("");
+    let mut name = if title.is_empty() {
+        format!("tmdb:{tmdb_id}")
+    } else {
+        match info
+            .get("year")
+            .and_then(Value::as_str)
+            .filter(|y| !y.is_empty())
+        {
+            Some(year) => format!("{title} ({year})"),
+            None => title.to_string(),
+        }
+    };
+    if let Some(s) = season {
+        name.push_str(&format!(" S{s:02}"));
+    }
+    name
+}
+
+/// The list's text, its keyboard (four `下载 k` to a row) and the solo tokens behind them.
+fn release_buttons(
+    cx: &Context<'_>,
+    job: &Job,
+    media: &str,
+    shown: &[Release],
+    total: usize,
+) -> (String, Keyboard, TokenGroup) {
+    let r = &cx.render;
+    let mut group = TokenGroup::new(cx.releases.list_ttl);
+    let mut row = Vec::new();
+    let mut keyboard = Keyboard::new();
+    for (i, release) in shown.iter().enumerate() {
+        let n = i + 1;
+        let label = r.release_button(n, false);
+        let id = release.identity();
+        let action = TokenAction::Run {
+            command: Command::Grab,
+            args: format!("{} {n}", job.id),
+            window: cx.releases.download_window,
+        };
+        let solo = Solo {
+            key_args: Some(format!("{}\n{}\n{}", id.site, id.title, id.description)),
+            list: Some(job.id),
+            used_label: r.release_button(n, true),
+        };
+        let data = group.add_solo(owner(job), &label, action, reply_to(job), solo);
+        row.push((label, data));
+        if row.len() == 4 {
+            keyboard = keyboard.row(std::mem::take(&mut row));
+        }
+    }
+    keyboard = keyboard.row(row);
+    (r.release_list(media, shown, total), keyboard, group)
+}
+
+/// What an earlier attempt of this download noted before its add.
+#[derive(Debug, Default)]
+struct Noted {
+    identity: Option<ReleaseIdentity>,
+    before: BTreeSet<u64>,
+    began_ms: Option<u64>,
+    magnet: Option<String>,
+    sends: u64,
+}
+
+impl Noted {
+    fn read(job: &Job) -> Noted {
+        let field = |name: &str| job.extra.get(name).cloned().unwrap_or_default();
+        let identity = job
+            .extra
+            .contains_key("grab_site")
+            .then(|| ReleaseIdentity {
+                site: field("grab_site"),
+                title: field("grab_title"),
+                description: field("grab_description"),
+            });
+        Noted {
+            identity,
+            before: field("grab_before")
+                .split(',')
+                .filter_map(|id| id.trim().parse().ok())
+                .collect(),
+            began_ms: field("grab_began_ms").parse().ok(),
+            magnet: Some(field("grab_magnet")).filter(|m| !m.is_empty()),
+            sends: field("grab_sends").parse().unwrap_or(0),
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Downloads release `index` of list `list`, once (see the module's doc).
+pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Result<Done, MpError> {
+    let r = &cx.render;
+    // The claim hands over only the fields a worker always needs; the notes are read here.
+    let full = cx
+        .ledger
+        .job(job.id)
+        .await
+        .map_err(ledger_error)?
+        .unwrap_or_else(|| job.clone());
+    let noted = Noted::read(&full);
+    let stored = cx.ledger.releases(list).await.map_err(ledger_error)?;
+    let release = stored
+        .as_ref()
+        .and_then(|l| l.releases.get(index - 1))
+        .cloned()
+        .and_then(Release::from_torrent_info);
+    let Some(identity) = release
+        .as_ref()
+        .map(Release::identity)
+        .or_else(|| noted.identity.clone())
+    else {
+        return Err(MpError::Permanent(r.release_list_expired()));
+    };
+    let magnet = release
+        .as_ref()
+        .and_then(|rel| rel.magnet_hash.clone())
+        .or_else(|| noted.magnet.clone());
+    let started = |hash: &str, outcome: &str| Done {
+        reply: r.download_started(&identity.title, &identity.site),
+        result: format!("download {hash} {outcome}"),
+        fields: vec![
+            ("mp_download_hash".into(), hash.to_string()),
+            ("mp_outcome".into(), outcome.into()),
+        ],
+        ..Done::default()
+    };
+
+    if let Some(began) = noted.began_ms {
+        // An earlier attempt may have sent the add: look before anything is sent again.
+        if let Some(hash) = verify(cx, &identity, &noted.before, magnet.as_deref()).await? {
+            tracing::info!(hash = %hash, "download verified in MoviePilot's history; not sent again");
+            return Ok(started(&hash, "verified_existing"));
+        }
+        let settle_at = began + cx.releases.settle.as_millis() as u64;
+        let now = now_ms();
+        if now < settle_at {
+            let wait = Duration::from_millis(settle_at - now);
+            tracing::info!(
+                wait_ms = wait.as_millis() as u64,
+                "download not in the history yet; waiting for MoviePilot to settle before looking again"
+            );
+            tokio::time::sleep(wait).await;
+            if let Some(hash) = verify(cx, &identity, &noted.before, magnet.as_deref()).await? {
+                tracing::info!(hash = %hash, "download verified after settling; not sent again");
+                return Ok(started(&hash, "verified_existing"));
+            }
+        }
+        if noted.sends >= MAX_SENDS {
+            return Ok(hold(
+                r.download_undecided(&identity.title, &identity.site),
+                format!(
+                    "sent {} times and never seen in MoviePilot's download history",
+                    noted.sends
+                ),
+            ));
+        }
+        tracing::warn!("download not in MoviePilot's history after settling; sending it again");
+    }
+
+    let (Some(stored), Some(release)) = (stored, release) else {
+        if noted.began_ms.is_some() {
+            return Ok(hold(
+                r.download_undecided(&identity.title, &identity.site),
+                "the release list expired before the download could be verified or sent again"
+                    .into(),
+            ));
+        }
+        return Err(MpError::Permanent(r.release_list_expired()));
+    };
+
+    // The intent, noted before the add: which matching rows exist already, and when it began.
+    let before: Vec<u64> = cx
+        .mp
+        .download_history()
+        .await?
+        .iter()
+        .filter(|row| identity.matches(row))
+        .map(|row| row.id)
+        .collect();
+    let sends = noted.sends + 1;
+    let notes = [
+        ("grab_site", identity.site.clone()),
+        ("grab_title", identity.title.clone()),
+        ("grab_description", identity.description.clone()),
+        (
+            "grab_before",
+            before
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("grab_began_ms", now_ms().to_string()),
+        ("grab_magnet", magnet.clone().unwrap_or_default()),
+        ("grab_sends", sends.to_string()),
+    ];
+    let attempt = cx.attempt;
+    if !cx
+        .ledger
+        .note(attempt, &notes)
+        .await
+        .map_err(ledger_error)?
+    {
+        return Err(MpError::Transient(
+            "this attempt no longer owns the job; not sending the download".into(),
+        ));
+    }
+    crate::crash_point!("worker.before_download");
+    let downloader = release.site_downloader.as_deref();
+    match cx
+        .mp
+        .add_download(&stored.media_info, &release.torrent_info.0, downloader)
+        .await
+    {
+        Ok(hash) => Ok(started(&hash, "added")),
+        // qBittorrent refuses a magnet it already has: after an earlier send that may have
+        // reached it, a refusal says nothing.
+        Err(MpError::Permanent(reason)) if magnet.is_some() && sends > 1 => Ok(hold(
+            r.download_undecided(&identity.title, &identity.site),
+            format!("a magnet sent again was refused ({reason}); the first send may have added it"),
+        )),
+        Err(MpError::Permanent(reason)) => Ok(Done {
+            reply: r.failed(
+                job.id,
+                "permanent",
+                Some(&r.download_refused(&identity.title, &identity.site)),
+            ),
+            settle: Some(Settle::Failed { error: reason }),
+            ..Done::default()
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+fn hold(reply: String, error: String) -> Done {
+    Done {
+        reply,
+        settle: Some(Settle::Held { error }),
+        ..Done::default()
+    }
+}
+
+/// A matching manual row of the history that was not there before the add (read whole, in no
+/// particular order), or a magnet's hash among the active downloads: the hash, if found.
+async fn verify(
+    cx: &Context<'_>,
+    identity: &ReleaseIdentity,
+    before: &BTreeSet<u64>,
+    magnet: Option<&str>,
+) -> Result<Option<String>, MpError> {
+    let rows = cx.mp.download_history().await?;
+    if let Some(row) = rows
+        .iter()
+        .filter(|row| identity.matches(row) && !before.contains(&row.id))
+        .max_by_key(|row| row.id)
+    {
+        return Ok(Some(row.download_hash.clone().unwrap_or_default()));
+    }
+    if let Some(hash) = magnet {
+        let active = cx.mp.downloading_hashes().await?;
+        if active.iter().any(|h| h.eq_ignore_ascii_case(hash)) {
+            return Ok(Some(hash.to_string()));
+        }
+    }
+    Ok(None)
+}
+
+fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
+    (!group.tokens.is_empty()).then(|| Buttons {
+        markup: keyboard.to_json(),
+        tokens: group.spec().to_string(),
+    })
+}
