@@ -973,10 +973,16 @@ impl Stage {
                     .arg(replies)
                     .query_async(&mut conn)
                     .await?;
-                Ok(if queued == 0 {
-                    ControlFlow::Break(job)
-                } else {
-                    ControlFlow::Continue(format!("{queued} replies not sent yet"))
+                if queued > 0 {
+                    return Ok(ControlFlow::Continue(format!(
+                        "{queued} replies not sent yet"
+                    )));
+                }
+                // Read again: the job read above may predate the reply_end.lua that emptied the
+                // stream and wrote the reply's message id into the job.
+                Ok(match ledger.job(id).await? {
+                    Some(job) => ControlFlow::Break(job),
+                    None => ControlFlow::Continue(format!("job #{id} does not exist")),
                 })
             },
         )
