@@ -46,6 +46,9 @@ impl Ledger {
         let mut ids: Vec<u64> = members.iter().filter_map(|m| m.parse().ok()).collect();
         ids.sort_unstable();
         ids.truncate(limit);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut pipe = redis::pipe();
         for id in &ids {
             pipe.hgetall(self.keys.job(*id));
@@ -80,14 +83,17 @@ impl Ledger {
             .lrange(self.keys.jobs_index(), 0, window.max(1) as isize - 1)
             .await
             .map_err(LedgerError::redis("reading the jobs index"))?;
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.hget(self.keys.job(*id), "status");
-        }
-        let states: Vec<Option<String>> = pipe
-            .query_async(&mut conn)
-            .await
-            .map_err(LedgerError::redis("reading job states"))?;
+        let states: Vec<Option<String>> = if ids.is_empty() {
+            Vec::new()
+        } else {
+            let mut pipe = redis::pipe();
+            for id in &ids {
+                pipe.hget(self.keys.job(*id), "status");
+            }
+            pipe.query_async(&mut conn)
+                .await
+                .map_err(LedgerError::redis("reading job states"))?
+        };
         let mut counts = StateCounts {
             counted: 0,
             by_state: JobState::ALL.iter().map(|s| (s.as_str(), 0)).collect(),
