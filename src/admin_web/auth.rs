@@ -234,7 +234,7 @@ mod tests {
             (header::ORIGIN, "http://evil.example")
         ])));
         assert!(!same_origin(&h(&[host.clone(), (header::ORIGIN, "null")])));
-        assert!(!same_origin(&h(&[host.clone()])));
+        assert!(!same_origin(&h(std::slice::from_ref(&host))));
         assert!(same_origin(&h(&[
             (header::HOST, "bot.example.org"),
             (header::ORIGIN, "https://bot.example.org")

@@ -311,8 +311,11 @@ fn looks_secret(field: &str) -> bool {
 /// The job's moments, oldest first: every `*_at` / `*_ms` field holding a time.
 fn timeline(job: &Job) -> Vec<(u64, String)> {
     let mut out = vec![
-        (job.created_at, "created_at".to_string()),
-        (job.updated_at, "updated_at".to_string()),
+        (job.created_at, "created_at: admitted".to_string()),
+        (
+            job.updated_at,
+            format!("updated_at: the last change, to {}", job.status),
+        ),
     ];
     for (k, v) in &job.extra {
         if let Some(ms) = epoch_ms(k, v) {
@@ -451,7 +454,14 @@ mod tests {
     fn the_timeline_holds_moments_in_order_and_no_durations() {
         let t = timeline(&job("x"));
         let names: Vec<&str> = t.iter().map(|(_, n)| n.as_str()).collect();
-        assert_eq!(names, ["created_at", "started_at", "updated_at"]);
+        assert_eq!(
+            names,
+            [
+                "created_at: admitted",
+                "started_at",
+                "updated_at: the last change, to needs_review"
+            ]
+        );
     }
 
     #[test]

@@ -304,6 +304,9 @@ impl Deployment {
     }
 }
 
+/// A request header's name and value.
+type Header = (&'static str, String);
+
 /// The CSRF field of the first action form on a page.
 pub fn csrf_of(html: &str) -> String {
     let at = html
@@ -485,7 +488,7 @@ async fn a_decision_from_another_origin_or_without_the_pages_csrf_field_is_refus
     let (_, page) = d.get("/admin/").await;
     let csrf = csrf_of(&page);
     let url = d.page(&format!("/admin/jobs/{job}/resolve"));
-    let post = |origin: Option<(&'static str, String)>, csrf: String| {
+    let post = |origin: Option<Header>, csrf: String| {
         let mut req = d
             .http
             .post(&url)
@@ -511,7 +514,7 @@ async fn a_decision_from_another_origin_or_without_the_pages_csrf_field_is_refus
         .await
         .unwrap();
     let other_password = csrf_of(&other_page);
-    let cases: Vec<(&str, Option<(&'static str, String)>, String)> = vec![
+    let cases: Vec<(&str, Option<Header>, String)> = vec![
         ("no csrf field", Some(("origin", d.origin())), String::new()),
         ("a forged csrf field", Some(("origin", d.origin())), forged),
         (
