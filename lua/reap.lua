@@ -14,7 +14,8 @@
   ARGV[2] the taking consumer (the caller, alive)
   ARGV[3] most entries to take in this call, over all streams; the rest wait for the next call
   ARGV[4] milliseconds after which a consumer that is not in the list (made by a release
-          without liveness) and has nothing pending is removed from the streams
+          without liveness) and has nothing pending is removed from the streams; 0 skips that
+          sweep in this call (it reads XINFO CONSUMERS of every stream, so callers run it seldom)
 
   Returns {removed, taken_1, ..., taken_n}: how many consumers were removed, then for each
   stream in KEYS order the entries taken, as XCLAIM answers them ({id, {field, value, ...}});
@@ -43,8 +44,12 @@ local function remove(consumer)
   end
 end
 
+local members = redis.call('SMEMBERS', list)
+local listed = {}
+for _, consumer in ipairs(members) do listed[consumer] = true end
+
 local removed = 0
-for _, consumer in ipairs(redis.call('SMEMBERS', list)) do
+for _, consumer in ipairs(members) do
   if consumer ~= me and redis.call('EXISTS', alive_prefix .. consumer) == 0 then
     local left = 0
     for i = 3, #KEYS do
@@ -73,9 +78,8 @@ for _, consumer in ipairs(redis.call('SMEMBERS', list)) do
 end
 
 -- Consumers a release without liveness left behind: idle for long, nothing pending.
-local listed = {}
-for _, consumer in ipairs(redis.call('SMEMBERS', list)) do listed[consumer] = true end
 for i = 3, #KEYS do
+  if forget_after == 0 then break end
   local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', KEYS[i], group)
   if ok then
     for _, c in ipairs(consumers) do

@@ -18,6 +18,10 @@ use crate::ledger::{ConsumerRole, Ledger, Reaped};
 /// Most entries one reap takes.
 const REAP_BATCH: usize = 100;
 
+/// Every this many reaps, one also sweeps the consumers an older release left (XINFO CONSUMERS
+/// of every stream), which need not be quick.
+const SWEEP_EVERY: u32 = 30;
+
 /// One process's liveness in one consumer group.
 pub(crate) struct Liveness {
     ledger: Ledger,
@@ -31,6 +35,8 @@ pub(crate) struct Liveness {
     forget_after: Duration,
     /// When the last beat that Redis took was sent: the key lives until at least then + ttl.
     last_beat: Mutex<Option<Instant>>,
+    /// Reaps so far, for [`SWEEP_EVERY`].
+    reaps: std::sync::atomic::AtomicU32,
 }
 
 impl Liveness {
@@ -52,6 +58,7 @@ impl Liveness {
             command_timeout,
             forget_after: reclaim_idle.max(Duration::from_secs(60)),
             last_beat: Mutex::new(None),
+            reaps: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
@@ -98,9 +105,17 @@ impl Liveness {
         if !self.may_claim() {
             return Reaped::default();
         }
+        let n = self
+            .reaps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sweep = if n.is_multiple_of(SWEEP_EVERY) {
+            self.forget_after
+        } else {
+            Duration::ZERO
+        };
         match self
             .ledger
-            .reap(self.role, &self.consumer, REAP_BATCH, self.forget_after)
+            .reap(self.role, &self.consumer, REAP_BATCH, sweep)
             .await
         {
             Ok(reaped) => {

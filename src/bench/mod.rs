@@ -20,6 +20,7 @@
 mod load;
 mod phases;
 mod pipeline;
+mod recovery;
 mod target;
 mod updates;
 
@@ -78,6 +79,13 @@ pub struct BenchArgs {
     /// tests).
     #[arg(long, hide = true, value_parser = parse_phase_secs)]
     pub phase_secs: Option<f64>,
+    /// Only measure recovery from crashes instead: real `oncebot serve` processes SIGKILLed
+    /// with work in flight, and the time until it is settled (see `recovery`).
+    #[arg(long)]
+    pub recovery: bool,
+    /// Kills per recovery scenario.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=200))]
+    pub kills: u64,
     /// Jobs in the worker phase's backlog (default: 20000 with --quick, 50000 otherwise; for
     /// tests).
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -191,6 +199,9 @@ pub struct Phases {
 
 /// Runs every phase and prints the report.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.recovery {
+        return run_recovery(&args).await;
+    }
     let connections = args.connections as usize;
     let timing = args.timing();
     tracing::info!(
@@ -221,6 +232,44 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         write_table(&mut out, &report)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `--recovery`: the crash scenarios, then the report.
+async fn run_recovery(args: &BenchArgs) -> anyhow::Result<()> {
+    let report = recovery::run(args.kills as usize).await?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        let row = |out: &mut dyn std::io::Write, name: &str, r: &recovery::Recoveries| {
+            writeln!(
+                out,
+                "{name:<28} p50 {:>7.0} ms   max {:>7.0} ms   ({} kills, {} in flight each)",
+                r.p50_ms, r.max_ms, r.runs, report.in_flight_per_kill
+            )
+        };
+        writeln!(out, "recovery after SIGKILL ({})", report.settings)?;
+        row(
+            &mut out,
+            "worker killed, peer alive",
+            &report.kill_with_peer,
+        )?;
+        row(&mut out, "only worker restarted", &report.restart)?;
+        row(&mut out, "dispatcher restarted", &report.dispatcher_restart)?;
+        writeln!(
+            out,
+            "{:<28} {} (sent again, at least once)",
+            "replies resent", report.resent
+        )?;
+        writeln!(
+            out,
+            "{:<28} {:.2} % of a core, {:.1} Redis commands/s",
+            "idle serve (all roles)", report.idle_cpu_percent, report.idle_redis_commands_per_s
+        )?;
     }
     out.flush()?;
     Ok(())

@@ -58,6 +58,29 @@ impl Ledger {
         Ok(())
     }
 
+    /// The consumers of `role`'s group that keep a liveness key now (listed and alive).
+    pub async fn live_consumers(&self, role: Role) -> Result<Vec<String>, LedgerError> {
+        let (group, _) = self.streams_of(role);
+        let mut conn = self.conn.clone();
+        let listed: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.keys.consumers(group))
+            .query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("listing consumers"))?;
+        let mut live = Vec::with_capacity(listed.len());
+        for consumer in listed {
+            let alive: bool = redis::cmd("EXISTS")
+                .arg(self.keys.alive(&consumer))
+                .query_async(&mut conn)
+                .await
+                .map_err(LedgerError::redis("reading a liveness key"))?;
+            if alive {
+                live.push(consumer);
+            }
+        }
+        Ok(live)
+    }
+
     /// liveness.lua `retire`: `consumer` stops; what it leaves pending is taken at once by the
     /// others, and it is removed from the group if nothing is. Returns the entries left.
     pub async fn retire(&self, role: Role, consumer: &str) -> Result<u64, LedgerError> {
@@ -78,7 +101,7 @@ impl Ledger {
     /// reap.lua: the entries of dead consumers of `role`'s group, taken by `consumer` (at most
     /// `count`), and dead consumers with nothing pending removed. `forget_after`: how long a
     /// consumer no liveness list knows (a release without liveness left it) must have been
-    /// idle, with nothing pending, before it is removed.
+    /// idle, with nothing pending, before it is removed; zero skips that sweep.
     pub async fn reap(
         &self,
         role: Role,

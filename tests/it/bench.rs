@@ -156,3 +156,26 @@ fn bench_on_a_given_redis_names_it_and_removes_every_key_it_wrote() {
     let left: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
     assert_eq!(left, 0, "the bench left keys behind");
 }
+
+/// `bench --recovery` kills real processes with work in flight and reports how long each
+/// recovery took. Only a bound is asserted, and a loose one: below the 60 s lease, recovery was
+/// liveness's doing; the figures themselves belong to the printed report.
+#[tokio::test]
+async fn recovery_bench_reports_each_scenario_below_the_lease() {
+    let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
+        .args(["bench", "--recovery", "--kills", "1", "--json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for scenario in ["kill_with_peer", "restart", "dispatcher_restart"] {
+        let r = &report[scenario];
+        assert_eq!(r["runs"], 1, "{report}");
+        let max = r["max_ms"].as_f64().unwrap();
+        assert!(max > 0.0 && max < 60_000.0, "{scenario}: {report}");
+    }
+    assert_eq!(report["resent"], report["in_flight_per_kill"], "{report}");
+    assert!(report["idle_redis_commands_per_s"].as_f64().unwrap() > 0.0);
+}

@@ -1,0 +1,407 @@
+//! `oncebot bench --recovery`: how long a crash keeps users waiting. Real `oncebot serve`
+//! processes (this binary, as children) against a private Redis and the simulators; each is
+//! SIGKILLed with work in flight, and the time until that work is settled is measured.
+//!
+//! - `kill_with_peer`: a worker with jobs running is killed while another worker is alive.
+//! - `restart`: the only worker is killed and started again at once; timed from the restart.
+//! - `dispatcher_restart`: a dispatcher with sends under way is killed and started again; timed
+//!   from the restart until every reply is delivered. Its sends were still at Telegram when it
+//!   died, so each is delivered again (at least once): `resent` counts them.
+//! - `idle`: one idle `serve` (every role) for a while: its CPU and the Redis commands it
+//!   sends per second, heartbeats included.
+//!
+//! The jobs are `/downloading` (read-only) whose MoviePilot call the simulator holds for a
+//! minute, so they are surely running when the worker dies; without liveness, recovery would
+//! wait for the lease (`worker.reclaim_idle_ms`, 60 s).
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::process::{Child, Command};
+
+use crate::commands::Command as BotCommand;
+use crate::ledger::{Admission, AdmissionAction, ConsumerRole, Ledger};
+use crate::redis_server::{Persistence, RedisServer};
+use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
+use crate::sim::telegram::{self, TelegramSim};
+
+/// Jobs (or replies) in flight at each kill.
+const IN_FLIGHT: usize = 4;
+/// The longest any one recovery may take before the bench gives up (the lease is 60 s).
+const GIVE_UP: Duration = Duration::from_secs(90);
+
+/// Times of one scenario, in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Recoveries {
+    pub runs: usize,
+    pub p50_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Recoveries {
+    fn of(mut times: Vec<Duration>) -> Recoveries {
+        times.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        Recoveries {
+            runs: times.len(),
+            p50_ms: times.get(times.len() / 2).map_or(0.0, |d| ms(*d)),
+            max_ms: times.last().map_or(0.0, |d| ms(*d)),
+        }
+    }
+}
+
+/// The `--recovery --json` output.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecoveryReport {
+    pub in_flight_per_kill: usize,
+    /// `worker.heartbeat_interval_ms`, `worker.liveness_ttl_ms`, `worker.reclaim_idle_ms` as run
+    /// (the defaults).
+    pub settings: &'static str,
+    pub kill_with_peer: Recoveries,
+    pub restart: Recoveries,
+    pub dispatcher_restart: Recoveries,
+    /// Replies the restarted dispatchers sent again (at least once), over all runs.
+    pub resent: usize,
+    pub idle_cpu_percent: f64,
+    pub idle_redis_commands_per_s: f64,
+}
+
+/// The deployment the scenarios run in.
+struct Scene {
+    redis: RedisServer,
+    ledger: Ledger,
+    mp: MoviePilotSim,
+    tg: TelegramSim,
+    next_update: i64,
+}
+
+/// An `oncebot serve` child.
+struct Process(Child);
+
+impl Process {
+    fn spawn(scene: &Scene, roles: &[&str]) -> anyhow::Result<Process> {
+        let exe = std::env::current_exe()?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("serve");
+        for role in roles {
+            cmd.args(["--role", role]);
+        }
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("ONCEBOT__REDIS__URL", scene.redis.url())
+            .env("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0")
+            .env("ONCEBOT__TELEGRAM__TOKEN", scene.tg.token())
+            .env("ONCEBOT__TELEGRAM__API_URL", scene.tg.url())
+            .env("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1")
+            .env("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "bench-secret")
+            .env("ONCEBOT__MOVIEPILOT__URL", scene.mp.url())
+            .env(
+                "ONCEBOT__MOVIEPILOT__USERNAME",
+                &scene.mp.options().username,
+            )
+            .env(
+                "ONCEBOT__MOVIEPILOT__PASSWORD",
+                &scene.mp.options().password,
+            )
+            .env("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10")
+            .env("ONCEBOT__DISPATCHER__SET_COMMANDS", "false")
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
+        Ok(Process(cmd.spawn()?))
+    }
+
+    async fn sigkill(mut self) {
+        let _ = self.0.kill().await;
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.0.id()
+    }
+}
+
+impl Scene {
+    async fn start() -> anyhow::Result<Scene> {
+        let redis = RedisServer::start(Persistence::None)?;
+        let settings = crate::config::Settings::load_from(
+            None,
+            [("ONCEBOT__REDIS__URL".to_string(), redis.url())],
+        )?;
+        let ledger = Ledger::connect(&settings)?;
+        ledger.prepare().await?;
+        Ok(Scene {
+            redis,
+            ledger,
+            mp: MoviePilotSim::start(SimOptions::v2_5_6()).await,
+            tg: TelegramSim::start().await?,
+            next_update: 1,
+        })
+    }
+
+    /// Starts a process and waits until its consumer of `role` beats.
+    async fn started(&self, roles: &[&str], role: ConsumerRole) -> anyhow::Result<Process> {
+        let before = self.ledger.live_consumers(role).await?;
+        let process = Process::spawn(self, roles)?;
+        self.until(Duration::from_secs(20), "the process to start", || async {
+            let now = self.ledger.live_consumers(role).await.ok()?;
+            now.iter().any(|c| !before.contains(c)).then_some(())
+        })
+        .await?;
+        Ok(process)
+    }
+
+    async fn until<T, F, Fut>(&self, within: Duration, what: &str, mut f: F) -> anyhow::Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let end = Instant::now() + within;
+        loop {
+            if let Some(v) = f().await {
+                return Ok(v);
+            }
+            if Instant::now() > end {
+                anyhow::bail!("gave up waiting for {what} after {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Admits `/downloading` jobs whose MoviePilot call is held for a minute; their ids.
+    async fn held_jobs(&mut self) -> anyhow::Result<Vec<u64>> {
+        let mut ids = Vec::new();
+        for i in 0..IN_FLIGHT {
+            self.mp
+                .fail_next(routes::DOWNLOADS, Fault::Delay(Duration::from_secs(60)));
+            let update_id = self.next_update;
+            self.next_update += 1;
+            let admitted = self
+                .ledger
+                .admit(&Admission {
+                    update_id,
+                    // A chat each: jobs of one chat run one after another.
+                    chat_id: 1000 + update_id,
+                    user_id: 1,
+                    message_id: None,
+                    action: AdmissionAction::Job {
+                        command: BotCommand::Downloading,
+                        args: String::new(),
+                        window: Duration::ZERO,
+                    },
+                })
+                .await?;
+            match admitted {
+                crate::ledger::Admitted::New { job_id } => ids.push(job_id),
+                other => anyhow::bail!("job {i} was not admitted: {other:?}"),
+            }
+        }
+        Ok(ids)
+    }
+
+    async fn all_in(&self, jobs: &[u64], status: &str) -> bool {
+        for id in jobs {
+            match self.ledger.job(*id).await {
+                Ok(Some(job)) if job.status == status => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    async fn running(&self, jobs: &[u64]) -> anyhow::Result<()> {
+        self.until(Duration::from_secs(20), "the jobs to run", || async {
+            self.all_in(jobs, "running").await.then_some(())
+        })
+        .await
+    }
+
+    async fn settled(&self, jobs: &[u64], since: Instant) -> anyhow::Result<Duration> {
+        self.until(GIVE_UP, "the jobs to be settled", || async {
+            self.all_in(jobs, "succeeded")
+                .await
+                .then(|| since.elapsed())
+        })
+        .await
+    }
+}
+
+/// Runs the scenarios, `kills` times each.
+pub async fn run(kills: usize) -> anyhow::Result<RecoveryReport> {
+    let mut scene = Scene::start().await?;
+
+    tracing::info!(kills, "recovery: killing a worker while another is alive");
+    let mut times = Vec::new();
+    let mut victim = scene.started(&["worker"], ConsumerRole::Worker).await?;
+    for _ in 0..kills {
+        let jobs = scene.held_jobs().await?;
+        scene.running(&jobs).await?;
+        let peer = scene.started(&["worker"], ConsumerRole::Worker).await?;
+        victim.sigkill().await;
+        let killed = Instant::now();
+        times.push(scene.settled(&jobs, killed).await?);
+        victim = peer;
+    }
+    let kill_with_peer = Recoveries::of(times);
+
+    tracing::info!(kills, "recovery: restarting the only worker");
+    let mut times = Vec::new();
+    for _ in 0..kills {
+        let jobs = scene.held_jobs().await?;
+        scene.running(&jobs).await?;
+        victim.sigkill().await;
+        let restarted = Instant::now();
+        victim = Process::spawn(&scene, &["worker"])?;
+        times.push(scene.settled(&jobs, restarted).await?);
+    }
+    let restart = Recoveries::of(times);
+    victim.sigkill().await;
+
+    tracing::info!(
+        kills,
+        "recovery: restarting a dispatcher with sends under way"
+    );
+    let (dispatcher_restart, resent) = dispatcher_restarts(&mut scene, kills).await?;
+
+    tracing::info!("recovery: an idle serve");
+    let (idle_cpu_percent, idle_redis_commands_per_s) = idle(&scene).await?;
+
+    Ok(RecoveryReport {
+        in_flight_per_kill: IN_FLIGHT,
+        settings: "defaults: heartbeat 1000 ms, liveness 3500 ms, lease 60000 ms",
+        kill_with_peer,
+        restart,
+        dispatcher_restart,
+        resent,
+        idle_cpu_percent,
+        idle_redis_commands_per_s,
+    })
+}
+
+async fn dispatcher_restarts(
+    scene: &mut Scene,
+    kills: usize,
+) -> anyhow::Result<(Recoveries, usize)> {
+    let mut times = Vec::new();
+    let mut dispatcher = scene
+        .started(&["dispatcher"], ConsumerRole::Dispatcher)
+        .await?;
+    let mut resent = 0usize;
+    for _ in 0..kills {
+        let calls_before = scene.tg.count("sendMessage");
+        let mut chats = Vec::new();
+        for _ in 0..IN_FLIGHT {
+            scene.tg.fail_next(
+                "sendMessage",
+                telegram::Fault::Delay(Duration::from_secs(60)),
+            );
+            let update_id = scene.next_update;
+            scene.next_update += 1;
+            // A chat each, so that per-chat order does not serialise them.
+            let chat_id = 5000 + update_id;
+            chats.push(chat_id);
+            scene
+                .ledger
+                .admit(&Admission {
+                    update_id,
+                    chat_id,
+                    user_id: 1,
+                    message_id: None,
+                    action: AdmissionAction::Reply {
+                        kind: "help",
+                        text: "help".into(),
+                        window: Duration::ZERO,
+                        once_key: String::new(),
+                    },
+                })
+                .await?;
+        }
+        // Every send under way at Telegram (held there) when the dispatcher dies.
+        scene
+            .until(
+                Duration::from_secs(20),
+                "the sends to be under way",
+                || async {
+                    (scene.tg.count("sendMessage") >= calls_before + IN_FLIGHT).then_some(())
+                },
+            )
+            .await?;
+        dispatcher.sigkill().await;
+        let restarted = Instant::now();
+        dispatcher = Process::spawn(scene, &["dispatcher"])?;
+        let delivered = scene
+            .until(GIVE_UP, "the replies to be delivered", || async {
+                let sent: Vec<i64> = scene.tg.sent().iter().map(|m| m.chat_id).collect();
+                chats
+                    .iter()
+                    .all(|c| sent.contains(c))
+                    .then(|| restarted.elapsed())
+            })
+            .await?;
+        times.push(delivered);
+        // The held sends are carried out by Telegram after all, a minute later: each of these
+        // replies is delivered twice. That is what at-least-once costs for a send whose
+        // answer its sender did not live to record.
+        resent += chats.len();
+    }
+    dispatcher.sigkill().await;
+    Ok((Recoveries::of(times), resent))
+}
+
+/// One `serve` with every role, idle for ten seconds: CPU share and Redis commands per second.
+async fn idle(scene: &Scene) -> anyhow::Result<(f64, f64)> {
+    let process = scene
+        .started(
+            &["ingress", "worker", "dispatcher"],
+            ConsumerRole::Dispatcher,
+        )
+        .await?;
+    // Let start-up (connecting, setMyCommands, the first reap) pass.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pid = process
+        .pid()
+        .ok_or_else(|| anyhow::anyhow!("the idle process is gone"))?;
+    let window = Duration::from_secs(10);
+    let cpu_before = child_cpu(pid);
+    let calls_before = total_calls(&scene.ledger).await?;
+    let started = Instant::now();
+    tokio::time::sleep(window).await;
+    let took = started.elapsed().as_secs_f64();
+    let calls = total_calls(&scene.ledger).await? - calls_before;
+    let cpu = child_cpu(pid).zip(cpu_before).map_or(0.0, |(a, b)| a - b);
+    process.sigkill().await;
+    // The two reads of INFO are the bench's own, not the process's.
+    Ok((100.0 * cpu / took, (calls.saturating_sub(2)) as f64 / took))
+}
+
+/// Commands Redis has run, from `INFO commandstats`.
+async fn total_calls(ledger: &Ledger) -> anyhow::Result<u64> {
+    let mut conn = ledger.connection();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await?;
+    Ok(info
+        .lines()
+        .filter_map(|l| {
+            l.split_once("calls=")?
+                .1
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum())
+}
+
+/// A child's CPU seconds (user + sys) from `/proc/<pid>/stat`.
+fn child_cpu(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
