@@ -967,8 +967,10 @@ impl Stage {
                     .arg(replies)
                     .query_async(&mut conn)
                     .await?;
+                // Read again: a reply that ended between the first read and XLEN moved its
+                // record (reply_message_id, ...) into the job after that read.
                 Ok(if queued == 0 {
-                    ControlFlow::Break(job)
+                    ControlFlow::Break(ledger.job(id).await?.unwrap_or(job))
                 } else {
                     ControlFlow::Continue(format!("{queued} replies not sent yet"))
                 })
