@@ -78,8 +78,8 @@ local function claim_one(job_key, entry, review_notice)
 
   local function reply(kind, text)
     ensure_group(replies, replies_group)
-    redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', message_id or '',
-      'kind', kind, 'job_id', id, 'text', (string.gsub(text, '{job}', id)), 'created_at', now)
+    queue_reply(replies, {chat_id = chat_id, reply_to = message_id, kind = kind, job_id = id,
+      text = (string.gsub(text, '{job}', id)), now = now})
   end
 
   local function run(mode)

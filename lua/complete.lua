@@ -121,13 +121,8 @@ local function complete_one(job_key, at)
       ensure_group(replies, replies_group)
       replies_ready = true
     end
-    if markup ~= '' then
-      redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-        'kind', kind, 'job_id', id, 'text', text, 'markup', markup, 'created_at', now)
-    else
-      redis.call('XADD', replies, '*', 'chat_id', job[5], 'reply_to', job[6] or '',
-        'kind', kind, 'job_id', id, 'text', text, 'created_at', now)
-    end
+    queue_reply(replies, {chat_id = job[5], reply_to = job[6], kind = kind, job_id = id,
+      text = text, markup = markup, now = now})
   end
 
   acked[#acked + 1] = entry

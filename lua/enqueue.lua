@@ -82,13 +82,8 @@ local now = now_ms()
 
 local function reply(kind, text, job_id, markup)
   ensure_group(replies_stream, ARGV[16])
-  if markup and markup ~= '' then
-    redis.call('XADD', replies_stream, '*', 'chat_id', chat_id, 'reply_to', message_id,
-      'kind', kind, 'job_id', job_id, 'text', text, 'markup', markup, 'created_at', now)
-  else
-    redis.call('XADD', replies_stream, '*', 'chat_id', chat_id, 'reply_to', message_id,
-      'kind', kind, 'job_id', job_id, 'text', text, 'created_at', now)
-  end
+  queue_reply(replies_stream, {chat_id = chat_id, reply_to = message_id, kind = kind,
+    job_id = job_id, text = text, markup = markup, now = now})
 end
 
 if mode == 'reply' then

@@ -29,7 +29,6 @@ end
 local now = now_ms()
 if #ARGV >= 5 then ensure_group(replies, replies_group) end
 for i = 5, #ARGV do
-  redis.call('XADD', replies, '*', 'chat_id', ARGV[i], 'reply_to', '', 'kind', 'notice',
-    'job_id', '', 'text', ARGV[4], 'created_at', now)
+  queue_reply(replies, {chat_id = ARGV[i], kind = 'notice', text = ARGV[4], now = now})
 end
 return 1

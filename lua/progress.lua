@@ -22,6 +22,6 @@ end
 local now = now_ms()
 redis.call('HSET', KEYS[1], 'progress', 'queued')
 ensure_group(KEYS[2], ARGV[3])
-redis.call('XADD', KEYS[2], '*', 'chat_id', job[4], 'reply_to', job[5] or '', 'kind', 'progress',
-  'job_id', job[6], 'text', (string.gsub(ARGV[2], '{job}', job[6])), 'created_at', now)
+queue_reply(KEYS[2], {chat_id = job[4], reply_to = job[5], kind = 'progress', job_id = job[6],
+  text = (string.gsub(ARGV[2], '{job}', job[6])), now = now})
 return 1

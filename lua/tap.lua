@@ -93,9 +93,8 @@ end
 local function clear_markup(job_id)
   if chat_id == '' or message_id == '' then return end
   ensure_group(replies, ARGV[12])
-  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', '', 'kind', 'clear_markup',
-    'job_id', job_id or '', 'text', '', 'op', 'clear_markup', 'edit_message_id', message_id,
-    'created_at', now)
+  queue_reply(replies, {chat_id = chat_id, kind = 'clear_markup', job_id = job_id,
+    op = 'clear_markup', edit_message_id = message_id, now = now})
 end
 
 -- Release lists (the `下载 k` buttons' stored keyboard) live beside the jobs, same hash tag.
@@ -199,9 +198,8 @@ local function settle_markup(job_id)
   markup = cjson.encode(keyboard)
   redis.call('HSET', list_key, 'markup', markup)
   ensure_group(replies, ARGV[12])
-  redis.call('XADD', replies, '*', 'chat_id', chat_id, 'reply_to', '', 'kind', 'edit_markup',
-    'job_id', '', 'text', '', 'op', 'edit_markup', 'edit_message_id', message_id,
-    'markup', markup, 'created_at', now)
+  queue_reply(replies, {chat_id = chat_id, kind = 'edit_markup', op = 'edit_markup',
+    edit_message_id = message_id, markup = markup, now = now})
 end
 
 -- 4. Use it.
@@ -246,9 +244,8 @@ if existing then
   local list_text, list_markup = stored_list(job_prefix, existing, state)
   if list_text then
     ensure_group(replies, ARGV[12])
-    redis.call('XADD', replies, '*', 'chat_id', tok.chat_id, 'reply_to', tok.reply_to,
-      'kind', 'duplicate', 'job_id', existing, 'text', text .. '\n\n' .. list_text,
-      'markup', list_markup, 'created_at', now)
+    queue_reply(replies, {chat_id = tok.chat_id, reply_to = tok.reply_to, kind = 'duplicate',
+      job_id = existing, text = text .. '\n\n' .. list_text, markup = list_markup, now = now})
   end
   return finish(existing, 'duplicate_command', existing, state)
 end

@@ -10,6 +10,7 @@ use anyhow::Context as _;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::admin_web::{self, AdminWeb};
 use crate::backoff::{self, Backoff};
 use crate::config::{Needs, Settings};
 use crate::dispatch::Dispatcher;
@@ -62,6 +63,8 @@ impl ServeOptions {
 pub struct Running {
     /// The HTTP address actually bound (port 0 in the settings picks a free one).
     pub http_addr: Option<SocketAddr>,
+    /// The operator page's own address, when `admin.listen` is set (else it is on `http_addr`).
+    pub admin_addr: Option<SocketAddr>,
     pub shutdown: CancellationToken,
     handle: JoinHandle<anyhow::Result<()>>,
 }
@@ -108,10 +111,38 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         secret: settings.telegram.webhook_secret.clone(),
         max_body_bytes: settings.http.max_body_bytes,
     });
+    // The operator's page: on its own address when admin.listen is set, else next to the
+    // webhook; nowhere without a password.
+    let admin = AdminWeb::from_settings(&settings, ledger.clone());
+    let admin_listen = settings
+        .admin_listen_addr()
+        .context("admin.listen is not an address (ONCEBOT__ADMIN__LISTEN)")?;
+    let (shared_admin, admin_addr) = match (admin, admin_listen) {
+        (Some(page), Some(addr)) => {
+            let admin_listener = webhook::bind_for(addr, "ONCEBOT__ADMIN__LISTEN").await?;
+            let admin_addr = admin_listener.local_addr()?;
+            let stop = shutdown.clone();
+            let server =
+                admin_web::serve(admin_listener, page, async move { stop.cancelled().await });
+            tasks.push(tokio::spawn(async move {
+                server.await;
+                Ok(())
+            }));
+            tracing::info!(addr = %admin_addr, "operator page listening (/admin/)");
+            (None, Some(admin_addr))
+        }
+        (page, _) => (page, None),
+    };
+    let admin_here = shared_admin.is_some();
     let stop = shutdown.clone();
-    let server = webhook::serve(listener, ingress.clone(), hook, runs_ingress, async move {
-        stop.cancelled().await
-    });
+    let server = webhook::serve(
+        listener,
+        ingress.clone(),
+        hook,
+        runs_ingress,
+        shared_admin,
+        async move { stop.cancelled().await },
+    );
     tasks.push(tokio::spawn(async move {
         server.await;
         Ok(())
@@ -119,6 +150,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     tracing::info!(
         addr = %local_addr,
         webhook = runs_ingress && !opts.poll,
+        admin_page = admin_here,
         "HTTP listening (/healthz, /readyz, /metrics)"
     );
     if runs_ingress && opts.poll {
@@ -163,6 +195,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     });
     Ok(Running {
         http_addr: Some(local_addr),
+        admin_addr,
         shutdown,
         handle,
     })

@@ -23,6 +23,7 @@ pub const ENV_PREFIX: &str = "ONCEBOT";
 pub struct Settings {
     pub redis: RedisSettings,
     pub http: HttpSettings,
+    pub admin: AdminSettings,
     pub telegram: TelegramSettings,
     pub ledger: LedgerSettings,
     pub worker: WorkerSettings,
@@ -50,6 +51,25 @@ pub struct HttpSettings {
     pub listen: String,
     /// Bodies above this are refused with 413 before they are parsed.
     pub max_body_bytes: u64,
+}
+
+/// The operator's page (`admin_web`): off while `password` is empty.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminSettings {
+    pub password: Secret,
+    pub user: String,
+    /// Show, never act: no action is offered, and a posted one is refused.
+    pub read_only: bool,
+    /// Its own address; empty serves it on `http.listen`.
+    pub listen: String,
+}
+
+impl AdminSettings {
+    /// The page is served only when a password is set.
+    pub fn enabled(&self) -> bool {
+        !self.password.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -597,7 +617,45 @@ impl Settings {
         if needs.moviepilot {
             self.validate_moviepilot()?;
         }
+        self.validate_admin()?;
         self.validate_liveness(needs)
+    }
+
+    /// The operator's page, when it is on: a user name basic auth can carry, and its own
+    /// address if one is given.
+    fn validate_admin(&self) -> Result<(), SettingError> {
+        let a = &self.admin;
+        if !a.enabled() {
+            return Ok(());
+        }
+        if a.user.is_empty() || a.user.contains(':') || a.user.chars().any(char::is_control) {
+            return Err(SettingError::new(
+                "admin.user",
+                format!("is {:?}, which basic auth cannot carry", a.user),
+                format!(
+                    "set {} to a name without ':' (default admin)",
+                    env_name("admin.user")
+                ),
+            ));
+        }
+        if a.password.expose().chars().any(char::is_control) {
+            return Err(SettingError::new(
+                "admin.password",
+                "contains a control character, which a browser cannot send",
+                format!("set {} to printable characters", env_name("admin.password")),
+            ));
+        }
+        if self.admin_listen_addr().is_err() {
+            return Err(SettingError::new(
+                "admin.listen",
+                format!("is {:?}, not an address", a.listen),
+                format!(
+                    "set {} to e.g. 127.0.0.1:8081, or leave it empty to serve the page on http.listen",
+                    env_name("admin.listen")
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The liveness of the consumer roles that run: an expiry that one slow heartbeat could
@@ -732,6 +790,14 @@ impl Settings {
     pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
         self.http.listen.parse()
     }
+
+    /// The operator page's own address: `None` when it shares `http.listen`.
+    pub fn admin_listen_addr(&self) -> Result<Option<SocketAddr>, std::net::AddrParseError> {
+        match self.admin.listen.trim() {
+            "" => Ok(None),
+            addr => addr.parse().map(Some),
+        }
+    }
 }
 
 /// `<digits>:<35ish characters of A-Z a-z 0-9 _ ->`, as @BotFather issues them.
@@ -862,6 +928,49 @@ mod tests {
         often.push(("ONCEBOT__DISPATCHER__HEARTBEAT_INTERVAL_MS", "10"));
         let e = load(&often).unwrap().validate(ALL).unwrap_err();
         assert_eq!(e.key, "dispatcher.heartbeat_interval_ms");
+    }
+
+    #[test]
+    fn the_admin_page_is_off_by_default_and_its_settings_are_checked_when_on() {
+        let off = load(&[]).unwrap();
+        assert!(!off.admin.enabled());
+        assert_eq!(off.admin.user, "admin");
+        assert!(!off.admin.read_only);
+        assert_eq!(off.admin_listen_addr(), Ok(None));
+        // A bad address is no error while the page is off.
+        load(&[("ONCEBOT__ADMIN__LISTEN", "nowhere")])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap();
+        let on = [
+            ("ONCEBOT__ADMIN__PASSWORD", "pw"),
+            ("ONCEBOT__ADMIN__LISTEN", "nowhere"),
+        ];
+        let e = load(&on).unwrap().validate(Needs::default()).unwrap_err();
+        assert_eq!(e.key, "admin.listen");
+        assert!(e.to_string().contains("ONCEBOT__ADMIN__LISTEN"), "{e}");
+        let colon = [
+            ("ONCEBOT__ADMIN__PASSWORD", "pw"),
+            ("ONCEBOT__ADMIN__USER", "a:b"),
+        ];
+        let e = load(&colon)
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap_err();
+        assert_eq!(e.key, "admin.user");
+        let own = load(&[
+            ("ONCEBOT__ADMIN__PASSWORD", "pw"),
+            ("ONCEBOT__ADMIN__LISTEN", "127.0.0.1:8081"),
+            ("ONCEBOT__ADMIN__READ_ONLY", "true"),
+        ])
+        .unwrap();
+        own.validate(Needs::default()).unwrap();
+        assert!(own.admin.read_only);
+        assert_eq!(
+            own.admin_listen_addr(),
+            Ok(Some(([127, 0, 0, 1], 8081).into()))
+        );
+        assert_eq!(format!("{:?}", own.admin.password), "[redacted]");
     }
 
     #[test]

@@ -59,8 +59,6 @@ const PING_WITHIN: Duration = Duration::from_secs(1);
 /// How long MoviePilot takes over the call that the crash interrupts: long enough to kill the
 /// worker while the call is in flight.
 const SLOW_CALL: Duration = Duration::from_secs(2);
-/// `worker.reclaim_idle_ms` in the demo: a dead worker's job is taken back after about 1 s.
-const RECLAIM_IDLE_MS: u64 = 1000;
 /// `worker.progress_after_ms`: the slow job's "working on it" message comes this soon.
 const PROGRESS_AFTER_MS: u64 = 300;
 /// The liveness key's lifetime and how often it is renewed.
@@ -417,10 +415,6 @@ impl Stage {
             // A crashed download is looked for again this soon after it began (90 s for real).
             ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "3".into()),
             (
-                "ONCEBOT__WORKER__RECLAIM_IDLE_MS",
-                RECLAIM_IDLE_MS.to_string(),
-            ),
-            (
                 "ONCEBOT__WORKER__PROGRESS_AFTER_MS",
                 PROGRESS_AFTER_MS.to_string(),
             ),
@@ -643,9 +637,10 @@ impl Stage {
             sub.id
         ));
         self.start_worker(
-            "it sees the job's lease (its stream entry's idle time) run out after 1 s, takes the\n\
-             entry (XAUTOCLAIM) and recovers the job by the /subscribe policy: look in MoviePilot\n\
-             before creating. The look finds the subscription, so nothing is created twice.",
+            "the dead worker stopped renewing its liveness key (alive:<consumer>), which expires\n\
+             within 3.5 s; the new worker finds it gone, takes its entry at once (reap.lua) and\n\
+             recovers the job by the /subscribe policy: look in MoviePilot before creating. The\n\
+             look finds the subscription, so nothing is created twice.",
         )?;
         let job = self.settled(job_id, "succeeded").await?;
         self.show_bot_messages();
@@ -973,16 +968,12 @@ impl Stage {
                     .arg(replies)
                     .query_async(&mut conn)
                     .await?;
-                if queued > 0 {
-                    return Ok(ControlFlow::Continue(format!(
-                        "{queued} replies not sent yet"
-                    )));
-                }
-                // Read again: the job read above may predate the reply_end.lua that emptied the
-                // stream and wrote the reply's message id into the job.
-                Ok(match ledger.job(id).await? {
-                    Some(job) => ControlFlow::Break(job),
-                    None => ControlFlow::Continue(format!("job #{id} does not exist")),
+                // Read again: a reply that ended between the first read and XLEN moved its
+                // record (reply_message_id, ...) into the job after that read.
+                Ok(if queued == 0 {
+                    ControlFlow::Break(ledger.job(id).await?.unwrap_or(job))
+                } else {
+                    ControlFlow::Continue(format!("{queued} replies not sent yet"))
                 })
             },
         )

@@ -13,6 +13,7 @@
 //! - `demo`: `oncebot demo`, the whole pipeline against the simulators, narrated.
 
 pub mod admin;
+pub mod admin_web;
 pub mod app;
 mod backoff;
 pub mod bench;

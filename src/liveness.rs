@@ -20,7 +20,7 @@ const REAP_BATCH: usize = 100;
 
 /// Every this many reaps, one also sweeps the consumers an older release left (XINFO CONSUMERS
 /// of every stream), which need not be quick.
-const SWEEP_EVERY: u32 = 30;
+const SWEEP_EVERY: u32 = 60;
 
 /// One process's liveness in one consumer group.
 pub(crate) struct Liveness {
@@ -140,24 +140,29 @@ impl Liveness {
         }
     }
 
-    /// Beats and reaps every interval until `stop`; what a reap takes goes to `take`.
+    /// Beats every interval and reaps twice as often until `stop`; what a reap takes goes to
+    /// `take`. A dead consumer is found at most half an interval after its key expired.
     pub(crate) async fn run<F, Fut>(self: Arc<Self>, stop: CancellationToken, take: F)
     where
         F: Fn(Reaped) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let mut next = Instant::now() + self.interval;
+        let tick = self.interval / 2;
+        let mut next = Instant::now() + tick;
+        let mut beat_now = false;
         loop {
             let wait = next.saturating_duration_since(Instant::now());
             if sleep_or_stop(wait, &stop).await {
                 return;
             }
-            next += self.interval;
-            if self.beat().await {
-                let reaped = self.reap().await;
-                if !reaped.taken.is_empty() {
-                    take(reaped).await;
-                }
+            next += tick;
+            if beat_now {
+                self.beat().await;
+            }
+            beat_now = !beat_now;
+            let reaped = self.reap().await;
+            if !reaped.taken.is_empty() {
+                take(reaped).await;
             }
         }
     }

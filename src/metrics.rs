@@ -201,6 +201,17 @@ impl Metrics {
         }
     }
 
+    /// Counts a MoviePilot answer whose HTTP status is an error (its latency was recorded with
+    /// the call).
+    pub fn moviepilot_error(&self, call: &str, kind: &str) {
+        self.mp_errors
+            .get_or_create(&vec![
+                ("call", call.to_string()),
+                ("kind", kind.to_string()),
+            ])
+            .inc();
+    }
+
     /// Counts a reply outcome: sent, retried or failed.
     pub fn reply(&self, result: &str) {
         self.replies

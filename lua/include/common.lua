@@ -19,6 +19,11 @@
   finish_job(job_key, retention)    a job that became `succeeded` or `failed`: removes the fields
                                     that matter only while it may still run (RUNNING_FIELDS) and
                                     sets its expiry (seconds)
+  queue_reply(stream, r)            XADD of one replies-stream entry, the one place its fields
+                                    are written: r = {chat_id, reply_to, kind, job_id, text, now,
+                                    and when they apply markup, op, edit_message_id}; "" or nil
+                                    for reply_to, job_id and text stand for none. The caller
+                                    makes sure the group exists (ensure_group)
 ]]
 
 -- String work only: number arithmetic would end in tostring's float formatting, which costs
@@ -57,6 +62,21 @@ local RUNNING_FIELDS = {'owner', 'entry', 'started_at', 'retry_at', 'progress'}
 local function finish_job(job_key, retention)
   redis.call('HDEL', job_key, unpack(RUNNING_FIELDS))
   redis.call('EXPIRE', job_key, tonumber(retention))
+end
+
+local function queue_reply(stream, r)
+  local fields = {'chat_id', r.chat_id, 'reply_to', r.reply_to or '', 'kind', r.kind,
+    'job_id', r.job_id or '', 'text', r.text or ''}
+  for _, name in ipairs({'markup', 'op', 'edit_message_id'}) do
+    local v = r[name]
+    if v and v ~= '' then
+      fields[#fields + 1] = name
+      fields[#fields + 1] = v
+    end
+  end
+  fields[#fields + 1] = 'created_at'
+  fields[#fields + 1] = r.now
+  return redis.call('XADD', stream, '*', unpack(fields))
 end
 
 local function mark_update(updates_key, update_id, value, retention)

@@ -34,8 +34,8 @@ local function resolve_job(r)
   end
   if r.reply ~= '' then
     ensure_group(r.replies, r.replies_group)
-    redis.call('XADD', r.replies, '*', 'chat_id', job[3], 'reply_to', job[4] or '',
-      'kind', 'resolved', 'job_id', id, 'text', fill(r.reply, {job = id}), 'created_at', r.now)
+    queue_reply(r.replies, {chat_id = job[3], reply_to = job[4], kind = 'resolved', job_id = id,
+      text = fill(r.reply, {job = id}), now = r.now})
   end
   return 'ok', new_status
 end

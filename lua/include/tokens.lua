@@ -85,7 +85,7 @@ local function notify_review(n)
   local text = fill(notice.text, n.vars)
   ensure_group(n.replies, n.replies_group)
   for _, m in ipairs(notice.messages) do
-    redis.call('XADD', n.replies, '*', 'chat_id', m.chat_id, 'reply_to', '', 'kind', 'review',
-      'job_id', n.job_id, 'text', text, 'markup', m.markup, 'created_at', n.now)
+    queue_reply(n.replies, {chat_id = m.chat_id, kind = 'review', job_id = n.job_id, text = text,
+      markup = m.markup, now = n.now})
   end
 end

@@ -86,6 +86,9 @@ pub struct BenchArgs {
     /// Kills per recovery scenario.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=200))]
     pub kills: u64,
+    /// How long the recovery run's slow job runs on its live worker, in seconds.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub slow_job_secs: u64,
     /// Jobs in the worker phase's backlog (default: 20000 with --quick, 50000 otherwise; for
     /// tests).
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -239,7 +242,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 
 /// `--recovery`: the crash scenarios, then the report.
 async fn run_recovery(args: &BenchArgs) -> anyhow::Result<()> {
-    let report = recovery::run(args.kills as usize).await?;
+    let report =
+        recovery::run(args.kills as usize, Duration::from_secs(args.slow_job_secs)).await?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;

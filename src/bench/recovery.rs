@@ -7,6 +7,9 @@
 //! - `dispatcher_restart`: a dispatcher with sends under way is killed and started again; timed
 //!   from the restart until every reply is delivered. Its sends were still at Telegram when it
 //!   died, so each is delivered again (at least once): `resent` counts them.
+//! - `slow_job`: a job that runs `--slow-job-secs` (two minutes by default) on a live worker
+//!   with a 3 s liveness expiry while another worker waits to take dead workers' entries: it
+//!   must stay where it is (one MoviePilot call, no recovery).
 //! - `idle`: one idle `serve` (every role) for a while: its CPU and the Redis commands it
 //!   sends per second, heartbeats included.
 //!
@@ -63,6 +66,10 @@ pub struct RecoveryReport {
     pub dispatcher_restart: Recoveries,
     /// Replies the restarted dispatchers sent again (at least once), over all runs.
     pub resent: usize,
+    /// How long the slow job ran, and whether it stayed with its live worker (one call, no
+    /// recovery) with a 3 s liveness expiry.
+    pub slow_job_secs: f64,
+    pub slow_job_kept: bool,
     pub idle_cpu_percent: f64,
     pub idle_redis_commands_per_s: f64,
 }
@@ -81,6 +88,15 @@ struct Process(Child);
 
 impl Process {
     fn spawn(scene: &Scene, roles: &[&str]) -> anyhow::Result<Process> {
+        Self::spawn_with(scene, roles, &[])
+    }
+
+    /// With settings of its own on top of the scene's.
+    fn spawn_with(
+        scene: &Scene,
+        roles: &[&str],
+        settings: &[(&str, &str)],
+    ) -> anyhow::Result<Process> {
         let exe = std::env::current_exe()?;
         let mut cmd = Command::new(exe);
         cmd.arg("serve");
@@ -107,6 +123,7 @@ impl Process {
             .env("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10")
             .env("ONCEBOT__DISPATCHER__SET_COMMANDS", "false")
             .env("RUST_LOG", "error")
+            .envs(settings.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -143,8 +160,17 @@ impl Scene {
 
     /// Starts a process and waits until its consumer of `role` beats.
     async fn started(&self, roles: &[&str], role: ConsumerRole) -> anyhow::Result<Process> {
+        self.started_with(roles, role, &[]).await
+    }
+
+    async fn started_with(
+        &self,
+        roles: &[&str],
+        role: ConsumerRole,
+        settings: &[(&str, &str)],
+    ) -> anyhow::Result<Process> {
         let before = self.ledger.live_consumers(role).await?;
-        let process = Process::spawn(self, roles)?;
+        let process = Process::spawn_with(self, roles, settings)?;
         self.until(Duration::from_secs(20), "the process to start", || async {
             let now = self.ledger.live_consumers(role).await.ok()?;
             now.iter().any(|c| !before.contains(c)).then_some(())
@@ -170,12 +196,18 @@ impl Scene {
         }
     }
 
-    /// Admits `/downloading` jobs whose MoviePilot call is held for a minute; their ids.
+    /// Admits `/downloading` jobs whose MoviePilot call is held for a minute, and waits until
+    /// every call is at MoviePilot (each took its hold: a recovered job must not take one
+    /// left over); their ids.
     async fn held_jobs(&mut self) -> anyhow::Result<Vec<u64>> {
+        self.jobs_held_for(IN_FLIGHT, Duration::from_secs(60)).await
+    }
+
+    async fn jobs_held_for(&mut self, count: usize, hold: Duration) -> anyhow::Result<Vec<u64>> {
+        let calls_before = self.mp.calls(routes::DOWNLOADS);
         let mut ids = Vec::new();
-        for i in 0..IN_FLIGHT {
-            self.mp
-                .fail_next(routes::DOWNLOADS, Fault::Delay(Duration::from_secs(60)));
+        for i in 0..count {
+            self.mp.fail_next(routes::DOWNLOADS, Fault::Delay(hold));
             let update_id = self.next_update;
             self.next_update += 1;
             let admitted = self
@@ -198,6 +230,10 @@ impl Scene {
                 other => anyhow::bail!("job {i} was not admitted: {other:?}"),
             }
         }
+        self.until(Duration::from_secs(20), "the calls to be held", || async {
+            (self.mp.calls(routes::DOWNLOADS) >= calls_before + count as u64).then_some(())
+        })
+        .await?;
         Ok(ids)
     }
 
@@ -211,13 +247,6 @@ impl Scene {
         true
     }
 
-    async fn running(&self, jobs: &[u64]) -> anyhow::Result<()> {
-        self.until(Duration::from_secs(20), "the jobs to run", || async {
-            self.all_in(jobs, "running").await.then_some(())
-        })
-        .await
-    }
-
     async fn settled(&self, jobs: &[u64], since: Instant) -> anyhow::Result<Duration> {
         self.until(GIVE_UP, "the jobs to be settled", || async {
             self.all_in(jobs, "succeeded")
@@ -228,8 +257,8 @@ impl Scene {
     }
 }
 
-/// Runs the scenarios, `kills` times each.
-pub async fn run(kills: usize) -> anyhow::Result<RecoveryReport> {
+/// Runs the scenarios, `kills` times each, and one slow job of `slow_job` length.
+pub async fn run(kills: usize, slow_job: Duration) -> anyhow::Result<RecoveryReport> {
     let mut scene = Scene::start().await?;
 
     tracing::info!(kills, "recovery: killing a worker while another is alive");
@@ -237,7 +266,6 @@ pub async fn run(kills: usize) -> anyhow::Result<RecoveryReport> {
     let mut victim = scene.started(&["worker"], ConsumerRole::Worker).await?;
     for _ in 0..kills {
         let jobs = scene.held_jobs().await?;
-        scene.running(&jobs).await?;
         let peer = scene.started(&["worker"], ConsumerRole::Worker).await?;
         victim.sigkill().await;
         let killed = Instant::now();
@@ -250,7 +278,6 @@ pub async fn run(kills: usize) -> anyhow::Result<RecoveryReport> {
     let mut times = Vec::new();
     for _ in 0..kills {
         let jobs = scene.held_jobs().await?;
-        scene.running(&jobs).await?;
         victim.sigkill().await;
         let restarted = Instant::now();
         victim = Process::spawn(&scene, &["worker"])?;
@@ -265,6 +292,12 @@ pub async fn run(kills: usize) -> anyhow::Result<RecoveryReport> {
     );
     let (dispatcher_restart, resent) = dispatcher_restarts(&mut scene, kills).await?;
 
+    tracing::info!(
+        secs = slow_job.as_secs_f64(),
+        "recovery: a slow job on a live worker"
+    );
+    let slow_job_kept = slow_job_stays(&mut scene, slow_job).await?;
+
     tracing::info!("recovery: an idle serve");
     let (idle_cpu_percent, idle_redis_commands_per_s) = idle(&scene).await?;
 
@@ -275,6 +308,8 @@ pub async fn run(kills: usize) -> anyhow::Result<RecoveryReport> {
         restart,
         dispatcher_restart,
         resent,
+        slow_job_secs: slow_job.as_secs_f64(),
+        slow_job_kept,
         idle_cpu_percent,
         idle_redis_commands_per_s,
     })
@@ -348,6 +383,32 @@ async fn dispatcher_restarts(
     }
     dispatcher.sigkill().await;
     Ok((Recoveries::of(times), resent))
+}
+
+/// A job held by MoviePilot for `hold` on a worker with a 3 s liveness expiry, another worker
+/// reaping meanwhile: whether it ended with one call and no recovery.
+async fn slow_job_stays(scene: &mut Scene, hold: Duration) -> anyhow::Result<bool> {
+    let timeout = (hold.as_secs() + 30).to_string();
+    let settings = [
+        ("ONCEBOT__WORKER__HEARTBEAT_INTERVAL_MS", "500"),
+        ("ONCEBOT__WORKER__LIVENESS_TTL_MS", "3000"),
+        ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", timeout.as_str()),
+    ];
+    let slow = scene
+        .started_with(&["worker"], ConsumerRole::Worker, &settings)
+        .await?;
+    let calls_before = scene.mp.calls(routes::DOWNLOADS);
+    let jobs = scene.jobs_held_for(1, hold).await?;
+    let other = scene
+        .started_with(&["worker"], ConsumerRole::Worker, &settings)
+        .await?;
+    scene.settled(&jobs, Instant::now()).await?;
+    let job = scene.ledger.job(jobs[0]).await?;
+    let recovered = job.is_none_or(|j| j.extra.contains_key("recoveries"));
+    let calls = scene.mp.calls(routes::DOWNLOADS) - calls_before;
+    slow.sigkill().await;
+    other.sigkill().await;
+    Ok(!recovered && calls == 1)
 }
 
 /// One `serve` with every role, idle for ten seconds: CPU share and Redis commands per second.

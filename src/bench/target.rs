@@ -357,8 +357,12 @@ mod tests {
         let before = process_cpu().unwrap();
         let start = std::time::Instant::now();
         let mut x = 0u64;
-        while start.elapsed() < Duration::from_millis(50) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        // Spin until a clock tick (10 ms of CPU) shows; on a loaded machine the 10 ms of CPU
+        // may take much longer than 10 ms of wall time.
+        while process_cpu().unwrap() <= before && start.elapsed() < Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
         }
         assert!(process_cpu().unwrap() > before);
     }

@@ -1,4 +1,5 @@
-//! The HTTP front door: `POST /telegram/webhook`, `GET /healthz`, `GET /readyz`.
+//! The HTTP front door: `POST /telegram/webhook`, `GET /healthz`, `GET /readyz`, `GET
+//! /metrics`, and the operator's page under `/admin` when it shares this listener.
 //!
 //! The order of checks is the contract: secret (401, nothing read), size (413, also for a
 //! chunked body), shape (400), then one admission script and an **empty** 200. A 200 body with
@@ -17,6 +18,7 @@ use warp::http::StatusCode;
 use warp::reply::Response;
 
 use super::{Handled, Ingress};
+use crate::admin_web::{self, AdminWeb};
 use crate::config::Secret;
 use crate::metrics::METRICS;
 use crate::telegram::types::Update;
@@ -34,13 +36,15 @@ pub struct WebhookConfig {
     pub max_body_bytes: u64,
 }
 
-/// The routes: the webhook, when `webhook` is given (long polling serves only the probes), and
-/// the health probes. `admits`: this process runs ingress (webhook or polling), so `/readyz`'s
-/// status is about admission alone.
+/// The routes: the webhook, when `webhook` is given (long polling serves only the probes), the
+/// health probes, and the operator's page when `admin` is given (else `/admin` is a 404).
+/// `admits`: this process runs ingress (webhook or polling), so `/readyz`'s status is about
+/// admission alone.
 pub fn routes(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
     admits: bool,
+    admin: Option<AdminWeb>,
 ) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
     let healthz = warp::path!("healthz")
         .and(warp::get())
@@ -97,6 +101,8 @@ pub fn routes(
         .unify()
         .or(hook)
         .unify()
+        .or(admin_web::routes(admin))
+        .unify()
         .recover(|rejection: warp::Rejection| async move {
             let code = if rejection.is_not_found() {
                 StatusCode::NOT_FOUND
@@ -125,9 +131,10 @@ pub async fn serve(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
     admits: bool,
+    admin: Option<AdminWeb>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(routes(ingress, webhook, admits))
+    warp::serve(routes(ingress, webhook, admits, admin))
         .incoming(listener)
         .graceful(shutdown)
         .run()
@@ -136,11 +143,14 @@ pub async fn serve(
 
 /// Binds `addr`, saying which setting to change when it is taken.
 pub async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        anyhow::anyhow!(
-            "cannot listen on {addr}: {e} (set ONCEBOT__HTTP__LISTEN to a free address)"
-        )
-    })
+    bind_for(addr, "ONCEBOT__HTTP__LISTEN").await
+}
+
+/// Binds `addr` for the setting named by its variable `var`.
+pub async fn bind_for(addr: SocketAddr, var: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (set {var} to a free address)"))
 }
 
 async fn receive<S, B>(

@@ -6,6 +6,7 @@
 mod attempts;
 pub mod keys;
 mod liveness;
+mod overview;
 mod releases;
 mod replies;
 mod scripts;
@@ -25,6 +26,7 @@ use crate::i18n::Texts;
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
+pub use overview::{ConsumerInfo, StateCounts};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::hashes as script_hashes;

@@ -941,14 +941,18 @@ impl Inner {
         if let Some(after) = &answer.retry_after {
             why.push_str(&format!(" (retry after {after})"));
         }
-        Err(match status.as_u16() {
+        let error = match status.as_u16() {
             408 | 425 | 429 => MpError::Transient(format!("{call}: {why}")),
             502 | 504 if call.effect == Effect::SideEffect => MpError::Uncertain(format!(
                 "{call}: {why}: a proxy gave up waiting; MoviePilot may or may not have done it"
             )),
             500..=599 => MpError::Transient(format!("{call}: {why}")),
             _ => MpError::Permanent(format!("{call}: {why}")),
-        })
+        };
+        // `call` counted this answer as a call that worked (MoviePilot did answer); its status
+        // is the error, so it is counted here, once.
+        crate::metrics::METRICS.moviepilot_error(&route_label(call), error.kind());
+        Err(error)
     }
 
     /// The payload of a bare (v2) or enveloped (v3) answer. `None`: v3 answered `data: null`.

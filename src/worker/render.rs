@@ -98,17 +98,17 @@ impl Render {
 
     /// The text of the Subscribe button of result number `n` (1-based).
     pub fn subscribe_button(&self, n: usize, item: &MediaItem) -> String {
+        self.media_button(n, self.texts_pick("订阅", "Subscribe"), item)
+    }
+
+    /// `n. <verb> <title> (<year>)`, cut to fit a button.
+    fn media_button(&self, n: usize, verb: &str, item: &MediaItem) -> String {
         let year = item
             .year
             .as_deref()
             .map(|y| format!(" ({y})"))
             .unwrap_or_default();
-        let text = if self.zh() {
-            format!("{n}. 订阅 {}{year}", item.title)
-        } else {
-            format!("{n}. Subscribe {}{year}", item.title)
-        };
-        button_text(&text, 40)
+        button_text(&format!("{n}. {verb} {}{year}", item.title), 40)
     }
 
     /// The question above the season buttons of a series.
@@ -579,17 +579,7 @@ impl Render {
 
     /// The button under match `n` of `/download <title>`.
     pub fn find_releases_button(&self, n: usize, item: &MediaItem) -> String {
-        let year = item
-            .year
-            .as_deref()
-            .map(|y| format!(" ({y})"))
-            .unwrap_or_default();
-        let text = if self.zh() {
-            format!("{n}. 下载 {}{year}", item.title)
-        } else {
-            format!("{n}. Download {}{year}", item.title)
-        };
-        button_text(&text, 40)
+        self.media_button(n, self.texts_pick("下载", "Download"), item)
     }
 
     /// The download button beside a `/search` match's Subscribe button.

@@ -163,7 +163,15 @@ fn bench_on_a_given_redis_names_it_and_removes_every_key_it_wrote() {
 #[tokio::test]
 async fn recovery_bench_reports_each_scenario_below_the_lease() {
     let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
-        .args(["bench", "--recovery", "--kills", "1", "--json"])
+        .args([
+            "bench",
+            "--recovery",
+            "--kills",
+            "1",
+            "--slow-job-secs",
+            "5",
+            "--json",
+        ])
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
@@ -177,5 +185,6 @@ async fn recovery_bench_reports_each_scenario_below_the_lease() {
         assert!(max > 0.0 && max < 60_000.0, "{scenario}: {report}");
     }
     assert_eq!(report["resent"], report["in_flight_per_kill"], "{report}");
+    assert_eq!(report["slow_job_kept"], true, "{report}");
     assert!(report["idle_redis_commands_per_s"].as_f64().unwrap() > 0.0);
 }

@@ -8,7 +8,7 @@
 //! so only the taps that cannot race it (review decisions) are wrapped. Every test reads Redis
 //! itself: the jobs, the token keys, and both streams a tap writes (callbacks, replies).
 
-use crate::support::{deliver, hand_over};
+use crate::support::{buttons, deliver, hand_over};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -49,28 +49,6 @@ fn tap(update_id: i64, chat: i64, user: i64, message: i64, data: &str) -> Value 
 
 fn query_id(update: &Value) -> String {
     update["callback_query"]["id"].as_str().unwrap().to_string()
-}
-
-/// The `(text, callback_data)` of every button in a reply's `markup`, row by row.
-fn buttons(reply: &BTreeMap<String, String>) -> Vec<(String, String)> {
-    let markup: Value = serde_json::from_str(
-        reply
-            .get("markup")
-            .unwrap_or_else(|| panic!("no markup in {reply:?}")),
-    )
-    .unwrap();
-    markup["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| row.as_array().unwrap().iter())
-        .map(|b| {
-            (
-                b["text"].as_str().unwrap().to_string(),
-                b["callback_data"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 /// The callback data of the button whose text starts with `text`.

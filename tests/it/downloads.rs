@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::support::app::run_oncebot;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, eventually};
+use crate::support::{ALICE, buttons, eventually};
 
 const DUNE: u64 = 438631;
 /// The id Telegram gave the bot's message with the list (the dispatcher is not running here).
@@ -34,22 +34,6 @@ fn tap(update_id: i64, data: &str) -> Value {
     let mut update = callback_update(ALICE, ALICE, LIST_MESSAGE, data);
     update["update_id"] = json!(update_id);
     update
-}
-
-fn buttons(reply: &BTreeMap<String, String>) -> Vec<(String, String)> {
-    let markup: Value = serde_json::from_str(&reply["markup"]).unwrap();
-    markup["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| row.as_array().unwrap().clone())
-        .map(|b| {
-            (
-                b["text"].as_str().unwrap().to_string(),
-                b["callback_data"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 fn button(reply: &BTreeMap<String, String>, text: &str) -> String {

@@ -139,6 +139,59 @@ async fn a_dispatcher_killed_after_a_send_has_its_replies_delivered_soon_after_i
     eprintln!("delivered {took:?} after the restart, {} resent", sends - 3);
 }
 
+/// One of two dispatchers killed while the other lives: the replies it held (the first one
+/// sent, the chat's next two waiting behind it) are the live one's within the liveness expiry,
+/// and a callback answer queued meanwhile is answered whichever of them holds it.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_killed_dispatchers_entries_are_taken_by_the_dispatcher_that_lives() {
+    let rig = lease_rig().await;
+    let mut dying = rig.start_roles(&ALL, Some("dispatch.after_send")).await;
+    for id in 1..=3 {
+        rig.send(id, "/subscriptions").await;
+    }
+    dying
+        .wait_for_stderr("crash point dispatch.after_send reached", FAST)
+        .await;
+    // A tap on a button nobody issued: answered ("expired") through the callbacks stream.
+    let mut tap = oncebot::sim::telegram::callback_update(
+        crate::support::ALICE,
+        crate::support::ALICE,
+        1,
+        "t:00000000000000000000000000000000",
+    );
+    tap["update_id"] = 50.into();
+    rig.tg.push_update(tap.clone());
+    rig.post(&tap).await;
+    let mut env = rig.env.clone();
+    env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
+    env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
+    let other = crate::support::child::Oncebot::spawn(&["serve", "--role", "dispatcher"], &env);
+    other.wait_for_stderr("dispatcher started", FAST).await;
+    dying.sigkill().await;
+    let killed = Instant::now();
+    let store = &rig.store;
+    eventually("every reply recorded sent", FAST, || async move {
+        let mut all = true;
+        for id in 1..=3 {
+            all &= store.job(id).await.get("reply_state").map(String::as_str) == Some("sent");
+        }
+        all.then_some(())
+    })
+    .await;
+    let tg = &rig.tg;
+    eventually("the tap answered", FAST, || async move {
+        tg.calls()
+            .iter()
+            .any(|c| c.method == "answerCallbackQuery" && c.status() == Some(200))
+            .then_some(())
+    })
+    .await;
+    let took = killed.elapsed();
+    assert!(took < FAST, "{took:?}");
+    eprintln!("delivered {took:?} after the SIGKILL, another dispatcher alive");
+}
+
 /// A job that runs far longer than the liveness expiry, on a live worker with another one
 /// waiting to take dead workers' entries: never taken.
 #[tokio::test]

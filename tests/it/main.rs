@@ -49,6 +49,10 @@ mod worker;
 /// recovery by policy, retries promoted once, and what may be resolved by a person.
 mod worker_scripts;
 
+/// The operator's page through HTTP (auth, read-only, decisions, CSRF, no secrets) and in a
+/// real headless Chromium driven over WebDriver.
+mod admin_web;
+
 /// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
 mod admin_cli;
 

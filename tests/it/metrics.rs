@@ -116,3 +116,127 @@ async fn metrics_count_what_happened() {
     assert_eq!(get("oncebot_stream_pending{stream=\"replies\"}"), 0.0);
     assert!(s.contains_key("oncebot_stream_oldest_pending_seconds{stream=\"jobs\"}"));
 }
+
+/// Every metric name in `text`: each sample's, and what each `# TYPE` line declares (a family
+/// without samples yet still exports its name: `_total` for a counter, `_bucket`, `_sum` and
+/// `_count` for a histogram).
+fn exported_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        if let Some(decl) = line.strip_prefix("# TYPE ") {
+            let mut parts = decl.split_whitespace();
+            let (Some(name), Some(kind)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let suffixes: &[&str] = match kind {
+                "counter" => &["_total"],
+                "histogram" => &["_bucket", "_sum", "_count"],
+                _ => &[""],
+            };
+            names.extend(suffixes.iter().map(|s| format!("{name}{s}")));
+        } else if !line.starts_with('#') && !line.is_empty() {
+            let end = line.find(['{', ' ']).unwrap_or(line.len());
+            names.insert(line[..end].to_string());
+        }
+    }
+    names
+}
+
+/// The `oncebot_*` names a PromQL expression reads.
+fn metric_names_in(expr: &str) -> Vec<String> {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .filter(|t| t.starts_with("oncebot_"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_grafana_dashboard_reads_only_metrics_oncebot_exports_and_all_of_them() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(include_str!("../../deploy/grafana/oncebot.json"))
+            .expect("deploy/grafana/oncebot.json is JSON");
+    // The shape Grafana imports: a titled dashboard with a uid, a schema version and panels,
+    // each with a unique id, a type, a place on the grid and Prometheus queries.
+    assert_eq!(dashboard["uid"], "oncebot");
+    assert!(dashboard["title"].is_string());
+    assert!(dashboard["schemaVersion"].as_u64().unwrap() >= 30);
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let mut ids = std::collections::BTreeSet::new();
+    let mut exprs = Vec::new();
+    for p in panels {
+        assert!(ids.insert(p["id"].as_u64().expect("a panel id")), "{p}");
+        assert!(p["title"].is_string() && p["type"].is_string(), "{p}");
+        for k in ["x", "y", "w", "h"] {
+            assert!(p["gridPos"][k].is_u64(), "{k} of {}", p["title"]);
+        }
+        if p["type"] == "row" {
+            continue;
+        }
+        assert_eq!(p["datasource"]["type"], "prometheus", "{}", p["title"]);
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{}", p["title"]);
+        for t in targets {
+            assert!(t["refId"].is_string());
+            let expr = t["expr"].as_str().expect("an expr").to_string();
+            assert!(!metric_names_in(&expr).is_empty(), "{expr}");
+            exprs.push(expr);
+        }
+    }
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    assert!(
+        variables
+            .iter()
+            .any(|v| v["name"] == "datasource" && v["type"] == "datasource"),
+        "panels use ${{datasource}}"
+    );
+
+    // /metrics after some traffic: a command that meets a MoviePilot error (a family is
+    // rendered once it has a sample), is retried and runs to its reply.
+    let rig = Rig::with(Dialect::V2, &[]).await;
+    let _bot = rig.start_pipeline().await;
+    rig.mp.fail_next(
+        oncebot::sim::moviepilot::routes::SUBSCRIBE_LIST,
+        oncebot::sim::moviepilot::Fault::Status(502, "<html>Bad Gateway</html>".into()),
+    );
+    rig.send(1, "/subscriptions").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let metrics_url = format!("http://127.0.0.1:{}/metrics", rig.port);
+    let http = rig.http.clone();
+    let text = eventually("the reply counted", RECOVERY_DEADLINE, || {
+        let req = http.get(&metrics_url).send();
+        async move {
+            let text = req.await.ok()?.text().await.ok()?;
+            samples(&text)
+                .contains_key("oncebot_replies_total{result=\"sent\"}")
+                .then_some(text)
+        }
+    })
+    .await;
+    let s = samples(&text);
+    assert_eq!(
+        s.get(r#"oncebot_moviepilot_errors_total{call="GET /api/v1/subscribe/",kind="transient"}"#),
+        Some(&1.0),
+        "the 502 is counted as MoviePilot's error\n{text}"
+    );
+    let exported = exported_names(&text);
+    for expr in &exprs {
+        for name in metric_names_in(expr) {
+            assert!(
+                exported.contains(&name),
+                "the dashboard reads {name}, which /metrics does not export ({expr})\n{text}"
+            );
+        }
+    }
+    // And no family goes unwatched.
+    let used: std::collections::BTreeSet<String> =
+        exprs.iter().flat_map(|e| metric_names_in(e)).collect();
+    for line in text.lines() {
+        if let Some(decl) = line.strip_prefix("# TYPE ") {
+            let family = decl.split_whitespace().next().unwrap();
+            assert!(
+                used.iter().any(|u| u.starts_with(family)),
+                "no panel shows {family}"
+            );
+        }
+    }
+}

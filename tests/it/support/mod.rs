@@ -375,3 +375,25 @@ pub fn send_signal(pid: u32, signal: &str) {
         .unwrap();
     assert!(status.success(), "kill -{signal} {pid} failed");
 }
+
+/// The `(text, callback_data)` of every button in a reply's `markup`, row by row.
+pub fn buttons(reply: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let markup: Value = serde_json::from_str(
+        reply
+            .get("markup")
+            .unwrap_or_else(|| panic!("no markup in {reply:?}")),
+    )
+    .unwrap();
+    markup["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| {
+            (
+                b["text"].as_str().unwrap().to_string(),
+                b["callback_data"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
