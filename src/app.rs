@@ -11,11 +11,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin_web::{self, AdminWeb};
+use crate::backoff::{self, Backoff};
 use crate::config::{Needs, Settings};
 use crate::dispatch::Dispatcher;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
 use crate::moviepilot::{MoviePilot, Unreachable};
+use crate::shutdown::{Signals, sleep_or_stop};
 use crate::telegram::api::BotApi;
 use crate::worker::Worker;
 
@@ -168,11 +170,9 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         tasks.push(start_worker(&settings, ledger.clone(), shutdown.clone()).await?);
     }
     if opts.runs(Role::Dispatcher) {
-        let client = redis::Client::open(settings.redis.url.expose())
-            .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
         let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
         let dispatcher = Dispatcher::new(&settings, ledger.clone(), api);
-        tasks.push(tokio::spawn(dispatcher.run(client, shutdown.clone())));
+        tasks.push(tokio::spawn(dispatcher.run(shutdown.clone())));
     }
 
     let stop = shutdown.clone();
@@ -209,8 +209,6 @@ async fn start_worker(
     ledger: Ledger,
     shutdown: CancellationToken,
 ) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
-    let client = redis::Client::open(settings.redis.url.expose())
-        .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
     let first = MoviePilot::connect(&settings.moviepilot).await;
     let first = match first {
         Ok(mp) => Some(mp),
@@ -225,17 +223,17 @@ async fn start_worker(
         let mp = match first {
             Some(mp) => mp,
             None => {
-                let mut wait = Duration::from_secs(1);
+                let mut backoff = Backoff::new(backoff::MOVIEPILOT_CONNECT);
+                let mut wait = backoff.next_delay();
                 loop {
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return Ok(()),
-                        _ = tokio::time::sleep(wait) => {}
+                    if sleep_or_stop(wait, &shutdown).await {
+                        return Ok(());
                     }
                     match MoviePilot::connect(&settings.moviepilot).await {
                         Ok(mp) => break mp,
                         Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
+                            wait = backoff.next_delay();
                             tracing::warn!(error = %e, retry_in = ?wait, "MoviePilot still unreachable");
-                            wait = (wait * 2).min(Duration::from_secs(60));
                         }
                         Err(e) => {
                             shutdown.cancel();
@@ -246,9 +244,7 @@ async fn start_worker(
             }
         };
         tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
-        Worker::new(&settings, ledger, mp)
-            .run(client, shutdown)
-            .await
+        Worker::new(&settings, ledger, mp).run(shutdown).await
     }))
 }
 
@@ -257,7 +253,7 @@ pub async fn serve(settings: Settings, opts: ServeOptions) -> anyhow::Result<()>
     // The handlers go in before anything listens: a SIGTERM between the first accepted request
     // and their installation would otherwise take the default action and kill the process
     // mid-request, without the graceful shutdown and exit status 0.
-    let signals = Signals::install();
+    let mut signals = Signals::install();
     let running = start(settings, opts).await?;
     let stop = running.shutdown.clone();
     tokio::spawn(async move {
@@ -268,43 +264,4 @@ pub async fn serve(settings: Settings, opts: ServeOptions) -> anyhow::Result<()>
     running.wait().await?;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// SIGTERM and SIGINT, listened for from the moment this is built.
-struct Signals {
-    term: Option<tokio::signal::unix::Signal>,
-    int: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn install() -> Signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        let listen = |kind: SignalKind, name: &str| match signal(kind) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for {name}; it will stop oncebot abruptly");
-                None
-            }
-        };
-        Signals {
-            term: listen(SignalKind::terminate(), "SIGTERM"),
-            int: listen(SignalKind::interrupt(), "SIGINT"),
-        }
-    }
-
-    /// Resolves at the first SIGTERM or SIGINT.
-    async fn recv(mut self) {
-        async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            _ = next(&mut self.term) => {}
-            _ = next(&mut self.int) => {}
-        }
-    }
 }

@@ -12,7 +12,9 @@ use redis::aio::MultiplexedConnection;
 use redis::streams::StreamId;
 use tokio_util::sync::CancellationToken;
 
-use crate::ledger::Ledger;
+use crate::backoff::{self, Backoff};
+use crate::ledger::{self, Ledger};
+use crate::shutdown::sleep_or_stop;
 
 /// One consumer of one stream: how it reads, and what it does with an entry.
 pub(crate) trait Consumer: Send + Sync {
@@ -29,19 +31,15 @@ pub(crate) trait Consumer: Send + Sync {
     fn handle(&self, entries: Vec<StreamId>) -> impl Future<Output = ()> + Send + '_;
 }
 
-/// Runs `consumer` on a dedicated connection until `stop`.
-pub(crate) async fn read_loop(
-    client: &redis::Client,
-    ledger: &Ledger,
-    stop: &CancellationToken,
-    consumer: &impl Consumer,
-) {
+/// Runs `consumer` on a dedicated connection (from `Ledger::stream_client`) until `stop`.
+pub(crate) async fn read_loop(ledger: &Ledger, stop: &CancellationToken, consumer: &impl Consumer) {
     let what = consumer.what();
+    let client = ledger.stream_client();
     let config = redis::AsyncConnectionConfig::new()
         .set_response_timeout(None)
         .set_connection_timeout(Some(Duration::from_secs(5)));
     let mut conn: Option<MultiplexedConnection> = None;
-    let mut failures = 0u32;
+    let mut backoff = Backoff::new(backoff::REDIS);
     while !stop.is_cancelled() {
         let c = match conn.as_mut() {
             Some(c) => c,
@@ -51,9 +49,8 @@ pub(crate) async fn read_loop(
             {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
-                    failures += 1;
                     tracing::error!(error = %e, what, "cannot connect to Redis for reading; retrying");
-                    if sleep_or_stop(backoff_step(failures), stop).await {
+                    if sleep_or_stop(backoff.next_delay(), stop).await {
                         break;
                     }
                     continue;
@@ -67,38 +64,24 @@ pub(crate) async fn read_loop(
         match reply {
             None => break,
             Some(Ok(entries)) => {
-                failures = 0;
+                backoff.reset();
                 if !entries.is_empty() {
                     consumer.handle(entries).await;
                 }
             }
-            Some(Err(e)) if e.code() == Some("NOGROUP") => {
+            Some(Err(e)) if ledger::is_missing_group(&e) => {
                 tracing::warn!(what, "the consumer group is missing; creating it");
                 if let Err(e) = ledger.prepare().await {
                     tracing::error!(error = %e, "cannot create the consumer groups");
                 }
             }
             Some(Err(e)) => {
-                failures += 1;
                 conn = None;
                 tracing::error!(error = %e, what, "reading failed; retrying");
-                if sleep_or_stop(backoff_step(failures), stop).await {
+                if sleep_or_stop(backoff.next_delay(), stop).await {
                     break;
                 }
             }
         }
-    }
-}
-
-/// 200 ms, 400 ms, ... up to 6.4 s between attempts to reach Redis again.
-pub(crate) fn backoff_step(failures: u32) -> Duration {
-    Duration::from_millis(100 * (1u64 << failures.min(6)))
-}
-
-/// Sleeps `d`; true if `stop` was cancelled meanwhile.
-pub(crate) async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = stop.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
     }
 }

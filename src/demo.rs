@@ -44,6 +44,7 @@ use crate::config::{Locale, Settings};
 use crate::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
 use crate::moviepilot::Dialect;
 use crate::redis_server::{Persistence, RedisServer};
+use crate::shutdown::Signals;
 use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
 use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
 
@@ -74,7 +75,7 @@ const EXPANSE: u64 = 63639;
 pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let started = Instant::now();
     // Listening from the start: Ctrl-C at any point after this cleans up instead of killing us.
-    let mut interrupt = Interrupt::install();
+    let mut interrupt = Signals::install();
     let redis = tokio::select! {
         r = DemoRedis::open(settings.redis.url.expose()) => r?,
         _ = interrupt.recv() => return Err(Interrupted.into()),
@@ -251,7 +252,7 @@ fn alive_key(prefix: &str) -> String {
 
 /// A connection that answered PING within `within`, or none.
 async fn connect_within(url: &str, within: Duration) -> Option<redis::aio::MultiplexedConnection> {
-    let client = redis::Client::open(url).ok()?;
+    let client = crate::ledger::open_client(url).ok()?;
     let connect = async {
         let mut conn = client.get_multiplexed_async_connection().await?;
         redis::cmd("PING").query_async::<String>(&mut conn).await?;
@@ -1206,37 +1207,6 @@ where
             anyhow::bail!("gave up after {deadline:?} waiting for {what} (last seen: {seen})");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// SIGINT (Ctrl-C) or SIGTERM.
-struct Interrupt {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
-}
-
-impl Interrupt {
-    fn install() -> Interrupt {
-        use tokio::signal::unix::{SignalKind, signal};
-        Interrupt {
-            int: signal(SignalKind::interrupt()).ok(),
-            term: signal(SignalKind::terminate()).ok(),
-        }
-    }
-
-    async fn recv(&mut self) {
-        async fn next(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        }
-        tokio::select! {
-            _ = next(&mut self.int) => {}
-            _ = next(&mut self.term) => {}
-        }
     }
 }
 

@@ -15,6 +15,7 @@
 pub mod admin;
 pub mod admin_web;
 pub mod app;
+mod backoff;
 pub mod bench;
 pub mod commands;
 pub mod config;
@@ -29,6 +30,7 @@ mod liveness;
 pub mod metrics;
 pub mod moviepilot;
 pub mod redis_server;
+mod shutdown;
 pub mod sim;
 pub mod telegram;
 pub mod telemetry;

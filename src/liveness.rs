@@ -12,8 +12,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::consume::sleep_or_stop;
 use crate::ledger::{ConsumerRole, Ledger, Reaped};
+use crate::shutdown::sleep_or_stop;
 
 /// Most entries one reap takes.
 const REAP_BATCH: usize = 100;

@@ -42,7 +42,7 @@ pub const LOG_FILTER: &str = "warn,oncebot::bench=info";
 /// The bench's runtime threads when `runtime.worker_threads` is 0 and it starts its own Redis:
 /// one per core but one, which that redis-server needs. On the 2-core development machine one
 /// thread beside Redis beat two on every pipeline figure (admission about a third faster with
-/// half the p99, the drain and e2e about a tenth); the README has the runs.
+/// half the p99, the drain and e2e about a tenth); docs/benchmarks.md has the runs.
 pub fn runtime_threads_beside_private_redis() -> usize {
     crate::config::cpu_cores().saturating_sub(1).max(1)
 }

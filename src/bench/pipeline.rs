@@ -400,7 +400,6 @@ impl Pipeline {
         let mp = MoviePilot::connect(&self.settings.moviepilot)
             .await
             .context("connecting to the MoviePilot simulator")?;
-        let client = redis::Client::open(self.settings.redis.url.expose())?;
         let worker = Worker::new(&self.settings, self.ledger.clone(), mp);
         let stop = CancellationToken::new();
         let stats0 = self.command_stats().await?;
@@ -408,7 +407,7 @@ impl Pipeline {
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
         tracing::info!(jobs = n, admit_s, "backlog admitted; draining it");
         let started = Instant::now();
-        let running = tokio::spawn(worker.run(client, stop.clone()));
+        let running = tokio::spawn(worker.run(stop.clone()));
         let drained = self
             .until(|(jobs, replies)| jobs == 0 && replies >= n)
             .await;

@@ -30,11 +30,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use crate::backoff;
 use crate::config::{DispatcherSettings, Locale, Settings};
-use crate::consume::{Consumer, read_loop, sleep_or_stop};
+use crate::consume::{Consumer, read_loop};
 use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, ReplyEntry};
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
+use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::worker::KeyedLocks;
 pub use limits::RateLimiter;
@@ -105,11 +107,7 @@ impl Dispatcher {
     }
 
     /// Runs until `shutdown`; sends under way finish, the rest stay pending for the next start.
-    pub async fn run(
-        self: Arc<Self>,
-        client: redis::Client,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<()> {
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left unsent.
         let Some(left) = self.liveness.start(&shutdown).await else {
             return Ok(());
@@ -125,14 +123,10 @@ impl Dispatcher {
         if self.cfg.set_commands {
             self.set_commands().await;
         }
-        let callbacks = tokio::spawn(self.clone().lane_loop(
-            Lane::Callbacks,
-            client.clone(),
-            shutdown.clone(),
-        ));
+        let callbacks = tokio::spawn(self.clone().lane_loop(Lane::Callbacks, shutdown.clone()));
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
         self.clone()
-            .lane_loop(Lane::Replies, client, shutdown.clone())
+            .lane_loop(Lane::Replies, shutdown.clone())
             .await;
         let _ = callbacks.await;
         let _ = housekeeping.await;
@@ -163,19 +157,8 @@ impl Dispatcher {
     }
 
     /// Reads one lane on a connection of its own.
-    async fn lane_loop(
-        self: Arc<Self>,
-        lane: Lane,
-        client: redis::Client,
-        stop: CancellationToken,
-    ) {
-        read_loop(
-            &client,
-            &self.ledger,
-            &stop,
-            &LaneReader(self.clone(), lane),
-        )
-        .await;
+    async fn lane_loop(self: Arc<Self>, lane: Lane, stop: CancellationToken) {
+        read_loop(&self.ledger, &stop, &LaneReader(self.clone(), lane)).await;
     }
 
     async fn spawn_entry(self: Arc<Self>, lane: Lane, entry: redis::streams::StreamId) {
@@ -331,16 +314,9 @@ impl Dispatcher {
     }
 
     fn retry_delay(&self, failures: u32) -> Duration {
-        use backon::BackoffBuilder as _;
+        let min = Duration::from_millis(self.cfg.retry_min_delay_ms);
         let max = Duration::from_millis(self.cfg.retry_max_delay_ms);
-        backon::ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(self.cfg.retry_min_delay_ms))
-            .with_max_delay(max)
-            .with_jitter()
-            .without_max_times()
-            .build()
-            .nth(failures.saturating_sub(1) as usize)
-            .unwrap_or(max)
+        backoff::nth(backoff::jittered(min, max), failures)
     }
 
     /// One delivery attempt: an edit (of the given message, or of the job's progress message)
@@ -436,7 +412,7 @@ impl Dispatcher {
                 }
                 Err(ApiError::Network(reason)) if attempt < 3 => {
                     tracing::warn!(reason = %reason, "answerCallbackQuery failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                    tokio::time::sleep(backoff::nth(backoff::CALLBACK_ANSWER, attempt)).await;
                 }
                 Err(e) => {
                     // Too old, or unreachable for too long: the query cannot be answered now.
@@ -503,7 +479,7 @@ impl Dispatcher {
                                 self.clone().spawn_entry(lane, entry).await;
                             }
                         }
-                        Err(e) if e.code() == Some("NOGROUP") => {}
+                        Err(e) if crate::ledger::is_missing_group(&e) => {}
                         Err(e) => tracing::warn!(error = %e, "reclaiming replies failed"),
                     }
                 }

@@ -10,7 +10,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Ingress;
+use crate::backoff::{self, Backoff};
 use crate::config::TelegramSettings;
+use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::telegram::types::Update;
 
@@ -45,7 +47,7 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let poll_timeout = opts.timeout;
     let ledger = ingress.ledger().clone();
-    let mut backoff = Backoff::default();
+    let mut backoff = Backoff::new(backoff::POLLING);
     tracing::info!("long polling started");
     loop {
         let offset: Option<i64> = tokio::select! {
@@ -54,7 +56,7 @@ pub async fn run(
                 Ok(o) => o,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the polling offset from Redis; retrying");
-                    if backoff.wait(&shutdown).await { return Ok(()) }
+                    if sleep_or_stop(backoff.next_delay(), &shutdown).await { return Ok(()) }
                     continue;
                 }
             },
@@ -109,7 +111,7 @@ pub async fn run(
             }
             Err(e) => {
                 tracing::warn!(error = %e, "getUpdates failed; retrying");
-                if backoff.wait(&shutdown).await {
+                if sleep_or_stop(backoff.next_delay(), &shutdown).await {
                     return Ok(());
                 }
                 continue;
@@ -148,33 +150,8 @@ pub async fn run(
                 break;
             }
         }
-        if stalled && backoff.wait(&shutdown).await {
+        if stalled && sleep_or_stop(backoff.next_delay(), &shutdown).await {
             return Ok(());
         }
-    }
-}
-
-/// Exponential backoff from 1 s to 30 s for failures without a prescribed wait.
-#[derive(Default)]
-struct Backoff {
-    failures: u32,
-}
-
-impl Backoff {
-    /// Sleeps; true if shutdown was requested meanwhile.
-    async fn wait(&mut self, shutdown: &CancellationToken) -> bool {
-        let secs = 1u64 << self.failures.min(5);
-        self.failures += 1;
-        sleep_or_stop(Duration::from_secs(secs.min(30)), shutdown).await
-    }
-    fn reset(&mut self) {
-        self.failures = 0;
-    }
-}
-
-async fn sleep_or_stop(d: Duration, shutdown: &CancellationToken) -> bool {
-    tokio::select! {
-        _ = shutdown.cancelled() => true,
-        _ = tokio::time::sleep(d) => false,
     }
 }

@@ -54,6 +54,18 @@ impl LedgerError {
     }
 }
 
+/// The one place a Redis URL becomes a client (`Ledger::connect`, and the demo's and bench's
+/// probes of a Redis they may use). Opening only parses the URL; nothing connects yet.
+pub fn open_client(url: &str) -> redis::RedisResult<redis::Client> {
+    redis::Client::open(url)
+}
+
+/// Redis's answer when a stream's consumer group does not exist (Redis lost its data, or
+/// someone deleted the group): readers create it again, reclaimers and gauges find nothing.
+pub fn is_missing_group(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOGROUP")
+}
+
 /// What one update asks of the ledger.
 #[derive(Debug, Clone)]
 pub struct Admission {
@@ -203,6 +215,8 @@ const ENQUEUE_KEYS: usize = 10;
 /// Handle onto one deployment's ledger. Cheap to clone: one multiplexed connection underneath.
 #[derive(Clone)]
 pub struct Ledger {
+    /// Where `conn` and every stream reader's own connection come from.
+    client: redis::Client,
     conn: ConnectionManager,
     keys: Keys,
     /// `ARGV[21..]` of enqueue.lua: state names and their labels, built once.
@@ -229,14 +243,14 @@ impl Ledger {
     /// and the workers with their own backoff), and the next call reconnects.
     pub fn connect(settings: &Settings) -> anyhow::Result<Ledger> {
         use anyhow::Context as _;
-        let client = redis::Client::open(settings.redis.url.expose())
+        let client = open_client(settings.redis.url.expose())
             .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
         let timeout = Duration::from_millis(settings.redis.command_timeout_ms);
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_response_timeout(Some(timeout))
             .set_connection_timeout(Some(timeout))
             .set_number_of_retries(0);
-        let conn = ConnectionManager::new_lazy_with_config(client, config)
+        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)
             .context("setting up the Redis connection")?;
         let texts = Texts::new(settings.telegram.locale);
         let state_labels = JobState::ALL
@@ -244,6 +258,7 @@ impl Ledger {
             .flat_map(|s| [s.as_str().to_string(), texts.state_label(s).to_string()])
             .collect();
         Ok(Ledger {
+            client,
             conn,
             keys: Keys::new(&settings.redis.key_prefix),
             state_labels,
@@ -268,6 +283,12 @@ impl Ledger {
     /// A clone of the shared multiplexed connection (not for blocking reads).
     pub fn connection(&self) -> ConnectionManager {
         self.conn.clone()
+    }
+
+    /// The client a stream reader makes its own connection from (`consume::read_loop`): a
+    /// blocking XREADGROUP must not stall the shared connection.
+    pub(crate) fn stream_client(&self) -> redis::Client {
+        self.client.clone()
     }
 
     /// Loads the scripts and creates the consumer groups; safe to call on every start.

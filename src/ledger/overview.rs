@@ -129,7 +129,7 @@ impl Ledger {
             let seen = match info {
                 Ok(reply) => reply.consumers,
                 // The stream or its group is gone (Redis lost its data): nobody reads it.
-                Err(e) if e.code() == Some("NOGROUP") || e.to_string().contains("no such key") => {
+                Err(e) if super::is_missing_group(&e) || e.to_string().contains("no such key") => {
                     Vec::new()
                 }
                 Err(e) => return Err(LedgerError::redis("reading a group's consumers")(e)),

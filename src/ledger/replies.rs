@@ -331,7 +331,7 @@ impl Ledger {
         let values: Vec<redis::Value> = match pipe.query_async(&mut conn).await {
             Ok(v) => v,
             // XPENDING on a stream without its group (Redis lost its data): report zeros.
-            Err(e) if e.code() == Some("NOGROUP") => Vec::new(),
+            Err(e) if super::is_missing_group(&e) => Vec::new(),
             Err(e) => return Err(LedgerError::redis("reading queue sizes")(e)),
         };
         let now_ms = std::time::SystemTime::now()

@@ -1099,6 +1099,9 @@ fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
             "can_join_groups": true,
             "can_read_all_group_messages": false,
             "supports_inline_queries": false,
+            // Documented as optional ("returned only in getMe"), and the real getMe always has them.
+            "can_connect_to_business": false,
+            "has_main_web_app": false,
         })
         .into()),
         "sendMessage" => send_message(st, p),

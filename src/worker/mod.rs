@@ -26,17 +26,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use backon::BackoffBuilder as _;
 use redis::streams::StreamId;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use crate::backoff;
 use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
-use crate::consume::{Consumer, backoff_step, read_loop, sleep_or_stop};
+use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, Ledger, LedgerError,
     Outcome,
@@ -44,6 +44,7 @@ use crate::ledger::{
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
+use crate::shutdown::sleep_or_stop;
 pub use execute::KeyedLocks;
 use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
 use releases::ReleaseSettings;
@@ -139,11 +140,7 @@ impl Worker {
 
     /// Reads and runs jobs until `shutdown`, then lets running jobs finish within the grace
     /// period; what is still running after that is left to be reclaimed.
-    pub async fn run(
-        self: Arc<Self>,
-        client: redis::Client,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<()> {
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left, before new entries.
         let Some(left) = self.liveness.start(&shutdown).await else {
             return Ok(());
@@ -157,7 +154,7 @@ impl Worker {
             })
         });
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
-        let reader = self.clone().read_loop(client, shutdown.clone()).await;
+        let reader = self.clone().read_loop(shutdown.clone()).await;
         let _ = housekeeping.await;
         let _ = heartbeat.await;
         self.tasks.close();
@@ -195,12 +192,8 @@ impl Worker {
 
     /// XREADGROUP on a connection of its own (a blocking read would stall every other command
     /// on a shared multiplexed connection), as many entries as there are free permits.
-    async fn read_loop(
-        self: Arc<Self>,
-        client: redis::Client,
-        shutdown: CancellationToken,
-    ) -> anyhow::Result<()> {
-        read_loop(&client, &self.ledger, &shutdown, &JobsReader(self.clone())).await;
+    async fn read_loop(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        read_loop(&self.ledger, &shutdown, &JobsReader(self.clone())).await;
         Ok(())
     }
 
@@ -657,7 +650,7 @@ impl Worker {
                         tracing::error!("giving up recording; the job will be recovered by policy");
                         return false;
                     }
-                    tokio::time::sleep(backoff_step(failures)).await;
+                    tokio::time::sleep(backoff::nth(backoff::REDIS, failures)).await;
                 }
             }
         }
@@ -774,7 +767,7 @@ impl Worker {
                 }
                 self.clone().spawn_entries(entries, true).await;
             }
-            Err(e) if e.code() == Some("NOGROUP") => {}
+            Err(e) if crate::ledger::is_missing_group(&e) => {}
             Err(e) => tracing::warn!(error = %e, "reclaiming idle entries failed"),
         }
     }
@@ -874,19 +867,11 @@ fn attempt_base(job: &Job) -> u64 {
         .unwrap_or(0)
 }
 
-/// The delay before attempt `used + 1`: exponential from the minimum, with jitter (backon).
+/// The delay before attempt `used + 1`: exponential from the minimum, with jitter.
 fn retry_delay(cfg: &WorkerSettings, used: u32) -> Duration {
     let min = Duration::from_millis(cfg.retry_min_delay_ms);
     let max = Duration::from_millis(cfg.retry_max_delay_ms);
-    backon::ExponentialBuilder::default()
-        .with_min_delay(min)
-        .with_max_delay(max)
-        .with_factor(2.0)
-        .with_jitter()
-        .without_max_times()
-        .build()
-        .nth(used.saturating_sub(1) as usize)
-        .unwrap_or(max)
+    backoff::nth(backoff::jittered(min, max), used)
 }
 
 /// `<hostname>-<pid>-<random>`: unique per process, so a restarted worker is a new consumer and

@@ -84,3 +84,7 @@ mod admission_script;
 
 /// What a run of jobs leaves in Redis: empty streams, trimmed indexes, keys that expire.
 mod retention;
+
+/// Every Bot API request oncebot sends and every answer of the simulated Bot API checked
+/// against teloxide-core's types, and recorded real updates read alike by both models.
+mod wire_types;
