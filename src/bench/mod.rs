@@ -86,6 +86,10 @@ pub struct BenchArgs {
     /// Kills per recovery scenario.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=200))]
     pub kills: u64,
+    /// Restarts of a whole process in the recovery run, after which the groups must list only
+    /// the live one.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub restarts: u64,
     /// How long the recovery run's slow job runs on its live worker, in seconds.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub slow_job_secs: u64,
@@ -242,8 +246,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 
 /// `--recovery`: the crash scenarios, then the report.
 async fn run_recovery(args: &BenchArgs) -> anyhow::Result<()> {
-    let report =
-        recovery::run(args.kills as usize, Duration::from_secs(args.slow_job_secs)).await?;
+    let report = recovery::run(
+        args.kills as usize,
+        Duration::from_secs(args.slow_job_secs),
+        args.restarts as usize,
+    )
+    .await?;
     let mut out = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut out, &report)?;
@@ -268,6 +276,25 @@ async fn run_recovery(args: &BenchArgs) -> anyhow::Result<()> {
             out,
             "{:<28} {} (sent again, at least once)",
             "replies resent", report.resent
+        )?;
+        writeln!(
+            out,
+            "{:<28} {} after {:.0} s with a 3 s liveness expiry",
+            "slow job on a live worker",
+            if report.slow_job_kept {
+                "kept"
+            } else {
+                "TAKEN"
+            },
+            report.slow_job_secs
+        )?;
+        writeln!(
+            out,
+            "{:<28} {} other consumers left in the groups after {} restarts ({:.0} ms after the last)",
+            "consumers after restarts",
+            report.consumers_left_after_restarts,
+            report.restarts,
+            report.tidy_after_ms
         )?;
         writeln!(
             out,

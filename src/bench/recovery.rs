@@ -10,6 +10,10 @@
 //! - `slow_job`: a job that runs `--slow-job-secs` (two minutes by default) on a live worker
 //!   with a 3 s liveness expiry while another worker waits to take dead workers' entries: it
 //!   must stay where it is (one MoviePilot call, no recovery).
+//! - `restarts`: `--restarts` restarts of a `serve` with every role, each handed work first (a
+//!   consumer is in a group only once it was handed an entry), every other one SIGKILLed and
+//!   the rest stopped with SIGTERM; then how many consumers each stream's group still lists
+//!   (only the live process's should be there) and how long the dead ones took to go.
 //! - `idle`: one idle `serve` (every role) for a while: its CPU and the Redis commands it
 //!   sends per second, heartbeats included.
 //!
@@ -70,6 +74,12 @@ pub struct RecoveryReport {
     /// recovery) with a 3 s liveness expiry.
     pub slow_job_secs: f64,
     pub slow_job_kept: bool,
+    /// Restarts of a process with every role, and then the consumers left per stream besides
+    /// the live process's (0: tidy) once the dead ones' liveness expired.
+    pub restarts: usize,
+    pub consumers_left_after_restarts: usize,
+    /// From the last restart until the groups list only the live process.
+    pub tidy_after_ms: f64,
     pub idle_cpu_percent: f64,
     pub idle_redis_commands_per_s: f64,
 }
@@ -133,6 +143,21 @@ impl Process {
 
     async fn sigkill(mut self) {
         let _ = self.0.kill().await;
+    }
+
+    /// SIGTERM, then waits for the graceful exit (SIGKILL after 30 s).
+    async fn stop(mut self) {
+        if let Some(pid) = self.0.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        if tokio::time::timeout(Duration::from_secs(30), self.0.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.0.kill().await;
+        }
     }
 
     fn pid(&self) -> Option<u32> {
@@ -248,7 +273,16 @@ impl Scene {
     }
 
     async fn settled(&self, jobs: &[u64], since: Instant) -> anyhow::Result<Duration> {
-        self.until(GIVE_UP, "the jobs to be settled", || async {
+        self.settled_within(jobs, since, GIVE_UP).await
+    }
+
+    async fn settled_within(
+        &self,
+        jobs: &[u64],
+        since: Instant,
+        within: Duration,
+    ) -> anyhow::Result<Duration> {
+        self.until(within, "the jobs to be settled", || async {
             self.all_in(jobs, "succeeded")
                 .await
                 .then(|| since.elapsed())
@@ -257,8 +291,13 @@ impl Scene {
     }
 }
 
-/// Runs the scenarios, `kills` times each, and one slow job of `slow_job` length.
-pub async fn run(kills: usize, slow_job: Duration) -> anyhow::Result<RecoveryReport> {
+/// Runs the scenarios, `kills` times each, one slow job of `slow_job` length, and `restarts`
+/// restarts of a whole process.
+pub async fn run(
+    kills: usize,
+    slow_job: Duration,
+    restarts: usize,
+) -> anyhow::Result<RecoveryReport> {
     let mut scene = Scene::start().await?;
 
     tracing::info!(kills, "recovery: killing a worker while another is alive");
@@ -273,6 +312,11 @@ pub async fn run(kills: usize, slow_job: Duration) -> anyhow::Result<RecoveryRep
         victim = peer;
     }
     let kill_with_peer = Recoveries::of(times);
+    tracing::info!(
+        p50_ms = kill_with_peer.p50_ms,
+        max_ms = kill_with_peer.max_ms,
+        "recovery: worker killed, peer alive"
+    );
 
     tracing::info!(kills, "recovery: restarting the only worker");
     let mut times = Vec::new();
@@ -284,6 +328,11 @@ pub async fn run(kills: usize, slow_job: Duration) -> anyhow::Result<RecoveryRep
         times.push(scene.settled(&jobs, restarted).await?);
     }
     let restart = Recoveries::of(times);
+    tracing::info!(
+        p50_ms = restart.p50_ms,
+        max_ms = restart.max_ms,
+        "recovery: only worker restarted"
+    );
     victim.sigkill().await;
 
     tracing::info!(
@@ -291,12 +340,21 @@ pub async fn run(kills: usize, slow_job: Duration) -> anyhow::Result<RecoveryRep
         "recovery: restarting a dispatcher with sends under way"
     );
     let (dispatcher_restart, resent) = dispatcher_restarts(&mut scene, kills).await?;
+    tracing::info!(
+        p50_ms = dispatcher_restart.p50_ms,
+        max_ms = dispatcher_restart.max_ms,
+        resent,
+        "recovery: dispatcher restarted"
+    );
 
     tracing::info!(
         secs = slow_job.as_secs_f64(),
         "recovery: a slow job on a live worker"
     );
     let slow_job_kept = slow_job_stays(&mut scene, slow_job).await?;
+
+    tracing::info!(restarts, "recovery: restarting a whole process");
+    let (consumers_left_after_restarts, tidy_after) = restart_many(&mut scene, restarts).await?;
 
     tracing::info!("recovery: an idle serve");
     let (idle_cpu_percent, idle_redis_commands_per_s) = idle(&scene).await?;
@@ -310,6 +368,9 @@ pub async fn run(kills: usize, slow_job: Duration) -> anyhow::Result<RecoveryRep
         resent,
         slow_job_secs: slow_job.as_secs_f64(),
         slow_job_kept,
+        restarts,
+        consumers_left_after_restarts,
+        tidy_after_ms: tidy_after.as_secs_f64() * 1000.0,
         idle_cpu_percent,
         idle_redis_commands_per_s,
     })
@@ -375,6 +436,10 @@ async fn dispatcher_restarts(
                     .then(|| restarted.elapsed())
             })
             .await?;
+        tracing::debug!(
+            ms = delivered.as_millis() as u64,
+            "dispatcher restart delivered"
+        );
         times.push(delivered);
         // The held sends are carried out by Telegram after all, a minute later: each of these
         // replies is delivered twice. That is what at-least-once costs for a send whose
@@ -402,13 +467,69 @@ async fn slow_job_stays(scene: &mut Scene, hold: Duration) -> anyhow::Result<boo
     let other = scene
         .started_with(&["worker"], ConsumerRole::Worker, &settings)
         .await?;
-    scene.settled(&jobs, Instant::now()).await?;
+    scene
+        .settled_within(&jobs, Instant::now(), hold + GIVE_UP)
+        .await?;
     let job = scene.ledger.job(jobs[0]).await?;
     let recovered = job.is_none_or(|j| j.extra.contains_key("recoveries"));
     let calls = scene.mp.calls(routes::DOWNLOADS) - calls_before;
     slow.sigkill().await;
     other.sigkill().await;
     Ok(!recovered && calls == 1)
+}
+
+/// `restarts` restarts of a process with every role, each handed a job and a reply so its
+/// consumers join the groups; then the consumers besides the live process's that the groups
+/// still list once `GIVE_UP` passed or none is left, and when that was.
+async fn restart_many(scene: &mut Scene, restarts: usize) -> anyhow::Result<(usize, Duration)> {
+    let all = ["ingress", "worker", "dispatcher"];
+    let mut process = scene.started(&all, ConsumerRole::Dispatcher).await?;
+    for i in 0..restarts {
+        let jobs = scene.jobs_held_for(1, Duration::ZERO).await?;
+        scene.settled(&jobs, Instant::now()).await?;
+        // The job's reply went through the dispatcher: its consumer is in the replies group.
+        let job = jobs[0];
+        scene
+            .until(Duration::from_secs(20), "the reply to be sent", || async {
+                let j = scene.ledger.job(job).await.ok()??;
+                (j.extra.get("reply_state").map(String::as_str) == Some("sent")).then_some(())
+            })
+            .await?;
+        if i % 2 == 0 {
+            process.sigkill().await;
+        } else {
+            process.stop().await;
+        }
+        process = scene.started(&all, ConsumerRole::Dispatcher).await?;
+    }
+    let since = Instant::now();
+    let live = [
+        scene.ledger.live_consumers(ConsumerRole::Worker).await?,
+        scene
+            .ledger
+            .live_consumers(ConsumerRole::Dispatcher)
+            .await?,
+    ]
+    .concat();
+    let left = |consumers: Vec<crate::ledger::ConsumerInfo>| {
+        consumers
+            .into_iter()
+            .filter(|c| !live.contains(&c.name))
+            .count()
+    };
+    let tidy = scene
+        .until(
+            GIVE_UP,
+            "the groups to list only the live process",
+            || async {
+                let consumers = scene.ledger.consumers().await.ok()?;
+                (left(consumers) == 0).then(|| since.elapsed())
+            },
+        )
+        .await;
+    let remaining = left(scene.ledger.consumers().await?);
+    process.sigkill().await;
+    Ok((remaining, tidy.unwrap_or(GIVE_UP)))
 }
 
 /// One `serve` with every role, idle for ten seconds: CPU share and Redis commands per second.

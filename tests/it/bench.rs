@@ -170,6 +170,8 @@ async fn recovery_bench_reports_each_scenario_below_the_lease() {
             "1",
             "--slow-job-secs",
             "5",
+            "--restarts",
+            "3",
             "--json",
         ])
         .env_remove("RUST_LOG")
@@ -186,5 +188,6 @@ async fn recovery_bench_reports_each_scenario_below_the_lease() {
     }
     assert_eq!(report["resent"], report["in_flight_per_kill"], "{report}");
     assert_eq!(report["slow_job_kept"], true, "{report}");
+    assert_eq!(report["consumers_left_after_restarts"], 0, "{report}");
     assert!(report["idle_redis_commands_per_s"].as_f64().unwrap() > 0.0);
 }
