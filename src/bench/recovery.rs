@@ -484,6 +484,7 @@ async fn slow_job_stays(scene: &mut Scene, hold: Duration) -> anyhow::Result<boo
 async fn restart_many(scene: &mut Scene, restarts: usize) -> anyhow::Result<(usize, Duration)> {
     let all = ["ingress", "worker", "dispatcher"];
     let mut process = scene.started(&all, ConsumerRole::Dispatcher).await?;
+    let mut before = Vec::new();
     for i in 0..restarts {
         let jobs = scene.jobs_held_for(1, Duration::ZERO).await?;
         scene.settled(&jobs, Instant::now()).await?;
@@ -500,17 +501,43 @@ async fn restart_many(scene: &mut Scene, restarts: usize) -> anyhow::Result<(usi
         } else {
             process.stop().await;
         }
+        // The names alive before this start, dead or dying ones included: the new process's
+        // are the ones that appear.
+        before = [
+            scene.ledger.live_consumers(ConsumerRole::Worker).await?,
+            scene
+                .ledger
+                .live_consumers(ConsumerRole::Dispatcher)
+                .await?,
+        ]
+        .concat();
         process = scene.started(&all, ConsumerRole::Dispatcher).await?;
     }
     let since = Instant::now();
-    let live = [
-        scene.ledger.live_consumers(ConsumerRole::Worker).await?,
-        scene
-            .ledger
-            .live_consumers(ConsumerRole::Dispatcher)
-            .await?,
-    ]
-    .concat();
+    let live: Vec<String> = scene
+        .until(
+            Duration::from_secs(20),
+            "the last process's consumers",
+            || async {
+                let now = [
+                    scene
+                        .ledger
+                        .live_consumers(ConsumerRole::Worker)
+                        .await
+                        .ok()?,
+                    scene
+                        .ledger
+                        .live_consumers(ConsumerRole::Dispatcher)
+                        .await
+                        .ok()?,
+                ]
+                .concat();
+                let new: Vec<String> = now.into_iter().filter(|c| !before.contains(c)).collect();
+                // One worker and one dispatcher.
+                (new.len() == 2).then_some(new)
+            },
+        )
+        .await?;
     let left = |consumers: Vec<crate::ledger::ConsumerInfo>| {
         consumers
             .into_iter()
