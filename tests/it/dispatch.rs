@@ -295,19 +295,7 @@ async fn a_dispatcher_killed_mid_send_delivers_every_reply_after_restart() {
         .await;
     // Connecting to MoviePilot may read the list once; count from there.
     let list_calls = list_calls.max(rig.mp.calls(routes::SUBSCRIBE_LIST));
-    let store = &rig.store;
-    crate::support::eventually(
-        "every reply recorded sent",
-        RECOVERY_DEADLINE,
-        || async move {
-            let mut all = true;
-            for id in 1..=3 {
-                all &= store.job(id).await.get("reply_state").map(String::as_str) == Some("sent");
-            }
-            all.then_some(())
-        },
-    )
-    .await;
+    rig.replies_sent(1..=3, RECOVERY_DEADLINE).await;
     let sends = ok_sends_to(&rig, ALICE).len();
     assert!(
         (3..=4).contains(&sends),

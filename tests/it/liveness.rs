@@ -117,15 +117,7 @@ async fn a_dispatcher_killed_after_a_send_has_its_replies_delivered_soon_after_i
     dying.sigkill().await;
     let restarted = Instant::now();
     let _bot = rig.start_roles(&ALL, None).await;
-    let store = &rig.store;
-    eventually("every reply recorded sent", FAST, || async move {
-        let mut all = true;
-        for id in 1..=3 {
-            all &= store.job(id).await.get("reply_state").map(String::as_str) == Some("sent");
-        }
-        all.then_some(())
-    })
-    .await;
+    rig.replies_sent(1..=3, FAST).await;
     let took = restarted.elapsed();
     assert!(took < FAST, "{took:?}");
     // At least once: the reply sent just before the kill may be sent again, no other.
@@ -170,15 +162,7 @@ async fn a_killed_dispatchers_entries_are_taken_by_the_dispatcher_that_lives() {
     other.wait_for_stderr("dispatcher started", FAST).await;
     dying.sigkill().await;
     let killed = Instant::now();
-    let store = &rig.store;
-    eventually("every reply recorded sent", FAST, || async move {
-        let mut all = true;
-        for id in 1..=3 {
-            all &= store.job(id).await.get("reply_state").map(String::as_str) == Some("sent");
-        }
-        all.then_some(())
-    })
-    .await;
+    rig.replies_sent(1..=3, FAST).await;
     let tg = &rig.tg;
     eventually("the tap answered", FAST, || async move {
         tg.calls()

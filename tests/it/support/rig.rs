@@ -198,6 +198,23 @@ impl Rig {
         .await
     }
 
+    /// Waits until the replies of jobs `ids` are recorded sent in their jobs.
+    pub async fn replies_sent(&self, ids: std::ops::RangeInclusive<u64>, deadline: Duration) {
+        let store = &self.store;
+        eventually("every reply recorded sent", deadline, || {
+            let ids = ids.clone();
+            async move {
+                for id in ids {
+                    if store.job(id).await.get("reply_state").map(String::as_str) != Some("sent") {
+                        return None;
+                    }
+                }
+                Some(())
+            }
+        })
+        .await;
+    }
+
     pub async fn replies_for(&self, job: u64) -> Vec<std::collections::BTreeMap<String, String>> {
         self.store
             .replies()
