@@ -504,6 +504,34 @@ impl Ledger {
             })
     }
 
+    /// The jobs `ids` name, in that order, in one pipeline; ids whose job expired are skipped.
+    async fn jobs_by_id(
+        &self,
+        conn: &mut ConnectionManager,
+        ids: &[u64],
+        doing: &'static str,
+    ) -> Result<Vec<Job>, LedgerError> {
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.hgetall(self.keys.job(*id));
+        }
+        let rows: Vec<BTreeMap<String, String>> = pipe
+            .query_async(conn)
+            .await
+            .map_err(LedgerError::redis(doing))?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for (id, row) in ids.iter().zip(rows) {
+            if row.is_empty() {
+                continue;
+            }
+            jobs.push(Job::from_hash(row).map_err(|detail| LedgerError::Corrupt {
+                doing,
+                detail: format!("job {id}: {detail}"),
+            })?);
+        }
+        Ok(jobs)
+    }
+
     /// Recent jobs, newest first: a chat's index, or the global one.
     pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>, LedgerError> {
         const PAGE: isize = 200;
@@ -524,22 +552,7 @@ impl Ledger {
                 break;
             }
             start += ids.len() as isize;
-            let mut pipe = redis::pipe();
-            for id in &ids {
-                pipe.hgetall(self.keys.job(*id));
-            }
-            let rows: Vec<BTreeMap<String, String>> = pipe
-                .query_async(&mut conn)
-                .await
-                .map_err(LedgerError::redis("reading jobs"))?;
-            for (id, row) in ids.iter().zip(rows) {
-                if row.is_empty() {
-                    continue;
-                }
-                let job = Job::from_hash(row).map_err(|detail| LedgerError::Corrupt {
-                    doing: "reading jobs",
-                    detail: format!("job {id}: {detail}"),
-                })?;
+            for job in self.jobs_by_id(&mut conn, &ids, "reading jobs").await? {
                 if filter.status.is_some_and(|s| job.status != s.as_str()) {
                     continue;
                 }

@@ -2,7 +2,6 @@
 //! for a person, the states of recent jobs, and the consumers of each group with their liveness.
 //! Nothing here writes; key names come from `Keys`, as everywhere in `ledger`.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redis::AsyncCommands as _;
@@ -49,23 +48,9 @@ impl Ledger {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipe = redis::pipe();
-        for id in &ids {
-            pipe.hgetall(self.keys.job(*id));
-        }
-        let rows: Vec<BTreeMap<String, String>> = pipe
-            .query_async(&mut conn)
-            .await
-            .map_err(LedgerError::redis("reading jobs waiting for review"))?;
         let mut jobs = Vec::new();
-        for (id, row) in ids.iter().zip(rows) {
-            if row.is_empty() {
-                continue;
-            }
-            let job = Job::from_hash(row).map_err(|detail| LedgerError::Corrupt {
-                doing: "reading jobs waiting for review",
-                detail: format!("job {id}: {detail}"),
-            })?;
+        let doing = "reading jobs waiting for review";
+        for job in self.jobs_by_id(&mut conn, &ids, doing).await? {
             // The index and the job change in one script; a job read between two scripts of
             // another process is shown as what it is now.
             if job.status == JobState::NeedsReview.as_str() {
