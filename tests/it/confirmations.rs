@@ -19,8 +19,8 @@ use oncebot::ledger::{
     Tapped, TokenAction, TokenGroup,
 };
 use oncebot::moviepilot::{Dialect, MediaKind};
-use oncebot::sim::moviepilot::{Fault, routes};
-use oncebot::sim::telegram::callback_update;
+use oncebot_tools::sim::moviepilot::{Fault, routes};
+use oncebot_tools::sim::telegram::callback_update;
 use redis::AsyncCommands as _;
 use serde_json::{Value, json};
 

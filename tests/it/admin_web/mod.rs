@@ -15,9 +15,9 @@ use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Ledger,
     Outcome, keys,
 };
-use oncebot::redis_server::{Persistence, RedisServer};
-use oncebot::sim::telegram::TelegramSim;
 use oncebot::worker::Render;
+use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot_tools::sim::telegram::TelegramSim;
 use redis::AsyncCommands as _;
 
 use crate::support::app::settings;

@@ -21,17 +21,16 @@
 //! minute, so they are surely running when the worker dies; without liveness, recovery would
 //! wait for the lease (`worker.reclaim_idle_ms`, 60 s).
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tokio::process::{Child, Command};
 
-use crate::commands::Command as BotCommand;
-use crate::ledger::{Admission, AdmissionAction, ConsumerRole, Ledger};
 use crate::redis_server::{Persistence, RedisServer};
+use crate::rig::{Oncebot, OncebotCommand, OncebotEnv, wait};
 use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
 use crate::sim::telegram::{self, TelegramSim};
+use oncebot::commands::Command as BotCommand;
+use oncebot::ledger::{Admission, AdmissionAction, ConsumerRole, Ledger};
 
 /// Jobs (or replies) in flight at each kill.
 const IN_FLIGHT: usize = 4;
@@ -93,8 +92,8 @@ struct Scene {
     next_update: i64,
 }
 
-/// An `oncebot serve` child.
-struct Process(Child);
+/// An `oncebot serve` child of the rig's.
+struct Process(Oncebot);
 
 impl Process {
     fn spawn(scene: &Scene, roles: &[&str]) -> anyhow::Result<Process> {
@@ -107,71 +106,41 @@ impl Process {
         roles: &[&str],
         settings: &[(&str, &str)],
     ) -> anyhow::Result<Process> {
-        let exe = std::env::current_exe()?;
-        let mut cmd = Command::new(exe);
-        cmd.arg("serve");
-        for role in roles {
-            cmd.args(["--role", role]);
-        }
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("ONCEBOT__REDIS__URL", scene.redis.url())
-            .env("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0")
-            .env("ONCEBOT__TELEGRAM__TOKEN", scene.tg.token())
-            .env("ONCEBOT__TELEGRAM__API_URL", scene.tg.url())
-            .env("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1")
-            .env("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "bench-secret")
-            .env("ONCEBOT__MOVIEPILOT__URL", scene.mp.url())
-            .env(
-                "ONCEBOT__MOVIEPILOT__USERNAME",
-                &scene.mp.options().username,
-            )
-            .env(
-                "ONCEBOT__MOVIEPILOT__PASSWORD",
-                &scene.mp.options().password,
-            )
-            .env("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10")
-            .env("ONCEBOT__DISPATCHER__SET_COMMANDS", "false")
-            .env("RUST_LOG", "error")
-            .envs(settings.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true);
-        Ok(Process(cmd.spawn()?))
+        let env = OncebotEnv::new(&scene.redis.url())
+            .telegram(&scene.tg)
+            .moviepilot(&scene.mp)
+            .set_all([
+                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
+                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "bench-secret"),
+                ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10"),
+                ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
+                ("RUST_LOG", "error"),
+            ])
+            .set_all(settings.iter().copied());
+        let child = OncebotCommand::serve(std::env::current_exe()?, roles)
+            .oncebot_env(&env)
+            .spawn()?;
+        Ok(Process(child))
     }
 
     async fn sigkill(mut self) {
-        let _ = self.0.kill().await;
+        let _ = self.0.sigkill().await;
     }
 
     /// SIGTERM, then waits for the graceful exit (SIGKILL after 30 s).
     async fn stop(mut self) {
-        if let Some(pid) = self.0.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &pid.to_string()])
-                .status();
-        }
-        if tokio::time::timeout(Duration::from_secs(30), self.0.wait())
-            .await
-            .is_err()
-        {
-            let _ = self.0.kill().await;
-        }
+        let _ = self.0.stop(Duration::from_secs(30)).await;
     }
 
     fn pid(&self) -> Option<u32> {
-        self.0.id()
+        self.0.pid()
     }
 }
 
 impl Scene {
     async fn start() -> anyhow::Result<Scene> {
         let redis = RedisServer::start(Persistence::None)?;
-        let settings = crate::config::Settings::load_from(
-            None,
-            [("ONCEBOT__REDIS__URL".to_string(), redis.url())],
-        )?;
+        let settings = OncebotEnv::new(&redis.url()).settings()?;
         let ledger = Ledger::connect(&settings)?;
         ledger.prepare().await?;
         Ok(Scene {
@@ -204,21 +173,15 @@ impl Scene {
         Ok(process)
     }
 
-    async fn until<T, F, Fut>(&self, within: Duration, what: &str, mut f: F) -> anyhow::Result<T>
+    async fn until<T, F, Fut>(&self, within: Duration, what: &str, f: F) -> anyhow::Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Option<T>>,
     {
-        let end = Instant::now() + within;
-        loop {
-            if let Some(v) = f().await {
-                return Ok(v);
-            }
-            if Instant::now() > end {
-                anyhow::bail!("gave up waiting for {what} after {within:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait(what, within)
+            .every(Duration::from_millis(10))
+            .until(f)
+            .await
     }
 
     /// Admits `/downloading` jobs whose MoviePilot call is held for a minute, and waits until
@@ -251,7 +214,7 @@ impl Scene {
                 })
                 .await?;
             match admitted {
-                crate::ledger::Admitted::New { job_id } => ids.push(job_id),
+                oncebot::ledger::Admitted::New { job_id } => ids.push(job_id),
                 other => anyhow::bail!("job {i} was not admitted: {other:?}"),
             }
         }
@@ -538,7 +501,7 @@ async fn restart_many(scene: &mut Scene, restarts: usize) -> anyhow::Result<(usi
             },
         )
         .await?;
-    let left = |consumers: Vec<crate::ledger::ConsumerInfo>| {
+    let left = |consumers: Vec<oncebot::ledger::ConsumerInfo>| {
         consumers
             .into_iter()
             .filter(|c| !live.contains(&c.name))

@@ -127,7 +127,7 @@ impl RedisServer {
                     self.dir.path().join("redis.log").display()
                 );
             }
-            if let Ok(client) = crate::ledger::open_client(&self.url())
+            if let Ok(client) = oncebot::ledger::open_client(&self.url())
                 && let Ok(mut conn) = client.get_connection()
             {
                 let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut conn);

@@ -33,7 +33,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use warp::Filter;
 
-use crate::moviepilot::{Dialect, MediaKind};
+use oncebot::moviepilot::{Dialect, MediaKind};
 
 mod releases;
 pub use releases::{SIM_MAGNET_HASH, SimRelease, builtin_releases};

@@ -364,9 +364,11 @@ fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 mod tests {
     use super::*;
 
-    const EMPTY_SUBSCRIBE: &str = include_str!("../sim/moviepilot/subscribe_empty.json");
-    const SUBSCRIBE_ROW: &str = include_str!("../sim/moviepilot/subscribe_row.json");
-    const EMPTY_MEDIA: &str = include_str!("../sim/moviepilot/media_empty.json");
+    const EMPTY_SUBSCRIBE: &str =
+        include_str!("../../../tools/src/sim/moviepilot/subscribe_empty.json");
+    const SUBSCRIBE_ROW: &str =
+        include_str!("../../../tools/src/sim/moviepilot/subscribe_row.json");
+    const EMPTY_MEDIA: &str = include_str!("../../../tools/src/sim/moviepilot/media_empty.json");
 
     #[test]
     fn the_all_null_subscribe_means_not_found() {

@@ -44,7 +44,7 @@ pub const LOG_FILTER: &str = "warn,oncebot::bench=info";
 /// thread beside Redis beat two on every pipeline figure (admission about a third faster with
 /// half the p99, the drain and e2e about a tenth); docs/benchmarks.md has the runs.
 pub fn runtime_threads_beside_private_redis() -> usize {
-    crate::config::cpu_cores().saturating_sub(1).max(1)
+    oncebot::config::cpu_cores().saturating_sub(1).max(1)
 }
 
 /// Callers per phase unless `--connections` says otherwise (Telegram opens up to 40 webhook

@@ -18,8 +18,8 @@ use redis::aio::ConnectionManager;
 macro_rules! lua {
     ($script:literal $(, $include:literal)*) => {
         concat!(
-            $(include_str!(concat!("../../lua/include/", $include)), "\n",)*
-            include_str!(concat!("../../lua/", $script))
+            $(include_str!(concat!("../../../../lua/include/", $include)), "\n",)*
+            include_str!(concat!("../../../../lua/", $script))
         )
     };
 }

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 use super::{
     Data, Req, Resp, SimDownload, State, error_resp, json_resp, media_id, ok_payload, text_resp,
 };
-use crate::moviepilot::{Dialect, MediaKind, magnet_hash};
+use oncebot::moviepilot::{Dialect, MediaKind, magnet_hash};
 
 /// One release a simulated indexer site lists.
 #[derive(Debug, Clone)]

@@ -14,11 +14,12 @@ use redis::AsyncCommands as _;
 
 use super::load::{HttpTarget, Window};
 use super::updates::UpdateMaker;
-use crate::app::{self, Role, Running, ServeOptions};
-use crate::config::Settings;
-use crate::ingress::webhook::SECRET_HEADER;
-use crate::ledger::Ledger;
 use crate::redis_server::{Persistence, RedisServer};
+use crate::rig::OncebotEnv;
+use oncebot::app::{self, Role, Running, ServeOptions};
+use oncebot::config::Settings;
+use oncebot::ingress::webhook::SECRET_HEADER;
+use oncebot::ledger::Ledger;
 
 /// Where the bench's Redis comes from.
 enum RedisSource {
@@ -83,18 +84,15 @@ impl Target {
             .map(i64::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let env = [
-            ("ONCEBOT__REDIS__URL", url.as_str()),
+        let env = OncebotEnv::new(&url).set_all([
             ("ONCEBOT__REDIS__KEY_PREFIX", prefix.as_str()),
-            ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0"),
             ("ONCEBOT__TELEGRAM__TOKEN", "123456:bench-token-never-sent"),
             // Nothing is sent: the dispatcher does not run in this cut of the bench.
             ("ONCEBOT__TELEGRAM__API_URL", "http://127.0.0.1:9"),
             ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.as_str()),
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users.as_str()),
-        ]
-        .map(|(k, v)| (k.to_string(), v.to_string()));
-        let settings = Settings::load_from(None, env).context("the bench's settings")?;
+        ]);
+        let settings = env.settings().context("the bench's settings")?;
         let ledger = Ledger::connect(&settings)?;
         ledger
             .prepare()

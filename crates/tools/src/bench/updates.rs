@@ -139,7 +139,7 @@ fn json_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telegram::types::Update;
+    use oncebot::telegram::types::Update;
 
     #[test]
     fn strings_are_escaped_like_the_bot_api_does() {

@@ -12,10 +12,10 @@ use warp::Filter as _;
 
 use super::load::{self, CallerStats, HttpTarget, PhaseStats, Tally, Timing, Window};
 use super::target::{CpuUse, Target};
-use crate::ingress::Ingress;
-use crate::ingress::webhook::{self, SECRET_HEADER};
-use crate::ledger::{Admission, Admitted};
-use crate::telegram::types::Update;
+use oncebot::ingress::Ingress;
+use oncebot::ingress::webhook::{self, SECRET_HEADER};
+use oncebot::ledger::{Admission, Admitted};
+use oncebot::telegram::types::Update;
 
 /// One measured window of a phase: what it counted, what it did to the ledger, what it cost.
 /// Windows of the same phase (one per round) merge into one [`Phase`].

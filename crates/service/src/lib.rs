@@ -1,4 +1,5 @@
-//! oncebot: a Telegram bot for MoviePilot that makes every command take effect once.
+//! oncebot's service: everything that runs in production, and nothing that only tries it (the
+//! simulators, demo, bench and test rig are `oncebot_tools`, a crate of their own).
 //!
 //! ARCHITECTURE.md is the map. In reading order, following an update:
 //! - `config`: settings from `config/default.toml`, a file and `ONCEBOT__*` variables.
@@ -6,21 +7,20 @@
 //! - `commands`: text → a whitelisted command, and the one table of per-command policies.
 //! - `ingress`: the webhook and long polling; both decide the same way and call the ledger.
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
+//! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
-//! - `admin`: `oncebot jobs ...`, reading the ledger.
+//! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
+//! - `i18n`: every text a user reads.
+//! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
-//! - `sim`: simulated external servers speaking the real APIs, for tests, `demo` and `bench`.
-//! - `demo`: `oncebot demo`, the whole pipeline against the simulators, narrated.
 
 pub mod admin;
 pub mod admin_web;
 pub mod app;
 mod backoff;
-pub mod bench;
 pub mod commands;
 pub mod config;
 mod consume;
-pub mod demo;
 pub mod dispatch;
 pub mod failpoints;
 pub mod i18n;
@@ -29,9 +29,7 @@ pub mod ledger;
 mod liveness;
 pub mod metrics;
 pub mod moviepilot;
-pub mod redis_server;
-mod shutdown;
-pub mod sim;
+pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;
 pub mod worker;

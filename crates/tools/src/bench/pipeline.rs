@@ -19,6 +19,7 @@
 //! `global_per_second = 1000000`.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,19 +38,20 @@ use super::target::{
     CpuUse, at_window_edges, cpu_during, delete_matching, delete_prefix, info, process_cpu,
     redis_cpu, redis_reads,
 };
-use crate::app::{self, Running, ServeOptions};
-use crate::config::Settings;
-use crate::ingress::Ingress;
-use crate::ingress::webhook::SECRET_HEADER;
-use crate::ledger::{Admission, Admitted, Ledger};
-use crate::moviepilot::MoviePilot;
 use crate::redis_server::{Persistence, RedisServer};
+use crate::rig::{OncebotEnv, wait};
 use crate::sim::moviepilot::{MoviePilotSim, SimOptions};
 use crate::sim::telegram::{
     SIM_BOT_USERNAME, SimOptions as TgSimOptions, TelegramSim, text_update,
 };
-use crate::telegram::types::Update;
-use crate::worker::Worker;
+use oncebot::app::{self, Running, ServeOptions};
+use oncebot::config::Settings;
+use oncebot::ingress::Ingress;
+use oncebot::ingress::webhook::SECRET_HEADER;
+use oncebot::ledger::{Admission, Admitted, Ledger};
+use oncebot::moviepilot::MoviePilot;
+use oncebot::telegram::types::Update;
+use oncebot::worker::Worker;
 
 /// Jobs run at once by the bench's worker, and replies sent at once by its dispatcher. A backlog
 /// drains fastest with many jobs in flight: their Redis calls share round trips (0.06 reads per
@@ -240,37 +242,26 @@ impl Pipeline {
             .collect::<Vec<_>>()
             .join(",");
         let concurrency = CONCURRENCY.to_string();
-        let env = [
-            ("ONCEBOT__REDIS__URL", url),
-            ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
-            ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0".into()),
-            ("ONCEBOT__TELEGRAM__TOKEN", tg.token()),
-            ("ONCEBOT__TELEGRAM__API_URL", tg.url()),
-            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.clone()),
-            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users),
-            ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
-            ("ONCEBOT__MOVIEPILOT__URL", mp.url()),
-            (
-                "ONCEBOT__MOVIEPILOT__USERNAME",
-                mp.options().username.clone(),
-            ),
-            (
-                "ONCEBOT__MOVIEPILOT__PASSWORD",
-                mp.options().password.clone(),
-            ),
-            ("ONCEBOT__WORKER__CONCURRENCY", concurrency.clone()),
-            ("ONCEBOT__WORKER__PROGRESS_AFTER_MS", "0".into()),
-            ("ONCEBOT__WORKER__READ_BLOCK_MS", "100".into()),
-            ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
-            ("ONCEBOT__DISPATCHER__CONCURRENCY", concurrency),
-            ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0".into()),
-            ("ONCEBOT__DISPATCHER__GROUP_INTERVAL_MS", "0".into()),
-            ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000000".into()),
-            ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "100".into()),
-            ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false".into()),
-        ]
-        .map(|(k, v)| (k.to_string(), v));
-        let settings = Settings::load_from(None, env).context("the pipeline's settings")?;
+        let env = OncebotEnv::new(&url)
+            .telegram(&tg)
+            .moviepilot(&mp)
+            .set_all([
+                ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
+                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.clone()),
+                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users),
+                ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
+                ("ONCEBOT__WORKER__CONCURRENCY", concurrency.clone()),
+                ("ONCEBOT__WORKER__PROGRESS_AFTER_MS", "0".into()),
+                ("ONCEBOT__WORKER__READ_BLOCK_MS", "100".into()),
+                ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
+                ("ONCEBOT__DISPATCHER__CONCURRENCY", concurrency),
+                ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0".into()),
+                ("ONCEBOT__DISPATCHER__GROUP_INTERVAL_MS", "0".into()),
+                ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000000".into()),
+                ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "100".into()),
+                ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false".into()),
+            ]);
+        let settings = env.settings().context("the pipeline's settings")?;
         let ledger = Ledger::connect(&settings)?;
         ledger
             .prepare()
@@ -496,23 +487,23 @@ impl Pipeline {
         Ok((worker, delivery, memory))
     }
 
-    /// Polls the stream lengths until `done` holds (or the deadline passes).
+    /// Polls the stream lengths every 2 ms (the drain's end is measured by it) until `done`
+    /// holds (or the deadline passes).
     async fn until(&self, done: impl Fn((u64, u64)) -> bool) -> anyhow::Result<()> {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let lengths = self.stream_lengths().await?;
-            if done(lengths) {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                anyhow::bail!(
-                    "after {DEADLINE:?}, jobs stream {} and replies stream {} entries long",
-                    lengths.0,
-                    lengths.1
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        wait("the streams to drain", DEADLINE)
+            .every(Duration::from_millis(2))
+            .until_seen(|| async {
+                let lengths = self.stream_lengths().await?;
+                Ok(if done(lengths) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(format!(
+                        "jobs stream {} and replies stream {} entries long",
+                        lengths.0, lengths.1
+                    ))
+                })
+            })
+            .await
     }
 
     /// Keys under the prefix by kind, with `MEMORY USAGE` of up to 32 of each kind.

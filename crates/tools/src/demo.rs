@@ -28,25 +28,22 @@
 //! simulated Bot API, where the transcript reads them back, edits included.
 
 use std::collections::BTreeSet;
-use std::future::Future;
 use std::ops::ControlFlow;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt as _;
 use tokio::task::JoinHandle;
 
-use crate::app::{self, Role, Running, ServeOptions};
-use crate::config::{Locale, Settings};
-use crate::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
-use crate::moviepilot::Dialect;
 use crate::redis_server::{Persistence, RedisServer};
-use crate::shutdown::Signals;
+use crate::rig::{Oncebot, OncebotCommand, OncebotEnv, wait};
 use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
 use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
+use oncebot::app::{self, Role, Running, ServeOptions};
+use oncebot::config::{Locale, Settings};
+use oncebot::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
+use oncebot::moviepilot::Dialect;
+use oncebot::shutdown::Signals;
 
 /// The user in the story: a private chat, so the chat id is the user id.
 const YOU: i64 = 5_550_001;
@@ -252,7 +249,7 @@ fn alive_key(prefix: &str) -> String {
 
 /// A connection that answered PING within `within`, or none.
 async fn connect_within(url: &str, within: Duration) -> Option<redis::aio::MultiplexedConnection> {
-    let client = crate::ledger::open_client(url).ok()?;
+    let client = oncebot::ledger::open_client(url).ok()?;
     let connect = async {
         let mut conn = client.get_multiplexed_async_connection().await?;
         redis::cmd("PING").query_async::<String>(&mut conn).await?;
@@ -369,14 +366,14 @@ struct Stage {
     mp: MoviePilotSim,
     /// The demo's settings as `ONCEBOT__*` variables: the in-process roles load them, and each
     /// worker process gets them as its environment, so both sides agree by construction.
-    env: Vec<(String, String)>,
+    env: OncebotEnv,
     settings: Settings,
     ledger: Ledger,
     http: reqwest::Client,
     webhook_secret: String,
     webhook_url: String,
     running: Option<Running>,
-    workers: Vec<WorkerProcess>,
+    workers: Vec<Oncebot>,
     /// How many of the Bot API sim's calls the transcript has shown.
     shown: usize,
     next_update_id: i64,
@@ -392,46 +389,33 @@ impl Stage {
             Locale::Zh => "zh",
             Locale::En => "en",
         };
-        let env: Vec<(String, String)> = [
-            ("ONCEBOT__REDIS__URL", redis.url()),
-            ("ONCEBOT__REDIS__KEY_PREFIX", redis.prefix.clone()),
-            ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0".into()),
-            ("ONCEBOT__TELEGRAM__TOKEN", tg.token()),
-            ("ONCEBOT__TELEGRAM__API_URL", tg.url()),
-            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", webhook_secret.clone()),
-            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", YOU.to_string()),
-            ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
-            ("ONCEBOT__TELEGRAM__LOCALE", locale.into()),
-            ("ONCEBOT__MOVIEPILOT__URL", mp.url()),
-            (
-                "ONCEBOT__MOVIEPILOT__USERNAME",
-                mp.options().username.clone(),
-            ),
-            (
-                "ONCEBOT__MOVIEPILOT__PASSWORD",
-                mp.options().password.clone(),
-            ),
-            ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "10".into()),
-            // A crashed download is looked for again this soon after it began (90 s for real).
-            ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "3".into()),
-            (
-                "ONCEBOT__WORKER__PROGRESS_AFTER_MS",
-                PROGRESS_AFTER_MS.to_string(),
-            ),
-            ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
-            ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "200".into()),
-            ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "1000".into()),
-            ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "1".into()),
-            // Telegram's one message a second per chat, scaled down for a simulated chat.
-            ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "100".into()),
-            ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "200".into()),
-            // The worker processes log warnings only, unless RUST_LOG (inherited) says more.
-            ("ONCEBOT__LOG__LEVEL", "warn".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        let settings = Settings::load_from(None, env.clone())?;
+        let env = OncebotEnv::new(&redis.url())
+            .telegram(&tg)
+            .moviepilot(&mp)
+            .set_all([
+                ("ONCEBOT__REDIS__KEY_PREFIX", redis.prefix.clone()),
+                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", webhook_secret.clone()),
+                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", YOU.to_string()),
+                ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
+                ("ONCEBOT__TELEGRAM__LOCALE", locale.into()),
+                ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "10".into()),
+                // A crashed download is looked for again this soon after it began (90 s for real).
+                ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "3".into()),
+                (
+                    "ONCEBOT__WORKER__PROGRESS_AFTER_MS",
+                    PROGRESS_AFTER_MS.to_string(),
+                ),
+                ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
+                ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "200".into()),
+                ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "1000".into()),
+                ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "1".into()),
+                // Telegram's one message a second per chat, scaled down for a simulated chat.
+                ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "100".into()),
+                ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "200".into()),
+                // The worker processes log warnings only, unless RUST_LOG (passed on) says more.
+                ("ONCEBOT__LOG__LEVEL", "warn".into()),
+            ]);
+        let settings = env.settings()?;
         let ledger = Ledger::connect(&settings)?;
         Ok(Stage {
             tg,
@@ -469,7 +453,7 @@ impl Stage {
             .context("the ingress role did not listen")?;
         self.running = Some(running);
         self.webhook_url = format!("http://{addr}/telegram/webhook");
-        self.workers.push(WorkerProcess::spawn(&self.env)?);
+        self.workers.push(spawn_worker(&self.env)?);
 
         println!(
             "oncebot demo: the whole pipeline on this machine, with a simulated Telegram and MoviePilot."
@@ -608,30 +592,28 @@ impl Stage {
         self.deliver(&update).await?;
         let job_id = self.job_of(update_id).await?;
         let mp = &self.mp;
-        wait_for("MoviePilot to receive the create call", STEP, || async {
-            let n = mp.calls(routes::SUBSCRIBE_CREATE) - creates;
-            Ok(if n > 0 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue("no create call yet".to_string())
+        wait("MoviePilot to receive the create call", STEP)
+            .until_seen(|| async {
+                let n = mp.calls(routes::SUBSCRIBE_CREATE) - creates;
+                Ok(if n > 0 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue("no create call yet".to_string())
+                })
             })
-        })
-        .await?;
+            .await?;
         self.show_progress(job_id).await;
         narrate("MoviePilot is creating the subscription (POST /api/v1/subscribe/ in flight)");
         self.kill_worker(job_id).await?;
         let mp = &self.mp;
-        let sub = wait_for(
-            "MoviePilot to finish the create it was given",
-            STEP,
-            || async {
+        let sub = wait("MoviePilot to finish the create it was given", STEP)
+            .until_seen(|| async {
                 Ok(match mp.find_subscription(EXPANSE, Some(2)) {
                     Some(s) => ControlFlow::Break(s),
                     None => ControlFlow::Continue("no subscription yet".to_string()),
                 })
-            },
-        )
-        .await?;
+            })
+            .await?;
         narrate(&format!(
             "MoviePilot finishes the create anyway: subscription #{} exists, and nobody recorded it",
             sub.id
@@ -697,31 +679,29 @@ impl Stage {
         self.deliver(&update).await?;
         let job_id = self.job_of(update_id).await?;
         let mp = &self.mp;
-        wait_for("MoviePilot to receive the search call", STEP, || async {
-            Ok(if mp.calls(route) > calls {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue("no search call yet".to_string())
+        wait("MoviePilot to receive the search call", STEP)
+            .until_seen(|| async {
+                Ok(if mp.calls(route) > calls {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue("no search call yet".to_string())
+                })
             })
-        })
-        .await?;
+            .await?;
         self.show_progress(job_id).await;
         narrate("MoviePilot is starting the search (its call in flight)");
         self.kill_worker(job_id).await?;
         let mp = &self.mp;
-        wait_for(
-            "MoviePilot to run the search it was given",
-            STEP,
-            || async {
+        wait("MoviePilot to run the search it was given", STEP)
+            .until_seen(|| async {
                 let n = mp.searches(sub.id);
                 Ok(if n > 0 {
                     ControlFlow::Break(())
                 } else {
                     ControlFlow::Continue("no search ran yet".to_string())
                 })
-            },
-        )
-        .await?;
+            })
+            .await?;
         self.start_worker(
             "it takes the job back as before, sees an interrupted /searchnow, and holds it\n\
              (needs_review) instead of searching again; the user is told.",
@@ -740,7 +720,7 @@ impl Stage {
         );
         let note = "checked in MoviePilot: the search ran";
         println!("$ oncebot jobs resolve {job_id} --as succeeded --note \"{note}\"");
-        crate::admin::resolve(
+        oncebot::admin::resolve(
             &self.ledger,
             &self.settings,
             job_id,
@@ -824,26 +804,28 @@ impl Stage {
         self.deliver(&tap).await?;
         let job_id = self.job_of(self.next_update_id - 1).await?;
         let mp = &self.mp;
-        wait_for("MoviePilot to receive the add", STEP, || async {
-            Ok(if mp.calls(routes::DOWNLOAD_ADD) - adds > 1 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue("no add yet".to_string())
+        wait("MoviePilot to receive the add", STEP)
+            .until_seen(|| async {
+                Ok(if mp.calls(routes::DOWNLOAD_ADD) - adds > 1 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue("no add yet".to_string())
+                })
             })
-        })
-        .await?;
+            .await?;
         narrate("MoviePilot is adding the download (POST /api/v1/download/ in flight)");
         self.kill_worker(job_id).await?;
         let rows = self.mp.download_history().len();
         let mp = &self.mp;
-        wait_for("MoviePilot to finish the add", STEP, || async {
-            Ok(if mp.download_history().len() > 1 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(format!("{rows} history rows"))
+        wait("MoviePilot to finish the add", STEP)
+            .until_seen(|| async {
+                Ok(if mp.download_history().len() > 1 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(format!("{rows} history rows"))
+                })
             })
-        })
-        .await?;
+            .await?;
         self.mp.set_add_delay(Duration::ZERO);
         narrate("MoviePilot finishes the add anyway and writes its download-history row");
         self.start_worker(
@@ -878,7 +860,7 @@ impl Stage {
             limit: 20,
             ..JobFilter::default()
         };
-        crate::admin::list(&self.ledger, &filter, false).await?;
+        oncebot::admin::list(&self.ledger, &filter, false).await?;
         let sent = self.tg.observe(|o| {
             o.calls()
                 .iter()
@@ -949,34 +931,34 @@ impl Stage {
         let ledger = &self.ledger;
         let replies = ledger.keys().replies_stream();
         let replies = &replies;
-        wait_for(
+        wait(
             &format!("job #{id} to be {status} and its replies sent"),
             STEP,
-            || async move {
-                let Some(job) = ledger.job(id).await? else {
-                    return Ok(ControlFlow::Continue(format!("job #{id} does not exist")));
-                };
-                if job.status != status {
-                    return Ok(ControlFlow::Continue(format!(
-                        "job #{id} is {}",
-                        job.status
-                    )));
-                }
-                let mut conn = ledger.connection();
-                // Entries leave the replies stream once Telegram took them (or refused for good).
-                let queued: u64 = redis::cmd("XLEN")
-                    .arg(replies)
-                    .query_async(&mut conn)
-                    .await?;
-                // Read again: a reply that ended between the first read and XLEN moved its
-                // record (reply_message_id, ...) into the job after that read.
-                Ok(if queued == 0 {
-                    ControlFlow::Break(ledger.job(id).await?.unwrap_or(job))
-                } else {
-                    ControlFlow::Continue(format!("{queued} replies not sent yet"))
-                })
-            },
         )
+        .until_seen(|| async move {
+            let Some(job) = ledger.job(id).await? else {
+                return Ok(ControlFlow::Continue(format!("job #{id} does not exist")));
+            };
+            if job.status != status {
+                return Ok(ControlFlow::Continue(format!(
+                    "job #{id} is {}",
+                    job.status
+                )));
+            }
+            let mut conn = ledger.connection();
+            // Entries leave the replies stream once Telegram took them (or refused for good).
+            let queued: u64 = redis::cmd("XLEN")
+                .arg(replies)
+                .query_async(&mut conn)
+                .await?;
+            // Read again: a reply that ended between the first read and XLEN moved its
+            // record (reply_message_id, ...) into the job after that read.
+            Ok(if queued == 0 {
+                ControlFlow::Break(ledger.job(id).await?.unwrap_or(job))
+            } else {
+                ControlFlow::Continue(format!("{queued} replies not sent yet"))
+            })
+        })
         .await
     }
 
@@ -985,16 +967,17 @@ impl Stage {
     async fn show_progress(&mut self, job_id: u64) {
         let ledger = &self.ledger;
         let within = SLOW_CALL / 2;
-        let _ = wait_for("the progress message", within, || async move {
-            let job = ledger.job(job_id).await?;
-            Ok(
-                match job.filter(|j| j.extra.contains_key("progress_message_id")) {
-                    Some(_) => ControlFlow::Break(()),
-                    None => ControlFlow::Continue(String::new()),
-                },
-            )
-        })
-        .await;
+        let _ = wait("the progress message", within)
+            .until_seen(|| async move {
+                let job = ledger.job(job_id).await?;
+                Ok(
+                    match job.filter(|j| j.extra.contains_key("progress_message_id")) {
+                        Some(_) => ControlFlow::Break(()),
+                        None => ControlFlow::Continue(String::new()),
+                    },
+                )
+            })
+            .await;
         self.show_bot_messages();
     }
 
@@ -1004,8 +987,11 @@ impl Stage {
             .workers
             .last_mut()
             .context("no worker process to kill")?;
-        let pid = worker.pid;
-        worker.kill().await?;
+        let pid = worker.pid().unwrap_or(0);
+        worker
+            .sigkill()
+            .await
+            .with_context(|| format!("killing the worker process {pid}"))?;
         println!("  💥 SIGKILL to the worker (pid {pid}): no goodbye, no clean-up");
         let job = self
             .ledger
@@ -1026,7 +1012,7 @@ impl Stage {
     }
 
     fn start_worker(&mut self, what_it_does: &str) -> anyhow::Result<()> {
-        self.workers.push(WorkerProcess::spawn(&self.env)?);
+        self.workers.push(spawn_worker(&self.env)?);
         narrate(&format!(
             "a new worker process starts (pid {})",
             self.worker_pid()
@@ -1036,7 +1022,7 @@ impl Stage {
     }
 
     fn worker_pid(&self) -> u32 {
-        self.workers.last().map_or(0, |w| w.pid)
+        self.workers.last().and_then(Oncebot::pid).unwrap_or(0)
     }
 
     /// The job an admitted update became: its entry in `{p}:v1:updates:<n>` says so.
@@ -1102,7 +1088,7 @@ impl Stage {
             }
         }
         for worker in &mut self.workers {
-            if let Err(e) = worker.kill().await {
+            if let Err(e) = worker.sigkill().await {
                 eprintln!("oncebot demo: {e:#}");
             }
         }
@@ -1111,9 +1097,10 @@ impl Stage {
     /// After a failure: what the worker processes said (unless it went to stderr already).
     fn print_worker_logs(&self) {
         for w in &self.workers {
-            let log = w.log();
+            let log = w.stderr();
             if !log.is_empty() && std::env::var_os("RUST_LOG").is_none() {
-                eprintln!("oncebot demo: the worker with pid {} logged:\n{log}", w.pid);
+                let pid = w.pid().map_or_else(|| "(exited)".into(), |p| p.to_string());
+                eprintln!("oncebot demo: the worker with pid {pid} logged:\n{log}");
             }
         }
     }
@@ -1121,94 +1108,20 @@ impl Stage {
 
 // ----- a worker process -----
 
-/// `oncebot serve --role worker` as a child process, with the demo's settings.
-struct WorkerProcess {
-    child: tokio::process::Child,
-    pid: u32,
-    /// Its stderr so far (it logs warnings only, unless RUST_LOG says more).
-    log: Arc<Mutex<String>>,
-}
-
-impl WorkerProcess {
-    fn spawn(env: &[(String, String)]) -> anyhow::Result<WorkerProcess> {
-        let exe = std::env::current_exe().context("finding the oncebot binary to run a worker")?;
-        let mut cmd = tokio::process::Command::new(exe);
-        cmd.args(["serve", "--role", "worker"]);
-        // The operator's own ONCEBOT__* settings (another Redis, a real MoviePilot) must not
-        // reach the demo's worker; RUST_LOG may.
-        for (key, _) in std::env::vars_os() {
-            if key
-                .to_str()
-                .is_some_and(|k| k.starts_with("ONCEBOT__") || k == "FAILPOINTS")
-            {
-                cmd.env_remove(key);
-            }
-        }
-        cmd.envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .context("starting a worker process (oncebot serve --role worker)")?;
-        let pid = child.id().context("the worker process exited at once")?;
-        let log = Arc::new(Mutex::new(String::new()));
-        if let Some(pipe) = child.stderr.take() {
-            let sink = log.clone();
-            let forward = std::env::var_os("RUST_LOG").is_some();
-            tokio::spawn(async move {
-                let mut lines = tokio::io::BufReader::new(pipe).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    if forward {
-                        eprintln!("[worker {pid}] {line}");
-                    }
-                    let mut log = sink.lock().unwrap_or_else(|p| p.into_inner());
-                    log.push_str(&line);
-                    log.push('\n');
-                }
-            });
-        }
-        Ok(WorkerProcess { child, pid, log })
+/// `oncebot serve --role worker` as a child process, with the demo's settings. The operator's
+/// own ONCEBOT__* settings (another Redis, a real MoviePilot) do not reach it; RUST_LOG does, and
+/// then its log lines are shown as they come.
+fn spawn_worker(env: &OncebotEnv) -> anyhow::Result<Oncebot> {
+    let exe = std::env::current_exe().context("finding the oncebot binary to run a worker")?;
+    let mut cmd = OncebotCommand::serve(exe, &["worker"]).oncebot_env(env);
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        cmd = cmd.envs([("RUST_LOG", filter)]).forward_stderr("worker");
     }
-
-    /// SIGKILL, and wait until it is gone. A worker that already exited is fine.
-    async fn kill(&mut self) -> anyhow::Result<()> {
-        if self.child.try_wait().ok().flatten().is_some() {
-            return Ok(());
-        }
-        self.child
-            .kill()
-            .await
-            .with_context(|| format!("killing the worker process {}", self.pid))
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
+    cmd.spawn()
+        .context("starting a worker process (oncebot serve --role worker)")
 }
 
 // ----- waiting and printing -----
-
-/// Polls `check` every 20 ms until it breaks with a value; after `deadline`, an error naming
-/// `what` and the last state `check` reported.
-async fn wait_for<T, F, Fut>(what: &str, deadline: Duration, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<ControlFlow<T, String>>>,
-{
-    let until = tokio::time::Instant::now() + deadline;
-    loop {
-        let seen = match check().await? {
-            ControlFlow::Break(value) => return Ok(value),
-            ControlFlow::Continue(seen) => seen,
-        };
-        if tokio::time::Instant::now() >= until {
-            anyhow::bail!("gave up after {deadline:?} waiting for {what} (last seen: {seen})");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn scene(title: &str, why: &str) {
     println!();
@@ -1245,7 +1158,7 @@ fn speak(lead: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::moviepilot::MediaKind;
+    use oncebot::moviepilot::MediaKind;
 
     #[test]
     fn media_kinds_of_the_script_are_in_the_simulators_catalogue() {

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer};
 
 /// The defaults, documented key by key; the same file is committed as `config/default.toml`.
-pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 
 /// Environment variables that override settings start with this, then `__SECTION__KEY`.
 pub const ENV_PREFIX: &str = "ONCEBOT";
@@ -1149,7 +1149,7 @@ mod tests {
 
     #[test]
     fn the_example_operator_file_loads_and_validates() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/example.toml");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/example.toml");
         let s = Settings::load_from(Some(&path), std::iter::empty()).unwrap();
         assert_eq!(s.telegram.allowed_users, vec![123456789, 987654321]);
         assert_eq!(s.telegram.locale, Locale::En);
@@ -1172,7 +1172,7 @@ mod tests {
     /// The README's configuration table is the operator's reference; it must not miss a key.
     #[test]
     fn the_readme_lists_every_setting_with_its_variable() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../../README.md");
         let mut section = String::new();
         let mut missing = Vec::new();
         for line in DEFAULT_TOML.lines().map(str::trim) {

@@ -17,7 +17,7 @@ pub(crate) async fn sleep_or_stop(d: Duration, stop: &CancellationToken) -> bool
 /// SIGTERM and SIGINT (Ctrl-C), listened for from the moment this is built: install it before
 /// anything can be interrupted, or a signal in between takes the default action and kills the
 /// process without its clean-up.
-pub(crate) struct Signals {
+pub struct Signals {
     term: Option<Signal>,
     int: Option<Signal>,
 }
@@ -25,7 +25,7 @@ pub(crate) struct Signals {
 impl Signals {
     /// A signal that cannot be listened for is logged (it will stop the process abruptly) and
     /// never resolves `recv`.
-    pub(crate) fn install() -> Signals {
+    pub fn install() -> Signals {
         let listen = |kind: SignalKind, name: &str| match signal(kind) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -40,7 +40,7 @@ impl Signals {
     }
 
     /// Resolves at the next SIGTERM or SIGINT.
-    pub(crate) async fn recv(&mut self) {
+    pub async fn recv(&mut self) {
         async fn next(s: &mut Option<Signal>) {
             match s {
                 Some(s) => {
