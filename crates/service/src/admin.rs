@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::config::Settings;
-use crate::ledger::{Job, JobFilter, Ledger, Resolution};
+use crate::ledger::{Job, JobFilter, Ledger, Resolution, Resolved};
 use crate::worker::Render;
 
 /// Prints jobs as a table, or as one JSON array.
@@ -72,7 +72,7 @@ pub async fn resolve(
         .resolve(id, decision, note, &reply, retention)
         .await?
     {
-        Ok(status) => {
+        Resolved::Settled(status) => {
             let mut out = std::io::stdout().lock();
             if json {
                 let doc = serde_json::json!({"id": id, "status": status, "resolved_as": decision.as_str()});
@@ -82,8 +82,8 @@ pub async fn resolve(
             }
             Ok(())
         }
-        Err(status) if status == "missing" => anyhow::bail!("job {id} not found"),
-        Err(status) => anyhow::bail!(
+        Resolved::Missing => anyhow::bail!("job {id} not found"),
+        Resolved::NotWaiting(status) => anyhow::bail!(
             "job {id} is {status}, not needs_review: only jobs waiting for a person can be resolved"
         ),
     }

@@ -6,7 +6,7 @@
 
 use crate::commands::Command;
 use crate::config::Locale;
-use crate::ledger::JobState;
+use crate::vocabulary::JobState;
 
 /// Answers to taps on buttons; see [`Texts::tap_texts`].
 #[derive(Debug, Clone, Copy, serde::Serialize)]

@@ -32,4 +32,5 @@ pub mod moviepilot;
 pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;
+pub mod vocabulary;
 pub mod worker;

@@ -15,8 +15,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::ledger::{Ledger, LedgerError};
-
 type Labels = Vec<(&'static str, String)>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
@@ -219,26 +217,30 @@ impl Metrics {
             .inc();
     }
 
-    /// Reads the queue gauges from Redis and renders everything as OpenMetrics text.
-    pub async fn render(&self, ledger: &Ledger) -> Result<String, LedgerError> {
-        let stats = ledger.queue_stats().await?;
-        for s in &stats.streams {
-            let label = vec![("stream", s.name.to_string())];
-            self.stream_length
-                .get_or_create(&label)
-                .set(s.length as i64);
-            self.stream_pending
-                .get_or_create(&label)
-                .set(s.pending as i64);
-            self.oldest_pending
-                .get_or_create(&label)
-                .set(s.oldest_pending.as_secs_f64());
-        }
-        self.needs_review.set(stats.needs_review as i64);
-        self.retry_scheduled.set(stats.retry_scheduled as i64);
+    /// Sets one stream's gauges, read from Redis at scrape time by the caller (metrics knows
+    /// no Redis: it is a leaf every module may count into).
+    pub fn set_stream(&self, stream: &str, length: u64, pending: u64, oldest_pending: Duration) {
+        let label = vec![("stream", stream.to_string())];
+        self.stream_length.get_or_create(&label).set(length as i64);
+        self.stream_pending
+            .get_or_create(&label)
+            .set(pending as i64);
+        self.oldest_pending
+            .get_or_create(&label)
+            .set(oldest_pending.as_secs_f64());
+    }
+
+    /// Sets the sizes of the review set and the retry schedule.
+    pub fn set_waiting(&self, needs_review: u64, retry_scheduled: u64) {
+        self.needs_review.set(needs_review as i64);
+        self.retry_scheduled.set(retry_scheduled as i64);
+    }
+
+    /// Everything as OpenMetrics text.
+    pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = encode(&mut out, &self.registry);
-        Ok(out)
+        out
     }
 }

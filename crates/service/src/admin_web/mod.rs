@@ -22,7 +22,7 @@ use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use warp::reply::Response;
 
 use crate::config::{Locale, Settings};
-use crate::ledger::{JobFilter, JobState, Ledger, Resolution};
+use crate::ledger::{JobFilter, JobState, Ledger, Resolution, Resolved};
 use crate::worker::Render;
 use auth::Credentials;
 pub use pages::DECISIONS;
@@ -236,7 +236,12 @@ impl AdminWeb {
             .unwrap_or_default()
             .into_iter()
             .find(|(k, _)| k == "resolved")
-            .and_then(|(_, v)| DECISIONS.iter().find(|(d, _)| *d == v).map(|(d, _)| *d));
+            .and_then(|(_, v)| {
+                DECISIONS
+                    .iter()
+                    .find(|(d, _)| d.as_str() == v)
+                    .map(|(d, _)| d.as_str())
+            });
         let csrf = self.credentials.csrf_token(now_secs());
         html(
             StatusCode::OK,
@@ -284,17 +289,15 @@ impl AdminWeb {
                 "The form's security field is missing or too old: reload the page and decide again.",
             );
         }
-        let decision = match field("decision") {
-            "succeeded" => Resolution::Succeeded,
-            "failed" => Resolution::Failed,
-            "retry" => Resolution::Retry,
-            _ => {
-                return self.message(
-                    StatusCode::BAD_REQUEST,
-                    "No decision",
-                    "Choose Mark succeeded, Mark failed or Retry.",
-                );
-            }
+        let Some(decision) = Resolution::ALL
+            .into_iter()
+            .find(|d| d.as_str() == field("decision"))
+        else {
+            return self.message(
+                StatusCode::BAD_REQUEST,
+                "No decision",
+                "Choose Mark succeeded, Mark failed or Retry.",
+            );
         };
         let typed: String = field("note").chars().take(200).collect();
         let note = match typed.trim() {
@@ -308,16 +311,16 @@ impl AdminWeb {
             .resolve(id, decision, &note, &reply, self.job_retention)
             .await
         {
-            Ok(Ok(status)) => {
+            Ok(Resolved::Settled(status)) => {
                 tracing::info!(job = id, decision = decision.as_str(), %status, "job resolved on the admin page");
                 redirect(&format!("/admin/jobs/{id}?resolved={}", decision.as_str()))
             }
-            Ok(Err(status)) if status == "missing" => self.message(
+            Ok(Resolved::Missing) => self.message(
                 StatusCode::NOT_FOUND,
                 "No such job",
                 &format!("Job {id} is not in the ledger."),
             ),
-            Ok(Err(status)) => self.message(
+            Ok(Resolved::NotWaiting(status)) => self.message(
                 StatusCode::CONFLICT,
                 "Already decided",
                 &format!(

@@ -7,12 +7,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use maud::{DOCTYPE, Markup, html};
 
 use crate::ledger::{ConsumerInfo, Job, JobState, QueueStats, StateCounts};
+use crate::vocabulary::Resolution;
 
 /// The decisions a person may take on a `needs_review` job: form value and button label.
-pub const DECISIONS: [(&str, &str); 3] = [
-    ("succeeded", "Mark succeeded"),
-    ("failed", "Mark failed"),
-    ("retry", "Retry"),
+pub const DECISIONS: [(Resolution, &str); 3] = [
+    (Resolution::Succeeded, "Mark succeeded"),
+    (Resolution::Failed, "Mark failed"),
+    (Resolution::Retry, "Retry"),
 ];
 
 /// Job fields whose names say they could carry a credential. None of today's does (torrent
@@ -202,7 +203,7 @@ fn resolve_form(id: u64, csrf: &str) -> Markup {
             input type="hidden" name="csrf" value=(csrf);
             label { "note " input type="text" name="note" maxlength="200" size="28" placeholder="why (kept in the job)"; }
             @for (value, label) in DECISIONS {
-                button type="submit" name="decision" value=(value) class=(value) { (label) }
+                button type="submit" name="decision" value=(value.as_str()) class=(value.as_str()) { (label) }
             }
         }
     }

@@ -38,14 +38,12 @@ use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
+use crate::vocabulary::ReplyKind;
 use crate::worker::KeyedLocks;
 pub use limits::RateLimiter;
 
 /// Telegram's limit on a message's text, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
-
-/// Reply kinds that report on a job and so edit its "working on it" message in place.
-const IN_PLACE_KINDS: [&str; 4] = ["result", "retrying", "needs_review", "failed"];
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -234,9 +232,14 @@ impl Dispatcher {
         };
         // An explicit target, else a job's result replaces its "working on it" message (reply_begin
         // reads that message only for a reply that has a job).
-        let edit_target = reply
-            .edit_message_id
-            .or_else(|| progress.filter(|_| IN_PLACE_KINDS.contains(&reply.kind.as_str())));
+        let edit_target = reply.edit_message_id.or_else(|| {
+            progress.filter(|_| {
+                reply
+                    .kind
+                    .parse::<ReplyKind>()
+                    .is_ok_and(ReplyKind::reports_on_job)
+            })
+        });
         let outcome = self.send_with_retries(&reply, edit_target).await;
         crate::crash_point!("dispatch.after_send");
         let recorded = match &outcome {

@@ -25,6 +25,7 @@ use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, T
 use crate::metrics::METRICS;
 use crate::telegram::keyboard;
 use crate::telegram::types::{CallbackQuery, Update};
+use crate::vocabulary::{JobState, ReplyKind};
 
 /// A stranger is told "not allowed" once per this window, however much they write.
 const REFUSAL_WINDOW: Duration = Duration::from_secs(3600);
@@ -140,7 +141,7 @@ impl Ingress {
         let refusal = matches!(
             admission.action,
             AdmissionAction::Reply {
-                kind: "refusal",
+                kind: ReplyKind::Refusal,
                 ..
             }
         );
@@ -152,7 +153,7 @@ impl Ingress {
         if let (Admitted::New { .. }, AdmissionAction::Job { command, .. }) =
             (&admitted, &admission.action)
         {
-            METRICS.transition(command.name(), "pending");
+            METRICS.transition(command.name(), JobState::Pending.as_str());
         }
         match &admitted {
             Admitted::New { job_id } => tracing::info!(
@@ -214,7 +215,7 @@ impl Ingress {
             return Err(Ignored::NotForUs);
         }
         let texts = inner.texts;
-        let reply = |kind: &'static str, text: String| AdmissionAction::Reply {
+        let reply = |kind: ReplyKind, text: String| AdmissionAction::Reply {
             kind,
             text,
             window: Duration::ZERO,
@@ -222,17 +223,17 @@ impl Ingress {
         };
         let action = if !inner.allowed_users.contains(&from.id) {
             AdmissionAction::Reply {
-                kind: "refusal",
+                kind: ReplyKind::Refusal,
                 text: texts.refusal().into(),
                 window: REFUSAL_WINDOW,
-                once_key: once_key("refusal", message.chat.id, from.id),
+                once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
             }
         } else {
             match parsed {
                 Parsed::Run {
                     command: Command::Help | Command::Start,
                     ..
-                } => reply("help", texts.help().into()),
+                } => reply(ReplyKind::Help, texts.help().into()),
                 // The ask is a lookup job without a window; its Confirm button makes the job
                 // that has the window (see `Policy::needs_confirmation`).
                 Parsed::Run { command, args } if command.policy().needs_confirmation => {
@@ -247,8 +248,10 @@ impl Ingress {
                     window: command.window(&inner.commands),
                     args,
                 },
-                Parsed::BadArgs { command } => reply("usage", texts.usage(command).into()),
-                Parsed::Unknown { name } => reply("unknown_command", texts.unknown_command(&name)),
+                Parsed::BadArgs { command } => reply(ReplyKind::Usage, texts.usage(command).into()),
+                Parsed::Unknown { name } => {
+                    reply(ReplyKind::UnknownCommand, texts.unknown_command(&name))
+                }
                 Parsed::NotForUs => return Err(Ignored::NotForUs),
             }
         };
@@ -283,9 +286,9 @@ impl Ingress {
 }
 
 /// The key under which a reply of `kind` to this user in this chat goes out once per window.
-fn once_key(kind: &str, chat_id: i64, user_id: i64) -> String {
+fn once_key(kind: ReplyKind, chat_id: i64, user_id: i64) -> String {
     let mut h = Sha256::new();
-    h.update(kind.as_bytes());
+    h.update(kind.as_str().as_bytes());
     h.update([0]);
     h.update(chat_id.to_le_bytes());
     h.update(user_id.to_le_bytes());

@@ -20,6 +20,7 @@ use warp::reply::Response;
 use super::{Handled, Ingress};
 use crate::admin_web::{self, AdminWeb};
 use crate::config::Secret;
+use crate::ledger::{Ledger, LedgerError};
 use crate::metrics::METRICS;
 use crate::telegram::types::Update;
 
@@ -58,7 +59,7 @@ pub fn routes(
     let metrics = warp::path!("metrics").and(warp::get()).then(move || {
         let ingress = metrics_ingress.clone();
         async move {
-            match METRICS.render(ingress.ledger()).await {
+            match metrics_text(ingress.ledger()).await {
                 Ok(text) => {
                     let mut resp = Response::new(text.into());
                     resp.headers_mut().insert(
@@ -285,4 +286,14 @@ fn status(code: StatusCode, body: &str) -> Response {
     let mut resp = Response::new(body.to_string().into());
     *resp.status_mut() = code;
     resp
+}
+
+/// The queue gauges read from Redis now, and every metric as OpenMetrics text.
+async fn metrics_text(ledger: &Ledger) -> Result<String, LedgerError> {
+    let stats = ledger.queue_stats().await?;
+    for s in &stats.streams {
+        METRICS.set_stream(s.name, s.length, s.pending, s.oldest_pending);
+    }
+    METRICS.set_waiting(stats.needs_review, stats.retry_scheduled);
+    Ok(METRICS.render())
 }

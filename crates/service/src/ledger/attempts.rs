@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{Job, Ledger, LedgerError, keys, scripts};
+use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
 
 /// One claimed attempt: the fencing token every later call presents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,15 +60,15 @@ pub enum Claimed {
 }
 
 /// The outcome of one attempt, as recorded by complete.lua.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Outcome {
     /// succeeded | failed | retry_wait | needs_review
-    pub status: &'static str,
+    pub status: JobState,
     pub result: String,
     pub error: String,
     /// The user's reply ("" for none) and its kind.
     pub reply: String,
-    pub reply_kind: &'static str,
+    pub reply_kind: ReplyKind,
     /// Buttons under the reply: a Telegram InlineKeyboardMarkup as JSON ("" for none).
     pub markup: String,
     /// The buttons' tokens (`TokenGroup::spec` JSON, "" for none), stored by complete.lua in the
@@ -79,6 +80,23 @@ pub struct Outcome {
     pub fields: Vec<(String, String)>,
 }
 
+/// A failure with no reply and no fields, to be filled in with `..Outcome::default()`.
+impl Default for Outcome {
+    fn default() -> Outcome {
+        Outcome {
+            status: JobState::Failed,
+            result: String::new(),
+            error: String::new(),
+            reply: String::new(),
+            reply_kind: ReplyKind::Result,
+            markup: String::new(),
+            tokens: String::new(),
+            retry_in: Duration::ZERO,
+            fields: Vec::new(),
+        }
+    }
+}
+
 /// Whether complete.lua recorded the outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completed {
@@ -88,24 +106,6 @@ pub enum Completed {
         status: String,
         attempts: String,
     },
-}
-
-/// A person's decision on a `needs_review` job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Resolution {
-    Succeeded,
-    Failed,
-    Retry,
-}
-
-impl Resolution {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Resolution::Succeeded => "succeeded",
-            Resolution::Failed => "failed",
-            Resolution::Retry => "retry",
-        }
-    }
 }
 
 /// Texts claim.lua sends on its own; "{job}" becomes the job id.
@@ -435,14 +435,14 @@ impl Ledger {
             cmd.arg(&attempt.entry)
                 .arg(&attempt.consumer)
                 .arg(attempt.attempt)
-                .arg(outcome.status)
+                .arg(outcome.status.as_str())
                 .arg(&outcome.result)
                 .arg(&outcome.error)
                 .arg(&outcome.reply)
-                .arg(outcome.reply_kind)
+                .arg(outcome.reply_kind.as_str())
                 .arg((now + outcome.retry_in).as_millis() as u64)
                 .arg(&outcome.markup)
-                .arg(if outcome.status == "needs_review" {
+                .arg(if outcome.status == JobState::NeedsReview {
                     self.review.for_job(attempt.job_id)
                 } else {
                     String::new()
@@ -519,8 +519,7 @@ impl Ledger {
             .map_err(LedgerError::redis("promoting due retries"))
     }
 
-    /// resolve.lua: settles a `needs_review` job. `Err(status)` inside `Ok` when it is not
-    /// waiting for review.
+    /// resolve.lua: settles a `needs_review` job, or says why it did not.
     pub async fn resolve(
         &self,
         job_id: u64,
@@ -528,7 +527,7 @@ impl Ledger {
         note: &str,
         reply: &str,
         retention: Duration,
-    ) -> Result<Result<String, String>, LedgerError> {
+    ) -> Result<Resolved, LedgerError> {
         let k = &self.keys;
         let mut inv = scripts::RESOLVE.prepare_invoke();
         inv.key(k.job(job_id))
@@ -546,9 +545,15 @@ impl Ledger {
             .invoke_async(&mut conn)
             .await
             .map_err(LedgerError::redis("resolving a job"))?;
-        match out.first().map(String::as_str) {
-            Some("ok") => Ok(Ok(out.get(1).cloned().unwrap_or_default())),
-            Some("refused") => Ok(Err(out.get(1).cloned().unwrap_or_default())),
+        let state = out.get(1).and_then(|s| s.parse::<JobState>().ok());
+        match (
+            out.first().map(String::as_str),
+            out.get(1).map(String::as_str),
+            state,
+        ) {
+            (Some("refused"), Some("missing"), _) => Ok(Resolved::Missing),
+            (Some("ok"), _, Some(state)) => Ok(Resolved::Settled(state)),
+            (Some("refused"), _, Some(state)) => Ok(Resolved::NotWaiting(state)),
             _ => Err(LedgerError::Corrupt {
                 doing: "resolving a job",
                 detail: format!("resolve answered {out:?}"),

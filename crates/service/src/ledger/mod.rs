@@ -10,7 +10,6 @@ mod overview;
 mod releases;
 mod replies;
 mod scripts;
-mod state;
 mod tokens;
 
 use std::collections::BTreeMap;
@@ -23,14 +22,14 @@ use serde::Serialize;
 use crate::commands::Command;
 use crate::config::Settings;
 use crate::i18n::Texts;
-pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
+pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
+pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
 pub use overview::{ConsumerInfo, StateCounts};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::hashes as script_hashes;
-pub use state::JobState;
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
 /// A Redis failure, said with what oncebot was doing.
@@ -98,7 +97,7 @@ pub enum AdmissionAction {
     /// Queue a reply and make no job. With a non-zero `window`, the same `once_key` replies
     /// once per window (so a stranger's every message does not cost a refusal).
     Reply {
-        kind: &'static str,
+        kind: ReplyKind,
         text: String,
         window: Duration,
         once_key: String,
@@ -368,7 +367,7 @@ impl Ledger {
                 args.as_str(),
                 crate::commands::idempotency_key(a.chat_id, a.user_id, *command, args),
                 *window,
-                "duplicate",
+                ReplyKind::Duplicate,
                 self.duplicate_template.as_str(),
             ),
             AdmissionAction::Reply {
@@ -419,7 +418,7 @@ impl Ledger {
             .arg(args)
             .arg(&idem)
             .arg(window.as_millis() as u64)
-            .arg(kind)
+            .arg(kind.as_str())
             .arg(text)
             .arg(self.chat_index_len)
             .arg(self.jobs_index_len)

@@ -212,7 +212,7 @@ impl ReviewNotices {
         }
         let mut group = TokenGroup::new(self.ttl);
         let labels = self.texts.review_buttons();
-        let decisions = [Resolution::Succeeded, Resolution::Failed, Resolution::Retry];
+        let decisions = Resolution::ALL;
         let messages: Vec<_> = self
             .admin_chats
             .iter()
@@ -317,9 +317,9 @@ pub(crate) fn tap_texts_json(texts: Texts) -> String {
         .into_iter()
         .map(|s| (s.as_str(), texts.state_label(s)))
         .collect();
-    let resolved: BTreeMap<&str, &str> = ["succeeded", "failed", "retry"]
+    let resolved: BTreeMap<&str, &str> = Resolution::ALL
         .into_iter()
-        .map(|d| (d, texts.resolved(d)))
+        .map(|d| (d.as_str(), texts.resolved(d.as_str())))
         .collect();
     let mut doc = serde_json::to_value(texts.tap_texts()).unwrap_or_default();
     doc["labels"] = json!(labels);

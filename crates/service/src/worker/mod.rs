@@ -45,6 +45,7 @@ use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
+use crate::vocabulary::{JobState, ReplyKind};
 pub use execute::KeyedLocks;
 use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
 use releases::ReleaseSettings;
@@ -290,7 +291,7 @@ impl Worker {
                 recovered,
             } => (attempt, job, recovered),
             Claimed::Held { attempt } => {
-                METRICS.transition("unknown", "needs_review");
+                METRICS.transition("unknown", JobState::NeedsReview.as_str());
                 tracing::warn!(
                     attempt,
                     reclaimed,
@@ -299,7 +300,7 @@ impl Worker {
                 return;
             }
             Claimed::Failed { attempt } => {
-                METRICS.transition("unknown", "failed");
+                METRICS.transition("unknown", JobState::Failed.as_str());
                 tracing::warn!(attempt, "job lost its worker too often; marked failed");
                 return;
             }
@@ -309,7 +310,7 @@ impl Worker {
             }
         };
         crate::crash_point!("worker.after_claim");
-        METRICS.transition(&job.command, "running");
+        METRICS.transition(&job.command, JobState::Running.as_str());
         let started = std::time::Instant::now();
         if recovered {
             tracing::warn!(
@@ -346,8 +347,8 @@ impl Worker {
         };
         let status = outcome.status;
         if self.record(&attempt, outcome).await {
-            METRICS.transition(&job.command, status);
-            METRICS.job_finished(&job.command, status, started.elapsed());
+            METRICS.transition(&job.command, status.as_str());
+            METRICS.job_finished(&job.command, status.as_str(), started.elapsed());
         }
         crate::crash_point!("worker.after_complete");
         self.lock_in_flight().remove(&attempt.entry);
@@ -398,10 +399,10 @@ impl Worker {
             }) => {
                 tracing::warn!(reason = %error, "job failed");
                 Outcome {
-                    status: "failed",
+                    status: JobState::Failed,
                     error,
                     reply,
-                    reply_kind: "result",
+                    reply_kind: ReplyKind::Result,
                     fields: vec![("mp_error_kind".into(), "permanent".into())],
                     ..Outcome::default()
                 }
@@ -413,10 +414,10 @@ impl Worker {
             }) => {
                 tracing::warn!(reason = %error, "outcome cannot be decided; holding for a person");
                 Outcome {
-                    status: "needs_review",
+                    status: JobState::NeedsReview,
                     error: format!("uncertain: {error}"),
                     reply,
-                    reply_kind: "needs_review",
+                    reply_kind: ReplyKind::NeedsReview,
                     fields: vec![("mp_error_kind".into(), "uncertain".into())],
                     ..Outcome::default()
                 }
@@ -428,10 +429,10 @@ impl Worker {
                     .map(|b| (b.markup, b.tokens))
                     .unwrap_or_default();
                 Outcome {
-                    status: "succeeded",
+                    status: JobState::Succeeded,
                     result: done.result,
                     reply: done.reply,
-                    reply_kind: "result",
+                    reply_kind: ReplyKind::Result,
                     markup,
                     tokens,
                     fields: done.fields,
@@ -453,10 +454,10 @@ impl Worker {
                 _ => {
                     tracing::warn!(reason = %e, "uncertain outcome that cannot be verified; holding for a person");
                     Outcome {
-                        status: "needs_review",
+                        status: JobState::NeedsReview,
                         error: format!("uncertain: {e}"),
                         reply: self.render.held(Some(job.id)),
-                        reply_kind: "needs_review",
+                        reply_kind: ReplyKind::NeedsReview,
                         fields: vec![("mp_error_kind".into(), e.kind().into())],
                         ..Outcome::default()
                     }
@@ -485,10 +486,10 @@ impl Worker {
 
     fn finished_failed(error: String, reply: String, kind: &str) -> Outcome {
         Outcome {
-            status: "failed",
+            status: JobState::Failed,
             error,
             reply,
-            reply_kind: "result",
+            reply_kind: ReplyKind::Result,
             fields: vec![("mp_error_kind".into(), kind.into())],
             ..Outcome::default()
         }
@@ -515,10 +516,10 @@ impl Worker {
             String::new()
         };
         Outcome {
-            status: "retry_wait",
+            status: JobState::RetryWait,
             error: error.to_string(),
             reply,
-            reply_kind: "retrying",
+            reply_kind: ReplyKind::Retrying,
             retry_in: delay,
             fields: vec![("mp_error_kind".into(), kind.into())],
             ..Outcome::default()
@@ -577,14 +578,14 @@ impl Worker {
         tracing::warn!(reason = %error, retry_in = ?delay, "MoviePilot refused oncebot's credentials; the job waits without using an attempt");
         let first = !job.extra.contains_key("auth_wait_since");
         Outcome {
-            status: "retry_wait",
+            status: JobState::RetryWait,
             error: error.to_string(),
             reply: if first {
                 self.render.waiting_for_credentials(job.id)
             } else {
                 String::new()
             },
-            reply_kind: "retrying",
+            reply_kind: ReplyKind::Retrying,
             retry_in: delay,
             fields: vec![
                 ("mp_error_kind".into(), kind.into()),
@@ -632,7 +633,7 @@ impl Worker {
             outcome = returned;
             match answer {
                 Ok(Completed::Recorded) => {
-                    tracing::debug!(status = outcome.status, "outcome recorded");
+                    tracing::debug!(status = %outcome.status, "outcome recorded");
                     return true;
                 }
                 Ok(Completed::Stale { status, attempts }) => {

@@ -369,7 +369,7 @@ async fn dispatcher_restarts(
                     user_id: 1,
                     message_id: None,
                     action: AdmissionAction::Reply {
-                        kind: "help",
+                        kind: oncebot::ledger::ReplyKind::Help,
                         text: "help".into(),
                         window: Duration::ZERO,
                         once_key: String::new(),
