@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::scripts::ScriptCall;
 use super::{Job, Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
 
@@ -235,39 +236,45 @@ impl Ledger {
         if delivered.is_empty() {
             return Ok(Vec::new());
         }
-        let k = &self.keys;
-        let n = delivered.len();
-        let mut cmd = redis::Cmd::with_capacity(15 + 3 * n, 512 + 96 * n);
-        cmd.arg("EVALSHA")
-            .arg(scripts::CLAIM.get_hash())
-            .arg(5 + n)
-            .arg(k.jobs_stream())
-            .arg(k.replies_stream())
-            .arg(k.review_index())
-            .arg(k.token_prefix())
-            .arg(k.token_group_prefix());
-        for (job_id, _) in delivered {
-            cmd.arg(k.job(*job_id));
-        }
-        cmd.arg(consumer)
-            .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP)
-            .arg(limits.max_recoveries)
-            .arg(&texts.held)
-            .arg(&texts.failed)
-            .arg(limits.retention.as_secs());
-        for (job_id, entry) in delivered {
-            // Only the script knows whether it holds the job; the buttons are ready in case.
-            cmd.arg(entry).arg(self.review.for_job(*job_id));
-        }
+        let call = self.claim_call(delivered, consumer, limits, texts);
         let replies = self
-            .invoke_batch(&scripts::CLAIM, &cmd, n, "claiming jobs")
+            .invoke_batch(&call, delivered.len(), "claiming jobs")
             .await?;
         Ok(delivered
             .iter()
             .zip(replies)
             .map(|((job_id, entry), reply)| claimed_from(*job_id, entry, consumer, reply))
             .collect())
+    }
+
+    pub(super) fn claim_call(
+        &self,
+        delivered: &[(u64, String)],
+        consumer: &str,
+        limits: &AttemptLimits,
+        texts: &ClaimTexts,
+    ) -> ScriptCall {
+        let k = &self.keys;
+        let n = delivered.len();
+        let mut call = ScriptCall::new(&scripts::CLAIM, 5 + n, 7 + 2 * n, 512 + 96 * n);
+        call.key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("review index", k.review_index())
+            .key("token prefix", k.token_prefix())
+            .key("token-group pfx", k.token_group_prefix())
+            .keys(delivered.iter().map(|(job_id, _)| k.job(*job_id)))
+            .arg("consumer name", consumer)
+            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("most recoveries", limits.max_recoveries)
+            .arg("text sent when a job is held", &texts.held)
+            .arg("text sent when a read-only job failed", &texts.failed)
+            .arg("retention", limits.retention.as_secs());
+        for (job_id, entry) in delivered {
+            // Only the script knows whether it holds the job; the buttons are ready in case.
+            call.args([entry.clone(), self.review.for_job(*job_id)]);
+        }
+        call
     }
 
     /// Acknowledges and deletes a jobs-stream entry that names no job (written by hand?).
@@ -309,16 +316,27 @@ impl Ledger {
         owner: &str,
         ttl: Duration,
     ) -> Result<bool, LedgerError> {
-        let mut inv = scripts::LOCK.prepare_invoke();
-        inv.key(self.keys.media_lock(tmdb_id, season))
-            .arg(owner)
-            .arg(ttl.as_millis() as u64);
+        let call = self.lock_media_call(tmdb_id, season, owner, ttl);
         let mut conn = self.conn.clone();
-        let held: i64 = inv
-            .invoke_async(&mut conn)
+        let held: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("locking a media"))?;
         Ok(held == 1)
+    }
+
+    pub(super) fn lock_media_call(
+        &self,
+        tmdb_id: u64,
+        season: Option<u32>,
+        owner: &str,
+        ttl: Duration,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::LOCK, 1, 2, 64);
+        call.key("lock key", self.keys.media_lock(tmdb_id, season))
+            .arg("owner", owner)
+            .arg("lease", ttl.as_millis() as u64);
+        call
     }
 
     /// notice.lua: tells the admin chats `text` unless they were told about `condition` within
@@ -329,37 +347,55 @@ impl Ledger {
         text: &str,
         lasts: Duration,
     ) -> Result<bool, LedgerError> {
-        let mut inv = scripts::NOTICE.prepare_invoke();
-        inv.key(self.keys.notice(condition))
-            .key(self.keys.replies_stream())
-            .arg("raise")
-            .arg(keys::REPLIES_GROUP)
-            .arg(lasts.as_secs().max(1))
-            .arg(text);
-        for chat in &self.review.admin_chats {
-            inv.arg(*chat);
-        }
+        let call = self.raise_notice_call(condition, text, lasts);
         let mut conn = self.conn.clone();
-        let told: i64 = inv
-            .invoke_async(&mut conn)
+        let told: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("telling the admin chats"))?;
         Ok(told == 1)
     }
 
+    pub(super) fn raise_notice_call(
+        &self,
+        condition: &str,
+        text: &str,
+        lasts: Duration,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(
+            &scripts::NOTICE,
+            2,
+            4 + self.review.admin_chats.len(),
+            64 + text.len(),
+        );
+        call.key("notice key", self.keys.notice(condition))
+            .key("replies stream", self.keys.replies_stream())
+            .arg("raise | clear", "raise")
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("raise: seconds the notice lasts", lasts.as_secs().max(1))
+            .arg("raise: the text", text)
+            .args(&self.review.admin_chats);
+        call
+    }
+
     /// notice.lua: `condition` is over; its next occurrence is told again. True if it was on.
     pub async fn clear_notice(&self, condition: &str) -> Result<bool, LedgerError> {
-        let mut inv = scripts::NOTICE.prepare_invoke();
-        inv.key(self.keys.notice(condition))
-            .key(self.keys.replies_stream())
-            .arg("clear")
-            .arg(keys::REPLIES_GROUP);
+        let call = self.clear_notice_call(condition);
         let mut conn = self.conn.clone();
-        let cleared: i64 = inv
-            .invoke_async(&mut conn)
+        let cleared: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("ending an admin notice"))?;
         Ok(cleared == 1)
+    }
+
+    pub(super) fn clear_notice_call(&self, condition: &str) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::NOTICE, 2, 2, 64);
+        call.key("notice key", self.keys.notice(condition))
+            .key("replies stream", self.keys.replies_stream())
+            .arg("raise | clear", "clear")
+            .arg("replies consumer group", keys::REPLIES_GROUP);
+        call
     }
 
     /// Releases the media lock if `owner` still holds it.
@@ -369,14 +405,25 @@ impl Ledger {
         season: Option<u32>,
         owner: &str,
     ) -> Result<(), LedgerError> {
-        let mut inv = scripts::UNLOCK.prepare_invoke();
-        inv.key(self.keys.media_lock(tmdb_id, season)).arg(owner);
+        let call = self.unlock_media_call(tmdb_id, season, owner);
         let mut conn = self.conn.clone();
-        let _: i64 = inv
-            .invoke_async(&mut conn)
+        let _: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("unlocking a media"))?;
         Ok(())
+    }
+
+    pub(super) fn unlock_media_call(
+        &self,
+        tmdb_id: u64,
+        season: Option<u32>,
+        owner: &str,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::UNLOCK, 1, 1, 64);
+        call.key("lock key", self.keys.media_lock(tmdb_id, season))
+            .arg("owner", owner);
+        call
     }
 
     /// complete.lua: the outcome, the reply and the XACK in one step, fenced by the attempt.
@@ -406,6 +453,18 @@ impl Ledger {
         if done.is_empty() {
             return Ok(Vec::new());
         }
+        let call = self.complete_call(done, retention);
+        let answers = self
+            .invoke_batch(&call, done.len(), "recording jobs' outcomes")
+            .await?;
+        Ok(answers.into_iter().map(completed_from).collect())
+    }
+
+    pub(super) fn complete_call(
+        &self,
+        done: &[(&Attempt, &Outcome)],
+        retention: Duration,
+    ) -> ScriptCall {
         let k = &self.keys;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -415,63 +474,63 @@ impl Ledger {
             .iter()
             .map(|(_, o)| o.reply.len() + o.markup.len() + o.tokens.len())
             .sum();
-        let mut cmd = redis::Cmd::with_capacity(12 + 16 * n, 512 + 256 * n + text_len);
-        cmd.arg("EVALSHA")
-            .arg(scripts::COMPLETE.get_hash())
-            .arg(6 + n)
-            .arg(k.jobs_stream())
-            .arg(k.replies_stream())
-            .arg(k.retry_schedule())
-            .arg(k.review_index())
-            .arg(k.token_prefix())
-            .arg(k.token_group_prefix());
-        for (attempt, _) in done {
-            cmd.arg(k.job(attempt.job_id));
-        }
-        cmd.arg(retention.as_secs())
-            .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP);
+        let mut call = ScriptCall::new(
+            &scripts::COMPLETE,
+            6 + n,
+            3 + 16 * n,
+            512 + 256 * n + text_len,
+        );
+        call.key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("retry schedule", k.retry_schedule())
+            .key("review index", k.review_index())
+            .key("token prefix", k.token_prefix())
+            .key("token-group pfx", k.token_group_prefix())
+            .keys(done.iter().map(|(attempt, _)| k.job(attempt.job_id)))
+            .arg("retention", retention.as_secs())
+            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("replies consumer group", keys::REPLIES_GROUP);
         for (attempt, outcome) in done {
-            cmd.arg(&attempt.entry)
-                .arg(&attempt.consumer)
-                .arg(attempt.attempt)
-                .arg(outcome.status.as_str())
-                .arg(&outcome.result)
-                .arg(&outcome.error)
-                .arg(&outcome.reply)
-                .arg(outcome.reply_kind.as_str())
-                .arg((now + outcome.retry_in).as_millis() as u64)
-                .arg(&outcome.markup)
-                .arg(if outcome.status == JobState::NeedsReview {
-                    self.review.for_job(attempt.job_id)
-                } else {
-                    String::new()
-                })
-                .arg(&outcome.tokens)
-                .arg(outcome.fields.len());
+            let review = if outcome.status == JobState::NeedsReview {
+                self.review.for_job(attempt.job_id)
+            } else {
+                String::new()
+            };
+            // One outcome, in the order complete.lua reads it (its header, "per outcome").
+            call.args([attempt.entry.as_str(), attempt.consumer.as_str()])
+                .args([attempt.attempt])
+                .args([
+                    outcome.status.as_str(),
+                    outcome.result.as_str(),
+                    outcome.error.as_str(),
+                    outcome.reply.as_str(),
+                    outcome.reply_kind.as_str(),
+                ])
+                .args([(now + outcome.retry_in).as_millis() as u64])
+                .args([
+                    outcome.markup.as_str(),
+                    review.as_str(),
+                    outcome.tokens.as_str(),
+                ])
+                .args([outcome.fields.len()]);
             for (name, value) in &outcome.fields {
-                cmd.arg(name).arg(value);
+                call.args([name, value]);
             }
         }
-        let answers = self
-            .invoke_batch(&scripts::COMPLETE, &cmd, n, "recording jobs' outcomes")
-            .await?;
-        Ok(answers.into_iter().map(completed_from).collect())
+        call
     }
 
-    /// Sends `cmd`, the EVALSHA of a script that answers once per item of a batch (claim.lua,
-    /// complete.lua), and checks that it answered for every item. The command is written
-    /// straight into one buffer, as `admit` does: `Script::prepare_invoke` would hold each of
-    /// the batch's hundreds of keys and arguments in a Vec of its own first.
+    /// Sends `call`, of a script that answers once per item of a batch (claim.lua,
+    /// complete.lua), and checks that it answered for every item.
     async fn invoke_batch(
         &self,
-        script: &redis::Script,
-        cmd: &redis::Cmd,
+        call: &ScriptCall,
         items: usize,
         doing: &'static str,
     ) -> Result<Vec<Vec<String>>, LedgerError> {
         let mut conn = self.conn.clone();
-        let answers: Vec<Vec<String>> = scripts::evalsha(script, cmd, &mut conn)
+        let answers: Vec<Vec<String>> = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis(doing))?;
         if answers.len() != items {
@@ -492,31 +551,49 @@ impl Ledger {
         if running.is_empty() {
             return Ok(Vec::new());
         }
-        let k = &self.keys;
-        let mut inv = scripts::EXTEND.prepare_invoke();
-        inv.key(k.jobs_stream()).arg(keys::JOBS_GROUP).arg(consumer);
-        for a in running {
-            inv.key(k.job(a.job_id)).arg(&a.entry).arg(a.attempt);
-        }
+        let call = self.extend_call(consumer, running);
         let mut conn = self.conn.clone();
-        inv.invoke_async(&mut conn)
+        call.send(&mut conn)
             .await
             .map_err(LedgerError::redis("renewing leases"))
     }
 
+    pub(super) fn extend_call(&self, consumer: &str, running: &[Attempt]) -> ScriptCall {
+        let k = &self.keys;
+        let mut call = ScriptCall::new(
+            &scripts::EXTEND,
+            1 + running.len(),
+            2 + 2 * running.len(),
+            64 * running.len(),
+        );
+        call.key("jobs stream", k.jobs_stream())
+            .keys(running.iter().map(|a| k.job(a.job_id)))
+            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("consumer name", consumer);
+        for a in running {
+            call.args([a.entry.as_str()]).args([a.attempt]);
+        }
+        call
+    }
+
     /// promote.lua: due retries back on the jobs stream; returns how many.
     pub async fn promote_due(&self, limit: u32) -> Result<u64, LedgerError> {
-        let k = &self.keys;
-        let mut inv = scripts::PROMOTE.prepare_invoke();
-        inv.key(k.retry_schedule())
-            .key(k.jobs_stream())
-            .key(k.job_prefix())
-            .arg(limit)
-            .arg(keys::JOBS_GROUP);
+        let call = self.promote_due_call(limit);
         let mut conn = self.conn.clone();
-        inv.invoke_async(&mut conn)
+        call.send(&mut conn)
             .await
             .map_err(LedgerError::redis("promoting due retries"))
+    }
+
+    pub(super) fn promote_due_call(&self, limit: u32) -> ScriptCall {
+        let k = &self.keys;
+        let mut call = ScriptCall::new(&scripts::PROMOTE, 3, 2, 128);
+        call.key("retry schedule", k.retry_schedule())
+            .key("jobs stream", k.jobs_stream())
+            .key("job key prefix", k.job_prefix())
+            .arg("most jobs to promote", limit)
+            .arg("jobs consumer group", keys::JOBS_GROUP);
+        call
     }
 
     /// resolve.lua: settles a `needs_review` job, or says why it did not.
@@ -528,21 +605,10 @@ impl Ledger {
         reply: &str,
         retention: Duration,
     ) -> Result<Resolved, LedgerError> {
-        let k = &self.keys;
-        let mut inv = scripts::RESOLVE.prepare_invoke();
-        inv.key(k.job(job_id))
-            .key(k.jobs_stream())
-            .key(k.replies_stream())
-            .key(k.review_index())
-            .arg(decision.as_str())
-            .arg(note)
-            .arg(reply)
-            .arg(retention.as_secs())
-            .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP);
+        let call = self.resolve_call(job_id, decision, note, reply, retention);
         let mut conn = self.conn.clone();
-        let out: Vec<String> = inv
-            .invoke_async(&mut conn)
+        let out: Vec<String> = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("resolving a job"))?;
         let state = out.get(1).and_then(|s| s.parse::<JobState>().ok());
@@ -559,6 +625,31 @@ impl Ledger {
                 detail: format!("resolve answered {out:?}"),
             }),
         }
+    }
+}
+
+impl Ledger {
+    pub(super) fn resolve_call(
+        &self,
+        job_id: u64,
+        decision: Resolution,
+        note: &str,
+        reply: &str,
+        retention: Duration,
+    ) -> ScriptCall {
+        let k = &self.keys;
+        let mut call = ScriptCall::new(&scripts::RESOLVE, 4, 6, 256 + note.len() + reply.len());
+        call.key("job HASH", k.job(job_id))
+            .key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("review index", k.review_index())
+            .arg("decision", decision.as_str())
+            .arg("note", note)
+            .arg("reply text", reply)
+            .arg("retention", retention.as_secs())
+            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("replies consumer group", keys::REPLIES_GROUP);
+        call
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use redis::streams::StreamId;
 
+use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, keys, scripts};
 
 /// Which consumer group a process belongs to, and so which streams it reads.
@@ -42,20 +43,25 @@ impl Ledger {
 
     /// liveness.lua `beat`: `consumer` is alive for `ttl` more, and listed for the reapers.
     pub async fn beat(&self, role: Role, consumer: &str, ttl: Duration) -> Result<(), LedgerError> {
-        let (group, _) = self.streams_of(role);
-        let mut inv = scripts::LIVENESS.prepare_invoke();
-        inv.key(self.keys.alive(consumer))
-            .key(self.keys.consumers(group))
-            .arg("beat")
-            .arg(consumer)
-            .arg(group)
-            .arg(ttl.as_millis() as u64);
+        let call = self.beat_call(role, consumer, ttl);
         let mut conn = self.conn.clone();
-        let _: i64 = inv
-            .invoke_async(&mut conn)
+        let _: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("renewing the liveness key"))?;
         Ok(())
+    }
+
+    pub(super) fn beat_call(&self, role: Role, consumer: &str, ttl: Duration) -> ScriptCall {
+        let (group, _) = self.streams_of(role);
+        let mut call = ScriptCall::new(&scripts::LIVENESS, 2, 4, 128);
+        call.key("its liveness key", self.keys.alive(consumer))
+            .key("the group's list", self.keys.consumers(group))
+            .arg("beat | retire", "beat")
+            .arg("consumer name", consumer)
+            .arg("consumer group", group)
+            .arg("beat: the liveness expiry", ttl.as_millis() as u64);
+        call
     }
 
     /// The consumers of `role`'s group that keep a liveness key now (listed and alive).
@@ -84,18 +90,23 @@ impl Ledger {
     /// liveness.lua `retire`: `consumer` stops; what it leaves pending is taken at once by the
     /// others, and it is removed from the group if nothing is. Returns the entries left.
     pub async fn retire(&self, role: Role, consumer: &str) -> Result<u64, LedgerError> {
-        let (group, streams) = self.streams_of(role);
-        let mut inv = scripts::LIVENESS.prepare_invoke();
-        inv.key(self.keys.alive(consumer))
-            .key(self.keys.consumers(group));
-        for stream in &streams {
-            inv.key(stream);
-        }
-        inv.arg("retire").arg(consumer).arg(group);
+        let call = self.retire_call(role, consumer);
         let mut conn = self.conn.clone();
-        inv.invoke_async(&mut conn)
+        call.send(&mut conn)
             .await
             .map_err(LedgerError::redis("retiring a consumer"))
+    }
+
+    pub(super) fn retire_call(&self, role: Role, consumer: &str) -> ScriptCall {
+        let (group, streams) = self.streams_of(role);
+        let mut call = ScriptCall::new(&scripts::LIVENESS, 2 + streams.len(), 3, 256);
+        call.key("its liveness key", self.keys.alive(consumer))
+            .key("the group's list", self.keys.consumers(group))
+            .keys(&streams)
+            .arg("beat | retire", "retire")
+            .arg("consumer name", consumer)
+            .arg("consumer group", group);
+        call
     }
 
     /// reap.lua: the entries of dead consumers of `role`'s group, taken by `consumer` (at most
@@ -109,20 +120,10 @@ impl Ledger {
         count: usize,
         forget_after: Duration,
     ) -> Result<Reaped, LedgerError> {
-        let (group, streams) = self.streams_of(role);
-        let mut inv = scripts::REAP.prepare_invoke();
-        inv.key(self.keys.consumers(group))
-            .key(self.keys.alive_prefix());
-        for stream in &streams {
-            inv.key(stream);
-        }
-        inv.arg(group)
-            .arg(consumer)
-            .arg(count)
-            .arg(forget_after.as_millis() as u64);
+        let call = self.reap_call(role, consumer, count, forget_after);
         let mut conn = self.conn.clone();
-        let answer: Vec<redis::Value> = inv
-            .invoke_async(&mut conn)
+        let answer: Vec<redis::Value> = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("taking dead consumers' entries"))?;
         let corrupt = |detail: String| LedgerError::Corrupt {
@@ -143,5 +144,26 @@ impl Ledger {
             taken.extend(reply.ids.into_iter().map(|entry| (index, entry)));
         }
         Ok(Reaped { removed, taken })
+    }
+}
+
+impl Ledger {
+    pub(super) fn reap_call(
+        &self,
+        role: Role,
+        consumer: &str,
+        count: usize,
+        forget_after: Duration,
+    ) -> ScriptCall {
+        let (group, streams) = self.streams_of(role);
+        let mut call = ScriptCall::new(&scripts::REAP, 2 + streams.len(), 4, 256);
+        call.key("the group's list", self.keys.consumers(group))
+            .key("liveness prefix", self.keys.alive_prefix())
+            .keys(&streams)
+            .arg("consumer group", group)
+            .arg("the taking consumer", consumer)
+            .arg("most entries to take", count)
+            .arg("milliseconds after which", forget_after.as_millis() as u64);
+        call
     }
 }

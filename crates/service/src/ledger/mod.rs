@@ -9,6 +9,8 @@ mod liveness;
 mod overview;
 mod releases;
 mod replies;
+#[cfg(test)]
+mod script_calls;
 mod scripts;
 mod tokens;
 
@@ -29,6 +31,7 @@ pub use liveness::{Reaped, Role as ConsumerRole};
 pub use overview::{ConsumerInfo, StateCounts};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
+use scripts::ScriptCall;
 pub use scripts::hashes as script_hashes;
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
@@ -330,6 +333,18 @@ impl Ledger {
     /// Runs `lua/enqueue.lua` for one update: the transport check, the business check and
     /// the job's creation (or the reply) happen in one atomic step.
     pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
+        let call = self.admit_call(a);
+        let mut conn = self.conn.clone();
+        let (outcome, job, state): (String, String, String) = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("admitting an update"))?;
+        admitted_from(&outcome, &job, &state)
+    }
+
+    /// enqueue.lua's call for one admission (written into one buffer: this is the webhook's
+    /// hot path, where a Vec per argument was some 40 allocations and frees per update).
+    pub(super) fn admit_call(&self, a: &Admission) -> ScriptCall {
         let k = &self.keys;
         let recovery = match &a.action {
             AdmissionAction::Job { command, .. } | AdmissionAction::Confirm { command, .. } => {
@@ -385,90 +400,91 @@ impl Ledger {
                 text.as_str(),
             ),
         };
-        // The EVALSHA command is written straight into one buffer: `Script::prepare_invoke`
-        // would hold every key and argument in a Vec of its own (some 40 allocations and frees
-        // per update on the webhook's hot path) and then copy them all into a command anyway.
-        let mut cmd = redis::Cmd::with_capacity(
-            3 + ENQUEUE_KEYS + 20 + self.state_labels.len(),
+        let mut call = ScriptCall::new(
+            &scripts::ENQUEUE,
+            ENQUEUE_KEYS,
+            20 + self.state_labels.len(),
             1024 + args.len() + text.len(),
         );
-        cmd.arg("EVALSHA")
-            .arg(scripts::ENQUEUE.get_hash())
-            .arg(ENQUEUE_KEYS)
-            .arg(k.updates(a.update_id))
-            .arg(k.command(if idem.is_empty() { "-" } else { &idem }))
-            .arg(k.job_seq())
-            .arg(k.job_prefix())
-            .arg(k.jobs_stream())
-            .arg(k.replies_stream())
-            .arg(k.chat_jobs(a.chat_id))
-            .arg(k.jobs_index())
-            .arg(k.token_prefix())
-            .arg(k.token_group_prefix())
-            .arg(mode)
-            .arg(a.update_id)
-            .arg(self.update_retention_secs)
-            .arg(a.chat_id)
-            .arg(a.user_id);
-        match a.message_id {
-            Some(m) => cmd.arg(m),
-            None => cmd.arg(""),
-        };
-        cmd.arg(command)
-            .arg(args)
-            .arg(&idem)
-            .arg(window.as_millis() as u64)
-            .arg(kind.as_str())
-            .arg(text)
-            .arg(self.chat_index_len)
-            .arg(self.jobs_index_len)
-            .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP)
-            .arg(recovery)
-            .arg(spec)
-            .arg(prompt)
-            .arg(markup)
-            .arg(&self.state_labels);
-        let mut conn = self.conn.clone();
-        let (outcome, job, state): (String, String, String) =
-            scripts::evalsha(&scripts::ENQUEUE, &cmd, &mut conn)
-                .await
-                .map_err(LedgerError::redis("admitting an update"))?;
-        let corrupt = |detail: String| LedgerError::Corrupt {
-            doing: "admitting an update",
-            detail,
-        };
-        let job_id = || {
-            job.parse::<u64>()
-                .map_err(|_| corrupt(format!("job id {job:?}")))
-        };
-        let job_state = || {
-            state
-                .parse::<JobState>()
-                .map_err(|e| corrupt(format!("job {job}: {e}")))
-        };
-        Ok(match outcome.as_str() {
-            "new" => Admitted::New { job_id: job_id()? },
-            "duplicate_update" if job.is_empty() => Admitted::DuplicateUpdate {
-                job_id: None,
-                state: None,
-            },
-            "duplicate_update" => Admitted::DuplicateUpdate {
-                job_id: Some(job_id()?),
-                // A job that expired from the ledger leaves its update_id's entry behind.
-                state: job_state().ok(),
-            },
-            "duplicate_command" => Admitted::DuplicateCommand {
-                job_id: job_id()?,
-                state: job_state()?,
-            },
-            "confirming" => Admitted::Confirming,
-            "replied" => Admitted::Replied,
-            "suppressed" => Admitted::Suppressed,
-            other => return Err(corrupt(format!("admission outcome {other:?}"))),
-        })
+        call.key("updates HASH", k.updates(a.update_id))
+            .key(
+                "command key",
+                k.command(if idem.is_empty() { "-" } else { &idem }),
+            )
+            .key("job id sequence", k.job_seq())
+            .key("job key prefix", k.job_prefix())
+            .key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("chat index", k.chat_jobs(a.chat_id))
+            .key("jobs index", k.jobs_index())
+            .key("token prefix", k.token_prefix())
+            .key("token-group pfx", k.token_group_prefix())
+            .arg("mode", mode)
+            .arg("update_id", a.update_id)
+            .arg("update retention", self.update_retention_secs)
+            .arg("chat_id", a.chat_id)
+            .arg("user_id", a.user_id)
+            .arg(
+                "message_id",
+                a.message_id.map(|m| m.to_string()).unwrap_or_default(),
+            )
+            .arg("command", command)
+            .arg("arguments", args)
+            .arg("idempotency key", &idem)
+            .arg("duplicate window", window.as_millis() as u64)
+            .arg("reply kind", kind.as_str())
+            .arg("mode \"reply\": the text", text)
+            .arg("chat index length", self.chat_index_len)
+            .arg("jobs index length", self.jobs_index_len)
+            .arg("consumer group of the jobs stream", keys::JOBS_GROUP)
+            .arg("consumer group of the replies stream", keys::REPLIES_GROUP)
+            .arg("recovery policy", recovery)
+            .arg("mode \"confirm\": the buttons' token group", spec)
+            .arg("mode \"confirm\": the question", prompt)
+            .arg("mode \"confirm\": the buttons", markup)
+            .args(&self.state_labels);
+        call
     }
+}
 
+/// enqueue.lua's answer (see its header).
+fn admitted_from(outcome: &str, job: &str, state: &str) -> Result<Admitted, LedgerError> {
+    let corrupt = |detail: String| LedgerError::Corrupt {
+        doing: "admitting an update",
+        detail,
+    };
+    let job_id = || {
+        job.parse::<u64>()
+            .map_err(|_| corrupt(format!("job id {job:?}")))
+    };
+    let job_state = || {
+        state
+            .parse::<JobState>()
+            .map_err(|e| corrupt(format!("job {job}: {e}")))
+    };
+    Ok(match outcome {
+        "new" => Admitted::New { job_id: job_id()? },
+        "duplicate_update" if job.is_empty() => Admitted::DuplicateUpdate {
+            job_id: None,
+            state: None,
+        },
+        "duplicate_update" => Admitted::DuplicateUpdate {
+            job_id: Some(job_id()?),
+            // A job that expired from the ledger leaves its update_id's entry behind.
+            state: job_state().ok(),
+        },
+        "duplicate_command" => Admitted::DuplicateCommand {
+            job_id: job_id()?,
+            state: job_state()?,
+        },
+        "confirming" => Admitted::Confirming,
+        "replied" => Admitted::Replied,
+        "suppressed" => Admitted::Suppressed,
+        other => return Err(corrupt(format!("admission outcome {other:?}"))),
+    })
+}
+
+impl Ledger {
     /// The next getUpdates offset of long polling (`None` before the first update).
     pub async fn poll_offset(&self) -> Result<Option<i64>, LedgerError> {
         let mut conn = self.conn.clone();

@@ -12,6 +12,7 @@ use std::time::Duration;
 use redis::AsyncCommands as _;
 use serde_json::Value;
 
+use super::scripts::ScriptCall;
 use super::{Attempt, Ledger, LedgerError, scripts};
 
 /// A stored release list, as a `grab` job reads it.
@@ -44,28 +45,41 @@ impl Ledger {
         media_info: &Value,
         releases: &[Value],
     ) -> Result<(), LedgerError> {
-        let mut inv = scripts::RELEASES.prepare_invoke();
-        inv.key(self.keys.releases(job_id))
-            .arg(ttl.as_secs().max(1))
-            .arg("job_id")
-            .arg(job_id)
-            .arg("text")
-            .arg(text)
-            .arg("markup")
-            .arg(markup)
-            .arg("media")
-            .arg(media_info.to_string())
-            .arg("count")
-            .arg(releases.len());
-        for (i, r) in releases.iter().enumerate() {
-            inv.arg(format!("r{}", i + 1)).arg(r.to_string());
-        }
+        let call = self.store_releases_call(job_id, ttl, text, markup, media_info, releases);
         let mut conn = self.conn.clone();
-        let _: i64 = inv
-            .invoke_async(&mut conn)
+        let _: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("storing a release list"))?;
         Ok(())
+    }
+
+    pub(super) fn store_releases_call(
+        &self,
+        job_id: u64,
+        ttl: Duration,
+        text: &str,
+        markup: &str,
+        media_info: &Value,
+        releases: &[Value],
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::RELEASES, 1, 11 + 2 * releases.len(), 4096);
+        call.key("list HASH", self.keys.releases(job_id))
+            .arg("lifetime", ttl.as_secs().max(1))
+            .args([
+                "job_id",
+                &job_id.to_string(),
+                "text",
+                text,
+                "markup",
+                markup,
+            ])
+            .args(["media".to_string(), media_info.to_string()])
+            .args(["count".to_string(), releases.len().to_string()]);
+        for (i, r) in releases.iter().enumerate() {
+            call.args([format!("r{}", i + 1), r.to_string()]);
+        }
+        call
     }
 
     /// The list resource-search job `job_id` stored; `None` once it has expired.
@@ -108,19 +122,24 @@ impl Ledger {
         attempt: &Attempt,
         fields: &[(&str, String)],
     ) -> Result<bool, LedgerError> {
-        let mut inv = scripts::NOTE.prepare_invoke();
-        inv.key(self.keys.job(attempt.job_id))
-            .arg(&attempt.entry)
-            .arg(&attempt.consumer)
-            .arg(attempt.attempt);
-        for (k, v) in fields {
-            inv.arg(*k).arg(v);
-        }
+        let call = self.note_call(attempt, fields);
         let mut conn = self.conn.clone();
-        let written: i64 = inv
-            .invoke_async(&mut conn)
+        let written: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("noting a download's intent"))?;
         Ok(written == 1)
+    }
+
+    pub(super) fn note_call(&self, attempt: &Attempt, fields: &[(&str, String)]) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::NOTE, 1, 3 + 2 * fields.len(), 256);
+        call.key("job HASH", self.keys.job(attempt.job_id))
+            .arg("stream entry id", &attempt.entry)
+            .arg("consumer name", &attempt.consumer)
+            .arg("attempt number", attempt.attempt);
+        for (k, v) in fields {
+            call.args([*k, v.as_str()]);
+        }
+        call
     }
 }

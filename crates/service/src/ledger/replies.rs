@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use redis::streams::StreamId;
 
+use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, keys, scripts};
+use crate::vocabulary::ReplyKind;
 
 /// One outgoing message as the replies stream carries it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -156,15 +158,25 @@ impl Ledger {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
-        let mut inv = scripts::LEASE.prepare_invoke();
-        inv.key(self.lane_stream(lane))
-            .arg(keys::REPLIES_GROUP)
-            .arg(consumer)
-            .arg(entries);
+        let call = self.renew_lane_call(lane, consumer, entries);
         let mut conn = self.conn.clone();
-        inv.invoke_async(&mut conn)
+        call.send(&mut conn)
             .await
             .map_err(LedgerError::redis("renewing reply leases"))
+    }
+
+    pub(super) fn renew_lane_call(
+        &self,
+        lane: Lane,
+        consumer: &str,
+        entries: &[String],
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::LEASE, 1, 2 + entries.len(), 32 * entries.len());
+        call.key("stream", self.lane_stream(lane))
+            .arg("consumer group", keys::REPLIES_GROUP)
+            .arg("consumer name", consumer)
+            .args(entries);
+        call
     }
 
     /// reply_begin.lua: `sending` is recorded before the Bot API call.
@@ -174,22 +186,10 @@ impl Ledger {
         consumer: &str,
         retention: Duration,
     ) -> Result<Begin, LedgerError> {
-        let mut inv = scripts::REPLY_BEGIN.prepare_invoke();
-        inv.key(self.keys.reply(&reply.entry))
-            .key(self.keys.replies_stream())
-            // Any key of the deployment's slot will do when there is no job: the script reads
-            // KEYS[3] only for a job's reply.
-            .key(self.keys.job(reply.job_id.unwrap_or(0)))
-            .arg(&reply.entry)
-            .arg(keys::REPLIES_GROUP)
-            .arg(consumer)
-            .arg(retention.as_secs())
-            .arg(reply.chat_id)
-            .arg(reply.job_id.map(|j| j.to_string()).unwrap_or_default())
-            .arg(&reply.kind);
+        let call = self.reply_begin_call(reply, consumer, retention);
         let mut conn = self.conn.clone();
-        let out: Vec<String> = inv
-            .invoke_async(&mut conn)
+        let out: Vec<String> = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("recording a send"))?;
         match out.first().map(String::as_str) {
@@ -207,6 +207,31 @@ impl Ledger {
         }
     }
 
+    pub(super) fn reply_begin_call(
+        &self,
+        reply: &ReplyEntry,
+        consumer: &str,
+        retention: Duration,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::REPLY_BEGIN, 3, 7, 256);
+        call.key("reply HASH", self.keys.reply(&reply.entry))
+            .key("replies stream", self.keys.replies_stream())
+            // Any key of the deployment's slot will do when there is no job: the script reads
+            // KEYS[3] only for a job's reply.
+            .key("job HASH", self.keys.job(reply.job_id.unwrap_or(0)))
+            .arg("entry id", &reply.entry)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("consumer name", consumer)
+            .arg("retention of the reply HASH", retention.as_secs())
+            .arg("chat id", reply.chat_id)
+            .arg(
+                "job id",
+                reply.job_id.map(|j| j.to_string()).unwrap_or_default(),
+            )
+            .arg("kind", &reply.kind);
+        call
+    }
+
     /// reply_end.lua: `sent` (with Telegram's message_id) or `failed` (with the reason), and
     /// the entry acknowledged, in one step.
     pub async fn reply_end(
@@ -215,32 +240,42 @@ impl Ledger {
         sent: Result<i64, String>,
         retention: Duration,
     ) -> Result<(), LedgerError> {
-        let (state, message_id, error) = match &sent {
-            Ok(id) => ("sent", id.to_string(), String::new()),
-            Err(e) => ("failed", String::new(), e.clone()),
-        };
-        let mut inv = scripts::REPLY_END.prepare_invoke();
-        inv.key(self.keys.reply(&reply.entry))
-            .key(self.keys.replies_stream())
-            .key(self.keys.job_prefix())
-            .arg(&reply.entry)
-            .arg(keys::REPLIES_GROUP)
-            .arg(state)
-            .arg(message_id)
-            .arg(error)
-            .arg(reply.job_id.map(|j| j.to_string()).unwrap_or_default())
-            .arg(if reply.kind == "progress" {
-                "progress"
-            } else {
-                ""
-            })
-            .arg(retention.as_secs());
+        let call = self.reply_end_call(reply, &sent, retention);
         let mut conn = self.conn.clone();
-        let _: Vec<String> = inv
-            .invoke_async(&mut conn)
+        let _: Vec<String> = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("recording a reply's outcome"))?;
         Ok(())
+    }
+
+    pub(super) fn reply_end_call(
+        &self,
+        reply: &ReplyEntry,
+        sent: &Result<i64, String>,
+        retention: Duration,
+    ) -> ScriptCall {
+        let (state, message_id, error) = match sent {
+            Ok(id) => ("sent", id.to_string(), ""),
+            Err(e) => ("failed", String::new(), e.as_str()),
+        };
+        let progress = reply.kind == ReplyKind::Progress.as_str();
+        let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 8, 256 + error.len());
+        call.key("reply HASH", self.keys.reply(&reply.entry))
+            .key("replies stream", self.keys.replies_stream())
+            .key("job key prefix", self.keys.job_prefix())
+            .arg("entry id", &reply.entry)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("state", state)
+            .arg("Telegram's message_id", message_id)
+            .arg("error", error)
+            .arg(
+                "job id",
+                reply.job_id.map(|j| j.to_string()).unwrap_or_default(),
+            )
+            .arg("\"progress\" if", if progress { "progress" } else { "" })
+            .arg("retention of a reply HASH", retention.as_secs());
+        call
     }
 
     /// Acknowledges and deletes an answered (or unanswerable) callback entry.
@@ -274,18 +309,23 @@ impl Ledger {
         attempt: u64,
         text: &str,
     ) -> Result<bool, LedgerError> {
-        let mut inv = scripts::PROGRESS.prepare_invoke();
-        inv.key(self.keys.job(job_id))
-            .key(self.keys.replies_stream())
-            .arg(attempt)
-            .arg(text)
-            .arg(keys::REPLIES_GROUP);
+        let call = self.queue_progress_call(job_id, attempt, text);
         let mut conn = self.conn.clone();
-        let queued: i64 = inv
-            .invoke_async(&mut conn)
+        let queued: i64 = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("queueing a progress message"))?;
         Ok(queued == 1)
+    }
+
+    pub(super) fn queue_progress_call(&self, job_id: u64, attempt: u64, text: &str) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::PROGRESS, 2, 3, 128 + text.len());
+        call.key("job HASH", self.keys.job(job_id))
+            .key("replies stream", self.keys.replies_stream())
+            .arg("attempt number", attempt)
+            .arg("text", text)
+            .arg("replies consumer group", keys::REPLIES_GROUP);
+        call
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::scripts::ScriptCall;
 use super::{JobState, Ledger, LedgerError, Resolution, keys, scripts};
 use crate::commands::{self, Command};
 use crate::i18n::Texts;
@@ -328,46 +329,54 @@ pub(crate) fn tap_texts_json(texts: Texts) -> String {
 }
 
 impl Ledger {
-    /// tap.lua for one callback query: dedupe, token checks, the action and the answer in one
-    /// step.
-    pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {
+    pub(super) fn tap_call(&self, tap: &Tap) -> ScriptCall {
         let k = &self.keys;
         let (mode, token) = match &tap.token {
             Some(t) => ("token", t.as_str()),
             None => ("unknown", "-"),
         };
         let chat = tap.chat_id.map(|c| c.to_string()).unwrap_or_default();
-        let mut inv = scripts::TAP.prepare_invoke();
-        inv.key(k.updates(tap.update_id))
-            .key(k.token(token))
-            .key(k.token_group_prefix())
-            .key(k.command_prefix())
-            .key(k.job_seq())
-            .key(k.job_prefix())
-            .key(k.jobs_stream())
-            .key(k.replies_stream())
-            .key(k.callbacks_stream())
-            .key(k.chat_jobs(tap.chat_id.unwrap_or(0)))
-            .key(k.jobs_index())
-            .key(k.review_index())
-            .arg(mode)
-            .arg(tap.update_id)
-            .arg(self.update_retention_secs)
-            .arg(&tap.callback_query_id)
-            .arg(tap.user_id)
-            .arg(chat)
-            .arg(tap.message_id.map(|m| m.to_string()).unwrap_or_default())
-            .arg(if tap.allowed { "1" } else { "0" })
-            .arg(self.chat_index_len)
-            .arg(self.jobs_index_len)
-            .arg(keys::JOBS_GROUP)
-            .arg(keys::REPLIES_GROUP)
-            .arg(keys::CALLBACKS_GROUP)
-            .arg(self.job_retention_secs)
-            .arg(&self.tap_texts);
+        let mut call = ScriptCall::new(&scripts::TAP, 12, 15, 512 + self.tap_texts.len());
+        call.key("updates HASH", k.updates(tap.update_id))
+            .key("token key", k.token(token))
+            .key("token-group pfx", k.token_group_prefix())
+            .key("command-key pfx", k.command_prefix())
+            .key("job id sequence", k.job_seq())
+            .key("job key prefix", k.job_prefix())
+            .key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("callbacks stream", k.callbacks_stream())
+            .key("chat index", k.chat_jobs(tap.chat_id.unwrap_or(0)))
+            .key("jobs index", k.jobs_index())
+            .key("review index", k.review_index())
+            .arg("mode", mode)
+            .arg("update_id", tap.update_id)
+            .arg("update retention", self.update_retention_secs)
+            .arg("callback_query_id", &tap.callback_query_id)
+            .arg("id of the user who tapped", tap.user_id)
+            .arg("id of the chat", chat)
+            .arg(
+                "id of the button's message",
+                tap.message_id.map(|m| m.to_string()).unwrap_or_default(),
+            )
+            .arg("\"1\" if the user", if tap.allowed { "1" } else { "0" })
+            .arg("chat index length", self.chat_index_len)
+            .arg("jobs index length", self.jobs_index_len)
+            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("callbacks consumer group", keys::CALLBACKS_GROUP)
+            .arg("retention", self.job_retention_secs)
+            .arg("texts", &self.tap_texts);
+        call
+    }
+
+    /// tap.lua for one callback query: dedupe, token checks, the action and the answer in one
+    /// step.
+    pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {
+        let call = self.tap_call(tap);
         let mut conn = self.conn.clone();
-        let (outcome, job, state): (String, String, String) = inv
-            .invoke_async(&mut conn)
+        let (outcome, job, state): (String, String, String) = call
+            .send(&mut conn)
             .await
             .map_err(LedgerError::redis("recording a button tap"))?;
         let corrupt = |detail: String| LedgerError::Corrupt {
