@@ -70,6 +70,51 @@ impl AdminSettings {
     pub fn enabled(&self) -> bool {
         !self.password.is_empty()
     }
+
+    /// Its own address: `None` when it shares `http.listen`.
+    pub fn listen_addr(&self) -> Result<Option<SocketAddr>, std::net::AddrParseError> {
+        match self.listen.trim() {
+            "" => Ok(None),
+            addr => addr.parse().map(Some),
+        }
+    }
+
+    /// The operator's page, when it is on: a user name basic auth can carry, and its own
+    /// address if one is given.
+    fn validate(&self) -> Result<(), SettingError> {
+        let a = self;
+        if !a.enabled() {
+            return Ok(());
+        }
+        if a.user.is_empty() || a.user.contains(':') || a.user.chars().any(char::is_control) {
+            return Err(SettingError::new(
+                "admin.user",
+                format!("is {:?}, which basic auth cannot carry", a.user),
+                format!(
+                    "set {} to a name without ':' (default admin)",
+                    env_name("admin.user")
+                ),
+            ));
+        }
+        if a.password.expose().chars().any(char::is_control) {
+            return Err(SettingError::new(
+                "admin.password",
+                "contains a control character, which a browser cannot send",
+                format!("set {} to printable characters", env_name("admin.password")),
+            ));
+        }
+        if self.listen_addr().is_err() {
+            return Err(SettingError::new(
+                "admin.listen",
+                format!("is {:?}, not an address", a.listen),
+                format!(
+                    "set {} to e.g. 127.0.0.1:8081, or leave it empty to serve the page on http.listen",
+                    env_name("admin.listen")
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -272,6 +317,357 @@ impl SettingError {
     }
 }
 
+/// The first of `settings` that is 0: "`key` is 0`because`: set VAR to `fix`".
+fn nonzero(settings: &[(&'static str, u64)], because: &str, fix: &str) -> Result<(), SettingError> {
+    match settings.iter().find(|(_, value)| *value == 0) {
+        Some((key, _)) => Err(SettingError::new(
+            key,
+            format!("is 0{because}"),
+            format!("set {} to {fix}", env_name(key)),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl RedisSettings {
+    fn validate(&self) -> Result<(), SettingError> {
+        let prefix = &self.key_prefix;
+        if prefix.is_empty()
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            return Err(SettingError::new(
+                "redis.key_prefix",
+                format!("is {prefix:?}, which is not a valid prefix"),
+                format!(
+                    "set {} to letters, digits, '_', '-' or '.' (e.g. oncebot)",
+                    env_name("redis.key_prefix")
+                ),
+            ));
+        }
+        if redis::IntoConnectionInfo::into_connection_info(self.url.expose()).is_err() {
+            return Err(SettingError::new(
+                "redis.url",
+                "is not a valid Redis URL",
+                format!(
+                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock",
+                    env_name("redis.url")
+                ),
+            ));
+        }
+        nonzero(
+            &[("redis.command_timeout_ms", self.command_timeout_ms)],
+            "",
+            "e.g. 2000",
+        )
+    }
+}
+
+impl LedgerSettings {
+    fn validate(&self) -> Result<(), SettingError> {
+        if self.update_retention_secs < 86_400 {
+            return Err(SettingError::new(
+                "ledger.update_retention_secs",
+                format!(
+                    "is {}, shorter than the 24 hours Telegram keeps an update",
+                    self.update_retention_secs
+                ),
+                format!(
+                    "set {} to at least 86400",
+                    env_name("ledger.update_retention_secs")
+                ),
+            ));
+        }
+        nonzero(
+            &[
+                ("ledger.chat_index_len", self.chat_index_len.into()),
+                ("ledger.jobs_index_len", self.jobs_index_len.into()),
+            ],
+            "",
+            "a positive number",
+        )
+    }
+}
+
+impl WorkerSettings {
+    fn validate(&self) -> Result<(), SettingError> {
+        nonzero(
+            &[
+                ("worker.concurrency", self.concurrency as u64),
+                ("worker.max_attempts", self.max_attempts as u64),
+                ("worker.reclaim_idle_ms", self.reclaim_idle_ms),
+                ("worker.read_block_ms", self.read_block_ms),
+                ("worker.job_retention_secs", self.job_retention_secs),
+            ],
+            "",
+            "a positive number",
+        )?;
+        if self.retry_max_delay_ms < self.retry_min_delay_ms {
+            return Err(SettingError::new(
+                "worker.retry_max_delay_ms",
+                "is below worker.retry_min_delay_ms",
+                format!(
+                    "set {} to at least {}",
+                    env_name("worker.retry_max_delay_ms"),
+                    self.retry_min_delay_ms
+                ),
+            ));
+        }
+        if self.reclaim_idle_ms < 4 * 50 {
+            return Err(SettingError::new(
+                "worker.reclaim_idle_ms",
+                format!(
+                    "is {}, too short to renew leases in time",
+                    self.reclaim_idle_ms
+                ),
+                format!(
+                    "set {} to at least 200 (default 60000)",
+                    env_name("worker.reclaim_idle_ms")
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl DispatcherSettings {
+    fn validate(&self) -> Result<(), SettingError> {
+        nonzero(
+            &[
+                ("dispatcher.concurrency", self.concurrency as u64),
+                (
+                    "dispatcher.global_per_second",
+                    self.global_per_second as u64,
+                ),
+                ("dispatcher.max_attempts", self.max_attempts as u64),
+                ("dispatcher.reclaim_idle_ms", self.reclaim_idle_ms),
+                ("dispatcher.read_block_ms", self.read_block_ms),
+                ("dispatcher.reply_retention_secs", self.reply_retention_secs),
+            ],
+            "",
+            "a positive number",
+        )
+    }
+}
+
+impl TelegramSettings {
+    /// For roles that call the Bot API.
+    fn validate_bot_api(&self) -> Result<(), SettingError> {
+        let token = self.token.expose();
+        let fix = || {
+            format!(
+                "set {} to the token @BotFather gave you",
+                env_name("telegram.token")
+            )
+        };
+        if token.is_empty() {
+            return Err(SettingError::new("telegram.token", "is not set", fix()));
+        }
+        if !token_looks_valid(token) {
+            return Err(SettingError::new(
+                "telegram.token",
+                "does not look like a bot token (expected <digits>:<letters, digits, _ and ->)",
+                fix(),
+            ));
+        }
+        if reqwest::Url::parse(&self.api_url).is_err() {
+            return Err(SettingError::new(
+                "telegram.api_url",
+                format!("is {:?}, not a URL", self.api_url),
+                format!(
+                    "set {} to https://api.telegram.org or your Bot API server's URL",
+                    env_name("telegram.api_url")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// For the webhook: Telegram's own rules for `secret_token`.
+    fn validate_webhook_secret(&self) -> Result<(), SettingError> {
+        let secret = self.webhook_secret.expose();
+        let charset_ok = secret
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if secret.is_empty() || secret.len() > 256 || !charset_ok {
+            let problem = if secret.is_empty() {
+                "is not set"
+            } else {
+                "is not 1-256 characters of A-Z a-z 0-9 _ -"
+            };
+            return Err(SettingError::new(
+                "telegram.webhook_secret",
+                problem,
+                format!(
+                    "set {} to a random string of 1-256 characters of A-Z a-z 0-9 _ - \
+                     (e.g. `openssl rand -hex 32`); use --poll if you have no webhook",
+                    env_name("telegram.webhook_secret")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_button_lifetimes(&self) -> Result<(), SettingError> {
+        nonzero(
+            &[
+                ("telegram.confirm_ttl_secs", self.confirm_ttl_secs),
+                ("telegram.review_ttl_secs", self.review_ttl_secs),
+            ],
+            ", so every button would have expired before it is shown",
+            "a number of seconds, e.g. 600",
+        )
+    }
+
+    /// For the roles that take updates (webhook or polling).
+    fn validate_updates(&self) -> Result<(), SettingError> {
+        if self.allowed_users.is_empty() {
+            return Err(SettingError::new(
+                "telegram.allowed_users",
+                "is empty, so nobody could use the bot",
+                format!(
+                    "set {} to your Telegram user ids, comma-separated (e.g. 123456789,987654321)",
+                    env_name("telegram.allowed_users")
+                ),
+            ));
+        }
+        if self.poll_timeout_secs > 50 {
+            return Err(SettingError::new(
+                "telegram.poll_timeout_secs",
+                format!("is {}, above Telegram's 50", self.poll_timeout_secs),
+                format!("set {} to 0-50", env_name("telegram.poll_timeout_secs")),
+            ));
+        }
+        nonzero(
+            &[(
+                "telegram.poll_conflict_retry_secs",
+                self.poll_conflict_retry_secs,
+            )],
+            ", which would ask Telegram again without pause",
+            "e.g. 30",
+        )
+    }
+}
+
+impl HttpSettings {
+    /// For the roles that take updates: the listener.
+    fn validate(&self) -> Result<(), SettingError> {
+        if self.listen.parse::<SocketAddr>().is_err() {
+            return Err(SettingError::new(
+                "http.listen",
+                format!("is {:?}, not an address", self.listen),
+                format!("set {} to e.g. 0.0.0.0:8080", env_name("http.listen")),
+            ));
+        }
+        if self.max_body_bytes < 1024 {
+            return Err(SettingError::new(
+                "http.max_body_bytes",
+                format!("is {}, too small for any update", self.max_body_bytes),
+                format!("set {} to e.g. 1048576", env_name("http.max_body_bytes")),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl CommandSettings {
+    fn validate(&self) -> Result<(), SettingError> {
+        let shown = self.resources_shown;
+        if !(1..=20).contains(&shown) {
+            return Err(SettingError::new(
+                "commands.resources_shown",
+                format!("is {shown}, not 1 to 20"),
+                format!(
+                    "set {} to how many releases a list shows, e.g. 8",
+                    env_name("commands.resources_shown")
+                ),
+            ));
+        }
+        nonzero(
+            &[("commands.resources_window_secs", self.resources_window_secs)],
+            ", so every button would have expired before it is shown",
+            "a number of seconds, e.g. 600",
+        )
+    }
+}
+
+impl MoviePilotSettings {
+    /// For the worker: where MoviePilot is and how to sign in.
+    fn validate(&self) -> Result<(), SettingError> {
+        let mp = self;
+        if mp.url.trim().is_empty() {
+            return Err(SettingError::new(
+                "moviepilot.url",
+                "is not set",
+                format!(
+                    "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
+                    env_name("moviepilot.url")
+                ),
+            ));
+        }
+        let parsed = reqwest::Url::parse(&mp.url);
+        if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
+            return Err(SettingError::new(
+                "moviepilot.url",
+                format!("is {:?}, not an http(s) URL", mp.url),
+                format!(
+                    "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
+                    env_name("moviepilot.url")
+                ),
+            ));
+        }
+        let has_login = !mp.username.is_empty() && !mp.password.is_empty();
+        if !mp.username.is_empty() && mp.password.is_empty() {
+            return Err(SettingError::new(
+                "moviepilot.password",
+                "is not set, but moviepilot.username is",
+                format!(
+                    "set {} to the password of MoviePilot user {:?}",
+                    env_name("moviepilot.password"),
+                    mp.username
+                ),
+            ));
+        }
+        if mp.username.is_empty() && !mp.password.is_empty() {
+            return Err(SettingError::new(
+                "moviepilot.username",
+                "is not set, but moviepilot.password is",
+                format!(
+                    "set {} to the MoviePilot user the password belongs to",
+                    env_name("moviepilot.username")
+                ),
+            ));
+        }
+        if mp.api_key.is_empty() && !has_login {
+            return Err(SettingError::new(
+                "moviepilot.api_key",
+                "is not set, and neither are moviepilot.username and moviepilot.password",
+                format!(
+                    "set {} to MoviePilot's API_TOKEN (v3, late v2), or {} and {} to a \
+                     MoviePilot user (needed for v2.5.6)",
+                    env_name("moviepilot.api_key"),
+                    env_name("moviepilot.username"),
+                    env_name("moviepilot.password")
+                ),
+            ));
+        }
+        nonzero(
+            &[
+                ("moviepilot.timeout_secs", mp.timeout_secs),
+                ("moviepilot.search_timeout_secs", mp.search_timeout_secs),
+                (
+                    "moviepilot.resource_search_timeout_secs",
+                    mp.resource_search_timeout_secs,
+                ),
+                ("moviepilot.download_timeout_secs", mp.download_timeout_secs),
+            ],
+            ", so every call would time out at once",
+            "a number of seconds, e.g. 15",
+        )
+    }
+}
+
 /// The cores this process may use (affinity and cgroup quota included): what "one thread per
 /// core" counts.
 pub fn cpu_cores() -> usize {
@@ -372,290 +768,27 @@ impl Settings {
 
     /// Checks what every command needs, plus what `needs` asks for.
     pub fn validate(&self, needs: Needs) -> Result<(), SettingError> {
-        let prefix = &self.redis.key_prefix;
-        if prefix.is_empty()
-            || !prefix
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        {
-            return Err(SettingError::new(
-                "redis.key_prefix",
-                format!("is {prefix:?}, which is not a valid prefix"),
-                format!(
-                    "set {} to letters, digits, '_', '-' or '.' (e.g. oncebot)",
-                    env_name("redis.key_prefix")
-                ),
-            ));
-        }
-        if redis::IntoConnectionInfo::into_connection_info(self.redis.url.expose()).is_err() {
-            return Err(SettingError::new(
-                "redis.url",
-                "is not a valid Redis URL",
-                format!(
-                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock",
-                    env_name("redis.url")
-                ),
-            ));
-        }
-        if self.redis.command_timeout_ms == 0 {
-            return Err(SettingError::new(
-                "redis.command_timeout_ms",
-                "is 0",
-                format!("set {} to e.g. 2000", env_name("redis.command_timeout_ms")),
-            ));
-        }
-        if self.ledger.update_retention_secs < 86_400 {
-            return Err(SettingError::new(
-                "ledger.update_retention_secs",
-                format!(
-                    "is {}, shorter than the 24 hours Telegram keeps an update",
-                    self.ledger.update_retention_secs
-                ),
-                format!(
-                    "set {} to at least 86400",
-                    env_name("ledger.update_retention_secs")
-                ),
-            ));
-        }
-        for (key, value) in [
-            ("ledger.chat_index_len", self.ledger.chat_index_len),
-            ("ledger.jobs_index_len", self.ledger.jobs_index_len),
-        ] {
-            if value == 0 {
-                return Err(SettingError::new(
-                    key,
-                    "is 0",
-                    format!("set {} to a positive number", env_name(key)),
-                ));
-            }
-        }
-        let w = &self.worker;
-        for (key, value) in [
-            ("worker.concurrency", w.concurrency as u64),
-            ("worker.max_attempts", w.max_attempts as u64),
-            ("worker.reclaim_idle_ms", w.reclaim_idle_ms),
-            ("worker.read_block_ms", w.read_block_ms),
-            ("worker.job_retention_secs", w.job_retention_secs),
-        ] {
-            if value == 0 {
-                return Err(SettingError::new(
-                    key,
-                    "is 0",
-                    format!("set {} to a positive number", env_name(key)),
-                ));
-            }
-        }
-        let d = &self.dispatcher;
-        for (key, value) in [
-            ("dispatcher.concurrency", d.concurrency as u64),
-            ("dispatcher.global_per_second", d.global_per_second as u64),
-            ("dispatcher.max_attempts", d.max_attempts as u64),
-            ("dispatcher.reclaim_idle_ms", d.reclaim_idle_ms),
-            ("dispatcher.read_block_ms", d.read_block_ms),
-            ("dispatcher.reply_retention_secs", d.reply_retention_secs),
-        ] {
-            if value == 0 {
-                return Err(SettingError::new(
-                    key,
-                    "is 0",
-                    format!("set {} to a positive number", env_name(key)),
-                ));
-            }
-        }
-        if w.retry_max_delay_ms < w.retry_min_delay_ms {
-            return Err(SettingError::new(
-                "worker.retry_max_delay_ms",
-                "is below worker.retry_min_delay_ms",
-                format!(
-                    "set {} to at least {}",
-                    env_name("worker.retry_max_delay_ms"),
-                    w.retry_min_delay_ms
-                ),
-            ));
-        }
-        if w.reclaim_idle_ms < 4 * 50 {
-            return Err(SettingError::new(
-                "worker.reclaim_idle_ms",
-                format!(
-                    "is {}, too short to renew leases in time",
-                    w.reclaim_idle_ms
-                ),
-                format!(
-                    "set {} to at least 200 (default 60000)",
-                    env_name("worker.reclaim_idle_ms")
-                ),
-            ));
-        }
+        self.redis.validate()?;
+        self.ledger.validate()?;
+        self.worker.validate()?;
+        self.dispatcher.validate()?;
         if needs.bot_api {
-            let token = self.telegram.token.expose();
-            if token.is_empty() {
-                return Err(SettingError::new(
-                    "telegram.token",
-                    "is not set",
-                    format!(
-                        "set {} to the token @BotFather gave you",
-                        env_name("telegram.token")
-                    ),
-                ));
-            }
-            if !token_looks_valid(token) {
-                return Err(SettingError::new(
-                    "telegram.token",
-                    "does not look like a bot token (expected <digits>:<letters, digits, _ and ->)",
-                    format!(
-                        "set {} to the token @BotFather gave you",
-                        env_name("telegram.token")
-                    ),
-                ));
-            }
-            if reqwest::Url::parse(&self.telegram.api_url).is_err() {
-                return Err(SettingError::new(
-                    "telegram.api_url",
-                    format!("is {:?}, not a URL", self.telegram.api_url),
-                    format!(
-                        "set {} to https://api.telegram.org or your Bot API server's URL",
-                        env_name("telegram.api_url")
-                    ),
-                ));
-            }
+            self.telegram.validate_bot_api()?;
         }
         if needs.webhook {
-            let secret = self.telegram.webhook_secret.expose();
-            let charset_ok = secret
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-            if secret.is_empty() || secret.len() > 256 || !charset_ok {
-                let problem = if secret.is_empty() {
-                    "is not set".to_string()
-                } else {
-                    "is not 1-256 characters of A-Z a-z 0-9 _ -".to_string()
-                };
-                return Err(SettingError::new(
-                    "telegram.webhook_secret",
-                    problem,
-                    format!(
-                        "set {} to a random string of 1-256 characters of A-Z a-z 0-9 _ - \
-                         (e.g. `openssl rand -hex 32`); use --poll if you have no webhook",
-                        env_name("telegram.webhook_secret")
-                    ),
-                ));
-            }
+            self.telegram.validate_webhook_secret()?;
         }
-        let shown = self.commands.resources_shown;
-        if !(1..=20).contains(&shown) {
-            return Err(SettingError::new(
-                "commands.resources_shown",
-                format!("is {shown}, not 1 to 20"),
-                format!(
-                    "set {} to how many releases a list shows, e.g. 8",
-                    env_name("commands.resources_shown")
-                ),
-            ));
-        }
-        for (key, value) in [
-            ("telegram.confirm_ttl_secs", self.telegram.confirm_ttl_secs),
-            (
-                "commands.resources_window_secs",
-                self.commands.resources_window_secs,
-            ),
-            ("telegram.review_ttl_secs", self.telegram.review_ttl_secs),
-        ] {
-            if value == 0 {
-                return Err(SettingError::new(
-                    key,
-                    "is 0, so every button would have expired before it is shown",
-                    format!("set {} to a number of seconds, e.g. 600", env_name(key)),
-                ));
-            }
-        }
+        self.commands.validate()?;
+        self.telegram.validate_button_lifetimes()?;
         if needs.ingress {
-            if self.telegram.allowed_users.is_empty() {
-                return Err(SettingError::new(
-                    "telegram.allowed_users",
-                    "is empty, so nobody could use the bot",
-                    format!(
-                        "set {} to your Telegram user ids, comma-separated (e.g. 123456789,987654321)",
-                        env_name("telegram.allowed_users")
-                    ),
-                ));
-            }
-            if self.listen_addr().is_err() {
-                return Err(SettingError::new(
-                    "http.listen",
-                    format!("is {:?}, not an address", self.http.listen),
-                    format!("set {} to e.g. 0.0.0.0:8080", env_name("http.listen")),
-                ));
-            }
-            if self.http.max_body_bytes < 1024 {
-                return Err(SettingError::new(
-                    "http.max_body_bytes",
-                    format!("is {}, too small for any update", self.http.max_body_bytes),
-                    format!("set {} to e.g. 1048576", env_name("http.max_body_bytes")),
-                ));
-            }
-            if self.telegram.poll_timeout_secs > 50 {
-                return Err(SettingError::new(
-                    "telegram.poll_timeout_secs",
-                    format!(
-                        "is {}, above Telegram's 50",
-                        self.telegram.poll_timeout_secs
-                    ),
-                    format!("set {} to 0-50", env_name("telegram.poll_timeout_secs")),
-                ));
-            }
-            if self.telegram.poll_conflict_retry_secs == 0 {
-                return Err(SettingError::new(
-                    "telegram.poll_conflict_retry_secs",
-                    "is 0, which would ask Telegram again without pause",
-                    format!(
-                        "set {} to e.g. 30",
-                        env_name("telegram.poll_conflict_retry_secs")
-                    ),
-                ));
-            }
+            self.telegram.validate_updates()?;
+            self.http.validate()?;
         }
         if needs.moviepilot {
-            self.validate_moviepilot()?;
+            self.moviepilot.validate()?;
         }
-        self.validate_admin()?;
+        self.admin.validate()?;
         self.validate_liveness(needs)
-    }
-
-    /// The operator's page, when it is on: a user name basic auth can carry, and its own
-    /// address if one is given.
-    fn validate_admin(&self) -> Result<(), SettingError> {
-        let a = &self.admin;
-        if !a.enabled() {
-            return Ok(());
-        }
-        if a.user.is_empty() || a.user.contains(':') || a.user.chars().any(char::is_control) {
-            return Err(SettingError::new(
-                "admin.user",
-                format!("is {:?}, which basic auth cannot carry", a.user),
-                format!(
-                    "set {} to a name without ':' (default admin)",
-                    env_name("admin.user")
-                ),
-            ));
-        }
-        if a.password.expose().chars().any(char::is_control) {
-            return Err(SettingError::new(
-                "admin.password",
-                "contains a control character, which a browser cannot send",
-                format!("set {} to printable characters", env_name("admin.password")),
-            ));
-        }
-        if self.admin_listen_addr().is_err() {
-            return Err(SettingError::new(
-                "admin.listen",
-                format!("is {:?}, not an address", a.listen),
-                format!(
-                    "set {} to e.g. 127.0.0.1:8081, or leave it empty to serve the page on http.listen",
-                    env_name("admin.listen")
-                ),
-            ));
-        }
-        Ok(())
     }
 
     /// The liveness of the consumer roles that run: an expiry that one slow heartbeat could
@@ -708,84 +841,6 @@ impl Settings {
         Ok(())
     }
 
-    fn validate_moviepilot(&self) -> Result<(), SettingError> {
-        let mp = &self.moviepilot;
-        if mp.url.trim().is_empty() {
-            return Err(SettingError::new(
-                "moviepilot.url",
-                "is not set",
-                format!(
-                    "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
-                    env_name("moviepilot.url")
-                ),
-            ));
-        }
-        let parsed = reqwest::Url::parse(&mp.url);
-        if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
-            return Err(SettingError::new(
-                "moviepilot.url",
-                format!("is {:?}, not an http(s) URL", mp.url),
-                format!(
-                    "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
-                    env_name("moviepilot.url")
-                ),
-            ));
-        }
-        let has_login = !mp.username.is_empty() && !mp.password.is_empty();
-        if !mp.username.is_empty() && mp.password.is_empty() {
-            return Err(SettingError::new(
-                "moviepilot.password",
-                "is not set, but moviepilot.username is",
-                format!(
-                    "set {} to the password of MoviePilot user {:?}",
-                    env_name("moviepilot.password"),
-                    mp.username
-                ),
-            ));
-        }
-        if mp.username.is_empty() && !mp.password.is_empty() {
-            return Err(SettingError::new(
-                "moviepilot.username",
-                "is not set, but moviepilot.password is",
-                format!(
-                    "set {} to the MoviePilot user the password belongs to",
-                    env_name("moviepilot.username")
-                ),
-            ));
-        }
-        if mp.api_key.is_empty() && !has_login {
-            return Err(SettingError::new(
-                "moviepilot.api_key",
-                "is not set, and neither are moviepilot.username and moviepilot.password",
-                format!(
-                    "set {} to MoviePilot's API_TOKEN (v3, late v2), or {} and {} to a \
-                     MoviePilot user (needed for v2.5.6)",
-                    env_name("moviepilot.api_key"),
-                    env_name("moviepilot.username"),
-                    env_name("moviepilot.password")
-                ),
-            ));
-        }
-        for (key, value) in [
-            ("moviepilot.timeout_secs", mp.timeout_secs),
-            ("moviepilot.search_timeout_secs", mp.search_timeout_secs),
-            (
-                "moviepilot.resource_search_timeout_secs",
-                mp.resource_search_timeout_secs,
-            ),
-            ("moviepilot.download_timeout_secs", mp.download_timeout_secs),
-        ] {
-            if value == 0 {
-                return Err(SettingError::new(
-                    key,
-                    "is 0, so every call would time out at once",
-                    format!("set {} to a number of seconds, e.g. 15", env_name(key)),
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// The parsed `http.listen`.
     pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
         self.http.listen.parse()
@@ -793,10 +848,7 @@ impl Settings {
 
     /// The operator page's own address: `None` when it shares `http.listen`.
     pub fn admin_listen_addr(&self) -> Result<Option<SocketAddr>, std::net::AddrParseError> {
-        match self.admin.listen.trim() {
-            "" => Ok(None),
-            addr => addr.parse().map(Some),
-        }
+        self.admin.listen_addr()
     }
 }
 
