@@ -863,32 +863,7 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
     let dialect = opts.dialect;
     match route {
         Route::Login => login(state, req),
-        Route::Global => {
-            match req.param("token") {
-                None => return missing_param(dialect, "query", "token"),
-                Some("moviepilot") => {}
-                Some(_) => return error_resp(dialect, StatusCode::FORBIDDEN, "Forbidden"),
-            }
-            let mut data = json!({
-                "TMDB_IMAGE_DOMAIN": "image.tmdb.org",
-                "GLOBAL_IMAGE_CACHE": false,
-                "ADVANCED_MODE": true,
-            });
-            if reports_backend_version(&opts.version) {
-                data["FRONTEND_VERSION"] = json!(opts.version);
-                data["BACKEND_VERSION"] = json!(opts.version);
-            } else {
-                // v2.5.6 answers (non-sensitive) settings, and no version.
-                data["RECOGNIZE_SOURCE"] = json!("themoviedb");
-                data["SEARCH_SOURCE"] = json!("themoviedb");
-                data["WALLPAPER"] = json!("tmdb");
-                data["SUBSCRIBE_MODE"] = json!("spider");
-            }
-            json_resp(
-                StatusCode::OK,
-                &json!({"success": true, "message": null, "data": data}),
-            )
-        }
+        Route::Global => global(state, req),
         Route::ServarrStatus => {
             let mut body = template(SERVARR_STATUS);
             body["version"] = json!(opts.version);
@@ -901,199 +876,263 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
                 "avatar": "", "is_otp": false, "permissions": {}, "settings": {}
             }),
         ),
-        Route::MediaSearch => {
-            let Some(title) = req.param("title") else {
-                return missing_param(dialect, "query", "title");
-            };
-            let kind = req.param("type").unwrap_or("media");
-            let page = req
-                .param("page")
-                .and_then(|p| p.parse::<usize>().ok())
-                .unwrap_or(1)
-                .max(1);
-            let count = req
-                .param("count")
-                .and_then(|c| c.parse::<usize>().ok())
-                .unwrap_or(8);
-            let needle = title.trim().to_lowercase();
-            let mut data = state.data();
-            let key = (dialect == Dialect::V2, needle.clone(), page, count);
-            let catalogue = data.media.len();
-            if kind == "media"
-                && let Some((size, body)) = data.search_answers.get(&key)
-                && *size == catalogue
-            {
-                return bytes_resp(StatusCode::OK, body.clone());
-            }
-            let hits: Vec<Value> = if kind != "media" || needle.is_empty() {
-                Vec::new()
-            } else {
-                data.media
-                    .iter()
-                    .filter(|m| {
-                        m.title.to_lowercase().contains(&needle)
-                            || m.original_title.to_lowercase().contains(&needle)
-                    })
-                    .skip((page - 1) * count)
-                    .take(count)
-                    .map(|m| media_json(dialect, m))
-                    .collect()
-            };
-            let resp = ok_payload(dialect, Value::Array(hits));
-            if kind == "media" {
-                data.search_answers
-                    .insert(key, (catalogue, resp.body().clone()));
-            }
-            resp
-        }
-        Route::MediaDetail(mediaid) => {
-            let tmdb_id = match media_id(dialect, mediaid, req) {
-                Ok(id) => id,
-                Err(resp) => return *resp,
-            };
-            let Some(type_name) = req.param("type_name") else {
-                return missing_param(dialect, "query", "type_name");
-            };
-            let Some(kind) = parse_type(dialect, type_name) else {
-                return bad_type(dialect, "query", "type_name");
-            };
-            let data = state.data();
-            let found = tmdb_id.and_then(|id| {
-                data.media
-                    .iter()
-                    .find(|m| m.tmdb_id == id && m.kind == kind)
-            });
-            ok_payload(
-                dialect,
-                found.map_or_else(|| empty_media(dialect), |m| media_json(dialect, m)),
-            )
-        }
-        Route::SubList | Route::SubListToken => {
-            let data = state.data();
-            let mut rows: Vec<Value> = data.subs.values().map(|s| sub_json(dialect, s)).collect();
-            let total = rows.len();
-            let paged = dialect == Dialect::V3
-                && (req.param("page").is_some() || req.param("count").is_some());
-            if paged {
-                let page = req
-                    .param("page")
-                    .and_then(|p| p.parse::<usize>().ok())
-                    .unwrap_or(1)
-                    .max(1);
-                let count = req
-                    .param("count")
-                    .and_then(|c| c.parse::<usize>().ok())
-                    .unwrap_or(50)
-                    .clamp(1, 200);
-                rows = rows
-                    .into_iter()
-                    .skip((page - 1) * count)
-                    .take(count)
-                    .collect();
-            }
-            let result_count = rows.len();
-            let mut resp = ok_payload(dialect, Value::Array(rows));
-            if paged {
-                for (name, value) in [("x-total-count", total), ("x-result-count", result_count)] {
-                    resp.headers_mut()
-                        .insert(name, http::HeaderValue::from(value as u64));
-                }
-            }
-            resp
-        }
+        Route::MediaSearch => media_search(state, req),
+        Route::MediaDetail(mediaid) => media_detail(state, mediaid, req),
+        Route::SubList | Route::SubListToken => sub_list(state, req),
         Route::SubCreate => create(state, req, user),
-        Route::SubByMedia(mediaid) => {
-            let tmdb_id = match media_id(dialect, mediaid, req) {
-                Ok(id) => id,
-                Err(resp) => return *resp,
-            };
-            let season = match req.param("season") {
-                None | Some("") => None,
-                Some(s) => match s.parse::<u32>() {
-                    Ok(n) => Some(n),
-                    Err(_) => return bad_int(dialect, "query", "season"),
-                },
-            };
-            let data = state.data();
-            let found = tmdb_id.and_then(|id| exists(&data, id, season));
-            ok_payload(
-                dialect,
-                found.map_or_else(|| empty_sub(dialect), |s| sub_json(dialect, s)),
-            )
-        }
-        Route::SubGet(id) => {
-            let Ok(id) = id.parse::<u64>() else {
-                return bad_int(dialect, "path", "subscribe_id");
-            };
-            let data = state.data();
-            match (data.subs.get(&id), dialect) {
-                (Some(sub), _) => ok_payload(dialect, sub_json(dialect, sub)),
-                // A MoviePilot bug, faithfully reproduced.
-                (None, Dialect::V2) => {
-                    text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
-                }
-                (None, Dialect::V3) => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
-            }
-        }
-        Route::SubDelete(id) => {
-            let Ok(id) = id.parse::<u64>() else {
-                return bad_int(dialect, "path", "subscribe_id");
-            };
-            let removed = state.data().subs.remove(&id).is_some();
-            match (dialect, removed) {
-                (Dialect::V2, _) => json_resp(
-                    StatusCode::OK,
-                    &json!({"success": true, "message": null, "data": {}}),
-                ),
-                (Dialect::V3, true) => json_resp(
-                    StatusCode::OK,
-                    &json!({"success": true, "message": null, "data": {"status": "deleted"}}),
-                ),
-                (Dialect::V3, false) => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
-            }
-        }
-        Route::SubSearch(id) => {
-            let Ok(id) = id.parse::<u64>() else {
-                return bad_int(dialect, "path", "subscribe_id");
-            };
-            let mut data = state.data();
-            let known = data.subs.contains_key(&id);
-            let runs = known && !data.search_no_op;
-            if runs {
-                *data.searches.entry(id).or_insert(0) += 1;
-            }
-            match dialect {
-                Dialect::V2 => json_resp(
-                    StatusCode::OK,
-                    &json!({"success": true, "message": null, "data": {}}),
-                ),
-                Dialect::V3 if !known => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
-                Dialect::V3 => {
-                    let batch = format!("sim-{:016x}", rand::random::<u64>());
-                    json_resp(
-                        StatusCode::OK,
-                        &json!({"success": true, "message": null, "data": {
-                            "batch_id": batch, "batch_ids": [batch], "target_count": 1,
-                            "queued_count": u8::from(runs), "ongoing_count": u8::from(!runs),
-                            "single": true
-                        }}),
-                    )
-                }
-            }
-        }
+        Route::SubByMedia(mediaid) => sub_by_media(state, mediaid, req),
+        Route::SubGet(id) => sub_get(state, id),
+        Route::SubDelete(id) => sub_delete(state, id),
+        Route::SubSearch(id) => sub_search(state, id),
         Route::ResourceSearch(segment) => releases::search(state, segment, req),
         Route::DownloadAdd => releases::add(state, req, user),
         Route::DownloadHistory => releases::history(state, req),
-        Route::Downloads => {
-            let data = state.data();
-            let rows: Vec<Value> = data
-                .downloads
-                .iter()
-                .map(|d| download_json(dialect, d))
-                .collect();
-            ok_payload(dialect, Value::Array(rows))
+        Route::Downloads => downloads(state),
+    }
+}
+
+/// `GET /api/v1/system/global`: v2.9+ report their version here; v2.5.6 answers settings only.
+fn global(state: &State, req: &Req) -> Resp {
+    let opts = &state.opts;
+    let dialect = opts.dialect;
+    match req.param("token") {
+        None => return missing_param(dialect, "query", "token"),
+        Some("moviepilot") => {}
+        Some(_) => return error_resp(dialect, StatusCode::FORBIDDEN, "Forbidden"),
+    }
+    let mut data = json!({
+        "TMDB_IMAGE_DOMAIN": "image.tmdb.org",
+        "GLOBAL_IMAGE_CACHE": false,
+        "ADVANCED_MODE": true,
+    });
+    if reports_backend_version(&opts.version) {
+        data["FRONTEND_VERSION"] = json!(opts.version);
+        data["BACKEND_VERSION"] = json!(opts.version);
+    } else {
+        // v2.5.6 answers (non-sensitive) settings, and no version.
+        data["RECOGNIZE_SOURCE"] = json!("themoviedb");
+        data["SEARCH_SOURCE"] = json!("themoviedb");
+        data["WALLPAPER"] = json!("tmdb");
+        data["SUBSCRIBE_MODE"] = json!("spider");
+    }
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": null, "data": data}),
+    )
+}
+
+/// `GET /api/v1/media/search`: the catalogue filtered by title, paged (answers are cached per query while the catalogue is unchanged).
+fn media_search(state: &State, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let Some(title) = req.param("title") else {
+        return missing_param(dialect, "query", "title");
+    };
+    let kind = req.param("type").unwrap_or("media");
+    let page = req
+        .param("page")
+        .and_then(|p| p.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let count = req
+        .param("count")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(8);
+    let needle = title.trim().to_lowercase();
+    let mut data = state.data();
+    let key = (dialect == Dialect::V2, needle.clone(), page, count);
+    let catalogue = data.media.len();
+    if kind == "media"
+        && let Some((size, body)) = data.search_answers.get(&key)
+        && *size == catalogue
+    {
+        return bytes_resp(StatusCode::OK, body.clone());
+    }
+    let hits: Vec<Value> = if kind != "media" || needle.is_empty() {
+        Vec::new()
+    } else {
+        data.media
+            .iter()
+            .filter(|m| {
+                m.title.to_lowercase().contains(&needle)
+                    || m.original_title.to_lowercase().contains(&needle)
+            })
+            .skip((page - 1) * count)
+            .take(count)
+            .map(|m| media_json(dialect, m))
+            .collect()
+    };
+    let resp = ok_payload(dialect, Value::Array(hits));
+    if kind == "media" {
+        data.search_answers
+            .insert(key, (catalogue, resp.body().clone()));
+    }
+    resp
+}
+
+/// `GET /api/v1/media/{mediaid}`: one media, or the empty shape MoviePilot answers for none.
+fn media_detail(state: &State, mediaid: &str, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let tmdb_id = match media_id(dialect, mediaid, req) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
+    };
+    let Some(type_name) = req.param("type_name") else {
+        return missing_param(dialect, "query", "type_name");
+    };
+    let Some(kind) = parse_type(dialect, type_name) else {
+        return bad_type(dialect, "query", "type_name");
+    };
+    let data = state.data();
+    let found = tmdb_id.and_then(|id| {
+        data.media
+            .iter()
+            .find(|m| m.tmdb_id == id && m.kind == kind)
+    });
+    ok_payload(
+        dialect,
+        found.map_or_else(|| empty_media(dialect), |m| media_json(dialect, m)),
+    )
+}
+
+/// `GET /api/v1/subscribe/` (and `/subscribe/list` with the API token): every subscription;
+/// v3 pages when asked.
+fn sub_list(state: &State, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let data = state.data();
+    let mut rows: Vec<Value> = data.subs.values().map(|s| sub_json(dialect, s)).collect();
+    let total = rows.len();
+    let paged =
+        dialect == Dialect::V3 && (req.param("page").is_some() || req.param("count").is_some());
+    if paged {
+        let page = req
+            .param("page")
+            .and_then(|p| p.parse::<usize>().ok())
+            .unwrap_or(1)
+            .max(1);
+        let count = req
+            .param("count")
+            .and_then(|c| c.parse::<usize>().ok())
+            .unwrap_or(50)
+            .clamp(1, 200);
+        rows = rows
+            .into_iter()
+            .skip((page - 1) * count)
+            .take(count)
+            .collect();
+    }
+    let result_count = rows.len();
+    let mut resp = ok_payload(dialect, Value::Array(rows));
+    if paged {
+        for (name, value) in [("x-total-count", total), ("x-result-count", result_count)] {
+            resp.headers_mut()
+                .insert(name, http::HeaderValue::from(value as u64));
         }
     }
+    resp
+}
+
+/// `GET /api/v1/subscribe/media/{mediaid}`: the subscription to that media (and season), or the empty shape.
+fn sub_by_media(state: &State, mediaid: &str, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let tmdb_id = match media_id(dialect, mediaid, req) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
+    };
+    let season = match req.param("season") {
+        None | Some("") => None,
+        Some(s) => match s.parse::<u32>() {
+            Ok(n) => Some(n),
+            Err(_) => return bad_int(dialect, "query", "season"),
+        },
+    };
+    let data = state.data();
+    let found = tmdb_id.and_then(|id| exists(&data, id, season));
+    ok_payload(
+        dialect,
+        found.map_or_else(|| empty_sub(dialect), |s| sub_json(dialect, s)),
+    )
+}
+
+/// `GET /api/v1/subscribe/{id}`: v2 answers a missing id with a 500, as the real server does.
+fn sub_get(state: &State, id: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let Ok(id) = id.parse::<u64>() else {
+        return bad_int(dialect, "path", "subscribe_id");
+    };
+    let data = state.data();
+    match (data.subs.get(&id), dialect) {
+        (Some(sub), _) => ok_payload(dialect, sub_json(dialect, sub)),
+        // A MoviePilot bug, faithfully reproduced.
+        (None, Dialect::V2) => {
+            text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+        }
+        (None, Dialect::V3) => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
+    }
+}
+
+/// `DELETE /api/v1/subscribe/{id}`.
+fn sub_delete(state: &State, id: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let Ok(id) = id.parse::<u64>() else {
+        return bad_int(dialect, "path", "subscribe_id");
+    };
+    let removed = state.data().subs.remove(&id).is_some();
+    match (dialect, removed) {
+        (Dialect::V2, _) => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": {}}),
+        ),
+        (Dialect::V3, true) => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": {"status": "deleted"}}),
+        ),
+        (Dialect::V3, false) => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
+    }
+}
+
+/// `/api/v1/subscribe/search/{id}` (GET in v2, POST in v3): counts the search a subscription
+/// asks for.
+fn sub_search(state: &State, id: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let Ok(id) = id.parse::<u64>() else {
+        return bad_int(dialect, "path", "subscribe_id");
+    };
+    let mut data = state.data();
+    let known = data.subs.contains_key(&id);
+    let runs = known && !data.search_no_op;
+    if runs {
+        *data.searches.entry(id).or_insert(0) += 1;
+    }
+    match dialect {
+        Dialect::V2 => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": {}}),
+        ),
+        Dialect::V3 if !known => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
+        Dialect::V3 => {
+            let batch = format!("sim-{:016x}", rand::random::<u64>());
+            json_resp(
+                StatusCode::OK,
+                &json!({"success": true, "message": null, "data": {
+                    "batch_id": batch, "batch_ids": [batch], "target_count": 1,
+                    "queued_count": u8::from(runs), "ongoing_count": u8::from(!runs),
+                    "single": true
+                }}),
+            )
+        }
+    }
+}
+
+/// `GET /api/v1/download/`: the downloads the client is running.
+fn downloads(state: &State) -> Resp {
+    let dialect = state.opts.dialect;
+    let data = state.data();
+    let rows: Vec<Value> = data
+        .downloads
+        .iter()
+        .map(|d| download_json(dialect, d))
+        .collect();
+    ok_payload(dialect, Value::Array(rows))
 }
 
 fn login(state: &State, req: &Req) -> Resp {
