@@ -180,43 +180,14 @@ impl MoviePilot {
     /// An error that is [`Unreachable`] may go away by itself (MoviePilot still starting); any
     /// other is a setting to fix.
     pub async fn connect(settings: &MoviePilotSettings) -> anyhow::Result<MoviePilot> {
-        let url_var = env_name("moviepilot.url");
-        let parsed = reqwest::Url::parse(settings.url.trim())
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
-            .with_context(|| {
-                format!(
-                    "moviepilot.url {:?} is not an http(s) URL: set {url_var} to e.g. http://moviepilot:3001",
-                    settings.url
-                )
-            })?;
-        let base = parsed.as_str().trim_end_matches('/').to_string();
-        let mut shown = parsed.clone();
-        // Both only fail for URLs that cannot carry userinfo, which then has none to hide.
-        let _ = shown.set_username("");
-        let _ = shown.set_password(None);
-        let shown_url = shown.as_str().trim_end_matches('/').to_string();
-
+        let (base, shown_url) = base_urls(settings)?;
+        let (api_key, login) = credentials(settings)?;
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
         let search_timeout = Duration::from_secs(settings.search_timeout_secs.max(1));
         let http = reqwest::Client::builder()
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .build()
             .map_err(|e| anyhow!("building the MoviePilot HTTP client: {}", e.without_url()))?;
-        let api_key = (!settings.api_key.is_empty()).then(|| settings.api_key.clone());
-        let login =
-            (!settings.username.is_empty() && !settings.password.is_empty()).then(|| Login {
-                username: settings.username.clone(),
-                password: settings.password.clone(),
-            });
-        if api_key.is_none() && login.is_none() {
-            bail!(
-                "no MoviePilot credentials: set {} or {} and {}",
-                env_name("moviepilot.api_key"),
-                env_name("moviepilot.username"),
-                env_name("moviepilot.password")
-            );
-        }
         let mut inner = Inner {
             http,
             base,
@@ -238,45 +209,14 @@ impl MoviePilot {
         };
 
         let reported = inner.read_version().await?;
-        let from_version = match &reported {
-            Some(version) => match major_version(version) {
-                Some(2) => Some(Dialect::V2),
-                Some(3) => Some(Dialect::V3),
-                Some(other) => bail!(
-                    "MoviePilot at {} reports version {version} (major {other}); oncebot speaks \
-                     MoviePilot v2 and v3 only: run a v2 or v3 MoviePilot, or an oncebot that \
-                     supports v{other}",
-                    inner.shown_url
-                ),
-                None => None,
-            },
-            None => None,
-        };
+        let by_version = reported
+            .as_deref()
+            .map(|v| dialect_of_version(v, &inner.shown_url))
+            .transpose()?
+            .flatten();
         inner.version = reported.unwrap_or_else(|| "unknown".to_string());
-
         let probe = inner.establish_auth().await?;
-        let from_shape = match serde_json::from_slice::<Value>(&probe.body) {
-            Ok(Value::Array(_)) => Some(Dialect::V2),
-            Ok(Value::Object(o)) if o.contains_key("success") => Some(Dialect::V3),
-            _ => None,
-        };
-        inner.dialect = match (from_version, from_shape) {
-            (Some(v), Some(s)) if v != s => {
-                tracing::warn!(
-                    version = %inner.version,
-                    by_version = %v,
-                    by_shape = %s,
-                    "MoviePilot's version and its answers disagree; going by the version"
-                );
-                v
-            }
-            (Some(v), _) | (None, Some(v)) => v,
-            (None, None) => bail!(
-                "could not tell which MoviePilot API {} speaks (no version reported, and \
-                 GET /api/v1/subscribe/ answered neither a list nor an envelope): check {url_var}",
-                inner.shown_url
-            ),
-        };
+        inner.dialect = choose_dialect(&inner, by_version, dialect_of_answer(&probe.body))?;
         let via = match &inner.auth.state.lock().await.bearer {
             Some(_) => "login",
             None => "api key",
@@ -1320,6 +1260,94 @@ fn short(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+/// `moviepilot.url` as the calls' base, and as logs may show it (without any userinfo).
+fn base_urls(settings: &MoviePilotSettings) -> anyhow::Result<(String, String)> {
+    let parsed = reqwest::Url::parse(settings.url.trim())
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+        .with_context(|| {
+            format!(
+                "moviepilot.url {:?} is not an http(s) URL: set {} to e.g. http://moviepilot:3001",
+                settings.url,
+                env_name("moviepilot.url")
+            )
+        })?;
+    let base = parsed.as_str().trim_end_matches('/').to_string();
+    let mut shown = parsed;
+    // Both only fail for URLs that cannot carry userinfo, which then has none to hide.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    Ok((base, shown.as_str().trim_end_matches('/').to_string()))
+}
+
+/// The API key and the login the settings give; at least one of them.
+fn credentials(settings: &MoviePilotSettings) -> anyhow::Result<(Option<Secret>, Option<Login>)> {
+    let api_key = (!settings.api_key.is_empty()).then(|| settings.api_key.clone());
+    let login = (!settings.username.is_empty() && !settings.password.is_empty()).then(|| Login {
+        username: settings.username.clone(),
+        password: settings.password.clone(),
+    });
+    if api_key.is_none() && login.is_none() {
+        bail!(
+            "no MoviePilot credentials: set {} or {} and {}",
+            env_name("moviepilot.api_key"),
+            env_name("moviepilot.username"),
+            env_name("moviepilot.password")
+        );
+    }
+    Ok((api_key, login))
+}
+
+/// The dialect a reported version implies (`None`: a version without a major number); a major
+/// version oncebot does not speak is an error.
+fn dialect_of_version(version: &str, shown_url: &str) -> anyhow::Result<Option<Dialect>> {
+    Ok(match major_version(version) {
+        Some(2) => Some(Dialect::V2),
+        Some(3) => Some(Dialect::V3),
+        Some(other) => bail!(
+            "MoviePilot at {shown_url} reports version {version} (major {other}); oncebot speaks \
+             MoviePilot v2 and v3 only: run a v2 or v3 MoviePilot, or an oncebot that supports \
+             v{other}"
+        ),
+        None => None,
+    })
+}
+
+/// The dialect the subscription list's shape implies: v2 answers a bare list, v3 an envelope.
+fn dialect_of_answer(body: &[u8]) -> Option<Dialect> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(_)) => Some(Dialect::V2),
+        Ok(Value::Object(o)) if o.contains_key("success") => Some(Dialect::V3),
+        _ => None,
+    }
+}
+
+/// The version decides when both speak and disagree (said in the log); one of them must speak.
+fn choose_dialect(
+    inner: &Inner,
+    by_version: Option<Dialect>,
+    by_answer: Option<Dialect>,
+) -> anyhow::Result<Dialect> {
+    match (by_version, by_answer) {
+        (Some(v), Some(s)) if v != s => {
+            tracing::warn!(
+                version = %inner.version,
+                by_version = %v,
+                by_shape = %s,
+                "MoviePilot's version and its answers disagree; going by the version"
+            );
+            Ok(v)
+        }
+        (Some(v), _) | (None, Some(v)) => Ok(v),
+        (None, None) => bail!(
+            "could not tell which MoviePilot API {} speaks (no version reported, and \
+             GET /api/v1/subscribe/ answered neither a list nor an envelope): check {}",
+            inner.shown_url,
+            env_name("moviepilot.url")
+        ),
     }
 }
 
