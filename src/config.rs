@@ -43,6 +43,13 @@ pub struct RedisSettings {
     pub key_prefix: String,
     /// Bounds every non-blocking command, so a hung Redis turns into a 503, not a hung webhook.
     pub command_timeout_ms: u64,
+    /// `url` names seed nodes of a Redis Cluster (comma-separated); see `ledger::conn`.
+    pub cluster: bool,
+    /// How many replicas must confirm an admission or an outcome record (`WAIT`) before it
+    /// counts as done; 0 trusts the master alone, as without replicas.
+    pub wait_replicas: u32,
+    /// How long such a `WAIT` may take before the write counts as not confirmed (503).
+    pub wait_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -387,14 +394,43 @@ impl Settings {
                 ),
             ));
         }
-        if redis::IntoConnectionInfo::into_connection_info(self.redis.url.expose()).is_err() {
+        if self.redis.cluster {
+            let nodes = crate::ledger::cluster_nodes(self.redis.url.expose());
+            if nodes.is_empty()
+                || nodes
+                    .iter()
+                    .any(|n| redis::IntoConnectionInfo::into_connection_info(*n).is_err())
+            {
+                return Err(SettingError::new(
+                    "redis.url",
+                    "is not a comma-separated list of Redis URLs (redis.cluster is on)",
+                    format!(
+                        "set {} to e.g. redis://10.0.0.1:7000,redis://10.0.0.2:7000",
+                        env_name("redis.url")
+                    ),
+                ));
+            }
+        } else if redis::IntoConnectionInfo::into_connection_info(self.redis.url.expose()).is_err()
+        {
+            let hint = if self.redis.url.expose().contains(',') {
+                format!(" (several nodes of a Redis Cluster need {}=true)", env_name("redis.cluster"))
+            } else {
+                String::new()
+            };
             return Err(SettingError::new(
                 "redis.url",
                 "is not a valid Redis URL",
                 format!(
-                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock",
+                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock{hint}",
                     env_name("redis.url")
                 ),
+            ));
+        }
+        if self.redis.wait_replicas > 0 && self.redis.wait_timeout_ms == 0 {
+            return Err(SettingError::new(
+                "redis.wait_timeout_ms",
+                "is 0 while redis.wait_replicas is not (WAIT 0 would block for ever)",
+                format!("set {} to e.g. 500", env_name("redis.wait_timeout_ms")),
             ));
         }
         if self.redis.command_timeout_ms == 0 {

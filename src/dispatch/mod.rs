@@ -501,7 +501,7 @@ impl Consumer for LaneReader {
 
     fn read<'a>(
         &'a self,
-        conn: &'a mut redis::aio::MultiplexedConnection,
+        conn: &'a mut crate::ledger::Conn,
     ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<redis::streams::StreamId>>>>
     + Send
     + 'a {

@@ -128,7 +128,7 @@ impl Ledger {
     /// shared multiplexed connection.
     pub async fn read_new_entries(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut crate::ledger::Conn,
         consumer: &str,
         count: usize,
         block: Duration,
@@ -153,7 +153,7 @@ impl Ledger {
 
     pub(super) async fn read_group(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut crate::ledger::Conn,
         stream: &str,
         group: &str,
         consumer: &str,
@@ -470,7 +470,9 @@ impl Ledger {
         items: usize,
         doing: &'static str,
     ) -> Result<Vec<Vec<String>>, LedgerError> {
-        let mut conn = self.conn.clone();
+        // Durable: a claim (the attempt counted) and an outcome must survive a failover before
+        // the worker acts on them (`Ledger::durable`).
+        let mut conn = self.durable();
         let answers: Vec<Vec<String>> = scripts::evalsha(script, cmd, &mut conn)
             .await
             .map_err(LedgerError::redis(doing))?;
@@ -541,7 +543,7 @@ impl Ledger {
             .arg(retention.as_secs())
             .arg(keys::JOBS_GROUP)
             .arg(keys::REPLIES_GROUP);
-        let mut conn = self.conn.clone();
+        let mut conn = self.durable();
         let out: Vec<String> = inv
             .invoke_async(&mut conn)
             .await

@@ -111,7 +111,7 @@ impl Ledger {
     /// XREADGROUP `>` on a lane for `consumer`, on the caller's own connection (blocking).
     pub async fn read_lane(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut crate::ledger::Conn,
         lane: Lane,
         consumer: &str,
         count: usize,
@@ -187,7 +187,8 @@ impl Ledger {
             .arg(reply.chat_id)
             .arg(reply.job_id.map(|j| j.to_string()).unwrap_or_default())
             .arg(&reply.kind);
-        let mut conn = self.conn.clone();
+        // Durable: a `sending` lost in a failover would send the message again.
+        let mut conn = self.durable();
         let out: Vec<String> = inv
             .invoke_async(&mut conn)
             .await
@@ -235,7 +236,7 @@ impl Ledger {
                 ""
             })
             .arg(retention.as_secs());
-        let mut conn = self.conn.clone();
+        let mut conn = self.durable();
         let _: Vec<String> = inv
             .invoke_async(&mut conn)
             .await

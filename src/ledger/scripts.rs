@@ -11,8 +11,12 @@
 
 use std::sync::LazyLock;
 
-use redis::Script;
-use redis::aio::ConnectionManager;
+use redis::aio::ConnectionLike;
+use redis::{Script, Value};
+
+use super::Conn;
+use super::conn::Wait;
+use super::keys::Keys;
 
 /// `lua/<name>` preceded by the named `lua/include/` files, as one source text.
 macro_rules! lua {
@@ -102,8 +106,11 @@ pub(crate) static NOTE: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("no
 /// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
 pub(crate) static RELEASES: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("releases.lua")));
 
+/// `lua/ready.lua`: `/readyz`'s probe, run on a key of the deployment's slot.
+pub(crate) static READY: LazyLock<Script> = LazyLock::new(|| Script::new(lua!("ready.lua")));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Script); 18] {
+fn all() -> [(&'static str, &'static Script); 19] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -123,6 +130,7 @@ fn all() -> [(&'static str, &'static Script); 18] {
         ("reap", &REAP),
         ("note", &NOTE),
         ("releases", &RELEASES),
+        ("ready", &READY),
     ]
 }
 
@@ -141,7 +149,7 @@ pub fn hashes() -> Vec<(&'static str, String)> {
 pub(crate) async fn evalsha<T: redis::FromRedisValue>(
     script: &Script,
     cmd: &redis::Cmd,
-    conn: &mut ConnectionManager,
+    conn: &mut impl ConnectionLike,
 ) -> redis::RedisResult<T> {
     match cmd.query_async(conn).await {
         Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
@@ -152,21 +160,56 @@ pub(crate) async fn evalsha<T: redis::FromRedisValue>(
     }
 }
 
-/// SCRIPT LOAD of every script.
-pub(crate) async fn load_all(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
+/// SCRIPT LOAD of every script (on a cluster, on the node that owns the deployment's slot:
+/// `Conn` routes it there).
+pub(crate) async fn load_all(conn: &mut impl ConnectionLike) -> redis::RedisResult<()> {
     for (_, script) in all() {
         script.load_async(conn).await?;
     }
     Ok(())
 }
 
-/// Whether every script is in Redis's script cache.
-pub(crate) async fn loaded(conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
-    let mut cmd = redis::cmd("SCRIPT");
-    cmd.arg("EXISTS");
+/// Whether the node that owns the deployment's slot has every script and runs them on its
+/// keys, in one round trip: SCRIPT EXISTS of every script, EVALSHA of `ready.lua` on a key of
+/// the slot (a standalone connection to another node of a cluster meets MOVED: an error), and
+/// with `wait` a WAIT behind them (too few replicas: an error, as for an admission).
+pub(crate) async fn loaded(
+    conn: &mut Conn,
+    keys: &Keys,
+    wait: Option<Wait>,
+) -> redis::RedisResult<bool> {
+    let mut exists = redis::cmd("SCRIPT");
+    exists.arg("EXISTS");
     for (_, script) in all() {
-        cmd.arg(script.get_hash());
+        exists.arg(script.get_hash());
     }
-    let present: Vec<bool> = cmd.query_async(conn).await?;
-    Ok(present.into_iter().all(|p| p))
+    let mut probe = redis::cmd("EVALSHA");
+    probe.arg(READY.get_hash()).arg(1).arg(keys.job_seq());
+    let mut pipe = redis::pipe();
+    pipe.add_command(exists).add_command(probe);
+    if let Some(wait) = wait {
+        pipe.add_command(wait.cmd());
+    }
+    let mut answers = conn
+        .req_packed_commands(&pipe, 0, pipe.len())
+        .await?
+        .into_iter();
+    let (Some(exists), Some(probe)) = (answers.next(), answers.next()) else {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the readiness pipeline answered too little",
+        )));
+    };
+    let present: Vec<bool> = redis::FromRedisValue::from_redis_value(exists.extract_error()?)?;
+    let probed = match probe {
+        Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => false,
+        other => {
+            other.extract_error()?;
+            true
+        }
+    };
+    if let (Some(wait), Some(acks)) = (wait, answers.next()) {
+        wait.check(acks.extract_error()?)?;
+    }
+    Ok(probed && present.into_iter().all(|p| p))
 }

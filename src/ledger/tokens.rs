@@ -365,7 +365,8 @@ impl Ledger {
             .arg(keys::CALLBACKS_GROUP)
             .arg(self.job_retention_secs)
             .arg(&self.tap_texts);
-        let mut conn = self.conn.clone();
+        // Durable, as an admission: the webhook answers 200 only once replicas have the tap.
+        let mut conn = self.durable();
         let (outcome, job, state): (String, String, String) = inv
             .invoke_async(&mut conn)
             .await

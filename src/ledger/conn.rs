@@ -1,0 +1,298 @@
+//! The ledger's connections: one Redis, or a Redis Cluster (`redis.cluster`), behind one type.
+//!
+//! Nothing outside the ledger knows which it is. `Conn` is an enum over the connection kinds
+//! implementing `ConnectionLike` by delegation, so the standalone path costs one `match` per
+//! command and no boxing of its own (the inner connections' futures are returned as they are).
+//!
+//! On a cluster every key oncebot touches shares the `{<key_prefix>}` hash tag, so the whole
+//! deployment lives on one slot: its **home**. Commands with a key go where redis-rs routes
+//! them (to the home slot's master, following MOVED and ASK, and refreshing the slot map after a
+//! failover). Commands without one (`SCRIPT LOAD`, `SCRIPT EXISTS`, `WAIT`, `INFO`, `SCAN`) go to
+//! the home slot's master too, instead of redis-rs's default for them (every node or every
+//! primary): a `SCRIPT LOAD` sent to all nodes fails while any is down, and a bare `WAIT` would
+//! be sent to every primary and answer the smallest count. Pipelines go to the home as well.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+
+/// A connection onto the ledger's Redis: the shared one (`Ledger::connection`) or a stream
+/// reader's own (`Ledger::stream_connection`).
+#[derive(Clone)]
+pub enum Conn {
+    /// The shared connection to one Redis: reconnects on its own after a failure.
+    Standalone(ConnectionManager),
+    /// A stream reader's connection to one Redis: no response timeout (it blocks in
+    /// XREADGROUP); the reader makes a new one after a failure.
+    Stream(MultiplexedConnection),
+    /// A Redis Cluster, and the route of the deployment's slot (its master).
+    Cluster(ClusterConnection, Route),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Standalone(c) => c.req_packed_command(cmd),
+            Conn::Stream(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c, home) => {
+                if !goes_home(cmd) {
+                    return c.req_packed_command(cmd);
+                }
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(*home));
+                let cmd = cmd.clone();
+                Box::pin(async move { c.route_command(cmd, routing).await })
+            }
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Stream(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c, home) => {
+                let route = SingleNodeRoutingInfo::SpecificNode(*home);
+                Box::pin(async move {
+                    c.route_pipeline(pipeline.clone(), offset, count, route)
+                        .await
+                })
+            }
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Standalone(c) => c.get_db(),
+            Conn::Stream(c) => c.get_db(),
+            Conn::Cluster(c, _) => c.get_db(),
+        }
+    }
+}
+
+/// A command without a key that the ledger (or the bench, or a test) sends about the
+/// deployment: on a cluster it goes to the home slot's master, where redis-rs would send it to
+/// every node, every primary or a random node.
+fn goes_home(cmd: &Cmd) -> bool {
+    const HOME: [&[u8]; 8] = [
+        b"SCRIPT", b"WAIT", b"INFO", b"SCAN", b"PING", b"TIME", b"DBSIZE", b"ROLE",
+    ];
+    match cmd.args_iter().next() {
+        Some(redis::Arg::Simple(name)) => HOME.iter().any(|h| name.eq_ignore_ascii_case(h)),
+        _ => false,
+    }
+}
+
+/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
+pub fn cluster_nodes(url: &str) -> Vec<&str> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Where connections come from: one Redis's client, or the cluster's two clients (one with the
+/// command timeout for the shared connection, one without for blocking reads: redis-rs fixes
+/// a cluster connection's overall timeout when its client is built).
+#[derive(Clone)]
+pub(crate) enum Source {
+    Standalone(redis::Client),
+    Cluster {
+        shared: ClusterClient,
+        streams: ClusterClient,
+        home: Route,
+    },
+}
+
+/// How a cluster request retries (a MOVED or ASK is followed at once; a node that does not
+/// answer, as during a failover, is retried after a short wait while the slot map is
+/// refreshed). The shared connection's requests are bounded by `redis.command_timeout_ms`
+/// as a whole, so these only shape how that time is spent.
+const CLUSTER_RETRIES: u32 = 8;
+const CLUSTER_MIN_RETRY_WAIT_MS: u64 = 20;
+const CLUSTER_MAX_RETRY_WAIT_MS: u64 = 500;
+
+impl Source {
+    /// Parses `url` (one URL, or comma-separated seed nodes with `cluster`); connects nothing.
+    pub(crate) fn open(
+        url: &str,
+        cluster: bool,
+        home_key: &str,
+        timeout: Duration,
+    ) -> RedisResult<Source> {
+        if !cluster {
+            return Ok(Source::Standalone(super::open_client(url)?));
+        }
+        let nodes = cluster_nodes(url);
+        let builder = || {
+            ClusterClientBuilder::new(nodes.iter().copied())
+                .connection_timeout(timeout)
+                .retries(CLUSTER_RETRIES)
+                .min_retry_wait(CLUSTER_MIN_RETRY_WAIT_MS)
+                .max_retry_wait(CLUSTER_MAX_RETRY_WAIT_MS)
+        };
+        Ok(Source::Cluster {
+            shared: builder().response_timeout(timeout).build()?,
+            streams: builder().overall_response_timeout(None).build()?,
+            home: Route::with_key(home_key, SlotAddr::Master),
+        })
+    }
+
+    /// The shared connection, made lazily: a Redis that is down at start-up makes calls fail
+    /// until it answers, instead of stopping the process.
+    pub(crate) fn shared(&self, timeout: Duration) -> RedisResult<Conn> {
+        match self {
+            Source::Standalone(client) => {
+                // One connection attempt per call, not a retry loop: with the manager's
+                // default six retries every webhook call waited about 7.5 s for its 503 while
+                // Redis was down. The callers retry instead, and the next call reconnects.
+                let config = redis::aio::ConnectionManagerConfig::new()
+                    .set_response_timeout(Some(timeout))
+                    .set_connection_timeout(Some(timeout))
+                    .set_number_of_retries(0);
+                Ok(Conn::Standalone(ConnectionManager::new_lazy_with_config(
+                    client.clone(),
+                    config,
+                )?))
+            }
+            Source::Cluster { shared, home, .. } => {
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(timeout)
+                    .set_response_timeout(timeout);
+                Ok(Conn::Cluster(
+                    shared.get_pending_async_connection_with_config(config),
+                    *home,
+                ))
+            }
+        }
+    }
+
+    /// A new connection for one stream reader: no response timeout (XREADGROUP BLOCK), and
+    /// its own sockets, so a blocked read stalls no other command.
+    pub(crate) async fn stream(&self) -> RedisResult<Conn> {
+        const CONNECT: Duration = Duration::from_secs(5);
+        match self {
+            Source::Standalone(client) => {
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_response_timeout(None)
+                    .set_connection_timeout(Some(CONNECT));
+                Ok(Conn::Stream(
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?,
+                ))
+            }
+            Source::Cluster { streams, home, .. } => {
+                let config = ClusterConfig::new().set_connection_timeout(CONNECT);
+                Ok(Conn::Cluster(
+                    streams.get_async_connection_with_config(config).await?,
+                    *home,
+                ))
+            }
+        }
+    }
+}
+
+/// `redis.wait_replicas` and `redis.wait_timeout_ms`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wait {
+    pub(crate) replicas: u32,
+    pub(crate) timeout_ms: u64,
+}
+
+impl Wait {
+    /// `WAIT <replicas> <timeout>`: on a cluster it goes to the home slot's master (`Conn`).
+    pub(crate) fn cmd(self) -> Cmd {
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(self.replicas).arg(self.timeout_ms);
+        cmd
+    }
+
+    /// WAIT's answer (how many replicas have every write of this connection so far), as a
+    /// `NotReplicated` error when it is too few.
+    pub(crate) fn check(self, answer: Value) -> RedisResult<()> {
+        let confirmed: i64 = redis::FromRedisValue::from_redis_value(answer)?;
+        if confirmed >= i64::from(self.replicas) {
+            return Ok(());
+        }
+        Err(redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "too few replicas confirmed the write",
+            format!("{NOT_REPLICATED} {confirmed} {}", self.replicas),
+        )))
+    }
+}
+
+/// Marks the detail of the error `Wait::check` makes: `NOTREPLICATED <confirmed> <wanted>`.
+const NOT_REPLICATED: &str = "NOTREPLICATED";
+
+/// The `(confirmed, wanted)` of an error made by `Wait::check`.
+pub(crate) fn not_replicated(e: &redis::RedisError) -> Option<(u32, u32)> {
+    if e.kind() != redis::ErrorKind::Client {
+        return None;
+    }
+    let mut words = e.detail()?.strip_prefix(NOT_REPLICATED)?.split_whitespace();
+    let confirmed = words.next()?.parse::<i64>().ok()?;
+    let wanted = words.next()?.parse().ok()?;
+    Some((u32::try_from(confirmed.max(0)).unwrap_or(u32::MAX), wanted))
+}
+
+/// The shared connection for writes that count only once `redis.wait_replicas` replicas have
+/// them (`Ledger::durable`): every single command goes out as a pipeline of itself and a
+/// `WAIT`, so the WAIT runs on the connection that wrote, right after the write (a WAIT sent
+/// on its own could meet a fresh connection after a reconnect, which has written nothing and
+/// would confirm at once). Without `Wait` it is the shared connection, unchanged. Pipelines
+/// are sent as they are: the durable writes are single script calls.
+pub(crate) struct Durable {
+    conn: Conn,
+    wait: Option<Wait>,
+}
+
+impl Durable {
+    pub(crate) fn new(conn: Conn, wait: Option<Wait>) -> Durable {
+        Durable { conn, wait }
+    }
+}
+
+impl ConnectionLike for Durable {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let Some(wait) = self.wait else {
+            return self.conn.req_packed_command(cmd);
+        };
+        Box::pin(async move {
+            let mut pipe = redis::pipe();
+            pipe.add_command(cmd.clone()).add_command(wait.cmd());
+            let mut answers = self.conn.req_packed_commands(&pipe, 0, 2).await?;
+            let (Some(acks), Some(value), None) = (answers.pop(), answers.pop(), answers.pop())
+            else {
+                return Err(redis::RedisError::from((
+                    redis::ErrorKind::UnexpectedReturnType,
+                    "a write and its WAIT did not answer twice",
+                )));
+            };
+            let value = value.extract_error()?;
+            wait.check(acks.extract_error()?)?;
+            Ok(value)
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.conn.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn.get_db()
+    }
+}
