@@ -12,6 +12,7 @@
 //! primary): a `SCRIPT LOAD` sent to all nodes fails while any is down, and a bare `WAIT` would
 //! be sent to every primary and answer the smallest count. Pipelines go to the home as well.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
@@ -29,9 +30,19 @@ pub enum Conn {
     /// A stream reader's connection to one Redis: no response timeout (it blocks in
     /// XREADGROUP); the reader makes a new one after a failure.
     Stream(MultiplexedConnection),
-    /// A Redis Cluster, and the route of the deployment's slot (its master).
-    Cluster(ClusterConnection, Route),
+    /// A Redis Cluster, and the deployment's slot.
+    Cluster(ClusterConnection, Home),
 }
+
+/// The deployment's slot on a cluster: its master's route, and a key in it.
+#[derive(Clone)]
+pub struct Home {
+    route: Route,
+    key: Arc<str>,
+}
+
+/// How many redirections one pipeline follows before its answer is given as it is.
+const PIPELINE_REDIRECTS: usize = 5;
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
@@ -42,7 +53,8 @@ impl ConnectionLike for Conn {
                 if !goes_home(cmd) {
                     return c.req_packed_command(cmd);
                 }
-                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(*home));
+                let routing =
+                    RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(home.route));
                 let cmd = cmd.clone();
                 Box::pin(async move { c.route_command(cmd, routing).await })
             }
@@ -58,13 +70,7 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Stream(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c, home) => {
-                let route = SingleNodeRoutingInfo::SpecificNode(*home);
-                Box::pin(async move {
-                    c.route_pipeline(pipeline.clone(), offset, count, route)
-                        .await
-                })
-            }
+            Conn::Cluster(c, home) => Box::pin(cluster_pipeline(c, home, pipeline, offset, count)),
         }
     }
 
@@ -75,6 +81,90 @@ impl ConnectionLike for Conn {
             Conn::Cluster(c, _) => c.get_db(),
         }
     }
+}
+
+/// A pipeline on a cluster, to the home slot's master. redis-rs follows MOVED and ASK for a
+/// command, but a pipeline's answers come back as they are, redirections among them (after a
+/// failover every durable write, an EVALSHA and its WAIT, would fail until something else made
+/// it refresh its slot map). So: on MOVED, one command with the home key through redis-rs's own
+/// routing (which follows the MOVED and refreshes the slot map), then the pipeline again; on
+/// ASK (the slot being migrated), the pipeline again behind ASKING to the node named. A node
+/// that answers MOVED or ASK ran none of the pipeline's commands on the slot's keys.
+async fn cluster_pipeline(
+    c: &mut ClusterConnection,
+    home: &Home,
+    pipeline: &Pipeline,
+    offset: usize,
+    count: usize,
+) -> RedisResult<Vec<Value>> {
+    let mut answers = c
+        .route_pipeline(
+            pipeline.clone(),
+            offset,
+            count,
+            SingleNodeRoutingInfo::SpecificNode(home.route),
+        )
+        .await?;
+    for _ in 0..PIPELINE_REDIRECTS {
+        match redirection(&answers) {
+            None => return Ok(answers),
+            Some(Redirection::Moved) => {
+                let mut probe = redis::cmd("EXISTS");
+                probe.arg(&*home.key);
+                c.req_packed_command(&probe).await?;
+                answers = c
+                    .route_pipeline(
+                        pipeline.clone(),
+                        offset,
+                        count,
+                        SingleNodeRoutingInfo::SpecificNode(home.route),
+                    )
+                    .await?;
+            }
+            Some(Redirection::Ask { host, port }) => {
+                let mut asking = redis::pipe();
+                asking.add_command(redis::cmd("ASKING"));
+                for cmd in pipeline.cmd_iter() {
+                    asking.add_command(cmd.clone());
+                }
+                answers = c
+                    .route_pipeline(
+                        asking,
+                        offset + 1,
+                        count,
+                        SingleNodeRoutingInfo::ByAddress { host, port },
+                    )
+                    .await?;
+            }
+        }
+    }
+    Ok(answers)
+}
+
+enum Redirection {
+    Moved,
+    Ask { host: String, port: u16 },
+}
+
+/// The first MOVED or ASK among a pipeline's answers.
+fn redirection(answers: &[Value]) -> Option<Redirection> {
+    answers.iter().find_map(|a| {
+        let Value::ServerError(e) = a else {
+            return None;
+        };
+        match e.kind()? {
+            redis::ServerErrorKind::Moved => Some(Redirection::Moved),
+            redis::ServerErrorKind::Ask => {
+                // "ASK <slot> <host>:<port>"
+                let (host, port) = e.details()?.split_whitespace().nth(1)?.rsplit_once(':')?;
+                Some(Redirection::Ask {
+                    host: host.to_string(),
+                    port: port.parse().ok()?,
+                })
+            }
+            _ => None,
+        }
+    })
 }
 
 /// A command without a key that the ledger (or the bench, or a test) sends about the
@@ -107,7 +197,7 @@ pub(crate) enum Source {
     Cluster {
         shared: ClusterClient,
         streams: ClusterClient,
-        home: Route,
+        home: Home,
     },
 }
 
@@ -141,7 +231,10 @@ impl Source {
         Ok(Source::Cluster {
             shared: builder().response_timeout(timeout).build()?,
             streams: builder().overall_response_timeout(None).build()?,
-            home: Route::with_key(home_key, SlotAddr::Master),
+            home: Home {
+                route: Route::with_key(home_key, SlotAddr::Master),
+                key: home_key.into(),
+            },
         })
     }
 
@@ -168,7 +261,7 @@ impl Source {
                     .set_response_timeout(timeout);
                 Ok(Conn::Cluster(
                     shared.get_pending_async_connection_with_config(config),
-                    *home,
+                    home.clone(),
                 ))
             }
         }
@@ -193,7 +286,7 @@ impl Source {
                 let config = ClusterConfig::new().set_connection_timeout(CONNECT);
                 Ok(Conn::Cluster(
                     streams.get_async_connection_with_config(config).await?,
-                    *home,
+                    home.clone(),
                 ))
             }
         }
