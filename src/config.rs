@@ -413,7 +413,10 @@ impl Settings {
         } else if redis::IntoConnectionInfo::into_connection_info(self.redis.url.expose()).is_err()
         {
             let hint = if self.redis.url.expose().contains(',') {
-                format!(" (several nodes of a Redis Cluster need {}=true)", env_name("redis.cluster"))
+                format!(
+                    " (several nodes of a Redis Cluster need {}=true)",
+                    env_name("redis.cluster")
+                )
             } else {
                 String::new()
             };

@@ -204,8 +204,9 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Starts the simulators and a private Redis (or uses `redis_url` under a fresh prefix).
-    pub async fn start(redis_url: Option<&str>) -> anyhow::Result<Pipeline> {
+    /// Starts the simulators and a private Redis (or uses `redis_url` under a fresh prefix;
+    /// `cluster`: it names Redis Cluster nodes).
+    pub async fn start(redis_url: Option<&str>, cluster: bool) -> anyhow::Result<Pipeline> {
         let (server, url, prefix) = match redis_url {
             Some(url) => (
                 None,
@@ -243,6 +244,7 @@ impl Pipeline {
         let env = [
             ("ONCEBOT__REDIS__URL", url),
             ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
+            ("ONCEBOT__REDIS__CLUSTER", cluster.to_string()),
             ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0".into()),
             ("ONCEBOT__TELEGRAM__TOKEN", tg.token()),
             ("ONCEBOT__TELEGRAM__API_URL", tg.url()),

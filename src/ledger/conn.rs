@@ -194,11 +194,14 @@ pub fn cluster_nodes(url: &str) -> Vec<&str> {
 #[derive(Clone)]
 pub(crate) enum Source {
     Standalone(redis::Client),
-    Cluster {
-        shared: ClusterClient,
-        streams: ClusterClient,
-        home: Home,
-    },
+    Cluster(Box<ClusterSource>),
+}
+
+#[derive(Clone)]
+pub(crate) struct ClusterSource {
+    shared: ClusterClient,
+    streams: ClusterClient,
+    home: Home,
 }
 
 /// How a cluster request retries (a MOVED or ASK is followed at once; a node that does not
@@ -228,14 +231,14 @@ impl Source {
                 .min_retry_wait(CLUSTER_MIN_RETRY_WAIT_MS)
                 .max_retry_wait(CLUSTER_MAX_RETRY_WAIT_MS)
         };
-        Ok(Source::Cluster {
+        Ok(Source::Cluster(Box::new(ClusterSource {
             shared: builder().response_timeout(timeout).build()?,
             streams: builder().overall_response_timeout(None).build()?,
             home: Home {
                 route: Route::with_key(home_key, SlotAddr::Master),
                 key: home_key.into(),
             },
-        })
+        })))
     }
 
     /// The shared connection, made lazily: a Redis that is down at start-up makes calls fail
@@ -255,13 +258,13 @@ impl Source {
                     config,
                 )?))
             }
-            Source::Cluster { shared, home, .. } => {
+            Source::Cluster(c) => {
                 let config = ClusterConfig::new()
                     .set_connection_timeout(timeout)
                     .set_response_timeout(timeout);
                 Ok(Conn::Cluster(
-                    shared.get_pending_async_connection_with_config(config),
-                    home.clone(),
+                    c.shared.get_pending_async_connection_with_config(config),
+                    c.home.clone(),
                 ))
             }
         }
@@ -282,11 +285,11 @@ impl Source {
                         .await?,
                 ))
             }
-            Source::Cluster { streams, home, .. } => {
+            Source::Cluster(c) => {
                 let config = ClusterConfig::new().set_connection_timeout(CONNECT);
                 Ok(Conn::Cluster(
-                    streams.get_async_connection_with_config(config).await?,
-                    home.clone(),
+                    c.streams.get_async_connection_with_config(config).await?,
+                    c.home.clone(),
                 ))
             }
         }

@@ -23,8 +23,8 @@ use serde::Serialize;
 use crate::commands::Command;
 use crate::config::Settings;
 use crate::i18n::Texts;
-pub use conn::{Conn, cluster_nodes};
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome, Resolution};
+pub use conn::{Conn, cluster_nodes};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
 pub use overview::{ConsumerInfo, StateCounts};
@@ -296,7 +296,7 @@ impl Ledger {
         let conn = source
             .shared(timeout)
             .context("setting up the Redis connection")?;
-        let wait = (settings.redis.wait_replicas > 0).then(|| conn::Wait {
+        let wait = (settings.redis.wait_replicas > 0).then_some(conn::Wait {
             replicas: settings.redis.wait_replicas,
             timeout_ms: settings.redis.wait_timeout_ms,
         });
@@ -378,7 +378,9 @@ impl Ledger {
         let mut conn = self.conn.clone();
         let loaded = scripts::loaded(&mut conn, &self.keys, self.wait)
             .await
-            .map_err(LedgerError::redis("checking that the slot's node runs the scripts"))?;
+            .map_err(LedgerError::redis(
+                "checking that the slot's node runs the scripts",
+            ))?;
         if !loaded {
             // Redis restarted (scripts are not persisted), SCRIPT FLUSH, or a failover to a
             // replica that never loaded them: load them again.

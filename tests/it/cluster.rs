@@ -34,7 +34,11 @@ impl ClusterRig {
         let cluster = Cluster::start().await;
         let mp = MoviePilotSim::start(SimOptions::v2_5_6()).await;
         for i in 0..FILMS {
-            mp.add_media(SimMedia::movie(FIRST_TMDB + i, &format!("Film {i}"), "2001"));
+            mp.add_media(SimMedia::movie(
+                FIRST_TMDB + i,
+                &format!("Film {i}"),
+                "2001",
+            ));
         }
         ClusterRig {
             cluster,
@@ -90,7 +94,13 @@ impl ClusterRig {
     async fn start_pipeline(&self, env: &[(String, String)]) -> Oncebot {
         let bot = Oncebot::spawn(
             &[
-                "serve", "--role", "ingress", "--role", "worker", "--role", "dispatcher",
+                "serve",
+                "--role",
+                "ingress",
+                "--role",
+                "worker",
+                "--role",
+                "dispatcher",
             ],
             env,
         );
@@ -224,10 +234,14 @@ async fn the_whole_pipeline_works_whichever_node_the_url_names() {
         assert_eq!(rig.post(update_id, ALICE, &subscribe(run)).await, Some(200));
         let job = run + 1;
         rig.job_is(job, "succeeded", Duration::from_secs(15)).await;
-        eventually("the job's reply to be sent", Duration::from_secs(10), || async {
-            let j = rig.cluster.job(job).await;
-            (j.get("reply_state").map(String::as_str) == Some("sent")).then_some(())
-        })
+        eventually(
+            "the job's reply to be sent",
+            Duration::from_secs(10),
+            || async {
+                let j = rig.cluster.job(job).await;
+                (j.get("reply_state").map(String::as_str) == Some("sent")).then_some(())
+            },
+        )
         .await;
         let env_refs: Vec<(&str, &str)> =
             env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -239,7 +253,11 @@ async fn the_whole_pipeline_works_whichever_node_the_url_names() {
         bot.wait_exit(Duration::from_secs(15)).await;
     }
     assert_eq!(rig.mp.subscriptions().len(), urls.len(), "one per update");
-    assert_eq!(rig.cluster.job(urls.len() as u64 + 1).await.len(), 0, "no extra job");
+    assert_eq!(
+        rig.cluster.job(urls.len() as u64 + 1).await.len(),
+        0,
+        "no extra job"
+    );
 }
 
 /// What the load generator saw: the update ids answered 200.
@@ -311,9 +329,11 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     let answered = |n: usize| {
         let seen = seen.clone();
         async move {
-            eventually(&format!("{n} updates answered 200"), CLUSTER_DEADLINE, || async {
-                (seen.ok.lock().unwrap().len() >= n).then_some(())
-            })
+            eventually(
+                &format!("{n} updates answered 200"),
+                CLUSTER_DEADLINE,
+                || async { (seen.ok.lock().unwrap().len() >= n).then_some(()) },
+            )
             .await;
         }
     };
@@ -327,10 +347,14 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     // replica until the killed node comes back, so nothing can be confirmed meanwhile.
     rig.cluster.kill(replica).await;
     rig.cluster.wait_master(owner).await;
-    eventually("/readyz to say the replicas do not confirm", CLUSTER_DEADLINE, || async {
-        let (status, body) = rig.readyz().await?;
-        (status == 503 && body.contains("replicas confirmed")).then_some(())
-    })
+    eventually(
+        "/readyz to say the replicas do not confirm",
+        CLUSTER_DEADLINE,
+        || async {
+            let (status, body) = rig.readyz().await?;
+            (status == 503 && body.contains("replicas confirmed")).then_some(())
+        },
+    )
     .await;
     let stalled = seen.ok.lock().unwrap().len();
     rig.cluster.restart(replica).await;
@@ -340,7 +364,10 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     loader.await.unwrap();
     assert!(bot.is_running(), "the process carried on");
     assert_eq!(bot.pid(), pid);
-    assert!(*seen.unavailable.lock().unwrap() > 0, "the failover was felt");
+    assert!(
+        *seen.unavailable.lock().unwrap() > 0,
+        "the failover was felt"
+    );
 
     // Every update answered 200 became exactly one job, ran once, and was answered.
     let mut ok = seen.ok.lock().unwrap().clone();
@@ -356,7 +383,10 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
         Some(())
     })
     .await;
-    assert!(rig.cluster.job(jobs + 1).await.is_empty(), "no job more than updates");
+    assert!(
+        rig.cluster.job(jobs + 1).await.is_empty(),
+        "no job more than updates"
+    );
     let mut subscribed: Vec<u64> = rig
         .mp
         .subscriptions()
@@ -364,10 +394,20 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
         .map(|s| s.tmdb_id - FIRST_TMDB)
         .collect();
     subscribed.sort_unstable();
-    assert_eq!(subscribed, ok, "one subscription per acknowledged update, none twice");
+    assert_eq!(
+        subscribed, ok,
+        "one subscription per acknowledged update, none twice"
+    );
     eventually("every job's reply to be sent", CLUSTER_DEADLINE, || async {
         for id in 1..=jobs {
-            if rig.cluster.job(id).await.get("reply_state").map(String::as_str) != Some("sent") {
+            if rig
+                .cluster
+                .job(id)
+                .await
+                .get("reply_state")
+                .map(String::as_str)
+                != Some("sent")
+            {
                 return None;
             }
         }
@@ -383,7 +423,10 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
          jobs",
         *seen.unavailable.lock().unwrap()
     );
-    assert!(sent >= jobs, "every job answered: {sent} messages for {jobs} jobs");
+    assert!(
+        sent >= jobs,
+        "every job answered: {sent} messages for {jobs} jobs"
+    );
     bot.sigterm();
     bot.wait_exit(Duration::from_secs(15)).await;
 }

@@ -46,7 +46,10 @@ impl Node {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true);
-        self.child = Some(cmd.spawn().expect("starting redis-server (apt-get install redis-server)"));
+        self.child = Some(
+            cmd.spawn()
+                .expect("starting redis-server (apt-get install redis-server)"),
+        );
         let url = self.url();
         eventually("a cluster node to answer PING", CLUSTER_DEADLINE, || {
             let url = url.clone();
@@ -216,7 +219,9 @@ impl Cluster {
         let view = self.view().await;
         let owner = view
             .iter()
-            .find(|n| n.master && !n.failed && n.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
+            .find(|n| {
+                n.master && !n.failed && n.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot))
+            })
             .expect("a master owns every slot");
         self.index_of(owner.port)
     }
@@ -286,7 +291,11 @@ impl Cluster {
 
     /// Every node's URL, comma-separated: `redis.url` for several seed nodes.
     pub fn all_urls(&self) -> String {
-        self.nodes.iter().map(Node::url).collect::<Vec<_>>().join(",")
+        self.nodes
+            .iter()
+            .map(Node::url)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// A connection that follows the cluster, for looking at what the ledger wrote.
