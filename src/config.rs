@@ -970,6 +970,47 @@ mod tests {
     }
 
     #[test]
+    fn cluster_urls_and_replica_waits_are_checked() {
+        let one = load(&[]).unwrap();
+        assert!(!one.redis.cluster, "standalone is the default");
+        assert_eq!(one.redis.wait_replicas, 0, "no WAIT by default");
+        let seeds = "redis://10.0.0.1:7000, redis://10.0.0.2:7000";
+        load(&[
+            ("ONCEBOT__REDIS__URL", seeds),
+            ("ONCEBOT__REDIS__CLUSTER", "true"),
+        ])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap();
+        // Several nodes without the setting: the fix names it.
+        let e = load(&[("ONCEBOT__REDIS__URL", seeds)])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap_err();
+        assert_eq!(e.key, "redis.url");
+        assert!(
+            e.to_string().contains("ONCEBOT__REDIS__CLUSTER=true"),
+            "{e}"
+        );
+        let e = load(&[
+            ("ONCEBOT__REDIS__URL", "redis://a:1,nowhere"),
+            ("ONCEBOT__REDIS__CLUSTER", "true"),
+        ])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap_err();
+        assert_eq!(e.key, "redis.url");
+        let e = load(&[
+            ("ONCEBOT__REDIS__WAIT_REPLICAS", "1"),
+            ("ONCEBOT__REDIS__WAIT_TIMEOUT_MS", "0"),
+        ])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap_err();
+        assert_eq!(e.key, "redis.wait_timeout_ms");
+    }
+
+    #[test]
     fn the_admin_page_is_off_by_default_and_its_settings_are_checked_when_on() {
         let off = load(&[]).unwrap();
         assert!(!off.admin.enabled());

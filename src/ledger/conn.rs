@@ -51,12 +51,18 @@ impl ConnectionLike for Conn {
             Conn::Stream(c) => c.req_packed_command(cmd),
             Conn::Cluster(c, home) => {
                 if !goes_home(cmd) {
-                    return c.req_packed_command(cmd);
+                    return Box::pin(async move {
+                        c.req_packed_command(cmd).await.map_err(unreachable_slot)
+                    });
                 }
                 let routing =
                     RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(home.route));
                 let cmd = cmd.clone();
-                Box::pin(async move { c.route_command(cmd, routing).await })
+                Box::pin(async move {
+                    c.route_command(cmd, routing)
+                        .await
+                        .map_err(unreachable_slot)
+                })
             }
         }
     }
@@ -70,7 +76,11 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Stream(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c, home) => Box::pin(cluster_pipeline(c, home, pipeline, offset, count)),
+            Conn::Cluster(c, home) => Box::pin(async move {
+                cluster_pipeline(c, home, pipeline, offset, count)
+                    .await
+                    .map_err(unreachable_slot)
+            }),
         }
     }
 
@@ -109,6 +119,7 @@ async fn cluster_pipeline(
         match redirection(&answers) {
             None => return Ok(answers),
             Some(Redirection::Moved) => {
+                // An error here (the slot's master cannot be reached) is the pipeline's.
                 let mut probe = redis::cmd("EXISTS");
                 probe.arg(&*home.key);
                 c.req_packed_command(&probe).await?;
@@ -138,7 +149,30 @@ async fn cluster_pipeline(
             }
         }
     }
-    Ok(answers)
+    match redirection(&answers) {
+        None => Ok(answers),
+        Some(_) => Err(redis::RedisError::from((
+            redis::ErrorKind::Server(redis::ServerErrorKind::Moved),
+            "still redirected after following it",
+        ))),
+    }
+}
+
+/// What redis-rs gives back when it could not follow a redirection (the slot's master is down
+/// and the others still name it, until the failover), said as the cluster being unreachable:
+/// a MOVED that reaches the ledger means "not a cluster" only on a standalone connection
+/// (`LedgerError::NotACluster`).
+fn unreachable_slot(e: redis::RedisError) -> redis::RedisError {
+    match e.kind() {
+        redis::ErrorKind::Server(redis::ServerErrorKind::Moved | redis::ServerErrorKind::Ask) => {
+            redis::RedisError::from((
+                redis::ErrorKind::ClusterConnectionNotFound,
+                "the cluster node that owns the deployment's slot cannot be reached",
+                e.to_string(),
+            ))
+        }
+        _ => e,
+    }
 }
 
 enum Redirection {
@@ -390,5 +424,41 @@ impl ConnectionLike for Durable {
 
     fn get_db(&self) -> i64 {
         self.conn.get_db()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_nodes_are_comma_separated() {
+        assert_eq!(
+            cluster_nodes(" redis://a:1, redis://b:2 ,,"),
+            ["redis://a:1", "redis://b:2"]
+        );
+    }
+
+    #[test]
+    fn keyless_commands_go_home_and_keyed_ones_are_routed_by_key() {
+        for name in ["SCRIPT", "wait", "INFO", "SCAN", "PING"] {
+            assert!(goes_home(&redis::cmd(name)), "{name}");
+        }
+        for name in ["EVALSHA", "XREADGROUP", "HGETALL", "XGROUP"] {
+            assert!(!goes_home(&redis::cmd(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_short_wait_is_an_error_that_says_how_short() {
+        let wait = Wait {
+            replicas: 2,
+            timeout_ms: 10,
+        };
+        assert!(wait.check(Value::Int(2)).is_ok());
+        let e = wait.check(Value::Int(1)).unwrap_err();
+        assert_eq!(not_replicated(&e), Some((1, 2)));
+        let other = redis::RedisError::from((redis::ErrorKind::Client, "something else"));
+        assert_eq!(not_replicated(&other), None);
     }
 }

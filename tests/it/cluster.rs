@@ -9,7 +9,7 @@ use oncebot::sim::moviepilot::{MoviePilotSim, SimMedia, SimOptions};
 use oncebot::sim::telegram::TelegramSim;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::app::{free_port, run_oncebot};
+use crate::support::app::{app, free_port, run_oncebot};
 use crate::support::child::Oncebot;
 use crate::support::cluster::{CLUSTER_DEADLINE, Cluster};
 use crate::support::{ALICE, BOB, SECRET, eventually, private_text};
@@ -75,9 +75,6 @@ impl ClusterRig {
             ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
             ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0".into()),
             ("ONCEBOT__DISPATCHER__GROUP_INTERVAL_MS", "0".into()),
-            // A reply whose `sending` could not be recorded while the slot had no master is
-            // left queued and taken up again after this.
-            ("ONCEBOT__DISPATCHER__RECLAIM_IDLE_MS", "2000".into()),
             ("RUST_LOG", "oncebot=debug,info".into()),
         ]
         .into_iter()
@@ -429,4 +426,47 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     );
     bot.sigterm();
     bot.wait_exit(Duration::from_secs(15)).await;
+}
+
+/// `redis.wait_replicas` on a Redis with no replica: nothing can be confirmed, so the webhook
+/// answers 503 (Telegram sends again) and `/readyz` is 503 saying why, although the admission
+/// itself is on the master; with the default 0 the same Redis admits.
+#[tokio::test]
+async fn wait_replicas_without_a_replica_answers_503() {
+    let waiting = app()
+        .env("ONCEBOT__REDIS__WAIT_REPLICAS", "1")
+        .env("ONCEBOT__REDIS__WAIT_TIMEOUT_MS", "50")
+        .spawn()
+        .await;
+    let update = private_text(1, ALICE, "/subscribe tmdb:108545 S1");
+    assert_eq!(waiting.post_update(&update).await.status(), 503);
+    assert_eq!(
+        waiting.post_update(&update).await.status(),
+        503,
+        "still unconfirmed"
+    );
+    let job = waiting.store.job(1).await;
+    assert_eq!(
+        job.get("update_id").map(String::as_str),
+        Some("1"),
+        "on the master"
+    );
+    assert!(
+        waiting.store.job(2).await.is_empty(),
+        "the repeat made no job"
+    );
+    let ready = waiting
+        .http
+        .get(waiting.url("/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), 503);
+    let body = ready.text().await.unwrap();
+    assert!(body.contains("only 0 of 1 replicas confirmed"), "{body}");
+
+    let plain = app().spawn().await;
+    assert_eq!(plain.post_update(&update).await.status(), 200);
+    let ready = plain.http.get(plain.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
 }
