@@ -82,6 +82,10 @@ mod bench;
 /// The admission script survives Redis forgetting its scripts (bare EVALSHA + reload).
 mod admission_script;
 
+/// Redis Cluster: the pipeline on whichever node the setting names, failovers under load with
+/// `redis.wait_replicas`, `/readyz` and the CLI on a misrouted standalone connection.
+mod cluster;
+
 /// What a run of jobs leaves in Redis: empty streams, trimmed indexes, keys that expire.
 mod retention;
 

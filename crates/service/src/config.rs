@@ -43,6 +43,13 @@ pub struct RedisSettings {
     pub key_prefix: String,
     /// Bounds every non-blocking command, so a hung Redis turns into a 503, not a hung webhook.
     pub command_timeout_ms: u64,
+    /// `url` names seed nodes of a Redis Cluster (comma-separated); see `ledger::conn`.
+    pub cluster: bool,
+    /// How many replicas must confirm an admission or an outcome record (`WAIT`) before it
+    /// counts as done; 0 trusts the master alone, as without replicas.
+    pub wait_replicas: u32,
+    /// How long such a `WAIT` may take before the write counts as not confirmed (503).
+    pub wait_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -346,14 +353,45 @@ impl RedisSettings {
                 ),
             ));
         }
-        if redis::IntoConnectionInfo::into_connection_info(self.url.expose()).is_err() {
+        if self.cluster {
+            let nodes = cluster_nodes(self.url.expose());
+            if nodes.is_empty()
+                || nodes
+                    .iter()
+                    .any(|n| redis::IntoConnectionInfo::into_connection_info(*n).is_err())
+            {
+                return Err(SettingError::new(
+                    "redis.url",
+                    "is not a comma-separated list of Redis URLs (redis.cluster is on)",
+                    format!(
+                        "set {} to e.g. redis://10.0.0.1:7000,redis://10.0.0.2:7000",
+                        env_name("redis.url")
+                    ),
+                ));
+            }
+        } else if redis::IntoConnectionInfo::into_connection_info(self.url.expose()).is_err() {
+            let hint = if self.url.expose().contains(',') {
+                format!(
+                    " (several nodes of a Redis Cluster need {}=true)",
+                    env_name("redis.cluster")
+                )
+            } else {
+                String::new()
+            };
             return Err(SettingError::new(
                 "redis.url",
                 "is not a valid Redis URL",
                 format!(
-                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock",
+                    "set {} to e.g. redis://127.0.0.1:6379 or redis+unix:///run/redis.sock{hint}",
                     env_name("redis.url")
                 ),
+            ));
+        }
+        if self.wait_replicas > 0 && self.wait_timeout_ms == 0 {
+            return Err(SettingError::new(
+                "redis.wait_timeout_ms",
+                "is 0 while redis.wait_replicas is not (WAIT 0 would block for ever)",
+                format!("set {} to e.g. 500", env_name("redis.wait_timeout_ms")),
             ));
         }
         nonzero(
@@ -674,6 +712,14 @@ pub fn cpu_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
+pub fn cluster_nodes(url: &str) -> Vec<&str> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
 /// The environment variable that sets `section.key`.
 pub fn env_name(key: &str) -> String {
     format!("{ENV_PREFIX}__{}", key.replace('.', "__").to_uppercase())
@@ -980,6 +1026,47 @@ mod tests {
         often.push(("ONCEBOT__DISPATCHER__HEARTBEAT_INTERVAL_MS", "10"));
         let e = load(&often).unwrap().validate(ALL).unwrap_err();
         assert_eq!(e.key, "dispatcher.heartbeat_interval_ms");
+    }
+
+    #[test]
+    fn cluster_urls_and_replica_waits_are_checked() {
+        let one = load(&[]).unwrap();
+        assert!(!one.redis.cluster, "standalone is the default");
+        assert_eq!(one.redis.wait_replicas, 0, "no WAIT by default");
+        let seeds = "redis://10.0.0.1:7000, redis://10.0.0.2:7000";
+        load(&[
+            ("ONCEBOT__REDIS__URL", seeds),
+            ("ONCEBOT__REDIS__CLUSTER", "true"),
+        ])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap();
+        // Several nodes without the setting: the fix names it.
+        let e = load(&[("ONCEBOT__REDIS__URL", seeds)])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap_err();
+        assert_eq!(e.key, "redis.url");
+        assert!(
+            e.to_string().contains("ONCEBOT__REDIS__CLUSTER=true"),
+            "{e}"
+        );
+        let e = load(&[
+            ("ONCEBOT__REDIS__URL", "redis://a:1,nowhere"),
+            ("ONCEBOT__REDIS__CLUSTER", "true"),
+        ])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap_err();
+        assert_eq!(e.key, "redis.url");
+        let e = load(&[
+            ("ONCEBOT__REDIS__WAIT_REPLICAS", "1"),
+            ("ONCEBOT__REDIS__WAIT_TIMEOUT_MS", "0"),
+        ])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap_err();
+        assert_eq!(e.key, "redis.wait_timeout_ms");
     }
 
     #[test]

@@ -6,14 +6,11 @@
 //! default 500 ms response timeout would cut it off. A lost connection is re-made with backoff; a
 //! missing consumer group (Redis lost its data, or someone deleted it) is created again.
 
-use std::time::Duration;
-
-use redis::aio::MultiplexedConnection;
 use redis::streams::StreamId;
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{self, Backoff};
-use crate::ledger::{self, Ledger};
+use crate::ledger::{self, Conn, Ledger};
 use crate::shutdown::sleep_or_stop;
 
 /// One consumer of one stream: how it reads, and what it does with an entry.
@@ -24,29 +21,22 @@ pub(crate) trait Consumer: Send + Sync {
     /// One XREADGROUP on `conn`; `None` ends the loop (e.g. its semaphore was closed).
     fn read<'a>(
         &'a self,
-        conn: &'a mut MultiplexedConnection,
+        conn: &'a mut Conn,
     ) -> impl Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a;
 
     /// Takes the entries of one read (typically spawning their processing).
     fn handle(&self, entries: Vec<StreamId>) -> impl Future<Output = ()> + Send + '_;
 }
 
-/// Runs `consumer` on a dedicated connection (from `Ledger::stream_client`) until `stop`.
+/// Runs `consumer` on a dedicated connection (from `Ledger::stream_connection`) until `stop`.
 pub(crate) async fn read_loop(ledger: &Ledger, stop: &CancellationToken, consumer: &impl Consumer) {
     let what = consumer.what();
-    let client = ledger.stream_client();
-    let config = redis::AsyncConnectionConfig::new()
-        .set_response_timeout(None)
-        .set_connection_timeout(Some(Duration::from_secs(5)));
-    let mut conn: Option<MultiplexedConnection> = None;
+    let mut conn: Option<Conn> = None;
     let mut backoff = Backoff::new(backoff::REDIS);
     while !stop.is_cancelled() {
         let c = match conn.as_mut() {
             Some(c) => c,
-            None => match client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-            {
+            None => match ledger.stream_connection().await {
                 Ok(c) => conn.insert(c),
                 Err(e) => {
                     tracing::error!(error = %e, what, "cannot connect to Redis for reading; retrying");

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod child;
+pub mod cluster;
 pub mod rig;
 
 use std::collections::{BTreeMap, BTreeSet};

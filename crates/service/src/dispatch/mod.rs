@@ -33,7 +33,7 @@ use tracing::Instrument as _;
 use crate::backoff;
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::consume::{Consumer, read_loop};
-use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, ReplyEntry};
+use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, LedgerError, ReplyEntry};
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
@@ -199,16 +199,21 @@ impl Dispatcher {
         });
     }
 
+    /// reply_begin.lua, tried again while Redis fails (`recorded`). Nothing was sent yet, so
+    /// trying again repeats nothing.
+    async fn begin(&self, reply: &ReplyEntry, retention: Duration) -> Result<Begin, LedgerError> {
+        recorded("the send", || {
+            self.ledger.reply_begin(reply, &self.consumer, retention)
+        })
+        .await
+    }
+
     /// One reply: recorded `sending`, sent within the limits, recorded `sent` or `failed`.
     async fn deliver(&self, reply: ReplyEntry) {
         let chat_lock = self.chat_locks.get(reply.chat_id);
         let _in_order = chat_lock.lock().await;
         let retention = Duration::from_secs(self.cfg.reply_retention_secs);
-        let progress = match self
-            .ledger
-            .reply_begin(&reply, &self.consumer, retention)
-            .await
-        {
+        let progress = match self.begin(&reply, retention).await {
             Ok(Begin::Send {
                 attempts,
                 progress_message_id,
@@ -246,16 +251,20 @@ impl Dispatcher {
             Sent::Delivered(id) => {
                 METRICS.reply("sent");
                 tracing::info!(message_id = id, kind = %reply.kind, "reply sent");
-                self.ledger
-                    .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
-                    .await
+                recorded("the reply's outcome", || {
+                    self.ledger
+                        .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
+                })
+                .await
             }
             Sent::Failed(reason) => {
                 METRICS.reply("failed");
                 tracing::warn!(reason = %reason, kind = %reply.kind, "reply failed for good");
-                self.ledger
-                    .reply_end(&reply, Err(reason.clone()), retention)
-                    .await
+                recorded("the reply's outcome", || {
+                    self.ledger
+                        .reply_end(&reply, Err(reason.clone()), retention)
+                })
+                .await
             }
         };
         if let Err(e) = recorded {
@@ -491,6 +500,28 @@ impl Dispatcher {
     }
 }
 
+/// A delivery record (reply_begin.lua, reply_end.lua), tried again while Redis fails, for about
+/// 20 s (0.2 s, 0.4 s, ... 6.4 s apart), as a worker tries its outcome again: a failover of a
+/// cluster's master, or replicas slow to confirm (`redis.wait_replicas`), would otherwise leave
+/// the reply queued until `dispatcher.reclaim_idle_ms`, or send it again.
+async fn recorded<T, Fut>(what: &str, mut call: impl FnMut() -> Fut) -> Result<T, LedgerError>
+where
+    Fut: Future<Output = Result<T, LedgerError>>,
+{
+    const TRIES: u32 = 8;
+    let mut failures = 0;
+    loop {
+        match call().await {
+            Err(e) if failures + 1 < TRIES => {
+                failures += 1;
+                tracing::warn!(error = %e, "cannot record {what} yet; trying again");
+                tokio::time::sleep(backoff::nth(backoff::REDIS, failures)).await;
+            }
+            answer => return answer,
+        }
+    }
+}
+
 /// The dispatcher as a consumer of one lane.
 struct LaneReader(Arc<Dispatcher>, Lane);
 
@@ -504,7 +535,7 @@ impl Consumer for LaneReader {
 
     fn read<'a>(
         &'a self,
-        conn: &'a mut redis::aio::MultiplexedConnection,
+        conn: &'a mut crate::ledger::Conn,
     ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<redis::streams::StreamId>>>>
     + Send
     + 'a {

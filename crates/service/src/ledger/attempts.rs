@@ -129,7 +129,7 @@ impl Ledger {
     /// shared multiplexed connection.
     pub async fn read_new_entries(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut crate::ledger::Conn,
         consumer: &str,
         count: usize,
         block: Duration,
@@ -154,7 +154,7 @@ impl Ledger {
 
     pub(super) async fn read_group(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut crate::ledger::Conn,
         stream: &str,
         group: &str,
         consumer: &str,
@@ -528,7 +528,9 @@ impl Ledger {
         items: usize,
         doing: &'static str,
     ) -> Result<Vec<Vec<String>>, LedgerError> {
-        let mut conn = self.conn.clone();
+        // Durable: a claim (the attempt counted) and an outcome must survive a failover before
+        // the worker acts on them (`Ledger::durable`).
+        let mut conn = self.durable();
         let answers: Vec<Vec<String>> = call
             .send(&mut conn)
             .await
@@ -606,7 +608,7 @@ impl Ledger {
         retention: Duration,
     ) -> Result<Resolved, LedgerError> {
         let call = self.resolve_call(job_id, decision, note, reply, retention);
-        let mut conn = self.conn.clone();
+        let mut conn = self.durable();
         let out: Vec<String> = call
             .send(&mut conn)
             .await

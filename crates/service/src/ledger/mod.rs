@@ -4,6 +4,7 @@
 //! script (see `lua/`), so a crash leaves either the whole change or none of it.
 
 mod attempts;
+mod conn;
 pub mod keys;
 mod liveness;
 mod overview;
@@ -18,7 +19,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redis::AsyncCommands as _;
-use redis::aio::ConnectionManager;
 use serde::Serialize;
 
 use crate::commands::Command;
@@ -26,6 +26,7 @@ use crate::config::Settings;
 use crate::i18n::Texts;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
+pub use conn::{Conn, cluster_nodes};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
 pub use overview::{ConsumerInfo, StateCounts};
@@ -48,11 +49,48 @@ pub enum LedgerError {
     /// Redis answered something the ledger does not expect (a bug, or keys written by hand).
     #[error("unexpected ledger data while {doing}: {detail}")]
     Corrupt { doing: &'static str, detail: String },
+    /// A standalone connection reached a Redis Cluster node that does not own the deployment's
+    /// slot: nothing can work until the setting says it is a cluster.
+    #[error(
+        "Redis answered {source} while {doing}: redis.url names a Redis Cluster node; \
+         set ONCEBOT__REDIS__CLUSTER=true (and list one or more nodes in ONCEBOT__REDIS__URL)"
+    )]
+    NotACluster {
+        doing: &'static str,
+        #[source]
+        source: redis::RedisError,
+    },
+    /// The write happened on the master, but fewer than `redis.wait_replicas` replicas
+    /// confirmed it within `redis.wait_timeout_ms`: it does not count as done (a failover now
+    /// could lose it), so the caller answers 503 or tries again.
+    #[error(
+        "only {confirmed} of {wanted} replicas confirmed the write while {doing} \
+         (redis.wait_replicas, redis.wait_timeout_ms)"
+    )]
+    NotReplicated {
+        doing: &'static str,
+        confirmed: u32,
+        wanted: u32,
+    },
 }
 
 impl LedgerError {
     fn redis(doing: &'static str) -> impl FnOnce(redis::RedisError) -> LedgerError {
-        move |source| LedgerError::Unavailable { doing, source }
+        move |source| {
+            if let Some((confirmed, wanted)) = conn::not_replicated(&source) {
+                return LedgerError::NotReplicated {
+                    doing,
+                    confirmed,
+                    wanted,
+                };
+            }
+            match source.kind() {
+                redis::ErrorKind::Server(
+                    redis::ServerErrorKind::Moved | redis::ServerErrorKind::Ask,
+                ) => LedgerError::NotACluster { doing, source },
+                _ => LedgerError::Unavailable { doing, source },
+            }
+        }
     }
 }
 
@@ -218,8 +256,11 @@ const ENQUEUE_KEYS: usize = 10;
 #[derive(Clone)]
 pub struct Ledger {
     /// Where `conn` and every stream reader's own connection come from.
-    client: redis::Client,
-    conn: ConnectionManager,
+    source: conn::Source,
+    conn: Conn,
+    /// `redis.wait_replicas` and `redis.wait_timeout_ms`: what a durable write waits for
+    /// (`durable`); `None` sends no WAIT at all.
+    wait: Option<conn::Wait>,
     keys: Keys,
     /// `ARGV[21..]` of enqueue.lua: state names and their labels, built once.
     state_labels: Vec<String>,
@@ -237,32 +278,40 @@ pub struct Ledger {
 
 impl Ledger {
     /// Connects lazily: a Redis that is down at start-up makes calls fail (and the webhook
-    /// answer 503) until it comes back, instead of stopping the process.
-    ///
-    /// A call makes one connection attempt, not a retry loop: with the manager's default six
-    /// retries every webhook call waited about 7.5 s for its 503 while Redis was down, far past
-    /// `redis.command_timeout_ms`. The callers retry instead (Telegram after a 503, the poller
-    /// and the workers with their own backoff), and the next call reconnects.
+    /// answer 503) until it comes back, instead of stopping the process. `redis.cluster` picks
+    /// the connection kind (`conn`); nothing outside the ledger knows which it is.
     pub fn connect(settings: &Settings) -> anyhow::Result<Ledger> {
         use anyhow::Context as _;
-        let client = open_client(settings.redis.url.expose())
-            .context("redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)")?;
+        let keys = Keys::new(&settings.redis.key_prefix);
         let timeout = Duration::from_millis(settings.redis.command_timeout_ms);
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_response_timeout(Some(timeout))
-            .set_connection_timeout(Some(timeout))
-            .set_number_of_retries(0);
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), config)
+        let source = conn::Source::open(
+            settings.redis.url.expose(),
+            settings.redis.cluster,
+            &keys.jobs_stream(),
+            timeout,
+        )
+        .context(if settings.redis.cluster {
+            "redis.url is not a comma-separated list of Redis URLs (ONCEBOT__REDIS__URL)"
+        } else {
+            "redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)"
+        })?;
+        let conn = source
+            .shared(timeout)
             .context("setting up the Redis connection")?;
+        let wait = (settings.redis.wait_replicas > 0).then_some(conn::Wait {
+            replicas: settings.redis.wait_replicas,
+            timeout_ms: settings.redis.wait_timeout_ms,
+        });
         let texts = Texts::new(settings.telegram.locale);
         let state_labels = JobState::ALL
             .into_iter()
             .flat_map(|s| [s.as_str().to_string(), texts.state_label(s).to_string()])
             .collect();
         Ok(Ledger {
-            client,
+            source,
             conn,
-            keys: Keys::new(&settings.redis.key_prefix),
+            wait,
+            keys,
             state_labels,
             duplicate_template: texts.duplicate_template().to_string(),
             update_retention_secs: settings.ledger.update_retention_secs,
@@ -283,14 +332,22 @@ impl Ledger {
     }
 
     /// A clone of the shared multiplexed connection (not for blocking reads).
-    pub fn connection(&self) -> ConnectionManager {
+    pub fn connection(&self) -> Conn {
         self.conn.clone()
     }
 
-    /// The client a stream reader makes its own connection from (`consume::read_loop`): a
-    /// blocking XREADGROUP must not stall the shared connection.
-    pub(crate) fn stream_client(&self) -> redis::Client {
-        self.client.clone()
+    /// A new connection of a stream reader's own (`consume::read_loop`): a blocking
+    /// XREADGROUP must not stall the shared connection.
+    pub(crate) async fn stream_connection(&self) -> redis::RedisResult<Conn> {
+        self.source.stream().await
+    }
+
+    /// The shared connection for a write that must reach `redis.wait_replicas` replicas before
+    /// it counts (an admission, an outcome record): each command is sent with a `WAIT` behind
+    /// it on the same connection, and fails with `NotReplicated` when too few confirm. The
+    /// shared connection itself when no replica is asked for (no WAIT, no cost).
+    pub(crate) fn durable(&self) -> conn::Durable {
+        conn::Durable::new(self.conn.clone(), self.wait)
     }
 
     /// Loads the scripts and creates the consumer groups; safe to call on every start.
@@ -315,14 +372,20 @@ impl Ledger {
         Ok(())
     }
 
-    /// Redis answers and the admission script is loaded (what `/readyz` reports).
+    /// The admission path works (what `/readyz` reports): the node that owns the deployment's
+    /// slot runs a script on its keys (a node of a cluster that does not own it answers MOVED
+    /// to a standalone connection), the scripts are loaded there, and with
+    /// `redis.wait_replicas` as many replicas confirm a write as an admission needs.
     pub async fn ready(&self) -> Result<(), LedgerError> {
         let mut conn = self.conn.clone();
-        let loaded = scripts::loaded(&mut conn)
+        let loaded = scripts::loaded(&mut conn, &self.keys, self.wait)
             .await
-            .map_err(LedgerError::redis("checking the scripts"))?;
+            .map_err(LedgerError::redis(
+                "checking that the slot's node runs the scripts",
+            ))?;
         if !loaded {
-            // Redis restarted (scripts are not persisted) or SCRIPT FLUSH: load them again.
+            // Redis restarted (scripts are not persisted), SCRIPT FLUSH, or a failover to a
+            // replica that never loaded them: load them again.
             scripts::load_all(&mut conn)
                 .await
                 .map_err(LedgerError::redis("loading the Lua scripts"))?;
@@ -334,7 +397,7 @@ impl Ledger {
     /// the job's creation (or the reply) happen in one atomic step.
     pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
         let call = self.admit_call(a);
-        let mut conn = self.conn.clone();
+        let mut conn = self.durable();
         let (outcome, job, state): (String, String, String) = call
             .send(&mut conn)
             .await
@@ -522,7 +585,7 @@ impl Ledger {
     /// The jobs `ids` name, in that order, in one pipeline; ids whose job expired are skipped.
     async fn jobs_by_id(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         ids: &[u64],
         doing: &'static str,
     ) -> Result<Vec<Job>, LedgerError> {

@@ -113,7 +113,7 @@ impl Ledger {
     /// XREADGROUP `>` on a lane for `consumer`, on the caller's own connection (blocking).
     pub async fn read_lane(
         &self,
-        conn: &mut redis::aio::MultiplexedConnection,
+        conn: &mut crate::ledger::Conn,
         lane: Lane,
         consumer: &str,
         count: usize,
@@ -187,7 +187,8 @@ impl Ledger {
         retention: Duration,
     ) -> Result<Begin, LedgerError> {
         let call = self.reply_begin_call(reply, consumer, retention);
-        let mut conn = self.conn.clone();
+        // Durable: a `sending` lost in a failover would send the message again.
+        let mut conn = self.durable();
         let out: Vec<String> = call
             .send(&mut conn)
             .await
@@ -241,7 +242,7 @@ impl Ledger {
         retention: Duration,
     ) -> Result<(), LedgerError> {
         let call = self.reply_end_call(reply, &sent, retention);
-        let mut conn = self.conn.clone();
+        let mut conn = self.durable();
         let _: Vec<String> = call
             .send(&mut conn)
             .await

@@ -320,3 +320,8 @@ fn the_header_reader_finds_every_position_once() {
     assert!(args[&6].starts_with("job id"), "{args:?}");
     assert!(args[&7].starts_with("kind"), "{args:?}");
 }
+
+#[tokio::test]
+async fn ready() {
+    holds(&scripts::ready_call(ledger().keys()), true);
+}

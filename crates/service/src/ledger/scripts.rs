@@ -11,8 +11,12 @@
 
 use std::sync::LazyLock;
 
-use redis::Script;
-use redis::aio::ConnectionManager;
+use redis::aio::ConnectionLike;
+use redis::{Script, Value};
+
+use super::Conn;
+use super::conn::Wait;
+use super::keys::Keys;
 
 /// `lua/<name>` preceded by the named `lua/include/` files, as one [`Lua`] script.
 macro_rules! lua {
@@ -101,8 +105,11 @@ pub(crate) static NOTE: LazyLock<Lua> = LazyLock::new(|| lua!("note.lua"));
 /// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
 pub(crate) static RELEASES: LazyLock<Lua> = LazyLock::new(|| lua!("releases.lua"));
 
+/// `lua/ready.lua`: `/readyz`'s probe, run on a key of the deployment's slot.
+pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 18] {
+fn all() -> [(&'static str, &'static Lua); 19] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -122,6 +129,7 @@ fn all() -> [(&'static str, &'static Lua); 18] {
         ("reap", &REAP),
         ("note", &NOTE),
         ("releases", &RELEASES),
+        ("ready", &READY),
     ]
 }
 
@@ -219,7 +227,7 @@ impl ScriptCall {
     /// it once more, so a restart of Redis costs one round trip, not an error.
     pub async fn send<T: redis::FromRedisValue>(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut impl ConnectionLike,
     ) -> redis::RedisResult<T> {
         debug_assert_eq!(self.keys_written, self.numkeys, "{}: keys", self.lua.file);
         match self.cmd.query_async(conn).await {
@@ -231,6 +239,12 @@ impl ScriptCall {
         }
     }
 
+    /// The command, for a pipeline (which then owns NOSCRIPT handling).
+    pub fn cmd(&self) -> &redis::Cmd {
+        debug_assert_eq!(self.keys_written, self.numkeys, "{}: keys", self.lua.file);
+        &self.cmd
+    }
+
     /// The script this calls (tests hold the names to its header).
     #[cfg(test)]
     pub fn file(&self) -> &'static str {
@@ -238,21 +252,62 @@ impl ScriptCall {
     }
 }
 
-/// SCRIPT LOAD of every script.
-pub(crate) async fn load_all(conn: &mut ConnectionManager) -> redis::RedisResult<()> {
+/// SCRIPT LOAD of every script (on a cluster, on the node that owns the deployment's slot:
+/// `Conn` routes it there).
+pub(crate) async fn load_all(conn: &mut impl ConnectionLike) -> redis::RedisResult<()> {
     for (_, lua) in all() {
         lua.script.load_async(conn).await?;
     }
     Ok(())
 }
 
-/// Whether every script is in Redis's script cache.
-pub(crate) async fn loaded(conn: &mut ConnectionManager) -> redis::RedisResult<bool> {
-    let mut cmd = redis::cmd("SCRIPT");
-    cmd.arg("EXISTS");
+/// `ready.lua`'s call on a key of the deployment's slot.
+pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
+    let mut call = ScriptCall::new(&READY, 1, 0, 64);
+    call.key("job sequence", keys.job_seq());
+    call
+}
+
+/// Whether the node that owns the deployment's slot has every script and runs them on its
+/// keys, in one round trip: SCRIPT EXISTS of every script, EVALSHA of `ready.lua` on a key of
+/// the slot (a standalone connection to another node of a cluster meets MOVED: an error), and
+/// with `wait` a WAIT behind them (too few replicas: an error, as for an admission).
+pub(crate) async fn loaded(
+    conn: &mut Conn,
+    keys: &Keys,
+    wait: Option<Wait>,
+) -> redis::RedisResult<bool> {
+    let mut exists = redis::cmd("SCRIPT");
+    exists.arg("EXISTS");
     for (_, lua) in all() {
-        cmd.arg(lua.script.get_hash());
+        exists.arg(lua.script.get_hash());
     }
-    let present: Vec<bool> = cmd.query_async(conn).await?;
-    Ok(present.into_iter().all(|p| p))
+    let probe = ready_call(keys);
+    let mut pipe = redis::pipe();
+    pipe.add_command(exists).add_command(probe.cmd().clone());
+    if let Some(wait) = wait {
+        pipe.add_command(wait.cmd());
+    }
+    let mut answers = conn
+        .req_packed_commands(&pipe, 0, pipe.len())
+        .await?
+        .into_iter();
+    let (Some(exists), Some(probe)) = (answers.next(), answers.next()) else {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the readiness pipeline answered too little",
+        )));
+    };
+    let present: Vec<bool> = redis::FromRedisValue::from_redis_value(exists.extract_error()?)?;
+    let probed = match probe {
+        Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => false,
+        other => {
+            other.extract_error()?;
+            true
+        }
+    };
+    if let (Some(wait), Some(acks)) = (wait, answers.next()) {
+        wait.check(acks.extract_error()?)?;
+    }
+    Ok(probed && present.into_iter().all(|p| p))
 }

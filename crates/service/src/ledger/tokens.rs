@@ -374,7 +374,8 @@ impl Ledger {
     /// step.
     pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {
         let call = self.tap_call(tap);
-        let mut conn = self.conn.clone();
+        // Durable, as an admission: the webhook answers 200 only once replicas have the tap.
+        let mut conn = self.durable();
         let (outcome, job, state): (String, String, String) = call
             .send(&mut conn)
             .await

@@ -802,7 +802,7 @@ impl Consumer for JobsReader {
 
     fn read<'a>(
         &'a self,
-        conn: &'a mut redis::aio::MultiplexedConnection,
+        conn: &'a mut crate::ledger::Conn,
     ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a
     {
         let w = &self.0;

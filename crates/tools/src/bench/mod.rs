@@ -67,6 +67,10 @@ pub struct BenchArgs {
     /// fresh key prefix, whose keys are removed at the end).
     #[arg(long)]
     pub redis_url: Option<String>,
+    /// `--redis-url` names one or more nodes of a Redis Cluster, comma-separated (the bench's
+    /// ingress, worker and dispatcher then run with `redis.cluster`).
+    #[arg(long, env = "ONCEBOT__REDIS__CLUSTER", requires = "redis_url")]
+    pub redis_cluster: bool,
     /// Concurrent callers (HTTP connections, or Redis tasks) in every phase.
     #[arg(long, default_value_t = DEFAULT_CONNECTIONS, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub connections: u64,
@@ -217,12 +221,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         rounds = args.rounds(),
         "starting the bench"
     );
-    let mut target = Target::start(args.redis_url.as_deref()).await?;
+    let mut target = Target::start(args.redis_url.as_deref(), args.redis_cluster).await?;
     let measured = measure(&mut target, &args, connections, timing).await;
     let stopped = target.stop().await;
     let mut report = measured?;
     stopped?;
-    let mut pipeline = pipeline::Pipeline::start(args.redis_url.as_deref()).await?;
+    let mut pipeline =
+        pipeline::Pipeline::start(args.redis_url.as_deref(), args.redis_cluster).await?;
     let measured = measure_pipeline(&mut pipeline, &args, timing).await;
     let stopped = pipeline.stop().await;
     let p = measured?;

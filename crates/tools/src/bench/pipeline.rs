@@ -206,8 +206,9 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Starts the simulators and a private Redis (or uses `redis_url` under a fresh prefix).
-    pub async fn start(redis_url: Option<&str>) -> anyhow::Result<Pipeline> {
+    /// Starts the simulators and a private Redis (or uses `redis_url` under a fresh prefix;
+    /// `cluster`: it names Redis Cluster nodes).
+    pub async fn start(redis_url: Option<&str>, cluster: bool) -> anyhow::Result<Pipeline> {
         let (server, url, prefix) = match redis_url {
             Some(url) => (
                 None,
@@ -247,6 +248,7 @@ impl Pipeline {
             .moviepilot(&mp)
             .set_all([
                 ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
+                ("ONCEBOT__REDIS__CLUSTER", cluster.to_string()),
                 ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.clone()),
                 ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users),
                 ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),

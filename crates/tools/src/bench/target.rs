@@ -45,8 +45,9 @@ pub struct Target {
 }
 
 impl Target {
-    /// Starts Redis (unless `redis_url` is given) and the ingress.
-    pub async fn start(redis_url: Option<&str>) -> anyhow::Result<Target> {
+    /// Starts Redis (unless `redis_url` is given; `cluster`: it names Redis Cluster nodes) and
+    /// the ingress.
+    pub async fn start(redis_url: Option<&str>, cluster: bool) -> anyhow::Result<Target> {
         let (redis, url, prefix) = match redis_url {
             Some(url) => {
                 let prefix = format!("oncebot-bench-{:016x}", rand::random::<u64>());
@@ -86,6 +87,10 @@ impl Target {
             .join(",");
         let env = OncebotEnv::new(&url).set_all([
             ("ONCEBOT__REDIS__KEY_PREFIX", prefix.as_str()),
+            (
+                "ONCEBOT__REDIS__CLUSTER",
+                if cluster { "true" } else { "false" },
+            ),
             ("ONCEBOT__TELEGRAM__TOKEN", "123456:bench-token-never-sent"),
             // Nothing is sent: the dispatcher does not run in this cut of the bench.
             ("ONCEBOT__TELEGRAM__API_URL", "http://127.0.0.1:9"),
