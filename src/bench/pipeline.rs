@@ -32,6 +32,7 @@ use http_body_util::Full;
 use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
+use super::instructions::{self, Counters};
 use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
 use super::target::{
     CpuUse, at_window_edges, cpu_during, delete_matching, delete_prefix, info, process_cpu,
@@ -103,6 +104,8 @@ pub struct WorkerPhase {
     /// Redis commands during the drain (`INFO commandstats`, the whole server), per job:
     /// where Redis's share of the time goes. Most expensive first.
     pub redis_commands: Vec<CommandCost>,
+    /// With `--callgrind`: instructions per drained job of this process and of redis-server.
+    pub instructions_per_job: Option<instructions::PerJob>,
 }
 
 /// One Redis command's share of a phase, per job.
@@ -201,11 +204,17 @@ pub struct Pipeline {
     external: bool,
     /// Every role, started after the drain (for delivery, then the e2e phase).
     running: Option<Running>,
+    /// With `--callgrind`: the processes whose instructions are counted.
+    counters: Option<Counters>,
+    /// How often the drain's end is polled for: every poll is work in both processes, which
+    /// under callgrind (everything some 50 times slower) would weigh on the counts.
+    poll: Duration,
 }
 
 impl Pipeline {
     /// Starts the simulators and a private Redis (or uses `redis_url` under a fresh prefix).
-    pub async fn start(redis_url: Option<&str>) -> anyhow::Result<Pipeline> {
+    /// With `callgrind`, instructions are counted (see `instructions`).
+    pub async fn start(redis_url: Option<&str>, callgrind: bool) -> anyhow::Result<Pipeline> {
         let (server, url, prefix) = match redis_url {
             Some(url) => (
                 None,
@@ -290,7 +299,14 @@ impl Pipeline {
                 anyhow::anyhow!("the bench's own update is ignored: {}", why.as_str())
             })?);
         }
+        let counters = if callgrind {
+            Some(Counters::new(&ledger).await?)
+        } else {
+            None
+        };
         Ok(Pipeline {
+            counters,
+            poll: Duration::from_millis(if callgrind { 100 } else { 2 }),
             _redis: server,
             settings,
             ledger,
@@ -405,6 +421,10 @@ impl Pipeline {
         let stats0 = self.command_stats().await?;
         let reads0 = redis_reads(&self.ledger).await;
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
+        let counted0 = match &self.counters {
+            Some(c) => Some(c.read().await?),
+            None => None,
+        };
         tracing::info!(jobs = n, admit_s, "backlog admitted; draining it");
         let started = Instant::now();
         let running = tokio::spawn(worker.run(stop.clone()));
@@ -412,6 +432,10 @@ impl Pipeline {
             .until(|(jobs, replies)| jobs == 0 && replies >= n)
             .await;
         let elapsed = started.elapsed();
+        let instructions_per_job = match (&self.counters, counted0) {
+            (Some(c), Some(before)) => Some(before.per_job(&c.read().await?, n)),
+            _ => None,
+        };
         let (redis1, process1) = (redis_cpu(&self.ledger).await, process_cpu());
         let reads1 = redis_reads(&self.ledger).await;
         let stats1 = self.command_stats().await?;
@@ -435,6 +459,7 @@ impl Pipeline {
                 _ => f64::NAN,
             },
             redis_commands: command_costs(&stats0, &stats1, n),
+            instructions_per_job,
         };
         let memory_drained = self.used_memory().await?;
 
@@ -511,7 +536,7 @@ impl Pipeline {
                     lengths.1
                 );
             }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+            tokio::time::sleep(self.poll).await;
         }
     }
 
@@ -581,7 +606,12 @@ impl Pipeline {
     pub async fn e2e(
         &mut self,
         timing: Timing,
-    ) -> anyhow::Result<(PhaseStats, Option<CpuUse>, Vec<CommandCost>)> {
+    ) -> anyhow::Result<(
+        PhaseStats,
+        Option<CpuUse>,
+        Vec<CommandCost>,
+        Option<instructions::PerJob>,
+    )> {
         let addr = self
             .running
             .as_ref()
@@ -601,6 +631,14 @@ impl Pipeline {
                 async move { command_stats(&ledger).await.ok() }
             })
         };
+        let counted = self.counters.map(|c| {
+            at_window_edges(&window, move || async move {
+                c.read()
+                    .await
+                    .inspect_err(|e| tracing::warn!(error = %e, "counting instructions"))
+                    .ok()
+            })
+        });
         let done = CancellationToken::new();
         // Taken before any caller starts: a reply that arrives before the watcher first runs
         // must still be matched.
@@ -714,7 +752,15 @@ impl Pipeline {
             Some((before, after)) => command_costs(&before, &after, stats.ok),
             None => Vec::new(),
         };
-        Ok((stats, cpu, commands))
+        let instructions = match counted {
+            Some(c) => c
+                .await
+                .ok()
+                .flatten()
+                .map(|(before, after)| before.per_job(&after, stats.ok)),
+            None => None,
+        };
+        Ok((stats, cpu, commands, instructions))
     }
 }
 
