@@ -279,6 +279,18 @@ impl Pipeline {
             ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false".into()),
         ]
         .map(|(k, v)| (k.to_string(), v));
+        // Under callgrind everything runs some 50 times slower: a heartbeat late by more than
+        // the liveness expiry would have the worker's own entries reaped and run twice.
+        let slow = [
+            ("ONCEBOT__WORKER__LIVENESS_TTL_MS", "120000"),
+            ("ONCEBOT__WORKER__RECLAIM_IDLE_MS", "600000"),
+            ("ONCEBOT__DISPATCHER__LIVENESS_TTL_MS", "120000"),
+            ("ONCEBOT__DISPATCHER__RECLAIM_IDLE_MS", "600000"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let env = env
+            .into_iter()
+            .chain(slow.into_iter().filter(|_| callgrind));
         let settings = Settings::load_from(None, env).context("the pipeline's settings")?;
         let ledger = Ledger::connect(&settings)?;
         ledger
