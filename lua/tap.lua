@@ -174,8 +174,9 @@ local function use_group(outcome, job_id)
   redis.call('HSET', group_key, 'state', 'used', 'outcome', outcome, 'job_id', job_id or '',
     'used_by', user_id, 'used_at', now, 'chat_id', chat_id, 'message_id', message_id)
   if unused then
+    -- (-1: a token without expiry, made by hand; its group then has none either.)
     local left = redis.call('PTTL', token_key)
-    if left > 0 then redis.call('PEXPIRE', group_key, left + 1000) end
+    if left >= 0 then redis.call('PEXPIRE', group_key, left + 1000) end
   end
 end
 
