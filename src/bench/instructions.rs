@@ -45,8 +45,7 @@ impl Counters {
     /// This process and the redis-server behind `ledger` (its `process_id`).
     pub async fn new(ledger: &Ledger) -> anyhow::Result<Counters> {
         let server = info(ledger, "server").await.context("INFO server")?;
-        let redis = info_field(&server, "process_id")
-            .context("INFO server names no process_id")?;
+        let redis = info_field(&server, "process_id").context("INFO server names no process_id")?;
         Ok(Counters {
             process: std::process::id(),
             redis,
@@ -89,7 +88,9 @@ async fn instructions(pid: u32) -> anyhow::Result<u64> {
 
 /// Sums the per-thread lines after `Totals:` of `callgrind_control -e`.
 fn parse_totals(text: &str) -> Option<u64> {
-    let mut lines = text.lines().skip_while(|l| !l.trim_start().starts_with("Totals:"));
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Totals:"));
     lines.next()?;
     let mut sum = None;
     for line in lines {

@@ -245,8 +245,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         stopped?;
         report
     };
-    let mut pipeline =
-        pipeline::Pipeline::start(args.redis_url.as_deref(), args.callgrind).await?;
+    let mut pipeline = pipeline::Pipeline::start(args.redis_url.as_deref(), args.callgrind).await?;
     let measured = measure_pipeline(&mut pipeline, &args, timing).await;
     let stopped = pipeline.stop().await;
     let p = measured?;

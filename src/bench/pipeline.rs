@@ -280,8 +280,10 @@ impl Pipeline {
         ]
         .map(|(k, v)| (k.to_string(), v));
         // Under callgrind everything runs some 50 times slower: a heartbeat late by more than
-        // the liveness expiry would have the worker's own entries reaped and run twice.
+        // the liveness expiry would have the worker's own entries reaped and run twice, and a
+        // Redis call may take longer than the usual timeout.
         let slow = [
+            ("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "20000"),
             ("ONCEBOT__WORKER__LIVENESS_TTL_MS", "120000"),
             ("ONCEBOT__WORKER__RECLAIM_IDLE_MS", "600000"),
             ("ONCEBOT__DISPATCHER__LIVENESS_TTL_MS", "120000"),
