@@ -50,7 +50,7 @@
 local stream, replies, review = KEYS[1], KEYS[2], KEYS[3]
 local consumer, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 local max_recoveries = tonumber(ARGV[4])
-local retention = tonumber(ARGV[7])
+local retention = ARGV[7]
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
   'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
@@ -92,7 +92,9 @@ local function claim_one(job_key, entry, review_notice)
       redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
         'updated_at', now, 'started_at', now)
     end
-    local out = {'run', a, mode, 'running', a, tostring(recoveries)}
+    -- A fresh claim leaves recoveries as they were: no number to format.
+    local rec = mode == 'fresh' and (row[3] or '0') or tostring(recoveries)
+    local out = {'run', a, mode, 'running', a, rec}
     for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
     return out
   end

@@ -46,13 +46,17 @@
   A `succeeded` job keeps an earlier attempt's error as `last_attempt_error`, not as its
   `error`. The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
   only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
-  The entries of the recorded outcomes are acknowledged and deleted together at the end, with
-  one XACK and one XDEL (Lua's unpack bounds a call to a few thousand outcomes; the worker sends
-  at most 64).
+  The entries of the recorded outcomes are acknowledged together at the end, with one XACK
+  (Lua's unpack bounds a call to a few thousand outcomes; the worker sends at most 64), and the
+  stream is trimmed up to its oldest entry still pending (include/common.lua's trim_done):
+  entries are removed in order instead of one by one, so a finished job's entry stays in the
+  stream while an older one still runs. The job HASH's `entry` field, cleared by finish_job,
+  no longer names it, and claim.lua skips an entry that is not its job's current one.
 
   Returns one answer per outcome, in order:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
-                                      chats' notices), entry acknowledged and deleted
+                                      chats' notices), entry acknowledged (and trimmed away
+                                      once no older entry is pending)
     {"stale", status, attempts}       this attempt does not own the job: nothing changed
 ]]
 
@@ -136,6 +140,6 @@ for i = 1, #KEYS - 6 do
 end
 if #acked > 0 then
   redis.call('XACK', stream, group, unpack(acked))
-  redis.call('XDEL', stream, unpack(acked))
+  trim_done(stream, group)
 end
 return answers

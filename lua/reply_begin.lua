@@ -44,10 +44,13 @@ if not state and #redis.call('XPENDING', stream, ARGV[2], entry, entry, 1) == 0 
   return {'done', 'gone', ''}
 end
 local now = now_ms()
-local attempts = redis.call('HINCRBY', reply, 'attempts', 1)
+-- Every write of the HASH sets its state, so without one there is no HASH and this is the
+-- first attempt: no HINCRBY (and no number to format) for the common case.
+local attempts = '1'
+if state then attempts = tostring(redis.call('HINCRBY', reply, 'attempts', 1)) end
 redis.call('HSET', reply, 'state', 'sending', 'consumer', ARGV[3], 'updated_at', now,
-  'chat_id', ARGV[5], 'job_id', ARGV[6], 'kind', ARGV[7])
-redis.call('EXPIRE', reply, tonumber(ARGV[4]))
+  'chat_id', ARGV[5], 'job_id', ARGV[6], 'kind', ARGV[7], 'attempts', attempts)
+redis.call('EXPIRE', reply, ARGV[4])
 local progress = ''
 if ARGV[6] ~= '' then progress = redis.call('HGET', KEYS[3], 'progress_message_id') or '' end
-return {'send', tostring(attempts), progress}
+return {'send', attempts, progress}

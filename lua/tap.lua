@@ -63,6 +63,10 @@
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
   "expired" (and "used" from another message than the first tap's) queue a replies entry
   `op=clear_markup, edit_message_id=<message>` that removes that message's buttons.
+  A group's key does not exist until a tap uses the group (include/tokens.lua): a token without
+  one belongs to an open group, and using it writes the key, expiring a second after the tapped
+  token (PTTL + 1000 ms). Its siblings were written in the same step with the same ttl, so while
+  any of them exists the record that the group was used does too.
   Except for a solo token (include/tokens.lua): its tap leaves the other buttons working, so
   "new" and "duplicate_command" do not clear the message; a solo token that names a release
   list (`list`) instead marks itself used in that list's stored keyboard
@@ -143,12 +147,9 @@ end
 -- 3. The group: used before means this tap only learns what happened.
 local group_key = group_prefix .. tok.group
 local group = redis.call('HMGET', group_key, 'state', 'outcome', 'job_id', 'chat_id', 'message_id')
-if not group[1] then
-  -- Tokens and their group get one expiry time; a token without its group is on its way out.
-  answer(texts.expired, true)
-  clear_markup('')
-  return finish('-', 'expired')
-end
+-- A group is written when it is used: an existing token without one is open. (A key in state
+-- `open` is one an earlier release wrote at creation.)
+local unused = not group[1]
 if group[1] == 'used' then
   local job_id = group[3] or ''
   local state = ''
@@ -167,10 +168,16 @@ if group[1] == 'used' then
 end
 
 local function use_group(outcome, job_id)
-  -- The group key exists (checked above), so HSET keeps its expiry: the group and its tokens
-  -- still vanish together.
+  -- A key an earlier release wrote keeps its expiry (HSET does not touch it). A new one lives a
+  -- second longer than the tapped token: its siblings, written in the same step with the same
+  -- ttl, are gone by then, so none can find its group open again.
   redis.call('HSET', group_key, 'state', 'used', 'outcome', outcome, 'job_id', job_id or '',
     'used_by', user_id, 'used_at', now, 'chat_id', chat_id, 'message_id', message_id)
+  if unused then
+    -- (-1: a token without expiry, made by hand; its group then has none either.)
+    local left = redis.call('PTTL', token_key)
+    if left >= 0 then redis.call('PEXPIRE', group_key, left + 1000) end
+  end
 end
 
 -- A solo token's tap marks it used in its list's keyboard, or leaves the message alone; any

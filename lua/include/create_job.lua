@@ -65,9 +65,13 @@ local function create_job(j)
   if j.window_ms > 0 then
     redis.call('SET', j.command_key, id, 'PX', j.window_ms)
   end
-  redis.call('LPUSH', j.chat_index, id)
-  redis.call('LTRIM', j.chat_index, 0, tonumber(j.chat_index_len) - 1)
-  redis.call('LPUSH', j.jobs_index, id)
-  redis.call('LTRIM', j.jobs_index, 0, tonumber(j.jobs_index_len) - 1)
+  -- LPUSH answers the list's new length: trimmed only when it is longer than its bound.
+  local chat_len, jobs_len = tonumber(j.chat_index_len), tonumber(j.jobs_index_len)
+  if redis.call('LPUSH', j.chat_index, id) > chat_len then
+    redis.call('LTRIM', j.chat_index, 0, chat_len - 1)
+  end
+  if redis.call('LPUSH', j.jobs_index, id) > jobs_len then
+    redis.call('LTRIM', j.jobs_index, 0, jobs_len - 1)
+  end
   return id
 end

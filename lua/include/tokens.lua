@@ -4,9 +4,12 @@
   A token is what a button's callback_data carries ("t:<token>", 32 hex characters = 128 random
   bits, made in Rust: Lua has no good randomness). Buttons offered together (Confirm + Cancel;
   the Subscribe buttons under one search; the review buttons sent to every admin chat) share a
-  group: using one uses the group, so a sibling tapped afterwards is "already handled". Tokens and
-  their group expire together (EXPIRE = the group's ttl); a used group is kept until then, so a
-  second tap can be told what the first one did.
+  group: using one uses the group, so a sibling tapped afterwards is "already handled". A group's
+  key is written only when one of its buttons is first used (tap.lua): until then the tokens
+  alone stand for the open group, which saves a key per keyboard (about 100 bytes of Redis and
+  two commands). The used group is kept a second longer than the tapped token (which expires
+  with its siblings, all written in one step with one ttl), so a second tap can be told what
+  the first one did and no sibling ever outlives the record that it was used.
 
   A token marked `solo` is a group of its own (`<group>.<n>`, n its place in the spec): the
   download buttons of one release list, and the download buttons under search matches, are not
@@ -21,19 +24,22 @@
                            ("1": its own group), list, used_label; a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
-                           field as empty. When it was made is its group's created_at
-    <group_prefix><group>  HASH: state (open | used), tokens (how many), created_at; once used
-                           also outcome, job_id, used_by, used_at, chat_id, message_id
+                           field as empty
+    <group_prefix><group>  HASH, written by the tap that uses the group (tap.lua): state (used),
+                           outcome, job_id, used_by, used_at, chat_id, message_id. No key: the
+                           group is open (while any of its tokens exists)
 
   TOKEN_FIELDS
       the fields of a token besides group, in the order they are written
   create_tokens(token_prefix, group_prefix, g, now)
-      writes each token with its non-empty fields only
+      writes each token with its non-empty fields only, each with the group's ttl (no group key:
+      see above)
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
-      "used_label"}, ...]}; every value but
-      ttl is a string (JSON numbers would lose the digits of 52-bit ids).
+      "used_label"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      52-bit ids, and a number given to redis.call is formatted with printf); a field left out
+      is empty
   notify_review(n)
       n = {notice (JSON: {"text": template, "group": spec, "messages": [{"chat_id", "markup"}]}),
            token_prefix, group_prefix, replies, replies_group, now, job_id,
@@ -47,24 +53,11 @@ local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command
   'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
-  local ttl = tonumber(g.ttl)
-  local shared = 0
-  for _, t in ipairs(g.tokens) do
-    if t.solo ~= '1' then shared = shared + 1 end
-  end
-  if shared > 0 then
-    local group_key = group_prefix .. g.group
-    redis.call('HSET', group_key, 'state', 'open', 'tokens', shared, 'created_at', now)
-    redis.call('EXPIRE', group_key, ttl)
-  end
+  local ttl = g.ttl
   for i, t in ipairs(g.tokens) do
     local key = token_prefix .. t.token
     local group = g.group
-    if t.solo == '1' then
-      group = g.group .. '.' .. i
-      redis.call('HSET', group_prefix .. group, 'state', 'open', 'tokens', 1, 'created_at', now)
-      redis.call('EXPIRE', group_prefix .. group, ttl)
-    end
+    if t.solo == '1' then group = g.group .. '.' .. i end
     local fields = {'group', group}
     for _, name in ipairs(TOKEN_FIELDS) do
       local v = t[name]

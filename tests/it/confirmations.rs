@@ -225,11 +225,12 @@ async fn unsubscribe_asks_with_two_buttons_and_makes_no_job_yet() {
         .await
         .unwrap();
     assert!((590..=600).contains(&ttl), "TTL {ttl}");
-    let group_ttl: i64 = conn
-        .ttl(s.keys.token_group(&confirm["group"]))
+    // The group has no key until a tap uses it: the tokens alone are the open group.
+    let group_exists: bool = conn
+        .exists(s.keys.token_group(&confirm["group"]))
         .await
         .unwrap();
-    assert!((590..=600).contains(&group_ttl), "group TTL {group_ttl}");
+    assert!(!group_exists, "no group key before a tap");
 }
 
 /// Stores `group` with include/tokens.lua's `create_tokens`, the function complete.lua stores a
@@ -302,7 +303,10 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
         .hgetall(store.keys.token_group(&group.id))
         .await
         .unwrap();
-    assert!(group_row.contains_key("created_at"), "{group_row:?}");
+    assert!(
+        group_row.is_empty(),
+        "no group key before a tap: {group_row:?}"
+    );
     assert_eq!(stored[0]["command"], "subscriptions");
     assert_eq!(stored[0]["window_ms"], "60000");
     for absent in [
@@ -1249,4 +1253,92 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         answers[0]["text"].contains("already settled (failed)"),
         "{answers:?}"
     );
+}
+
+/// A group has no key until a tap uses it, a solo button's as a shared one's: the tokens alone
+/// are the open group (about 100 bytes of Redis saved per keyboard). The tap that uses it
+/// writes the key, a second longer-lived than the tapped token, so a second tap is told what the
+/// first did; a solo button's siblings in the keyboard stay usable.
+#[tokio::test]
+async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let owner = Owner::User {
+        chat_id: ALICE,
+        user_id: ALICE,
+    };
+    let mut group = TokenGroup::new(Duration::from_secs(600));
+    let solo = |n: u32| oncebot::ledger::Solo {
+        key_args: Some(format!("release {n}")),
+        list: None,
+        used_label: format!("✓ {n}"),
+    };
+    let run = |args: &str| TokenAction::Run {
+        command: Command::Subscriptions,
+        args: args.into(),
+        window: Duration::from_secs(60),
+    };
+    let first = group.add_solo(owner, "1", run("a"), None, solo(1));
+    let second = group.add_solo(owner, "2", run("b"), None, solo(2));
+    let mut conn = store.conn().await;
+    store_token_group(&mut conn, &store, &group).await;
+    let groups: Vec<String> = conn
+        .keys(format!("{}*", store.keys.token_group_prefix()))
+        .await
+        .unwrap();
+    assert!(groups.is_empty(), "no group key before a tap: {groups:?}");
+
+    let tap_with = |update_id: i64, data: &str| Tap {
+        update_id,
+        callback_query_id: format!("q{update_id}"),
+        user_id: ALICE,
+        allowed: true,
+        chat_id: Some(ALICE),
+        message_id: Some(BOT_MESSAGE),
+        token: Some(token_of(data).to_string()),
+    };
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(1, &first)))
+        .await
+        .unwrap();
+    assert_eq!(tapped, Tapped::New { job_id: 1 });
+    let token: BTreeMap<String, String> = conn
+        .hgetall(store.keys.token(token_of(&first)))
+        .await
+        .unwrap();
+    let group_key = store.keys.token_group(&token["group"]);
+    let used: BTreeMap<String, String> = conn.hgetall(&group_key).await.unwrap();
+    assert_eq!(used["state"], "used", "{used:?}");
+    assert_eq!(used["job_id"], "1");
+    let group_ttl: i64 = conn.pttl(&group_key).await.unwrap();
+    let token_ttl: i64 = conn.pttl(store.keys.token(token_of(&first))).await.unwrap();
+    assert!(
+        group_ttl > token_ttl && group_ttl - token_ttl <= 1_000,
+        "the group outlives its token by a second: {group_ttl} ms, token {token_ttl} ms"
+    );
+
+    let again = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(2, &first)))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            again,
+            Tapped::Used {
+                job_id: Some(1),
+                ..
+            }
+        ),
+        "a second tap only learns what the first did: {again:?}"
+    );
+    let sibling = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(3, &second)))
+        .await
+        .unwrap();
+    assert_eq!(
+        sibling,
+        Tapped::New { job_id: 2 },
+        "a solo sibling still works"
+    );
+    let groups: Vec<String> = conn
+        .keys(format!("{}*", store.keys.token_group_prefix()))
+        .await
+        .unwrap();
+    assert_eq!(groups.len(), 2, "one key per used solo button: {groups:?}");
 }

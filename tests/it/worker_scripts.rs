@@ -473,3 +473,48 @@ async fn one_completion_records_each_outcome_of_a_group_on_its_own() {
         .unwrap();
     assert_eq!(pending.0, 0, "no entry is left pending");
 }
+
+#[tokio::test]
+async fn a_finished_entry_is_trimmed_once_every_older_one_is_done_and_the_backlog_counts_only_unfinished_work()
+ {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let first = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let second = enqueue(&ledger, 2, Command::Subscriptions, "").await;
+    let first_entry = deliver(&redis.url(), A).await;
+    let second_entry = deliver(&redis.url(), A).await;
+    let (a1, _) = run(claim(&store, &ledger, first, &first_entry, A).await);
+    let (a2, _) = run(claim(&store, &ledger, second, &second_entry, A).await);
+    let jobs_backlog = |stats: oncebot::ledger::QueueStats| {
+        let jobs = stats.streams.iter().find(|s| s.name == "jobs").unwrap();
+        (jobs.length, jobs.pending)
+    };
+
+    // The newer job finishes first: its entry stays behind the older one still running, and
+    // the backlog counts only that one.
+    assert_eq!(
+        complete(&store, &ledger, &a2, &succeeded()).await,
+        Completed::Recorded
+    );
+    assert_eq!(store.jobs_on_stream().await, [first, second]);
+    assert_eq!(jobs_backlog(ledger.queue_stats().await.unwrap()), (1, 1));
+
+    // A third job waits undelivered; the older one finishes: both finished entries go, the
+    // waiting one stays and is the backlog.
+    let third = enqueue(&ledger, 3, Command::Subscriptions, "").await;
+    assert_eq!(
+        complete(&store, &ledger, &a1, &succeeded()).await,
+        Completed::Recorded
+    );
+    assert_eq!(store.jobs_on_stream().await, [third]);
+    assert_eq!(jobs_backlog(ledger.queue_stats().await.unwrap()), (1, 0));
+
+    // Once it ran too, the stream is empty, as it was when each entry was deleted.
+    let third_entry = deliver(&redis.url(), A).await;
+    let (a3, _) = run(claim(&store, &ledger, third, &third_entry, A).await);
+    assert_eq!(
+        complete(&store, &ledger, &a3, &succeeded()).await,
+        Completed::Recorded
+    );
+    assert!(store.jobs_on_stream().await.is_empty());
+    assert_eq!(jobs_backlog(ledger.queue_stats().await.unwrap()), (0, 0));
+}

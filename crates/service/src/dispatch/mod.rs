@@ -24,6 +24,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -350,10 +352,12 @@ impl Dispatcher {
         chat: i64,
         edit_target: Option<i64>,
     ) -> Result<Option<i64>, ApiError> {
-        let markup: Option<Value> = reply
+        // Checked to be JSON and passed on as text: the stored markup is not rebuilt as a
+        // `Value` tree and serialised again for every message.
+        let markup: Option<Box<RawValue>> = reply
             .markup
-            .as_deref()
-            .and_then(|m| serde_json::from_str(m).ok());
+            .as_ref()
+            .and_then(|m| RawValue::from_string(m.clone()).ok());
         // clear_markup removes a message's buttons; edit_markup replaces them (a release list
         // with a used `✓ 下载 k` button).
         if let op @ Some("clear_markup" | "edit_markup") = reply.op.as_deref() {
@@ -361,8 +365,8 @@ impl Dispatcher {
                 return Ok(None);
             };
             self.limiter.acquire(chat).await;
-            let keyboard = match (op, markup) {
-                (Some("edit_markup"), Some(m)) => m,
+            let keyboard: Value = match (op, &markup) {
+                (Some("edit_markup"), Some(m)) => serde_json::from_str(m.get()).unwrap_or_default(),
                 _ => json!({"inline_keyboard": []}),
             };
             let body = json!({"chat_id": chat, "message_id": message_id,
@@ -376,14 +380,17 @@ impl Dispatcher {
         let mut first_id = None;
         for (i, chunk) in chunks.iter().enumerate() {
             let last = i + 1 == chunks.len();
-            let mut body = json!({"chat_id": chat, "text": chunk});
-            if last && let Some(m) = &markup {
-                body["reply_markup"] = m.clone();
-            }
+            let mut body = TextBody {
+                chat_id: chat,
+                message_id: None,
+                reply_markup: if last { markup.as_deref() } else { None },
+                reply_parameters: None,
+                text: chunk,
+            };
             self.limiter.acquire(chat).await;
-            let message: Value = match (i, edit_target) {
+            let message: SentMessage = match (i, edit_target) {
                 (0, Some(message_id)) => {
-                    body["message_id"] = json!(message_id);
+                    body.message_id = Some(message_id);
                     self.api
                         .call("editMessageText", &body, CALL_TIMEOUT)
                         .await?
@@ -392,14 +399,16 @@ impl Dispatcher {
                     if i == 0
                         && let Some(to) = reply.reply_to
                     {
-                        body["reply_parameters"] =
-                            json!({"message_id": to, "allow_sending_without_reply": true});
+                        body.reply_parameters = Some(ReplyParameters {
+                            allow_sending_without_reply: true,
+                            message_id: to,
+                        });
                     }
                     self.api.call("sendMessage", &body, CALL_TIMEOUT).await?
                 }
             };
             self.limiter.sent(chat);
-            let id = message.get("message_id").and_then(Value::as_i64);
+            let id = message.message_id;
             first_id = first_id.or(id).or(edit_target);
         }
         Ok(first_id)
@@ -571,6 +580,75 @@ fn is_edit_target_gone(description: &str) -> bool {
         || description.contains("message can't be edited")
 }
 
+/// A `sendMessage` / `editMessageText` body, written straight from its fields (fields in the
+/// order `json!` gave them before). The markup goes in as the stored JSON text.
+#[derive(Serialize)]
+struct TextBody<'a> {
+    chat_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_markup: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_parameters: Option<ReplyParameters>,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct ReplyParameters {
+    allow_sending_without_reply: bool,
+    message_id: i64,
+}
+
+/// What the dispatcher reads of a sent or edited message: its id. The rest of the Message is
+/// skipped, not built; `true` (an edited inline message) or anything else without an id reads
+/// as no id.
+#[derive(Debug, Default)]
+struct SentMessage {
+    message_id: Option<i64>,
+}
+
+impl<'de> Deserialize<'de> for SentMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = SentMessage;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a Message or true")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SentMessage, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(field_identifier, rename_all = "snake_case")]
+                enum Field {
+                    MessageId,
+                    #[serde(other)]
+                    Other,
+                }
+                let mut out = SentMessage::default();
+                while let Some(key) = map.next_key::<Field>()? {
+                    match key {
+                        Field::MessageId => out.message_id = map.next_value::<Value>()?.as_i64(),
+                        Field::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<SentMessage, E> {
+                Ok(SentMessage::default())
+            }
+            fn visit_unit<E>(self) -> Result<SentMessage, E> {
+                Ok(SentMessage::default())
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 /// Splits `text` into pieces of at most 4096 characters, at a line break when there is one in
 /// the second half of a piece. An empty text stays one (empty) piece.
 pub fn split_message(text: &str) -> Vec<String> {
@@ -598,6 +676,53 @@ pub fn split_message(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_body_is_the_json_the_bot_api_reads() {
+        let markup = RawValue::from_string(
+            r#"{"inline_keyboard":[[{"callback_data":"t:ab","text":"确认"}]]}"#.into(),
+        )
+        .unwrap();
+        let body = TextBody {
+            chat_id: 7,
+            message_id: None,
+            reply_markup: Some(&markup),
+            reply_parameters: Some(ReplyParameters {
+                allow_sending_without_reply: true,
+                message_id: 3,
+            }),
+            text: "hi \"there\"",
+        };
+        let sent: Value = serde_json::from_str(&serde_json::to_string(&body).unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"chat_id": 7, "text": "hi \"there\"",
+                   "reply_markup": {"inline_keyboard": [[{"callback_data": "t:ab", "text": "确认"}]]},
+                   "reply_parameters": {"message_id": 3, "allow_sending_without_reply": true}})
+        );
+        let bare = TextBody {
+            chat_id: 7,
+            message_id: Some(9),
+            reply_markup: None,
+            reply_parameters: None,
+            text: "x",
+        };
+        assert_eq!(
+            serde_json::to_string(&bare).unwrap(),
+            r#"{"chat_id":7,"message_id":9,"text":"x"}"#
+        );
+    }
+
+    #[test]
+    fn only_the_id_of_a_sent_message_is_read() {
+        let message: SentMessage = serde_json::from_str(
+            r#"{"message_id": 42, "from": {"id": 1, "is_bot": true}, "chat": {"id": 7, "type": "private"}, "date": 1, "text": "hi"}"#,
+        )
+        .unwrap();
+        assert_eq!(message.message_id, Some(42));
+        let edited_inline: SentMessage = serde_json::from_str("true").unwrap();
+        assert_eq!(edited_inline.message_id, None);
+    }
 
     #[test]
     fn short_messages_are_not_split() {

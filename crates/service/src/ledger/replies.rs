@@ -334,6 +334,11 @@ impl Ledger {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamStats {
     pub name: &'static str,
+    /// Entries not done yet: waiting for a consumer plus pending. For the replies and
+    /// callbacks streams that is XLEN (a finished entry is deleted). The jobs stream is trimmed
+    /// in order (complete.lua) and may also keep finished entries newer than its oldest
+    /// unfinished one, so there it is the group's `lag` plus `pending` (`XINFO GROUPS`, Redis
+    /// 7), or XLEN from a Redis that does not report the lag.
     pub length: u64,
     /// Delivered to a consumer and not acknowledged.
     pub pending: u64,
@@ -384,8 +389,8 @@ impl Ledger {
             _ => 0,
         };
         let mut out = Vec::new();
-        for (i, (name, _, _)) in streams.iter().enumerate() {
-            let length = int(values.get(2 * i));
+        for (i, (name, key, group)) in streams.iter().enumerate() {
+            let mut length = int(values.get(2 * i));
             let (pending, oldest) = match values.get(2 * i + 1) {
                 Some(redis::Value::Array(summary)) => {
                     let pending = int(summary.first());
@@ -400,6 +405,12 @@ impl Ledger {
                 }
                 _ => (0, Duration::ZERO),
             };
+            if *name == "jobs" && length > 0 {
+                // Only for a stream that exists: XINFO of a missing key is an error.
+                if let Some(lag) = self.group_lag(key, group).await? {
+                    length = lag + pending;
+                }
+            }
             out.push(StreamStats {
                 name,
                 length,
@@ -412,5 +423,28 @@ impl Ledger {
             needs_review: int(values.get(6)),
             retry_scheduled: int(values.get(7)),
         })
+    }
+
+    /// `lag` of `group` on `stream` (`XINFO GROUPS`): entries not yet delivered to it. `None`
+    /// when Redis does not say (before 7.0, or when it cannot tell after deletions).
+    async fn group_lag(&self, stream: &str, group: &str) -> Result<Option<u64>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let groups: Vec<HashMap<String, redis::Value>> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(stream)
+            .query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("reading the jobs group's lag"))?;
+        Ok(groups
+            .iter()
+            .find(|g| {
+                g.get("name")
+                    .and_then(|n| redis::from_redis_value::<String>(n.clone()).ok())
+                    .is_some_and(|n| n == group)
+            })
+            .and_then(|g| match g.get("lag") {
+                Some(redis::Value::Int(n)) => u64::try_from(*n).ok(),
+                _ => None,
+            }))
     }
 }

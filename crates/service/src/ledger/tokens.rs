@@ -6,9 +6,10 @@
 //!   anyone else is answered "not for you" and leaves the button usable.
 //! - **Siblings are used together.** Buttons offered together form a group; a tap that uses one
 //!   uses the group, so Confirm after Cancel (or a second search result) does nothing.
-//! - **Everything expires.** A group and its tokens share one expiry: `telegram.confirm_ttl_secs`
-//!   for a user's buttons, `telegram.review_ttl_secs` for review buttons. A used group is kept
-//!   until then so a second tap can be told what the first one did.
+//! - **Everything expires.** A group's tokens share one expiry: `telegram.confirm_ttl_secs`
+//!   for a user's buttons, `telegram.review_ttl_secs` for review buttons. A group's key is
+//!   written only by the tap that uses it and kept a second longer than its tokens, so a second
+//!   tap can be told what the first one did; until then the tokens alone are the open group.
 //! - **One answer per tap**, written with the decision, for the dispatcher's fast lane.
 
 use std::collections::BTreeMap;
@@ -128,29 +129,96 @@ impl TokenGroup {
         data
     }
 
-    /// The JSON include/tokens.lua reads. Every id is a string: Lua's numbers are doubles, and
-    /// printing one loses digits of a 52-bit id.
-    pub fn spec(&self) -> serde_json::Value {
-        let tokens: Vec<_> = self.tokens.iter().map(token_spec).collect();
-        json!({"group": self.id, "ttl": self.ttl.as_secs().max(1), "tokens": tokens})
+    /// The JSON include/tokens.lua reads (`to_string()`, or embedded in other JSON). Every id
+    /// is a string: Lua's numbers are doubles, and printing one loses digits of a 52-bit id.
+    /// Empty fields are left out, which the script reads as empty.
+    pub fn spec(&self) -> GroupSpec<'_> {
+        GroupSpec {
+            group: &self.id,
+            ttl: self.ttl.as_secs().max(1).to_string(),
+            tokens: self.tokens.iter().map(token_spec).collect(),
+        }
     }
 }
 
-fn token_spec(t: &Token) -> serde_json::Value {
+/// A [`TokenGroup`] as include/tokens.lua reads it: plain structs serialised straight to text,
+/// since this is built for every reply with buttons (a `serde_json::Value` tree of maps cost
+/// about a twentieth of the worker's instructions in the bench's drain).
+#[derive(Debug, serde::Serialize)]
+pub struct GroupSpec<'a> {
+    group: &'a str,
+    /// Seconds, as a string: include/tokens.lua passes it to EXPIRE as it is.
+    ttl: String,
+    tokens: Vec<TokenSpec<'a>>,
+}
+
+impl std::fmt::Display for GroupSpec<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+#[derive(Debug, serde::Serialize)]
+struct TokenSpec<'a> {
+    token: &'a str,
+    chat_id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    user_id: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    scope: &'static str,
+    label: &'a str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    reply_to: String,
+    action: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    command: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    args: &'a str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    idem: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    window_ms: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    recovery: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    job_id: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    decision: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    solo: &'static str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    list: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    used_label: &'a str,
+}
+
+fn token_spec(t: &Token) -> TokenSpec<'_> {
     let (chat_id, user_id, scope) = match t.owner {
         // A user's button stores no scope (tap.lua's default, the stricter check).
         Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), ""),
         Owner::Admins { chat_id } => (chat_id, String::new(), "admin"),
     };
-    let mut spec = json!({
-        "token": t.token,
-        "chat_id": chat_id.to_string(),
-        "user_id": user_id,
-        "scope": scope,
-        "label": t.label,
-        "reply_to": t.reply_to.map(|m| m.to_string()).unwrap_or_default(),
-    });
-    let fields: Vec<(&str, String)> = match &t.action {
+    let mut spec = TokenSpec {
+        token: &t.token,
+        chat_id: chat_id.to_string(),
+        user_id,
+        scope,
+        label: &t.label,
+        reply_to: t.reply_to.map(|m| m.to_string()).unwrap_or_default(),
+        action: "",
+        command: "",
+        args: "",
+        idem: String::new(),
+        window_ms: String::new(),
+        recovery: "",
+        job_id: String::new(),
+        decision: "",
+        solo: "",
+        list: String::new(),
+        used_label: "",
+    };
+    match &t.action {
         TokenAction::Run {
             command,
             args,
@@ -161,35 +229,29 @@ fn token_spec(t: &Token) -> serde_json::Value {
                 .as_ref()
                 .and_then(|s| s.key_args.as_deref())
                 .unwrap_or(args);
-            let idem = match t.owner {
+            spec.idem = match t.owner {
                 Owner::User { chat_id, user_id } => {
                     commands::idempotency_key(chat_id, user_id, *command, key_args)
                 }
                 Owner::Admins { .. } => String::new(),
             };
-            vec![
-                ("action", "run".into()),
-                ("command", command.name().into()),
-                ("args", args.clone()),
-                ("idem", idem),
-                ("window_ms", window.as_millis().to_string()),
-                ("recovery", command.policy().recovery.as_str().into()),
-            ]
+            spec.action = "run";
+            spec.command = command.name();
+            spec.args = args;
+            spec.window_ms = window.as_millis().to_string();
+            spec.recovery = command.policy().recovery.as_str();
         }
-        TokenAction::Cancel => vec![("action", "cancel".into())],
-        TokenAction::Review { job_id, decision } => vec![
-            ("action", "review".into()),
-            ("job_id", job_id.to_string()),
-            ("decision", decision.as_str().into()),
-        ],
-    };
-    for (k, v) in fields {
-        spec[k] = v.into();
+        TokenAction::Cancel => spec.action = "cancel",
+        TokenAction::Review { job_id, decision } => {
+            spec.action = "review";
+            spec.job_id = job_id.to_string();
+            spec.decision = decision.as_str();
+        }
     }
     if let Some(solo) = &t.solo {
-        spec["solo"] = "1".into();
-        spec["list"] = solo.list.map(|l| l.to_string()).unwrap_or_default().into();
-        spec["used_label"] = solo.used_label.clone().into();
+        spec.solo = "1";
+        spec.list = solo.list.map(|l| l.to_string()).unwrap_or_default();
+        spec.used_label = &solo.used_label;
     }
     spec
 }

@@ -55,6 +55,10 @@ pub struct BotApi {
     http: reqwest::Client,
     /// `<api_url>/bot<token>/`: a secret, like the token inside it.
     base: Secret,
+    /// `base` parsed once (`None` if it does not parse: then every call fails as before): a
+    /// call's URL is a clone with the method's path, not a string for reqwest to parse again.
+    /// As secret as `base`; `Debug` shows neither.
+    base_url: Option<reqwest::Url>,
 }
 
 impl fmt::Debug for BotApi {
@@ -69,13 +73,16 @@ impl BotApi {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| anyhow::anyhow!("building the HTTP client: {}", e.without_url()))?;
+        let base = Secret::new(format!(
+            "{}/bot{}/",
+            api_url.trim_end_matches('/'),
+            token.expose()
+        ));
+        let base_url = reqwest::Url::parse(base.expose()).ok();
         Ok(Self {
             http,
-            base: Secret::new(format!(
-                "{}/bot{}/",
-                api_url.trim_end_matches('/'),
-                token.expose()
-            )),
+            base,
+            base_url,
         })
     }
 
@@ -86,10 +93,16 @@ impl BotApi {
         body: &impl Serialize,
         timeout: Duration,
     ) -> Result<T, ApiError> {
-        let url = format!("{}{method}", self.base.expose());
-        let resp = self
-            .http
-            .post(url)
+        let request = match &self.base_url {
+            Some(base) => {
+                let mut url = base.clone();
+                let path = format!("{}{method}", url.path());
+                url.set_path(&path);
+                self.http.post(url)
+            }
+            None => self.http.post(format!("{}{method}", self.base.expose())),
+        };
+        let resp = request
             .json(body)
             .timeout(timeout)
             .send()

@@ -6,8 +6,6 @@
 //! random bits from the operating system's CSPRNG-seeded generator, as 32 hex characters, so a
 //! button cannot be guessed or forged; `t:` plus 32 characters is 34 bytes.
 
-use serde_json::json;
-
 /// The prefix of every callback data oncebot makes.
 const PREFIX: &str = "t:";
 /// Hex characters in a token (128 bits).
@@ -66,17 +64,36 @@ impl Keyboard {
 
     /// The markup as Telegram's JSON, e.g. `{"inline_keyboard":[[{"text":"确认",
     /// "callback_data":"t:…"}]]}`: what the replies stream's `markup` field carries.
+    /// Written straight from the rows (no `serde_json::Value` maps): every reply with buttons
+    /// builds one.
     pub fn to_json(&self) -> String {
-        let rows: Vec<Vec<serde_json::Value>> = self
-            .rows
-            .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|(text, data)| json!({"text": text, "callback_data": data}))
-                    .collect()
-            })
-            .collect();
-        json!({ "inline_keyboard": rows }).to_string()
+        #[derive(serde::Serialize)]
+        // The fields in the order serde_json's maps gave them before (sorted), so the
+        // stored markup did not change.
+        struct Button<'a> {
+            callback_data: &'a str,
+            text: &'a str,
+        }
+        #[derive(serde::Serialize)]
+        struct Markup<'a> {
+            inline_keyboard: Vec<Vec<Button<'a>>>,
+        }
+        let markup = Markup {
+            inline_keyboard: self
+                .rows
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .map(|(text, data)| Button {
+                            callback_data: data,
+                            text,
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        // Serialising strings into a Vec cannot fail.
+        serde_json::to_string(&markup).unwrap_or_default()
     }
 }
 

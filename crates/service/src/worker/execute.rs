@@ -68,7 +68,24 @@ pub type MediaLocks = KeyedLocks<(u64, Option<u32>)>;
 
 /// One async mutex per key, created on demand and forgotten when nobody holds it.
 pub struct KeyedLocks<K> {
-    locks: Arc<Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>>,
+    locks: Arc<Mutex<LockMap<K>>>,
+}
+
+struct LockMap<K> {
+    map: HashMap<K, Arc<tokio::sync::Mutex<()>>>,
+    /// Unused locks are swept out when the map reaches this size: then twice what is left (at
+    /// least 64), so a sweep, which visits every entry, costs O(1) per `get` on average and the
+    /// map holds at most about twice the locks in use.
+    sweep_at: usize,
+}
+
+impl<K> Default for LockMap<K> {
+    fn default() -> Self {
+        Self {
+            map: HashMap::new(),
+            sweep_at: 0,
+        }
+    }
 }
 
 impl<K> Default for KeyedLocks<K> {
@@ -91,9 +108,12 @@ impl<K: std::hash::Hash + Eq + Clone> KeyedLocks<K> {
     /// The lock for `key`; hold its guard for as long as the work must be exclusive.
     pub fn get(&self, key: K) -> Arc<tokio::sync::Mutex<()>> {
         // A poisoned lock only means another task panicked while inserting; the map is fine.
-        let mut map = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        map.retain(|_, l| Arc::strong_count(l) > 1);
-        map.entry(key).or_default().clone()
+        let mut locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        if locks.map.len() >= locks.sweep_at {
+            locks.map.retain(|_, l| Arc::strong_count(l) > 1);
+            locks.sweep_at = (2 * locks.map.len()).max(64);
+        }
+        locks.map.entry(key).or_default().clone()
     }
 }
 

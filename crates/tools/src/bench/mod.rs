@@ -17,6 +17,7 @@
 //! and without persistence unless `--redis-url` is given. Logs go to stderr, the report to
 //! stdout.
 
+mod instructions;
 mod load;
 mod phases;
 mod pipeline;
@@ -101,6 +102,11 @@ pub struct BenchArgs {
     /// tests).
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub backlog: Option<u64>,
+    /// Count instructions instead of time: run under `valgrind --tool=callgrind` with
+    /// `--redis-url` a redis-server under callgrind too. Skips the admission phases and reports
+    /// instructions per drained job and per e2e update of both processes (see `instructions`).
+    #[arg(long, hide = true, requires = "redis_url")]
+    pub callgrind: bool,
 }
 
 fn parse_phase_secs(s: &str) -> Result<f64, String> {
@@ -138,7 +144,7 @@ impl BenchArgs {
 }
 
 /// Everything one run measured; the `--json` output.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub quick: bool,
     pub connections: usize,
@@ -197,10 +203,12 @@ pub struct PipelineReport {
     pub e2e_cpu: Option<CpuPerOp>,
     /// Redis commands during the e2e window, per update (`INFO commandstats`), most time first.
     pub e2e_redis_commands: Vec<pipeline::CommandCost>,
+    /// With `--callgrind`: instructions per e2e update of this process and of redis-server.
+    pub e2e_instructions: Option<instructions::PerJob>,
 }
 
 /// Per-phase figures, in the order they run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Phases {
     pub raw_evalsha: Phase,
     pub admission: Phase,
@@ -221,13 +229,32 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         rounds = args.rounds(),
         "starting the bench"
     );
-    let mut target = Target::start(args.redis_url.as_deref(), args.redis_cluster).await?;
-    let measured = measure(&mut target, &args, connections, timing).await;
-    let stopped = target.stop().await;
-    let mut report = measured?;
-    stopped?;
-    let mut pipeline =
-        pipeline::Pipeline::start(args.redis_url.as_deref(), args.redis_cluster).await?;
+    let mut report = if args.callgrind {
+        // Under callgrind only the pipeline's instructions are counted.
+        Report {
+            quick: args.quick,
+            connections,
+            rounds: args.rounds(),
+            redis: "external, under callgrind".into(),
+            runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+            telegram_limits: pipeline::TELEGRAM_LIMITS,
+            pipeline_tuning: pipeline::TUNING,
+            ..Report::default()
+        }
+    } else {
+        let mut target = Target::start(args.redis_url.as_deref(), args.redis_cluster).await?;
+        let measured = measure(&mut target, &args, connections, timing).await;
+        let stopped = target.stop().await;
+        let report = measured?;
+        stopped?;
+        report
+    };
+    let mut pipeline = pipeline::Pipeline::start(
+        args.redis_url.as_deref(),
+        args.redis_cluster,
+        args.callgrind,
+    )
+    .await?;
     let measured = measure_pipeline(&mut pipeline, &args, timing).await;
     let stopped = pipeline.stop().await;
     let p = measured?;
@@ -419,7 +446,7 @@ async fn measure_pipeline(
         "worker phase done"
     );
     tracing::info!("measuring end to end");
-    let (e2e, e2e_cpu, e2e_redis_commands) = pipeline
+    let (e2e, e2e_cpu, e2e_redis_commands, e2e_instructions) = pipeline
         .e2e(load::Timing {
             warmup: (timing.measure / 5).min(Duration::from_secs(1)),
             ..timing
@@ -441,6 +468,7 @@ async fn measure_pipeline(
         e2e,
         e2e_cpu,
         e2e_redis_commands,
+        e2e_instructions,
     })
 }
 

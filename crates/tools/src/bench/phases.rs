@@ -63,7 +63,7 @@ impl Slice {
 }
 
 /// A phase's figures plus what it did to the ledger and what it cost.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Phase {
     #[serde(flatten)]
     pub stats: PhaseStats,

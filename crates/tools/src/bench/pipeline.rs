@@ -33,6 +33,7 @@ use http_body_util::Full;
 use hyper::header::{CONTENT_TYPE, HOST, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 
+use super::instructions::{self, Counters};
 use super::load::{CallerStats, Conn, PhaseStats, Timing, Window};
 use super::target::{
     CpuUse, at_window_edges, cpu_during, delete_matching, delete_prefix, info, process_cpu,
@@ -105,6 +106,8 @@ pub struct WorkerPhase {
     /// Redis commands during the drain (`INFO commandstats`, the whole server), per job:
     /// where Redis's share of the time goes. Most expensive first.
     pub redis_commands: Vec<CommandCost>,
+    /// With `--callgrind`: instructions per drained job of this process and of redis-server.
+    pub instructions_per_job: Option<instructions::PerJob>,
 }
 
 /// One Redis command's share of a phase, per job.
@@ -203,12 +206,22 @@ pub struct Pipeline {
     external: bool,
     /// Every role, started after the drain (for delivery, then the e2e phase).
     running: Option<Running>,
+    /// With `--callgrind`: the processes whose instructions are counted.
+    counters: Option<Counters>,
+    /// How often the drain's end is polled for: every poll is work in both processes, which
+    /// under callgrind (everything some 50 times slower) would weigh on the counts.
+    poll: Duration,
 }
 
 impl Pipeline {
     /// Starts the simulators and a private Redis (or uses `redis_url` under a fresh prefix;
-    /// `cluster`: it names Redis Cluster nodes).
-    pub async fn start(redis_url: Option<&str>, cluster: bool) -> anyhow::Result<Pipeline> {
+    /// `cluster`: it names Redis Cluster nodes). With `callgrind`, instructions are counted
+    /// (see `instructions`).
+    pub async fn start(
+        redis_url: Option<&str>,
+        cluster: bool,
+        callgrind: bool,
+    ) -> anyhow::Result<Pipeline> {
         let (server, url, prefix) = match redis_url {
             Some(url) => (
                 None,
@@ -263,6 +276,17 @@ impl Pipeline {
                 ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "100".into()),
                 ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false".into()),
             ]);
+        // Under callgrind everything runs some 50 times slower: a heartbeat late by more than
+        // the liveness expiry would have the worker's own entries reaped and run twice, and a
+        // Redis call may take longer than the usual timeout.
+        let slow = [
+            ("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "20000"),
+            ("ONCEBOT__WORKER__LIVENESS_TTL_MS", "120000"),
+            ("ONCEBOT__WORKER__RECLAIM_IDLE_MS", "600000"),
+            ("ONCEBOT__DISPATCHER__LIVENESS_TTL_MS", "120000"),
+            ("ONCEBOT__DISPATCHER__RECLAIM_IDLE_MS", "600000"),
+        ];
+        let env = if callgrind { env.set_all(slow) } else { env };
         let settings = env.settings().context("the pipeline's settings")?;
         let ledger = Ledger::connect(&settings)?;
         ledger
@@ -283,7 +307,14 @@ impl Pipeline {
                 anyhow::anyhow!("the bench's own update is ignored: {}", why.as_str())
             })?);
         }
+        let counters = if callgrind {
+            Some(Counters::new(&ledger).await?)
+        } else {
+            None
+        };
         Ok(Pipeline {
+            counters,
+            poll: Duration::from_millis(if callgrind { 100 } else { 2 }),
             _redis: server,
             settings,
             ledger,
@@ -398,6 +429,10 @@ impl Pipeline {
         let stats0 = self.command_stats().await?;
         let reads0 = redis_reads(&self.ledger).await;
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
+        let counted0 = match &self.counters {
+            Some(c) => Some(c.read().await?),
+            None => None,
+        };
         tracing::info!(jobs = n, admit_s, "backlog admitted; draining it");
         let started = Instant::now();
         let running = tokio::spawn(worker.run(stop.clone()));
@@ -405,6 +440,10 @@ impl Pipeline {
             .until(|(jobs, replies)| jobs == 0 && replies >= n)
             .await;
         let elapsed = started.elapsed();
+        let instructions_per_job = match (&self.counters, counted0) {
+            (Some(c), Some(before)) => Some(before.per_job(&c.read().await?, n)),
+            _ => None,
+        };
         let (redis1, process1) = (redis_cpu(&self.ledger).await, process_cpu());
         let reads1 = redis_reads(&self.ledger).await;
         let stats1 = self.command_stats().await?;
@@ -428,6 +467,7 @@ impl Pipeline {
                 _ => f64::NAN,
             },
             redis_commands: command_costs(&stats0, &stats1, n),
+            instructions_per_job,
         };
         let memory_drained = self.used_memory().await?;
 
@@ -489,11 +529,11 @@ impl Pipeline {
         Ok((worker, delivery, memory))
     }
 
-    /// Polls the stream lengths every 2 ms (the drain's end is measured by it) until `done`
+    /// Polls the stream lengths every `poll` (the drain's end is measured by it) until `done`
     /// holds (or the deadline passes).
     async fn until(&self, done: impl Fn((u64, u64)) -> bool) -> anyhow::Result<()> {
         wait("the streams to drain", DEADLINE)
-            .every(Duration::from_millis(2))
+            .every(self.poll)
             .until_seen(|| async {
                 let lengths = self.stream_lengths().await?;
                 Ok(if done(lengths) {
@@ -574,7 +614,12 @@ impl Pipeline {
     pub async fn e2e(
         &mut self,
         timing: Timing,
-    ) -> anyhow::Result<(PhaseStats, Option<CpuUse>, Vec<CommandCost>)> {
+    ) -> anyhow::Result<(
+        PhaseStats,
+        Option<CpuUse>,
+        Vec<CommandCost>,
+        Option<instructions::PerJob>,
+    )> {
         let addr = self
             .running
             .as_ref()
@@ -594,6 +639,14 @@ impl Pipeline {
                 async move { command_stats(&ledger).await.ok() }
             })
         };
+        let counted = self.counters.map(|c| {
+            at_window_edges(&window, move || async move {
+                c.read()
+                    .await
+                    .inspect_err(|e| tracing::warn!(error = %e, "counting instructions"))
+                    .ok()
+            })
+        });
         let done = CancellationToken::new();
         // Taken before any caller starts: a reply that arrives before the watcher first runs
         // must still be matched.
@@ -707,7 +760,15 @@ impl Pipeline {
             Some((before, after)) => command_costs(&before, &after, stats.ok),
             None => Vec::new(),
         };
-        Ok((stats, cpu, commands))
+        let instructions = match counted {
+            Some(c) => c
+                .await
+                .ok()
+                .flatten()
+                .map(|(before, after)| before.per_job(&after, stats.ok)),
+            None => None,
+        };
+        Ok((stats, cpu, commands, instructions))
     }
 }
 

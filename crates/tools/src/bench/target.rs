@@ -265,7 +265,7 @@ pub(super) async fn info(ledger: &Ledger, section: &str) -> redis::RedisResult<S
 }
 
 /// The value of `name:` in an INFO answer.
-fn info_field<T: std::str::FromStr>(info: &str, name: &str) -> Option<T> {
+pub(super) fn info_field<T: std::str::FromStr>(info: &str, name: &str) -> Option<T> {
     info.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
