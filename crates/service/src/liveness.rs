@@ -125,9 +125,9 @@ impl Liveness {
                         "removed stopped consumers from the group"
                     );
                 }
-                if !reaped.taken.is_empty() {
+                if !reaped.jobs.is_empty() || !reaped.lanes.is_empty() {
                     tracing::warn!(
-                        entries = reaped.taken.len(),
+                        entries = reaped.jobs.len() + reaped.lanes.len(),
                         "took the entries of a consumer whose liveness expired"
                     );
                 }
@@ -161,7 +161,7 @@ impl Liveness {
             }
             beat_now = !beat_now;
             let reaped = self.reap().await;
-            if !reaped.taken.is_empty() {
+            if !reaped.jobs.is_empty() || !reaped.lanes.is_empty() {
                 take(reaped).await;
             }
         }

@@ -35,7 +35,10 @@ use tracing::Instrument as _;
 use crate::backoff;
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::consume::{Consumer, read_loop};
-use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, LedgerError, ReplyEntry};
+use crate::ledger::{
+    Begin, CallbackEntry, ConsumerRole, Lane, LaneEntry, Ledger, LedgerError, ReplyEntry,
+    StreamReader,
+};
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
@@ -143,16 +146,11 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Sends what was taken from dead dispatchers (0: replies, 1: callbacks, as reap answers).
+    /// Sends what was taken from dead dispatchers.
     async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
-        for (stream, entry) in reaped.taken {
-            let lane = if stream == 0 {
-                Lane::Replies
-            } else {
-                Lane::Callbacks
-            };
-            tracing::warn!(entry = %entry.id, ?lane, "took over an entry from a dispatcher whose liveness expired");
-            self.clone().spawn_entry(lane, entry).await;
+        for entry in reaped.lanes {
+            tracing::warn!(entry = %entry.id(), lane = ?entry.lane(), "took over an entry from a dispatcher whose liveness expired");
+            self.clone().spawn_entry(entry).await;
         }
     }
 
@@ -161,8 +159,8 @@ impl Dispatcher {
         read_loop(&self.ledger, &stop, &LaneReader(self.clone(), lane)).await;
     }
 
-    async fn spawn_entry(self: Arc<Self>, lane: Lane, entry: redis::streams::StreamId) {
-        let is_reply = lane == Lane::Replies;
+    async fn spawn_entry(self: Arc<Self>, entry: LaneEntry) {
+        let is_reply = entry.lane() == Lane::Replies;
         // Callback answers never wait for a permit: the fast lane.
         let permit = if is_reply {
             match self.permits.clone().acquire_owned().await {
@@ -172,28 +170,29 @@ impl Dispatcher {
         } else {
             None
         };
-        self.in_flight().insert((is_reply, entry.id.clone()));
+        let id = entry.id().to_string();
+        self.in_flight().insert((is_reply, id.clone()));
         let this = self.clone();
         self.tasks.spawn(async move {
-            let id = entry.id.clone();
-            if is_reply {
-                match ReplyEntry::from_stream(&entry) {
-                    Some(reply) => {
-                        let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
-                        this.deliver(reply).instrument(span).await;
-                    }
-                    None => {
-                        tracing::error!(entry = %id, "reply without a chat id; dropping it");
-                        let _ = this.ledger.drop_reply(&id).await;
-                    }
+            match entry {
+                LaneEntry::Reply(reply) => {
+                    let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
+                    this.deliver(reply).instrument(span).await;
                 }
-            } else {
-                match CallbackEntry::from_stream(&entry) {
-                    Some(cb) => this.answer_callback(cb).await,
-                    None => {
-                        tracing::error!(entry = %id, "callback entry without an id; dropping it");
-                        let _ = this.ledger.callback_done(&id).await;
-                    }
+                LaneEntry::Callback(cb) => this.answer_callback(cb).await,
+                LaneEntry::Malformed {
+                    lane: Lane::Replies,
+                    ..
+                } => {
+                    tracing::error!(entry = %id, "reply without a chat id; dropping it");
+                    let _ = this.ledger.drop_reply(&id).await;
+                }
+                LaneEntry::Malformed {
+                    lane: Lane::Callbacks,
+                    ..
+                } => {
+                    tracing::error!(entry = %id, "callback entry without an id; dropping it");
+                    let _ = this.ledger.callback_done(&id).await;
                 }
             }
             this.in_flight().remove(&(is_reply, id));
@@ -496,8 +495,8 @@ impl Dispatcher {
                     {
                         Ok(entries) => {
                             for entry in entries {
-                                tracing::warn!(entry = %entry.id, ?lane, "took over an entry from a dispatcher that stopped");
-                                self.clone().spawn_entry(lane, entry).await;
+                                tracing::warn!(entry = %entry.id(), ?lane, "took over an entry from a dispatcher that stopped");
+                                self.clone().spawn_entry(entry).await;
                             }
                         }
                         Err(e) if crate::ledger::is_missing_group(&e) => {}
@@ -542,12 +541,13 @@ impl Consumer for LaneReader {
         }
     }
 
+    type Entry = LaneEntry;
+
     fn read<'a>(
         &'a self,
-        conn: &'a mut crate::ledger::Conn,
-    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<redis::streams::StreamId>>>>
-    + Send
-    + 'a {
+        reader: &'a mut StreamReader,
+    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<LaneEntry>>>> + Send + 'a
+    {
         let d = &self.0;
         async move {
             if !d.liveness.may_claim() {
@@ -556,17 +556,13 @@ impl Consumer for LaneReader {
             }
             let count = d.permits.available_permits().max(1);
             let block = Duration::from_millis(d.cfg.read_block_ms);
-            Some(
-                d.ledger
-                    .read_lane(conn, self.1, &d.consumer, count, block)
-                    .await,
-            )
+            Some(reader.lane(self.1, &d.consumer, count, block).await)
         }
     }
 
-    async fn handle(&self, entries: Vec<redis::streams::StreamId>) {
+    async fn handle(&self, entries: Vec<LaneEntry>) {
         for entry in entries {
-            self.0.clone().spawn_entry(self.1, entry).await;
+            self.0.clone().spawn_entry(entry).await;
         }
     }
 }

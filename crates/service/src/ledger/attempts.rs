@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::reader::JobEntry;
 use super::scripts::ScriptCall;
 use super::{Job, Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
@@ -124,21 +125,6 @@ pub struct AttemptLimits {
 }
 
 impl Ledger {
-    /// XREADGROUP `>` on the jobs stream for `consumer`, blocking up to `block`. `conn` must be
-    /// a connection of the caller's own: a blocking read stalls every other command queued on a
-    /// shared multiplexed connection.
-    pub async fn read_new_entries(
-        &self,
-        conn: &mut crate::ledger::Conn,
-        consumer: &str,
-        count: usize,
-        block: Duration,
-    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
-        let stream = self.keys.jobs_stream();
-        self.read_group(conn, &stream, keys::JOBS_GROUP, consumer, count, block)
-            .await
-    }
-
     /// XAUTOCLAIM: up to `count` jobs-stream entries idle longer than `min_idle` (their worker
     /// stopped renewing its lease), now delivered to `consumer`.
     pub async fn reclaim_idle_entries(
@@ -146,10 +132,12 @@ impl Ledger {
         consumer: &str,
         min_idle: Duration,
         count: usize,
-    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
+    ) -> redis::RedisResult<Vec<JobEntry>> {
         let stream = self.keys.jobs_stream();
-        self.autoclaim(&stream, keys::JOBS_GROUP, consumer, min_idle, count)
-            .await
+        let ids = self
+            .autoclaim(&stream, keys::JOBS_GROUP, consumer, min_idle, count)
+            .await?;
+        Ok(ids.into_iter().map(JobEntry::from_stream).collect())
     }
 
     pub(super) async fn read_group(

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use redis::streams::StreamId;
-
+use super::Lane;
+use super::reader::{JobEntry, LaneEntry};
 use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, keys, scripts};
 
@@ -24,9 +24,10 @@ pub enum Role {
 pub struct Reaped {
     /// Consumers removed from the group (dead with nothing pending, or left by an old release).
     pub removed: u64,
-    /// Entries taken from dead consumers, with the index of their stream in [`Ledger::streams_of`]
-    /// (the dispatcher's: 0 replies, 1 callbacks).
-    pub taken: Vec<(usize, StreamId)>,
+    /// Jobs-stream entries taken from dead workers.
+    pub jobs: Vec<JobEntry>,
+    /// Replies and callbacks taken from dead dispatchers.
+    pub lanes: Vec<LaneEntry>,
 }
 
 impl Ledger {
@@ -137,13 +138,32 @@ impl Ledger {
             .transpose()
             .map_err(|e| corrupt(e.to_string()))?
             .unwrap_or(0);
-        let mut taken = Vec::new();
+        let mut reaped = Reaped {
+            removed,
+            jobs: Vec::new(),
+            lanes: Vec::new(),
+        };
         for (index, entries) in answer.enumerate() {
             let reply: redis::streams::StreamClaimReply =
                 redis::from_redis_value(entries).map_err(|e| corrupt(e.to_string()))?;
-            taken.extend(reply.ids.into_iter().map(|entry| (index, entry)));
+            // In the order of `streams_of`: the worker's jobs; the dispatcher's replies, callbacks.
+            match (role, index) {
+                (Role::Worker, _) => reaped
+                    .jobs
+                    .extend(reply.ids.into_iter().map(JobEntry::from_stream)),
+                (Role::Dispatcher, i) => {
+                    let lane = if i == 0 {
+                        Lane::Replies
+                    } else {
+                        Lane::Callbacks
+                    };
+                    reaped
+                        .lanes
+                        .extend(reply.ids.iter().map(|id| LaneEntry::from_stream(lane, id)));
+                }
+            }
         }
-        Ok(Reaped { removed, taken })
+        Ok(reaped)
     }
 }
 

@@ -8,6 +8,7 @@ mod conn;
 pub mod keys;
 mod liveness;
 mod overview;
+mod reader;
 mod releases;
 mod replies;
 #[cfg(test)]
@@ -30,6 +31,7 @@ pub use conn::{Conn, cluster_nodes};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
 pub use overview::{ConsumerInfo, StateCounts};
+pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
 use scripts::ScriptCall;

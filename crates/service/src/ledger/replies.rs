@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use redis::streams::StreamId;
 
+use super::reader::LaneEntry;
 use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::ReplyKind;
@@ -103,31 +104,11 @@ pub enum Lane {
 }
 
 impl Ledger {
-    fn lane_stream(&self, lane: Lane) -> String {
+    pub(super) fn lane_stream(&self, lane: Lane) -> String {
         match lane {
             Lane::Replies => self.keys.replies_stream(),
             Lane::Callbacks => self.keys.callbacks_stream(),
         }
-    }
-
-    /// XREADGROUP `>` on a lane for `consumer`, on the caller's own connection (blocking).
-    pub async fn read_lane(
-        &self,
-        conn: &mut crate::ledger::Conn,
-        lane: Lane,
-        consumer: &str,
-        count: usize,
-        block: Duration,
-    ) -> redis::RedisResult<Vec<StreamId>> {
-        self.read_group(
-            conn,
-            &self.lane_stream(lane),
-            keys::REPLIES_GROUP,
-            consumer,
-            count,
-            block,
-        )
-        .await
     }
 
     /// XAUTOCLAIM on a lane: entries whose dispatcher stopped renewing its lease.
@@ -137,15 +118,20 @@ impl Ledger {
         consumer: &str,
         min_idle: Duration,
         count: usize,
-    ) -> redis::RedisResult<Vec<StreamId>> {
-        self.autoclaim(
-            &self.lane_stream(lane),
-            keys::REPLIES_GROUP,
-            consumer,
-            min_idle,
-            count,
-        )
-        .await
+    ) -> redis::RedisResult<Vec<LaneEntry>> {
+        let ids = self
+            .autoclaim(
+                &self.lane_stream(lane),
+                keys::REPLIES_GROUP,
+                consumer,
+                min_idle,
+                count,
+            )
+            .await?;
+        Ok(ids
+            .iter()
+            .map(|id| LaneEntry::from_stream(lane, id))
+            .collect())
     }
 
     /// lease.lua on a lane; returns the entries this consumer no longer owns.

@@ -26,7 +26,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::streams::StreamId;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -38,8 +37,8 @@ use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
-    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, Ledger, LedgerError,
-    Outcome,
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, JobEntry, Ledger,
+    LedgerError, Outcome, StreamReader,
 };
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
@@ -177,9 +176,9 @@ impl Worker {
 
     /// Runs the entries taken from dead workers (recovered by policy in claim.lua).
     async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
-        let entries: Vec<StreamId> = reaped.taken.into_iter().map(|(_, e)| e).collect();
+        let entries = reaped.jobs;
         for entry in &entries {
-            tracing::warn!(entry = %entry.id, "took an entry from a worker whose liveness expired");
+            tracing::warn!(entry = %entry.entry, "took an entry from a worker whose liveness expired");
         }
         if !entries.is_empty() {
             self.spawn_entries(entries, true).await;
@@ -204,14 +203,14 @@ impl Worker {
     /// of reclaimed entries may be larger than `worker.concurrency`) and takes with it what
     /// else is free. Each claim runs in a task of its own, so the reader can read again while
     /// it is on its way to Redis.
-    async fn spawn_entries(self: Arc<Self>, entries: Vec<StreamId>, reclaimed: bool) {
+    async fn spawn_entries(self: Arc<Self>, entries: Vec<JobEntry>, reclaimed: bool) {
         let mut delivered = Vec::with_capacity(entries.len());
         for entry in entries {
-            match job_id_of(&entry) {
-                Some(job_id) => delivered.push((job_id, entry.id)),
+            match entry.job_id {
+                Some(job_id) => delivered.push((job_id, entry.entry)),
                 None => {
-                    tracing::error!(entry = %entry.id, "jobs-stream entry without a job id; dropping it");
-                    if let Err(e) = self.ledger.drop_entry(&entry.id).await {
+                    tracing::error!(entry = %entry.entry, "jobs-stream entry without a job id; dropping it");
+                    if let Err(e) = self.ledger.drop_entry(&entry.entry).await {
                         tracing::error!(error = %e, "could not drop the malformed entry");
                     }
                 }
@@ -764,7 +763,7 @@ impl Worker {
         match reply {
             Ok(entries) => {
                 for entry in &entries {
-                    tracing::warn!(entry = %entry.id, "reclaimed an entry from a worker that stopped");
+                    tracing::warn!(entry = %entry.entry, "reclaimed an entry from a worker that stopped");
                 }
                 self.clone().spawn_entries(entries, true).await;
             }
@@ -800,10 +799,12 @@ impl Consumer for JobsReader {
         "jobs"
     }
 
+    type Entry = JobEntry;
+
     fn read<'a>(
         &'a self,
-        conn: &'a mut crate::ledger::Conn,
-    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a
+        reader: &'a mut StreamReader,
+    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<JobEntry>>>> + Send + 'a
     {
         let w = &self.0;
         async move {
@@ -818,22 +819,13 @@ impl Consumer for JobsReader {
             let count = w.permits.available_permits() + 1;
             drop(permit);
             let block = Duration::from_millis(w.cfg.read_block_ms);
-            Some(
-                w.ledger
-                    .read_new_entries(conn, &w.consumer, count, block)
-                    .await,
-            )
+            Some(reader.jobs(&w.consumer, count, block).await)
         }
     }
 
-    fn handle(&self, entries: Vec<StreamId>) -> impl std::future::Future<Output = ()> + Send + '_ {
+    fn handle(&self, entries: Vec<JobEntry>) -> impl std::future::Future<Output = ()> + Send + '_ {
         self.0.clone().spawn_entries(entries, false)
     }
-}
-
-/// The job id an entry names (its `job` field), if it names one.
-fn job_id_of(entry: &StreamId) -> Option<u64> {
-    redis::from_redis_value_ref(entry.map.get("job")?).ok()
 }
 
 /// The job's own recovery policy, stored at admission (`None` for a value this release does

@@ -1,0 +1,149 @@
+//! What the consumers read, typed, and the blocking reader that reads it.
+//!
+//! A blocking XREADGROUP gets a connection of its own with no response timeout: on the shared
+//! multiplexed connection it would stall every other command behind it, and the shared
+//! connection's response timeout would cut it off. The reader owns that connection, makes it
+//! again after a failure, and hands out entries the worker and the dispatcher can use without
+//! knowing how a stream entry looks on the wire.
+
+use std::time::Duration;
+
+use redis::streams::StreamId;
+
+use super::{CallbackEntry, Conn, Lane, Ledger, ReplyEntry, is_missing_group, keys};
+
+/// A jobs-stream entry: its id, and the job it names (`None`: written by hand, or damaged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEntry {
+    pub entry: String,
+    pub job_id: Option<u64>,
+}
+
+impl JobEntry {
+    pub(super) fn from_stream(id: StreamId) -> JobEntry {
+        let job_id = id
+            .map
+            .get("job")
+            .and_then(|v| redis::from_redis_value_ref(v).ok());
+        JobEntry {
+            entry: id.id,
+            job_id,
+        }
+    }
+}
+
+/// A replies- or callbacks-stream entry: what it asks the dispatcher to deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LaneEntry {
+    Reply(ReplyEntry),
+    Callback(CallbackEntry),
+    /// Nothing can be delivered (a reply without a chat id, a callback without its query id).
+    Malformed {
+        lane: Lane,
+        entry: String,
+    },
+}
+
+impl LaneEntry {
+    pub(super) fn from_stream(lane: Lane, id: &StreamId) -> LaneEntry {
+        let parsed = match lane {
+            Lane::Replies => ReplyEntry::from_stream(id).map(LaneEntry::Reply),
+            Lane::Callbacks => CallbackEntry::from_stream(id).map(LaneEntry::Callback),
+        };
+        parsed.unwrap_or_else(|| LaneEntry::Malformed {
+            lane,
+            entry: id.id.clone(),
+        })
+    }
+
+    /// The stream entry's id.
+    pub fn id(&self) -> &str {
+        match self {
+            LaneEntry::Reply(r) => &r.entry,
+            LaneEntry::Callback(c) => &c.entry,
+            LaneEntry::Malformed { entry, .. } => entry,
+        }
+    }
+
+    pub fn lane(&self) -> Lane {
+        match self {
+            LaneEntry::Reply(_) => Lane::Replies,
+            LaneEntry::Callback(_) => Lane::Callbacks,
+            LaneEntry::Malformed { lane, .. } => *lane,
+        }
+    }
+}
+
+/// A blocking reader of the ledger's streams, on a connection of its own.
+pub struct StreamReader {
+    ledger: Ledger,
+    conn: Option<Conn>,
+}
+
+impl Ledger {
+    /// A reader for one consumer loop; it connects on its first read.
+    pub fn reader(&self) -> StreamReader {
+        StreamReader {
+            ledger: self.clone(),
+            conn: None,
+        }
+    }
+}
+
+impl StreamReader {
+    /// XREADGROUP `>` on the jobs stream for `consumer`, blocking up to `block`.
+    pub async fn jobs(
+        &mut self,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<JobEntry>> {
+        let stream = self.ledger.keys.jobs_stream();
+        let ids = self
+            .read(&stream, keys::JOBS_GROUP, consumer, count, block)
+            .await?;
+        Ok(ids.into_iter().map(JobEntry::from_stream).collect())
+    }
+
+    /// XREADGROUP `>` on a lane for `consumer`, blocking up to `block`.
+    pub async fn lane(
+        &mut self,
+        lane: Lane,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<LaneEntry>> {
+        let stream = self.ledger.lane_stream(lane);
+        let ids = self
+            .read(&stream, keys::REPLIES_GROUP, consumer, count, block)
+            .await?;
+        Ok(ids
+            .iter()
+            .map(|id| LaneEntry::from_stream(lane, id))
+            .collect())
+    }
+
+    /// One read on the reader's connection (made first if there is none). After a failure
+    /// other than a missing group the connection is dropped, so the next read makes a new one.
+    async fn read(
+        &mut self,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<StreamId>> {
+        let conn = match self.conn.as_mut() {
+            Some(conn) => conn,
+            None => self.conn.insert(self.ledger.stream_connection().await?),
+        };
+        let read = self
+            .ledger
+            .read_group(conn, stream, group, consumer, count, block)
+            .await;
+        if read.as_ref().is_err_and(|e| !is_missing_group(e)) {
+            self.conn = None;
+        }
+        read
+    }
+}
