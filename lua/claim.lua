@@ -44,7 +44,7 @@
                                               entry that is not the job's current one): acked
   values... are the job's CLAIM_FIELDS below, in that order, as they are after the claim ("" for
   a field the job does not have): what a worker reads of the job, and no more. Fewer values
-  than the whole HASH are cheaper at both ends (src/ledger/attempts.rs keeps the same list).
+  than the whole HASH are cheaper at both ends (crates/service/src/ledger/attempts.rs keeps the same list).
 ]]
 
 local stream, replies, review = KEYS[1], KEYS[2], KEYS[3]

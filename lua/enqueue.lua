@@ -1,7 +1,7 @@
 --[[
   enqueue: admit one Telegram update into the ledger, atomically (one EVALSHA per update).
   Runs after include/common.lua, include/create_job.lua and include/tokens.lua (concatenated in
-  front of it by src/ledger/scripts.rs): a job is created by the same code here and in tap.lua.
+  front of it by crates/service/src/ledger/scripts.rs): a job is created by the same code here and in tap.lua.
 
   Guarantee: an update_id is admitted at most once while it is remembered (transport layer), and a
   side-effecting command with a duplicate window creates at most one job per window (business

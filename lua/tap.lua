@@ -1,7 +1,7 @@
 --[[
   tap: one callback query (a user tapped an inline button), decided and answered in one atomic
   step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua and
-  include/resolve_job.lua (concatenated in front of it by src/ledger/scripts.rs), so the job a
+  include/resolve_job.lua (concatenated in front of it by crates/service/src/ledger/scripts.rs), so the job a
   tap makes is made exactly as enqueue.lua makes one, and a review button settles a job exactly
   as `oncebot jobs resolve` does.
 

@@ -47,7 +47,7 @@ enum Cmd {
         command: WebhookCmd,
     },
     /// Measure admission throughput and latency on a private Redis.
-    Bench(oncebot::bench::BenchArgs),
+    Bench(oncebot_tools::bench::BenchArgs),
     /// Watch oncebot absorb a repeated update, a double tap and a worker crash, with simulated
     /// Telegram and MoviePilot (needs a Redis, or redis-server installed; touches no other keys).
     Demo,
@@ -137,7 +137,7 @@ fn main() -> ExitCode {
     }
     if matches!(cli.command, Cmd::Bench(_)) {
         // The in-process ingress would otherwise log every update it measures.
-        log.level = oncebot::bench::LOG_FILTER.to_string();
+        log.level = oncebot_tools::bench::LOG_FILTER.to_string();
     }
     oncebot::telemetry::init(&log);
     let threads = match settings.runtime_threads() {
@@ -150,7 +150,7 @@ fn main() -> ExitCode {
     let threads = match (&cli.command, threads) {
         (_, Some(n)) => n,
         (Cmd::Bench(args), None) if args.redis_url.is_none() => {
-            oncebot::bench::runtime_threads_beside_private_redis()
+            oncebot_tools::bench::runtime_threads_beside_private_redis()
         }
         (_, None) => oncebot::config::cpu_cores(),
     };
@@ -228,8 +228,8 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                 } => oncebot::admin::webhook_delete(&settings, drop_pending_updates).await,
             }
         }
-        Cmd::Bench(args) => oncebot::bench::run(args).await,
-        Cmd::Demo => oncebot::demo::run(&settings).await,
+        Cmd::Bench(args) => oncebot_tools::bench::run(args).await,
+        Cmd::Demo => oncebot_tools::demo::run(&settings).await,
     }
 }
 

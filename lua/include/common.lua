@@ -1,6 +1,6 @@
 --[[
   include/common.lua: helpers every script that includes it may call. Not a script of its own:
-  src/ledger/scripts.rs concatenates include files in front of a script's body at compile time
+  crates/service/src/ledger/scripts.rs concatenates include files in front of a script's body at compile time
   (`concat!(include_str!(..), ..)`), so these are local functions of the one chunk Redis runs.
   Functions take everything as parameters and never read KEYS or ARGV, so each script keeps its
   own KEYS/ARGV contract in its header.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use oncebot::commands::Command;
 use oncebot::ledger::{Admission, AdmissionAction, Admitted, AttemptLimits, ClaimTexts, keys};
-use oncebot::sim::telegram::TelegramSim;
+use oncebot_tools::sim::telegram::TelegramSim;
 use redis::streams::StreamReadReply;
 
 use crate::support::ALICE;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::config::Settings;
 use oncebot::ledger::{Admission, AdmissionAction, Admitted, Ledger};
-use oncebot::redis_server::{Persistence, RedisServer};
+use oncebot_tools::redis_server::{Persistence, RedisServer};
 
 fn search(update_id: i64) -> Admission {
     Admission {

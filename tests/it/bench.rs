@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use oncebot::redis_server::{Persistence, RedisServer};
+use oncebot_tools::redis_server::{Persistence, RedisServer};
 use serde_json::Value;
 
 /// Keys issues 2 and 5 promise in the JSON report (issue 5 adds the worker and e2e ones).

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use oncebot::commands::Command;
 use oncebot::ledger::{Admission, AdmissionAction, JobState, Ledger};
-use oncebot::redis_server::{Persistence, RedisServer};
-use oncebot::sim::moviepilot::{MoviePilotSim, SimOptions};
-use oncebot::sim::telegram::TelegramSim;
+use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimOptions};
+use oncebot_tools::sim::telegram::TelegramSim;
 use redis::AsyncCommands as _;
 use serde_json::Value;
 
-use crate::support::app::{ServeChild, free_port, run_oncebot, spawn_ledger};
+use crate::support::app::{free_port, run_oncebot, spawn_ledger};
+use crate::support::child::Oncebot;
 use crate::support::{ALICE, BOB, DEADLINE, SECRET, Store, eventually, private_text};
 
 /// The fields `jobs list --json` and `jobs show --json` promise (the seed's bot_jobs columns,
@@ -244,6 +245,12 @@ async fn full_serve_env(
     ((sim, tg), env)
 }
 
+fn owned(env: &[(&'static str, String)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
 fn as_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
@@ -253,7 +260,7 @@ async fn serve_answers_its_probes_admits_updates_and_exits_0_on_sigterm() {
     let redis = RedisServer::start(Persistence::None).unwrap();
     let port = free_port();
     let (_mp, env) = full_serve_env(&redis.url(), port).await;
-    let mut child = ServeChild::spawn(&["serve"], &as_refs(&env));
+    let mut child = Oncebot::spawn(&["serve"], &owned(&env));
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
 
@@ -279,13 +286,8 @@ async fn serve_answers_its_probes_admits_updates_and_exits_0_on_sigterm() {
     assert_eq!(store.job_ids().await, [1].into());
 
     child.signal("TERM");
-    let status = child.wait(DEADLINE).await;
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "stderr:\n{}",
-        child.final_stderr().await
-    );
+    let status = child.wait_exit(DEADLINE).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{}", child.stderr());
     assert!(
         http.get(format!("{base}/healthz")).send().await.is_err(),
         "nothing listens after shutdown"
@@ -299,7 +301,7 @@ async fn serve_finishes_a_request_in_flight_on_sigterm_then_exits_0() {
     let mut env = serve_env(&redis.url(), port);
     // The request is held in Redis below; it must not time out meanwhile.
     env.push(("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "10000".into()));
-    let mut child = ServeChild::spawn(&["serve", "--role", "ingress"], &as_refs(&env));
+    let mut child = Oncebot::spawn(&["serve", "--role", "ingress"], &owned(&env));
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     wait_ready(&http, &base).await;
@@ -355,13 +357,8 @@ async fn serve_finishes_a_request_in_flight_on_sigterm_then_exits_0() {
     let resp = in_flight.await.unwrap().unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "");
-    let status = child.wait(DEADLINE).await;
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "stderr:\n{}",
-        child.final_stderr().await
-    );
+    let status = child.wait_exit(DEADLINE).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{}", child.stderr());
     assert_eq!(store.jobs_on_stream().await, vec![1]);
 }
 
@@ -370,17 +367,12 @@ async fn serve_exits_0_on_sigint() {
     let redis = RedisServer::start(Persistence::None).unwrap();
     let port = free_port();
     let (_mp, env) = full_serve_env(&redis.url(), port).await;
-    let mut child = ServeChild::spawn(&["serve"], &as_refs(&env));
+    let mut child = Oncebot::spawn(&["serve"], &owned(&env));
     wait_ready(&reqwest::Client::new(), &format!("http://127.0.0.1:{port}")).await;
 
     child.signal("INT");
-    let status = child.wait(DEADLINE).await;
-    assert_eq!(
-        status.code(),
-        Some(0),
-        "stderr:\n{}",
-        child.final_stderr().await
-    );
+    let status = child.wait_exit(DEADLINE).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{}", child.stderr());
 }
 
 async fn wait_ready(http: &reqwest::Client, base: &str) {
@@ -413,7 +405,7 @@ async fn serve_never_prints_its_secrets() {
     let port = free_port();
     let (_mp, mut env) = full_serve_env(&redis.url(), port).await;
     env.push(("RUST_LOG", "trace".into()));
-    let mut child = ServeChild::spawn(&["serve"], &as_refs(&env));
+    let mut child = Oncebot::spawn(&["serve"], &owned(&env));
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     wait_ready(&http, &base).await;
@@ -428,8 +420,8 @@ async fn serve_never_prints_its_secrets() {
     assert_eq!(resp.status(), 401);
 
     child.signal("TERM");
-    assert_eq!(child.wait(DEADLINE).await.code(), Some(0));
-    let stderr = child.final_stderr().await;
+    assert_eq!(child.wait_exit(DEADLINE).await.code(), Some(0));
+    let stderr = child.stderr();
     assert!(!stderr.is_empty(), "trace logging shows something");
     for (k, v) in &env {
         if k.contains("SECRET") || k.contains("TOKEN") || k.contains("PASSWORD") {

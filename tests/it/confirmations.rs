@@ -19,8 +19,8 @@ use oncebot::ledger::{
     Tapped, TokenAction, TokenGroup,
 };
 use oncebot::moviepilot::{Dialect, MediaKind};
-use oncebot::sim::moviepilot::{Fault, routes};
-use oncebot::sim::telegram::callback_update;
+use oncebot_tools::sim::moviepilot::{Fault, routes};
+use oncebot_tools::sim::telegram::callback_update;
 use redis::AsyncCommands as _;
 use serde_json::{Value, json};
 
@@ -1209,7 +1209,7 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         .find(|r| r["kind"] == "review")
         .unwrap();
 
-    ledger
+    let resolved = ledger
         .resolve(
             1,
             oncebot::ledger::Resolution::Failed,
@@ -1218,8 +1218,11 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
             Duration::from_secs(60),
         )
         .await
-        .unwrap()
         .unwrap();
+    assert!(
+        matches!(resolved, oncebot::ledger::Resolved::Settled(_)),
+        "{resolved:?}"
+    );
     let tap = Tap {
         update_id: 2,
         callback_query_id: "q".into(),

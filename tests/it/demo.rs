@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use oncebot::redis_server::{Persistence, RedisServer};
+use oncebot_tools::redis_server::{Persistence, RedisServer};
 use redis::AsyncCommands as _;
 
 use crate::support::app::{Finished, run_oncebot_within};

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
-use oncebot::sim::moviepilot::{Fault as MpFault, routes};
-use oncebot::sim::telegram::{Fault, descriptions};
+use oncebot_tools::sim::moviepilot::{Fault as MpFault, routes};
+use oncebot_tools::sim::telegram::{Fault, descriptions};
 use redis::AsyncCommands as _;
 
 use crate::support::ALICE;
@@ -45,7 +45,7 @@ async fn reply_settled(rig: &Rig, id: u64) -> std::collections::BTreeMap<String,
     .await
 }
 
-fn ok_sends_to(rig: &Rig, chat: i64) -> Vec<oncebot::sim::telegram::Call> {
+fn ok_sends_to(rig: &Rig, chat: i64) -> Vec<oncebot_tools::sim::telegram::Call> {
     rig.tg
         .calls()
         .into_iter()
@@ -426,7 +426,7 @@ async fn callback_answers_take_the_fast_lane() {
         rig.send(id, "/help").await;
     }
     answered(&rig, "sendMessage", 1).await;
-    let update = oncebot::sim::telegram::callback_update(ALICE, ALICE, 1, "t:x");
+    let update = oncebot_tools::sim::telegram::callback_update(ALICE, ALICE, 1, "t:x");
     let query_id = update["callback_query"]["id"].as_str().unwrap().to_string();
     // Pushed so the sim knows the query and accepts one answer to it.
     rig.tg.push_update(update);
@@ -476,10 +476,10 @@ async fn a_double_tapped_confirm_button_deletes_once_and_every_tap_is_answered()
         .to_string();
 
     let mut first =
-        oncebot::sim::telegram::callback_update(ALICE, ALICE, question.message_id, &confirm);
+        oncebot_tools::sim::telegram::callback_update(ALICE, ALICE, question.message_id, &confirm);
     first["update_id"] = 10.into();
     let mut second =
-        oncebot::sim::telegram::callback_update(ALICE, ALICE, question.message_id, &confirm);
+        oncebot_tools::sim::telegram::callback_update(ALICE, ALICE, question.message_id, &confirm);
     second["update_id"] = 11.into();
     let ids = [
         first["callback_query"]["id"].as_str().unwrap().to_string(),

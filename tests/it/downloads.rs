@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
-use oncebot::sim::moviepilot::{Fault, SIM_MAGNET_HASH, SimRelease, routes};
-use oncebot::sim::telegram::callback_update;
+use oncebot_tools::sim::moviepilot::{Fault, SIM_MAGNET_HASH, SimRelease, routes};
+use oncebot_tools::sim::telegram::callback_update;
 use redis::AsyncCommands as _;
 use serde_json::{Value, json};
 

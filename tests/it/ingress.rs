@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use oncebot::ingress::Handled;
 use oncebot::ledger::{Admitted, JobState};
-use oncebot::redis_server::Persistence;
+use oncebot_tools::redis_server::Persistence;
 use redis::AsyncCommands as _;
 
 use crate::support::app::{app, assert_empty_200, spawn_app};

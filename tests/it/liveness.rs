@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use oncebot::moviepilot::Dialect;
-use oncebot::sim::moviepilot::{Fault, routes};
+use oncebot_tools::sim::moviepilot::{Fault, routes};
 
 use crate::support::rig::Rig;
 use crate::support::{Store, eventually};
@@ -146,7 +146,7 @@ async fn a_killed_dispatchers_entries_are_taken_by_the_dispatcher_that_lives() {
         .wait_for_stderr("crash point dispatch.after_send reached", FAST)
         .await;
     // A tap on a button nobody issued: answered ("expired") through the callbacks stream.
-    let mut tap = oncebot::sim::telegram::callback_update(
+    let mut tap = oncebot_tools::sim::telegram::callback_update(
         crate::support::ALICE,
         crate::support::ALICE,
         1,

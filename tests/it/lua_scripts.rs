@@ -43,7 +43,7 @@ fn reply(update_id: i64, window: Duration, once_key: &str) -> Admission {
         user_id: ALICE,
         message_id: None,
         action: AdmissionAction::Reply {
-            kind: "refusal",
+            kind: oncebot::ledger::ReplyKind::Refusal,
             text: "not allowed".into(),
             window,
             once_key: once_key.into(),

@@ -1,6 +1,6 @@
 //! oncebot's integration tests: one binary, one module per area, every test against its own real
 //! `redis-server` (private, on a unix socket) and simulated outside services that speak the real
-//! wire protocol (`oncebot::sim`), never traits.
+//! wire protocol (`oncebot_tools::sim`), never traits.
 //!
 //! Run them with `cargo nextest run --features failpoints`. `redis-server` must be on the PATH
 //! (`apt-get install redis-server`); tests fail, not skip, without it.

@@ -195,8 +195,8 @@ async fn the_grafana_dashboard_reads_only_metrics_oncebot_exports_and_all_of_the
     let rig = Rig::with(Dialect::V2, &[]).await;
     let _bot = rig.start_pipeline().await;
     rig.mp.fail_next(
-        oncebot::sim::moviepilot::routes::SUBSCRIBE_LIST,
-        oncebot::sim::moviepilot::Fault::Status(502, "<html>Bad Gateway</html>".into()),
+        oncebot_tools::sim::moviepilot::routes::SUBSCRIBE_LIST,
+        oncebot_tools::sim::moviepilot::Fault::Status(502, "<html>Bad Gateway</html>".into()),
     );
     rig.send(1, "/subscriptions").await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;

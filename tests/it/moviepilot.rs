@@ -1,4 +1,4 @@
-//! The MoviePilot client against `oncebot::sim::moviepilot`, and the simulator against the real
+//! The MoviePilot client against `oncebot_tools::sim::moviepilot`, and the simulator against the real
 //! v2.5.6 bodies in `tests/fixtures/moviepilot-v2.5.6/`.
 //!
 //! Tests that hold for both dialects are written once and instantiated for v2 (as v2.5.6
@@ -11,7 +11,7 @@ use oncebot::config::Secret;
 use oncebot::moviepilot::{
     Dialect, MediaKind, MoviePilot, MoviePilotSettings, MpError, NewSubscription,
 };
-use oncebot::sim::moviepilot::{Fault, MoviePilotSim, SimDownload, SimOptions, routes};
+use oncebot_tools::sim::moviepilot::{Fault, MoviePilotSim, SimDownload, SimOptions, routes};
 use serde_json::{Value, json};
 
 const DUNE: u64 = 438631;

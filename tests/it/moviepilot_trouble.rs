@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
-use oncebot::sim::moviepilot::{SimOptions, routes};
+use oncebot_tools::sim::moviepilot::{SimOptions, routes};
 
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
 use crate::support::{GROUP, eventually};

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use oncebot::config::Settings;
 use oncebot::ledger::{Job, JobFilter, Ledger};
-use oncebot::redis_server::{Persistence, RedisServer};
-use oncebot::sim::telegram::{Fault, SIM_TOKEN, SimOptions, TelegramSim, text_update};
+use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot_tools::sim::telegram::{Fault, SIM_TOKEN, SimOptions, TelegramSim, text_update};
 use redis::AsyncCommands as _;
 
 use crate::support::child::Oncebot;

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use oncebot::config::Secret;
-use oncebot::sim::telegram::{
+use oncebot::telegram::api::{ApiError, BotApi};
+use oncebot_tools::sim::telegram::{
     Fault, Outcome, SIM_TOKEN, TelegramSim, callback_update, descriptions, text_update,
 };
-use oncebot::telegram::api::{ApiError, BotApi};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(10);

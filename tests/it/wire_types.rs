@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
-use oncebot::sim::moviepilot::{Fault as MpFault, routes};
-use oncebot::sim::telegram::{Call, Fault, Outcome, callback_update, text_update};
+use oncebot_tools::sim::moviepilot::{Fault as MpFault, routes};
+use oncebot_tools::sim::telegram::{Call, Fault, Outcome, callback_update, text_update};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

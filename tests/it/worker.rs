@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
-use oncebot::sim::moviepilot::{Fault, routes};
+use oncebot_tools::sim::moviepilot::{Fault, routes};
 
 use crate::support::rig::{RECLAIM_IDLE_MS, RECOVERY_DEADLINE, Rig};
 use crate::support::{ALICE, BOB, SECRET, private_text};
@@ -112,7 +112,7 @@ async fn crash_after_the_delete_call_is_verified_not_replayed() {
             .to_string();
 
         let mut bot = rig.start(Some("worker.after_call")).await;
-        let mut tap = oncebot::sim::telegram::callback_update(ALICE, ALICE, 90_001, &confirm);
+        let mut tap = oncebot_tools::sim::telegram::callback_update(ALICE, ALICE, 90_001, &confirm);
         tap["update_id"] = 2.into();
         rig.post(&tap).await;
         bot.wait_for_stderr(

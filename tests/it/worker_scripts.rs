@@ -7,7 +7,7 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
-    Ledger, Outcome, Resolution,
+    JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved,
 };
 
 use crate::support::app::spawn_ledger;
@@ -87,10 +87,10 @@ fn run(claimed: Claimed) -> (Attempt, bool) {
 
 fn succeeded() -> Outcome {
     Outcome {
-        status: "succeeded",
+        status: JobState::Succeeded,
         result: "done".into(),
         reply: "done".into(),
-        reply_kind: "result",
+        reply_kind: ReplyKind::Result,
         ..Outcome::default()
     }
 }
@@ -185,9 +185,9 @@ async fn a_read_only_job_that_keeps_crashing_its_workers_fails() {
 /// A transient failure whose retry is due at once.
 fn retry_now() -> Outcome {
     Outcome {
-        status: "retry_wait",
+        status: JobState::RetryWait,
         error: "MoviePilot answered 502".into(),
-        reply_kind: "retrying",
+        reply_kind: ReplyKind::Retrying,
         retry_in: Duration::ZERO,
         ..Outcome::default()
     }
@@ -283,7 +283,7 @@ async fn only_a_job_waiting_for_review_can_be_resolved() {
         .resolve(job, Resolution::Succeeded, "", "", Duration::from_secs(60))
         .await
         .unwrap();
-    assert_eq!(refused, Err("pending".to_string()));
+    assert_eq!(refused, Resolved::NotWaiting(JobState::Pending));
 
     let entry = deliver(&redis.url(), A).await;
     run(claim(&store, &ledger, job, &entry, A).await);
@@ -302,7 +302,7 @@ async fn only_a_job_waiting_for_review_can_be_resolved() {
     )
     .await
     .unwrap();
-    assert_eq!(retried, Ok("pending".to_string()));
+    assert_eq!(retried, Resolved::Settled(JobState::Pending));
     let row = store.job(job).await;
     assert_eq!(row["resolution_note"], "checked: nothing ran");
     assert_eq!(store.jobs_on_stream().await, vec![job], "queued again");

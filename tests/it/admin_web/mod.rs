@@ -12,12 +12,12 @@ use oncebot::app::{Role, Running, ServeOptions};
 use oncebot::commands::Command;
 use oncebot::config::Locale;
 use oncebot::ledger::{
-    Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Ledger,
-    Outcome, keys,
+    Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, JobState,
+    Ledger, Outcome, keys,
 };
-use oncebot::redis_server::{Persistence, RedisServer};
-use oncebot::sim::telegram::TelegramSim;
 use oncebot::worker::Render;
+use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot_tools::sim::telegram::TelegramSim;
 use redis::AsyncCommands as _;
 
 use crate::support::app::settings;
@@ -236,17 +236,17 @@ impl Deployment {
         let outcome = match state {
             "running" => return job,
             "succeeded" => Outcome {
-                status: "succeeded",
+                status: JobState::Succeeded,
                 result: "2 subscriptions".into(),
                 ..Outcome::default()
             },
             "failed" => Outcome {
-                status: "failed",
+                status: JobState::Failed,
                 error: "MoviePilot refused the request".into(),
                 ..Outcome::default()
             },
             "retry_wait" => Outcome {
-                status: "retry_wait",
+                status: JobState::RetryWait,
                 error: "MoviePilot answered 502".into(),
                 retry_in: Duration::from_secs(3600),
                 ..Outcome::default()
@@ -459,7 +459,7 @@ async fn a_decision_on_the_page_settles_the_job_tells_the_user_and_the_second_is
         )
         .await
         .unwrap();
-    assert_eq!(cli, Err("failed".to_string()));
+    assert_eq!(cli, oncebot::ledger::Resolved::NotWaiting(JobState::Failed));
 
     let missing = d.decide(999, "failed", &csrf).await;
     assert_eq!(missing.status(), 404);

@@ -1,6 +1,6 @@
 //! oncebot under test, two ways: in this process ([`spawn_app`]: a fresh Redis and
 //! `oncebot::app::start` on a random port), or as the real binary in a child process
-//! ([`run_oncebot`], [`ServeChild`]) for what only a process shows: exit codes, stdout vs stderr,
+//! ([`run_oncebot`], [`super::child::Oncebot`]) for what only a process shows: exit codes, stdout vs stderr,
 //! signals.
 //!
 //! Each test gets its own `redis-server` on a unix socket in a temporary directory, so tests
@@ -10,44 +10,36 @@
 
 use std::net::SocketAddr;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oncebot::app::{Role, Running, ServeOptions};
 use oncebot::config::Settings;
 use oncebot::ingress::Ingress;
 use oncebot::ledger::Ledger;
-use oncebot::redis_server::{Persistence, RedisServer};
+use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot_tools::rig::OncebotEnv;
 use serde_json::Value;
-use tokio::io::AsyncReadExt as _;
 
 use super::{ALICE, BOB, BOT_USERNAME, DEADLINE, SECRET, Store};
 
 /// The environment every test app starts from; [`AppBuilder::env`] overrides single entries.
-pub fn base_env(redis_url: &str) -> Vec<(String, String)> {
-    [
-        ("ONCEBOT__REDIS__URL", redis_url.to_string()),
-        ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0".into()),
-        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
+pub fn base_env(redis_url: &str) -> OncebotEnv {
+    OncebotEnv::new(redis_url).set_all([
+        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.to_string()),
         ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
         ("ONCEBOT__TELEGRAM__BOT_USERNAME", BOT_USERNAME.into()),
         // English replies make the assertions on reply texts readable.
         ("ONCEBOT__TELEGRAM__LOCALE", "en".into()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    ])
 }
 
 /// Builds settings from `base_env` plus `overrides`, exactly as the binary would from its
 /// environment.
 pub fn settings(redis_url: &str, overrides: &[(String, String)]) -> Settings {
-    let mut env = base_env(redis_url);
-    for (k, v) in overrides {
-        env.retain(|(key, _)| key != k);
-        env.push((k.clone(), v.clone()));
-    }
-    Settings::load_from(None, env).unwrap()
+    base_env(redis_url)
+        .set_all(overrides.iter().map(|(k, v)| (k, v.clone())))
+        .settings()
+        .unwrap()
 }
 
 /// A throwaway Redis with a prepared ledger on it, for tests that call the ledger directly.
@@ -255,75 +247,6 @@ pub async fn run_oncebot_within(
         status: out.status,
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-/// `oncebot serve ...` as a child process, its stderr collected as it comes (so the pipe never
-/// fills and blocks the child). Killed when dropped.
-pub struct ServeChild {
-    child: tokio::process::Child,
-    stderr: Arc<Mutex<String>>,
-    reader: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl ServeChild {
-    pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> ServeChild {
-        let mut child = oncebot_command(args, env)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
-        let sink = stderr.clone();
-        let reader = tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        ServeChild {
-            child,
-            stderr,
-            reader: Some(reader),
-        }
-    }
-
-    /// What the child wrote to stderr so far.
-    pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Sends `signal` (e.g. "TERM") with the system's `kill` command.
-    pub fn signal(&self, signal: &str) {
-        super::send_signal(self.child.id().expect("the child is still running"), signal);
-    }
-
-    /// Waits for the child to exit, within `timeout`, and returns its status.
-    pub async fn wait(&mut self, timeout: Duration) -> ExitStatus {
-        match tokio::time::timeout(timeout, self.child.wait()).await {
-            Ok(status) => status.unwrap(),
-            Err(_) => panic!(
-                "oncebot did not exit within {timeout:?}; stderr:\n{}",
-                self.stderr()
-            ),
-        }
-    }
-
-    /// Everything the child wrote to stderr, once it has exited and the pipe is closed.
-    pub async fn final_stderr(&mut self) -> String {
-        if let Some(reader) = self.reader.take() {
-            tokio::time::timeout(DEADLINE, reader)
-                .await
-                .expect("stderr closes when the child exits")
-                .unwrap();
-        }
-        self.stderr()
     }
 }
 

@@ -12,7 +12,7 @@ pub mod rig;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use oncebot::ledger::{JobState, Keys};
 use redis::AsyncCommands as _;
@@ -106,22 +106,15 @@ pub fn poll_update(update_id: i64) -> Value {
 }
 
 /// Polls `check` until it gives `Some`, panicking with `what` after `timeout`. This is how tests
-/// wait for an event: never a bare sleep.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+/// wait for an event: never a bare sleep. (The rig's [`oncebot_tools::rig::wait`], panicking.)
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    match oncebot_tools::rig::wait(what, timeout).until(check).await {
+        Ok(value) => value,
+        Err(e) => panic!("{e:#}"),
     }
 }
 
@@ -245,7 +238,7 @@ impl Store {
                 Some("review" | "notice")
             );
             if let (false, Some(text)) = (for_operators, reply.get("text"))
-                && let Some(why) = oncebot::sim::not_for_users(text)
+                && let Some(why) = oncebot_tools::sim::not_for_users(text)
             {
                 panic!("a user would read {why}: {reply:?}");
             }
@@ -365,16 +358,6 @@ pub async fn hand_over(url: &str, entry: &str, consumer: &str) {
         .query_async(&mut conn)
         .await
         .unwrap();
-}
-
-/// Sends `signal` (e.g. "TERM") to process `pid` with the system's `kill` command.
-pub fn send_signal(pid: u32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{signal} {pid} failed");
 }
 
 /// The `(text, callback_data)` of every button in a reply's `markup`, row by row.

@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
-use oncebot::redis_server::{Persistence, RedisServer};
-use oncebot::sim::moviepilot::{MoviePilotSim, SimOptions};
-use oncebot::sim::telegram::TelegramSim;
+use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot_tools::rig::Sims;
+use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimOptions};
+use oncebot_tools::sim::telegram::TelegramSim;
 use serde_json::Value;
 
 use super::app::free_port;
@@ -56,44 +57,28 @@ impl Rig {
     /// A rig whose MoviePilot simulator behaves as `opts` says (a version, its API token).
     pub async fn with_sim(opts: SimOptions, overrides: &[(&str, &str)]) -> Rig {
         let redis = RedisServer::start(Persistence::None).unwrap();
-        let mp = MoviePilotSim::start(opts).await;
-        let tg = TelegramSim::start().await.unwrap();
+        let Sims { mp, tg } = Sims::start(opts).await.unwrap();
         let port = free_port();
-        let mut env: Vec<(String, String)> = [
-            ("ONCEBOT__REDIS__URL", redis.url()),
-            ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
-            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
-            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
-            ("ONCEBOT__TELEGRAM__LOCALE", "en".into()),
-            ("ONCEBOT__TELEGRAM__API_URL", tg.url()),
-            ("ONCEBOT__TELEGRAM__TOKEN", tg.token()),
-            ("ONCEBOT__MOVIEPILOT__URL", mp.url()),
-            (
-                "ONCEBOT__MOVIEPILOT__USERNAME",
-                mp.options().username.clone(),
-            ),
-            (
-                "ONCEBOT__MOVIEPILOT__PASSWORD",
-                mp.options().password.clone(),
-            ),
-            ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "5".into()),
-            (
-                "ONCEBOT__WORKER__RECLAIM_IDLE_MS",
-                RECLAIM_IDLE_MS.to_string(),
-            ),
-            ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "100".into()),
-            ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "400".into()),
-            ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
-            ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
-            ("RUST_LOG", "oncebot=debug,info".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for (k, v) in overrides {
-            env.retain(|(key, _)| key != k);
-            env.push((k.to_string(), v.to_string()));
-        }
+        let env = Sims::env_of(&mp, &tg, &redis.url())
+            .set_all([
+                ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
+                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
+                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
+                ("ONCEBOT__TELEGRAM__LOCALE", "en".into()),
+                ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "5".into()),
+                (
+                    "ONCEBOT__WORKER__RECLAIM_IDLE_MS",
+                    RECLAIM_IDLE_MS.to_string(),
+                ),
+                ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "100".into()),
+                ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "400".into()),
+                ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
+                ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
+                ("RUST_LOG", "oncebot=debug,info".into()),
+            ])
+            .set_all(overrides.iter().map(|(k, v)| (*k, v.to_string())))
+            .vars()
+            .to_vec();
         let store = Store::new(&redis.url(), "oncebot");
         Rig {
             redis,

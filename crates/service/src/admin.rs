@@ -1,0 +1,185 @@
+//! `oncebot jobs ...`: read the ledger with nothing but Redis (Telegram and MoviePilot may be
+//! down). Tables for people, `--json` for scripts; the output goes to stdout only.
+
+use std::io::Write;
+use std::time::{Duration, UNIX_EPOCH};
+
+use crate::config::Settings;
+use crate::ledger::{Job, JobFilter, Ledger, Resolution, Resolved};
+use crate::worker::Render;
+
+/// Prints jobs as a table, or as one JSON array.
+pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Result<()> {
+    let jobs = ledger.list_jobs(filter).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &jobs)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if jobs.is_empty() {
+        writeln!(out, "no jobs")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:>6}  {:<12}  {:<13}  {:<24}  {:>14}  {:>8}  {:<20}",
+        "ID", "STATUS", "COMMAND", "ARGS", "CHAT", "ATTEMPTS", "CREATED (UTC)"
+    )?;
+    for j in &jobs {
+        writeln!(
+            out,
+            "{:>6}  {:<12}  {:<13}  {:<24}  {:>14}  {:>8}  {:<20}",
+            j.id,
+            j.status,
+            j.command,
+            truncate(&j.args, 24),
+            j.chat_id,
+            j.attempts,
+            timestamp(j.created_at)
+        )?;
+    }
+    Ok(())
+}
+
+/// Prints one job; an unknown id is an error (exit status 1).
+pub async fn show(ledger: &Ledger, id: u64, json: bool) -> anyhow::Result<()> {
+    let Some(job) = ledger.job(id).await? else {
+        anyhow::bail!("job {id} not found (it never existed, or its retention expired)");
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &job)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    print_job(&mut out, &job)?;
+    Ok(())
+}
+
+/// Settles a `needs_review` job; refused (exit status 1) for a job in any other state.
+pub async fn resolve(
+    ledger: &Ledger,
+    settings: &Settings,
+    id: u64,
+    decision: Resolution,
+    note: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let reply = Render::new(settings.telegram.locale).resolved(decision.as_str());
+    let retention = Duration::from_secs(settings.worker.job_retention_secs);
+    match ledger
+        .resolve(id, decision, note, &reply, retention)
+        .await?
+    {
+        Resolved::Settled(status) => {
+            let mut out = std::io::stdout().lock();
+            if json {
+                let doc = serde_json::json!({"id": id, "status": status, "resolved_as": decision.as_str()});
+                writeln!(out, "{doc}")?;
+            } else {
+                writeln!(out, "job {id} is now {status}")?;
+            }
+            Ok(())
+        }
+        Resolved::Missing => anyhow::bail!("job {id} not found"),
+        Resolved::NotWaiting(status) => anyhow::bail!(
+            "job {id} is {status}, not needs_review: only jobs waiting for a person can be resolved"
+        ),
+    }
+}
+
+fn print_job(out: &mut impl Write, j: &Job) -> std::io::Result<()> {
+    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "{k:<16} {v}");
+    row(out, "id", &j.id.to_string())?;
+    row(out, "status", &j.status)?;
+    row(out, "command", &j.command)?;
+    row(out, "args", &j.args)?;
+    row(out, "chat_id", &j.chat_id.to_string())?;
+    row(out, "user_id", &j.user_id.to_string())?;
+    row(out, "update_id", &j.update_id.to_string())?;
+    row(out, "idempotency_key", &j.idempotency_key)?;
+    row(out, "attempts", &j.attempts.to_string())?;
+    row(out, "duplicates", &j.duplicates.to_string())?;
+    row(out, "created_at", &timestamp(j.created_at))?;
+    row(out, "updated_at", &timestamp(j.updated_at))?;
+    row(out, "result", j.result.as_deref().unwrap_or("-"))?;
+    row(out, "error", j.error.as_deref().unwrap_or("-"))?;
+    for (k, v) in &j.extra {
+        row(out, k, v)?;
+    }
+    Ok(())
+}
+
+fn timestamp(ms: u64) -> String {
+    if ms == 0 {
+        return "-".into();
+    }
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max - 1).collect();
+    t.push('…');
+    t
+}
+
+fn bot_api(settings: &Settings) -> anyhow::Result<crate::telegram::api::BotApi> {
+    crate::telegram::api::BotApi::new(&settings.telegram.api_url, &settings.telegram.token)
+}
+
+const BOT_API_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// setWebhook with the configured URL and secret, then prints getWebhookInfo.
+pub async fn webhook_set(
+    settings: &Settings,
+    max_connections: u8,
+    drop_pending_updates: bool,
+) -> anyhow::Result<()> {
+    let url = &settings.telegram.webhook_url;
+    if !url.starts_with("https://") {
+        anyhow::bail!(
+            "telegram.webhook_url is {url:?}: set ONCEBOT__TELEGRAM__WEBHOOK_URL to the public \
+             https:// URL of /telegram/webhook (Telegram calls only HTTPS on ports 443, 80, 88, 8443)"
+        );
+    }
+    let body = serde_json::json!({
+        "url": url,
+        "secret_token": settings.telegram.webhook_secret.expose(),
+        "allowed_updates": ["message", "callback_query"],
+        "max_connections": max_connections,
+        "drop_pending_updates": drop_pending_updates,
+    });
+    let _: bool = bot_api(settings)?
+        .call("setWebhook", &body, BOT_API_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!("setWebhook failed: {e}"))?;
+    eprintln!("webhook set to {url}");
+    webhook_info(settings).await
+}
+
+/// Prints getWebhookInfo as JSON.
+pub async fn webhook_info(settings: &Settings) -> anyhow::Result<()> {
+    let info: serde_json::Value = bot_api(settings)?
+        .call("getWebhookInfo", &serde_json::json!({}), BOT_API_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!("getWebhookInfo failed: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &info)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// deleteWebhook, then prints getWebhookInfo.
+pub async fn webhook_delete(settings: &Settings, drop_pending_updates: bool) -> anyhow::Result<()> {
+    let body = serde_json::json!({ "drop_pending_updates": drop_pending_updates });
+    let _: bool = bot_api(settings)?
+        .call("deleteWebhook", &body, BOT_API_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!("deleteWebhook failed: {e}"))?;
+    eprintln!("webhook deleted; `oncebot serve --poll` can take updates now");
+    webhook_info(settings).await
+}

@@ -1,0 +1,475 @@
+//! The operator page's HTML, pure: data in, markup out. maud escapes every value it is given,
+//! so a job's args (typed by a Telegram user) can never become markup; nothing here sees a
+//! setting, so no secret can be rendered. Labels are the ledger's own state names, in English.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use maud::{DOCTYPE, Markup, html};
+
+use crate::ledger::{ConsumerInfo, Job, JobState, QueueStats, StateCounts};
+use crate::vocabulary::Resolution;
+
+/// The decisions a person may take on a `needs_review` job: form value and button label.
+pub const DECISIONS: [(Resolution, &str); 3] = [
+    (Resolution::Succeeded, "Mark succeeded"),
+    (Resolution::Failed, "Mark failed"),
+    (Resolution::Retry, "Retry"),
+];
+
+/// Job fields whose names say they could carry a credential. None of today's does (torrent
+/// data with its site cookie lives in `releases:<job>`, which the page never reads), but a
+/// field added later with such a name is hidden rather than shown.
+const SECRET_WORDS: [&str; 6] = [
+    "cookie", "password", "secret", "token", "torrent", "api_key",
+];
+
+/// What every page shows in its header, and whether it may offer actions.
+pub struct Frame<'a> {
+    pub user: &'a str,
+    pub read_only: bool,
+}
+
+/// Everything the main page shows.
+pub struct Dashboard<'a> {
+    pub counts: &'a StateCounts,
+    pub queues: &'a QueueStats,
+    pub consumers: &'a [ConsumerInfo],
+    pub review: &'a [Job],
+    pub recent: &'a [Job],
+    pub filter: &'a FilterForm,
+    /// A filter value that could not be used, said plainly.
+    pub filter_error: Option<&'a str>,
+    /// The CSRF field of every action form.
+    pub csrf: &'a str,
+}
+
+/// The filter form's fields as the operator typed them (shown back as typed).
+#[derive(Debug, Default, Clone)]
+pub struct FilterForm {
+    pub state: String,
+    pub chat: String,
+    pub id: String,
+}
+
+fn page(frame: &Frame, title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · oncebot" }
+                link rel="stylesheet" href="/admin/assets/admin.css";
+                script src="/admin/assets/admin.js" defer {}
+            }
+            body {
+                header {
+                    a.brand href="/admin/" { "oncebot" }
+                    span.who { "signed in as " (frame.user) }
+                    @if frame.read_only {
+                        span.badge.read-only title="ONCEBOT__ADMIN__READ_ONLY is set" { "read-only" }
+                    }
+                    span #refreshed .muted { "as of " (clock(now_ms())) " UTC" }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// The main page: counts, the jobs waiting for a person, streams, consumers, recent jobs.
+pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
+    let body = html! {
+        section #counts data-refresh="counts" {
+            h2 { "Jobs by state" }
+            p.muted { "The " (d.counts.counted) " most recent jobs of the ledger's index." }
+            table.counts {
+                tr { @for (state, _) in &d.counts.by_state { th { (state) } } }
+                tr {
+                    @for (state, n) in &d.counts.by_state {
+                        td data-state=(state) class=(state_class(state, *n)) { (n) }
+                    }
+                }
+            }
+            p {
+                "In the whole ledger: "
+                strong #needs-review-total { (d.queues.needs_review) } " needs_review, "
+                strong { (d.queues.retry_scheduled) } " retry_wait (scheduled)."
+            }
+        }
+        section #review data-refresh="review" {
+            h2 { "needs_review: waiting for a person (" (d.review.len()) ")" }
+            @if d.review.is_empty() {
+                p.muted { "No job is waiting for a person." }
+            }
+            @for job in d.review {
+                article.review data-job=(job.id) {
+                    h3 {
+                        a href={ "/admin/jobs/" (job.id) } { "job " (job.id) }
+                        " · " code { (job.command) } " " (job.args)
+                    }
+                    dl {
+                        dt { "chat / user" } dd { (job.chat_id) " / " (job.user_id) }
+                        dt { "attempts" } dd { (job.attempts) }
+                        dt { "since" } dd { (when(job.updated_at)) }
+                        dt { "what happened" } dd.said { (what_was_said(job)) }
+                    }
+                    @if !frame.read_only { (resolve_form(job.id, d.csrf)) }
+                }
+            }
+        }
+        section #streams data-refresh="streams" {
+            h2 { "Streams" }
+            table {
+                tr { th { "stream" } th { "length" } th { "pending" } th { "oldest pending" } }
+                @for s in &d.queues.streams {
+                    tr data-stream=(s.name) {
+                        td { (s.name) } td { (s.length) } td { (s.pending) }
+                        td { @if s.pending == 0 { "-" } @else { (age(s.oldest_pending)) } }
+                    }
+                }
+            }
+        }
+        section #consumers data-refresh="consumers" {
+            h2 { "Consumers" }
+            @if d.consumers.is_empty() {
+                p.muted { "No worker or dispatcher has read a stream yet." }
+            } @else {
+                table {
+                    tr { th { "group" } th { "stream" } th { "consumer" } th { "pending" } th { "idle" } th { "liveness" } }
+                    @for c in d.consumers {
+                        tr data-consumer=(c.name) {
+                            td { (c.group) } td { (c.stream) } td { code { (c.name) } }
+                            td { (c.pending) }
+                            td { @match c.idle { Some(idle) => (age(idle)), None => "-" } }
+                            td class=(if c.alive { "alive" } else { "dead" }) {
+                                @if c.alive { "alive" } @else { "dead" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        section #recent {
+            h2 { "Recent jobs" }
+            form.filter method="get" action="/admin/" {
+                label { "state "
+                    select name="state" {
+                        option value="" selected[d.filter.state.is_empty()] { "any" }
+                        @for s in JobState::ALL {
+                            option value=(s.as_str()) selected[d.filter.state == s.as_str()] { (s.as_str()) }
+                        }
+                    }
+                }
+                label { "chat " input type="text" name="chat" value=(d.filter.chat) size="16" inputmode="numeric"; }
+                label { "id " input type="text" name="id" value=(d.filter.id) size="8" inputmode="numeric"; }
+                button type="submit" { "Filter" }
+                " " a href="/admin/" { "clear" }
+            }
+            @if let Some(e) = d.filter_error { p.error role="alert" { (e) } }
+            (jobs_table(d.recent))
+        }
+    };
+    page(frame, "operator", body)
+}
+
+fn jobs_table(jobs: &[Job]) -> Markup {
+    html! {
+        @if jobs.is_empty() {
+            p.muted { "No job matches." }
+        } @else {
+            table.jobs {
+                tr { th { "id" } th { "status" } th { "command" } th { "args" } th { "chat" } th { "attempts" } th { "created (UTC)" } }
+                @for j in jobs {
+                    tr data-job=(j.id) {
+                        td { a href={ "/admin/jobs/" (j.id) } { (j.id) } }
+                        td.status class=(j.status) { (j.status) }
+                        td { code { (j.command) } }
+                        td.args { (j.args) }
+                        td { (j.chat_id) }
+                        td { (j.attempts) }
+                        td { (when(j.created_at)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The three decisions on one job, one plain POST form: it works without JavaScript.
+fn resolve_form(id: u64, csrf: &str) -> Markup {
+    html! {
+        form.resolve method="post" action={ "/admin/jobs/" (id) "/resolve" } {
+            input type="hidden" name="csrf" value=(csrf);
+            label { "note " input type="text" name="note" maxlength="200" size="28" placeholder="why (kept in the job)"; }
+            @for (value, label) in DECISIONS {
+                button type="submit" name="decision" value=(value.as_str()) class=(value.as_str()) { (label) }
+            }
+        }
+    }
+}
+
+/// One job: every field, its timeline, and the decision buttons while it waits for a person.
+pub fn job_page(frame: &Frame, job: &Job, csrf: &str, resolved: Option<&str>) -> Markup {
+    let body = html! {
+        p { a href="/admin/" { "← all jobs" } }
+        h2 { "job " (job.id) " · " span.status class=(job.status) { (job.status) } }
+        @if let Some(decision) = resolved {
+            p.notice role="status" { "Resolved as " (decision) "; the user was told." }
+        }
+        @if job.status == JobState::NeedsReview.as_str() {
+            section.review data-job=(job.id) {
+                p { "This job waits for a person: " (what_was_said(job)) }
+                @if !frame.read_only { (resolve_form(job.id, csrf)) }
+            }
+        }
+        section {
+            h3 { "Fields" }
+            table.fields {
+                @for (name, value) in fields(job) {
+                    tr { th { (name) } td { (value) } }
+                }
+            }
+        }
+        section {
+            h3 { "Timeline" }
+            ol.timeline {
+                @for (at, name) in timeline(job) {
+                    li { time { (clock(at)) } " " (name) }
+                }
+            }
+        }
+    };
+    page(frame, &format!("job {}", job.id), body)
+}
+
+/// A page that says one thing (an error, a refusal), with the way back.
+pub fn message(frame: &Frame, title: &str, text: &str) -> Markup {
+    let body = html! {
+        h2 { (title) }
+        p.message role="alert" { (text) }
+        p { a href="/admin/" { "back to the operator page" } }
+    };
+    page(frame, title, body)
+}
+
+/// The job's own account of its outcome: its error, the last attempt's error, or its result.
+fn what_was_said(job: &Job) -> String {
+    let last = job
+        .extra
+        .get("last_attempt_error")
+        .filter(|v| !v.is_empty());
+    match (&job.error, last, &job.result) {
+        (Some(e), _, _) => e.clone(),
+        (None, Some(e), _) => e.clone(),
+        (None, None, Some(r)) => r.clone(),
+        _ => "nothing recorded".into(),
+    }
+}
+
+/// Every field, named as in the job's HASH (`oncebot jobs show`, redis-cli HGETALL).
+fn fields(job: &Job) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vec![
+        ("id".into(), job.id.to_string()),
+        ("status".into(), job.status.clone()),
+        ("command".into(), job.command.clone()),
+        ("args".into(), job.args.clone()),
+        ("chat_id".into(), job.chat_id.to_string()),
+        ("user_id".into(), job.user_id.to_string()),
+        ("update_id".into(), job.update_id.to_string()),
+        ("idempotency_key".into(), job.idempotency_key.clone()),
+        ("attempts".into(), job.attempts.to_string()),
+        ("duplicates".into(), job.duplicates.to_string()),
+        ("created_at".into(), stamp(job.created_at)),
+        ("updated_at".into(), stamp(job.updated_at)),
+        (
+            "result".into(),
+            job.result.clone().unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "error".into(),
+            job.error.clone().unwrap_or_else(|| "-".into()),
+        ),
+    ];
+    for (k, v) in &job.extra {
+        let shown = if looks_secret(k) {
+            "[hidden]".to_string()
+        } else if let Some(ms) = epoch_ms(k, v) {
+            stamp(ms)
+        } else {
+            v.clone()
+        };
+        out.push((k.clone(), shown));
+    }
+    out
+}
+
+fn looks_secret(field: &str) -> bool {
+    let f = field.to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|w| f.contains(w))
+}
+
+/// The job's moments, oldest first: every `*_at` / `*_ms` field holding a time.
+fn timeline(job: &Job) -> Vec<(u64, String)> {
+    let mut out = vec![
+        (job.created_at, "created_at: admitted".to_string()),
+        (
+            job.updated_at,
+            format!("updated_at: the last change, to {}", job.status),
+        ),
+    ];
+    for (k, v) in &job.extra {
+        if let Some(ms) = epoch_ms(k, v) {
+            out.push((ms, k.clone()));
+        }
+    }
+    out.retain(|(ms, _)| *ms > 0);
+    out.sort();
+    out
+}
+
+/// A field's value as a moment, when its name and size say it is one (milliseconds since the
+/// epoch, between 2001 and 2286); a duration such as `window_ms` is too small to pass.
+fn epoch_ms(name: &str, value: &str) -> Option<u64> {
+    if !(name.ends_with("_at") || name.ends_with("_ms")) {
+        return None;
+    }
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| (1_000_000_000_000..10_000_000_000_000).contains(ms))
+}
+
+fn state_class(state: &str, n: u64) -> String {
+    if n == 0 {
+        format!("{state} zero")
+    } else {
+        state.to_string()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64
+}
+
+/// `2026-01-01 12:00:00 (3m ago)`.
+fn when(ms: u64) -> String {
+    if ms == 0 {
+        return "-".into();
+    }
+    let ago = Duration::from_millis(now_ms().saturating_sub(ms));
+    format!("{} ({} ago)", clock(ms), age(ago))
+}
+
+fn stamp(ms: u64) -> String {
+    if ms == 0 {
+        "-".into()
+    } else {
+        format!("{} ({ms})", clock(ms))
+    }
+}
+
+fn clock(ms: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms))
+        .to_string()
+        .replace('T', " ")
+        .trim_end_matches('Z')
+        .to_string()
+}
+
+/// A short age: `4s`, `3m 20s`, `2h 5m`, `3d 4h`.
+fn age(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86400 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        _ => format!("{}d {}h", s / 86400, (s % 86400) / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(args: &str) -> Job {
+        Job {
+            id: 7,
+            status: "needs_review".into(),
+            command: "searchnow".into(),
+            args: args.into(),
+            chat_id: 1,
+            user_id: 1,
+            update_id: 1,
+            idempotency_key: "k".into(),
+            attempts: 2,
+            created_at: 1_767_225_600_000,
+            updated_at: 1_767_225_660_000,
+            result: None,
+            error: None,
+            duplicates: 0,
+            extra: [
+                (
+                    "started_at".to_string(),
+                    "1_767_225_630_000".replace('_', ""),
+                ),
+                ("window_ms".to_string(), "300000".to_string()),
+                ("site_cookie".to_string(), "uid=1; pass=SECRET".to_string()),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn a_jobs_fields_are_escaped_and_secret_looking_fields_hidden() {
+        let frame = Frame {
+            user: "admin",
+            read_only: false,
+        };
+        let html = job_page(&frame, &job("<script>alert(1)</script>"), "c", None).into_string();
+        assert!(!html.contains("<script>alert(1)"), "{html}");
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!html.contains("pass=SECRET"));
+        assert!(html.contains("[hidden]"));
+        for (_, label) in DECISIONS {
+            assert!(html.contains(label), "{label}");
+        }
+    }
+
+    #[test]
+    fn read_only_pages_offer_no_action() {
+        let frame = Frame {
+            user: "admin",
+            read_only: true,
+        };
+        let html = job_page(&frame, &job("x"), "c", None).into_string();
+        assert!(!html.contains("<form"), "{html}");
+        assert!(html.contains("read-only"));
+    }
+
+    #[test]
+    fn the_timeline_holds_moments_in_order_and_no_durations() {
+        let t = timeline(&job("x"));
+        let names: Vec<&str> = t.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "created_at: admitted",
+                "started_at",
+                "updated_at: the last change, to needs_review"
+            ]
+        );
+    }
+
+    #[test]
+    fn ages_read_shortly() {
+        assert_eq!(age(Duration::from_secs(4)), "4s");
+        assert_eq!(age(Duration::from_secs(200)), "3m 20s");
+        assert_eq!(age(Duration::from_secs(7500)), "2h 5m");
+        assert_eq!(age(Duration::from_secs(3 * 86400 + 4 * 3600)), "3d 4h");
+    }
+}

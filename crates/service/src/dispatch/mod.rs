@@ -1,0 +1,624 @@
+//! The dispatcher: delivers the replies stream to Telegram, and answers callback queries on a
+//! fast lane. Delivery is separate from the job: a failed send is retried here and never
+//! re-runs the job.
+//!
+//! Policy, in one place:
+//! - **At-least-once.** `sending` is recorded before the Bot API call and the message_id after
+//!   it (reply_begin.lua / reply_end.lua). sendMessage has no idempotency key, so a crash
+//!   between Telegram accepting a message and reply_end.lua recording it sends it again after
+//!   recovery; the reply's `attempts` (a job's `reply_attempts`) shows it.
+//! - **Errors, by Telegram's table.** 429: wait exactly `retry_after`, and nothing goes to that
+//!   chat meanwhile. 5xx and network errors: back off and retry up to `max_attempts`. 403
+//!   (blocked, kicked, deactivated) and 400 (chat not found, ...): recorded as failed, never
+//!   retried unchanged. "message is not modified": success. A moved group: resent once to its
+//!   new id. 401: the token is wrong; nothing is marked failed, sending pauses.
+//! - **Order and rate.** One chat's replies go one after another, within Telegram's per-chat
+//!   and global limits (`limits`). Callback answers bypass both: Telegram shows a spinner until
+//!   they arrive and drops the query after about 150 s.
+//! - **Progress in place.** A job's result edits its "working on it" message when there was one.
+//! - Messages over 4096 characters are split.
+
+mod limits;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use crate::backoff;
+use crate::config::{DispatcherSettings, Locale, Settings};
+use crate::consume::{Consumer, read_loop};
+use crate::ledger::{Begin, CallbackEntry, ConsumerRole, Lane, Ledger, LedgerError, ReplyEntry};
+use crate::liveness::Liveness;
+use crate::metrics::METRICS;
+use crate::shutdown::sleep_or_stop;
+use crate::telegram::api::{ApiError, BotApi};
+use crate::vocabulary::ReplyKind;
+use crate::worker::KeyedLocks;
+pub use limits::RateLimiter;
+
+/// Telegram's limit on a message's text, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 4096;
+
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One dispatcher process.
+pub struct Dispatcher {
+    ledger: Ledger,
+    api: BotApi,
+    cfg: DispatcherSettings,
+    locale: Locale,
+    consumer: String,
+    limiter: RateLimiter,
+    chat_locks: KeyedLocks<i64>,
+    /// Entries this process is working on, per lane: the leases it renews.
+    in_flight: Mutex<HashSet<(bool, String)>>,
+    permits: Arc<Semaphore>,
+    tasks: TaskTracker,
+    /// This process's liveness key in the `dispatchers` group.
+    liveness: Arc<Liveness>,
+}
+
+/// How one send ended.
+enum Sent {
+    /// Delivered (or already as wanted): the message id, if Telegram gave one.
+    Delivered(Option<i64>),
+    /// Will never succeed as it is; the reason is recorded.
+    Failed(String),
+}
+
+impl Dispatcher {
+    pub fn new(settings: &Settings, ledger: Ledger, api: BotApi) -> Arc<Self> {
+        let cfg = settings.dispatcher.clone();
+        let consumer = crate::worker::default_consumer_name();
+        Arc::new(Dispatcher {
+            limiter: RateLimiter::new(&cfg),
+            permits: Arc::new(Semaphore::new(cfg.concurrency)),
+            liveness: Liveness::new(
+                ledger.clone(),
+                ConsumerRole::Dispatcher,
+                &consumer,
+                Duration::from_millis(cfg.heartbeat_interval_ms),
+                Duration::from_millis(cfg.liveness_ttl_ms),
+                Duration::from_millis(settings.redis.command_timeout_ms),
+                Duration::from_millis(cfg.reclaim_idle_ms),
+            ),
+            consumer,
+            locale: settings.telegram.locale,
+            ledger,
+            api,
+            chat_locks: KeyedLocks::default(),
+            in_flight: Mutex::default(),
+            tasks: TaskTracker::new(),
+            cfg,
+        })
+    }
+
+    fn in_flight(&self) -> std::sync::MutexGuard<'_, HashSet<(bool, String)>> {
+        // A plain set; a panic elsewhere cannot leave it inconsistent.
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs until `shutdown`; sends under way finish, the rest stay pending for the next start.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        // Alive before the first read; then what dead predecessors left unsent.
+        let Some(left) = self.liveness.start(&shutdown).await else {
+            return Ok(());
+        };
+        tracing::info!(consumer = %self.consumer, "dispatcher started");
+        self.clone().take_reaped(left).await;
+        let heartbeat = tokio::spawn({
+            let this = self.clone();
+            self.liveness.clone().run(shutdown.clone(), move |reaped| {
+                this.clone().take_reaped(reaped)
+            })
+        });
+        if self.cfg.set_commands {
+            self.set_commands().await;
+        }
+        let callbacks = tokio::spawn(self.clone().lane_loop(Lane::Callbacks, shutdown.clone()));
+        let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
+        self.clone()
+            .lane_loop(Lane::Replies, shutdown.clone())
+            .await;
+        let _ = callbacks.await;
+        let _ = housekeeping.await;
+        let _ = heartbeat.await;
+        self.tasks.close();
+        if tokio::time::timeout(Duration::from_secs(10), self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("sends still under way at shutdown; they are retried after restart");
+        }
+        self.liveness.retire().await;
+        tracing::info!("dispatcher stopped");
+        Ok(())
+    }
+
+    /// Sends what was taken from dead dispatchers (0: replies, 1: callbacks, as reap answers).
+    async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
+        for (stream, entry) in reaped.taken {
+            let lane = if stream == 0 {
+                Lane::Replies
+            } else {
+                Lane::Callbacks
+            };
+            tracing::warn!(entry = %entry.id, ?lane, "took over an entry from a dispatcher whose liveness expired");
+            self.clone().spawn_entry(lane, entry).await;
+        }
+    }
+
+    /// Reads one lane on a connection of its own.
+    async fn lane_loop(self: Arc<Self>, lane: Lane, stop: CancellationToken) {
+        read_loop(&self.ledger, &stop, &LaneReader(self.clone(), lane)).await;
+    }
+
+    async fn spawn_entry(self: Arc<Self>, lane: Lane, entry: redis::streams::StreamId) {
+        let is_reply = lane == Lane::Replies;
+        // Callback answers never wait for a permit: the fast lane.
+        let permit = if is_reply {
+            match self.permits.clone().acquire_owned().await {
+                Ok(p) => Some(p),
+                Err(_) => return,
+            }
+        } else {
+            None
+        };
+        self.in_flight().insert((is_reply, entry.id.clone()));
+        let this = self.clone();
+        self.tasks.spawn(async move {
+            let id = entry.id.clone();
+            if is_reply {
+                match ReplyEntry::from_stream(&entry) {
+                    Some(reply) => {
+                        let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
+                        this.deliver(reply).instrument(span).await;
+                    }
+                    None => {
+                        tracing::error!(entry = %id, "reply without a chat id; dropping it");
+                        let _ = this.ledger.drop_reply(&id).await;
+                    }
+                }
+            } else {
+                match CallbackEntry::from_stream(&entry) {
+                    Some(cb) => this.answer_callback(cb).await,
+                    None => {
+                        tracing::error!(entry = %id, "callback entry without an id; dropping it");
+                        let _ = this.ledger.callback_done(&id).await;
+                    }
+                }
+            }
+            this.in_flight().remove(&(is_reply, id));
+            drop(permit);
+        });
+    }
+
+    /// reply_begin.lua, tried again while Redis fails (`recorded`). Nothing was sent yet, so
+    /// trying again repeats nothing.
+    async fn begin(&self, reply: &ReplyEntry, retention: Duration) -> Result<Begin, LedgerError> {
+        recorded("the send", || {
+            self.ledger.reply_begin(reply, &self.consumer, retention)
+        })
+        .await
+    }
+
+    /// One reply: recorded `sending`, sent within the limits, recorded `sent` or `failed`.
+    async fn deliver(&self, reply: ReplyEntry) {
+        let chat_lock = self.chat_locks.get(reply.chat_id);
+        let _in_order = chat_lock.lock().await;
+        let retention = Duration::from_secs(self.cfg.reply_retention_secs);
+        let progress = match self.begin(&reply, retention).await {
+            Ok(Begin::Send {
+                attempts,
+                progress_message_id,
+            }) => {
+                if attempts > 1 {
+                    tracing::warn!(
+                        attempts,
+                        "sending a reply again after an interrupted attempt; Telegram may show it twice"
+                    );
+                }
+                progress_message_id
+            }
+            Ok(Begin::Done { state }) => {
+                tracing::debug!(state = %state, "reply already settled");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record the send; the reply stays queued");
+                return;
+            }
+        };
+        // An explicit target, else a job's result replaces its "working on it" message (reply_begin
+        // reads that message only for a reply that has a job).
+        let edit_target = reply.edit_message_id.or_else(|| {
+            progress.filter(|_| {
+                reply
+                    .kind
+                    .parse::<ReplyKind>()
+                    .is_ok_and(ReplyKind::reports_on_job)
+            })
+        });
+        let outcome = self.send_with_retries(&reply, edit_target).await;
+        crate::crash_point!("dispatch.after_send");
+        let recorded = match &outcome {
+            Sent::Delivered(id) => {
+                METRICS.reply("sent");
+                tracing::info!(message_id = id, kind = %reply.kind, "reply sent");
+                recorded("the reply's outcome", || {
+                    self.ledger
+                        .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
+                })
+                .await
+            }
+            Sent::Failed(reason) => {
+                METRICS.reply("failed");
+                tracing::warn!(reason = %reason, kind = %reply.kind, "reply failed for good");
+                recorded("the reply's outcome", || {
+                    self.ledger
+                        .reply_end(&reply, Err(reason.clone()), retention)
+                })
+                .await
+            }
+        };
+        if let Err(e) = recorded {
+            tracing::error!(error = %e, "cannot record the reply's outcome; it may be sent again");
+        }
+    }
+
+    async fn send_with_retries(&self, reply: &ReplyEntry, edit_target: Option<i64>) -> Sent {
+        let mut chat = reply.chat_id;
+        let mut failures = 0u32;
+        let mut migrated = false;
+        let mut edit_allowed = true;
+        loop {
+            let edit_target = edit_target.filter(|_| edit_allowed);
+            match self.send_once(reply, chat, edit_target).await {
+                Ok(id) => return Sent::Delivered(id),
+                Err(ApiError::RetryAfter(wait)) => {
+                    METRICS.telegram_429.inc();
+                    METRICS.reply("retried");
+                    tracing::warn!(wait = ?wait, "Telegram asked to slow down (429); waiting exactly that long");
+                    self.limiter.pause_chat(chat, wait);
+                }
+                Err(ApiError::Network(reason)) => {
+                    failures += 1;
+                    if failures >= self.cfg.max_attempts {
+                        return Sent::Failed(format!(
+                            "gave up after {failures} attempts: {reason}"
+                        ));
+                    }
+                    METRICS.reply("retried");
+                    let delay = self.retry_delay(failures);
+                    tracing::warn!(reason = %reason, retry_in = ?delay, "send failed; retrying");
+                    tokio::time::sleep(delay).await;
+                }
+                Err(ApiError::Migrated(new_chat)) if !migrated => {
+                    tracing::warn!(new_chat, "the group moved to a supergroup; sending there");
+                    migrated = true;
+                    chat = new_chat;
+                }
+                Err(ApiError::Api { description, .. }) if is_not_modified(&description) => {
+                    return Sent::Delivered(reply.edit_message_id);
+                }
+                Err(ApiError::Api { description, .. })
+                    if edit_allowed && is_edit_target_gone(&description) =>
+                {
+                    tracing::info!("the message to edit is gone; sending a new one");
+                    edit_allowed = false;
+                }
+                Err(ApiError::Unauthorized) => {
+                    tracing::error!(
+                        "Telegram rejects the bot token (401): replies wait until \
+                         ONCEBOT__TELEGRAM__TOKEN is fixed and oncebot restarted"
+                    );
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                Err(e) => return Sent::Failed(e.to_string()),
+            }
+        }
+    }
+
+    fn retry_delay(&self, failures: u32) -> Duration {
+        let min = Duration::from_millis(self.cfg.retry_min_delay_ms);
+        let max = Duration::from_millis(self.cfg.retry_max_delay_ms);
+        backoff::nth(backoff::jittered(min, max), failures)
+    }
+
+    /// One delivery attempt: an edit (of the given message, or of the job's progress message)
+    /// or new messages, split at 4096 characters; each Bot API call waits for its rate slot.
+    async fn send_once(
+        &self,
+        reply: &ReplyEntry,
+        chat: i64,
+        edit_target: Option<i64>,
+    ) -> Result<Option<i64>, ApiError> {
+        let result = self.send_once_unpaced(reply, chat, edit_target).await;
+        self.limiter.sent(chat);
+        result
+    }
+
+    async fn send_once_unpaced(
+        &self,
+        reply: &ReplyEntry,
+        chat: i64,
+        edit_target: Option<i64>,
+    ) -> Result<Option<i64>, ApiError> {
+        let markup: Option<Value> = reply
+            .markup
+            .as_deref()
+            .and_then(|m| serde_json::from_str(m).ok());
+        // clear_markup removes a message's buttons; edit_markup replaces them (a release list
+        // with a used `✓ 下载 k` button).
+        if let op @ Some("clear_markup" | "edit_markup") = reply.op.as_deref() {
+            let Some(message_id) = reply.edit_message_id else {
+                return Ok(None);
+            };
+            self.limiter.acquire(chat).await;
+            let keyboard = match (op, markup) {
+                (Some("edit_markup"), Some(m)) => m,
+                _ => json!({"inline_keyboard": []}),
+            };
+            let body = json!({"chat_id": chat, "message_id": message_id,
+                              "reply_markup": keyboard});
+            self.api
+                .call::<Value>("editMessageReplyMarkup", &body, CALL_TIMEOUT)
+                .await?;
+            return Ok(Some(message_id));
+        }
+        let chunks = split_message(&reply.text);
+        let mut first_id = None;
+        for (i, chunk) in chunks.iter().enumerate() {
+            let last = i + 1 == chunks.len();
+            let mut body = json!({"chat_id": chat, "text": chunk});
+            if last && let Some(m) = &markup {
+                body["reply_markup"] = m.clone();
+            }
+            self.limiter.acquire(chat).await;
+            let message: Value = match (i, edit_target) {
+                (0, Some(message_id)) => {
+                    body["message_id"] = json!(message_id);
+                    self.api
+                        .call("editMessageText", &body, CALL_TIMEOUT)
+                        .await?
+                }
+                _ => {
+                    if i == 0
+                        && let Some(to) = reply.reply_to
+                    {
+                        body["reply_parameters"] =
+                            json!({"message_id": to, "allow_sending_without_reply": true});
+                    }
+                    self.api.call("sendMessage", &body, CALL_TIMEOUT).await?
+                }
+            };
+            self.limiter.sent(chat);
+            let id = message.get("message_id").and_then(Value::as_i64);
+            first_id = first_id.or(id).or(edit_target);
+        }
+        Ok(first_id)
+    }
+
+    /// answerCallbackQuery at once, outside the send limits.
+    async fn answer_callback(&self, cb: CallbackEntry) {
+        let body = json!({
+            "callback_query_id": cb.callback_query_id,
+            "text": cb.text,
+            "show_alert": cb.show_alert,
+        });
+        for attempt in 1..=3u32 {
+            match self
+                .api
+                .call::<Value>("answerCallbackQuery", &body, Duration::from_secs(10))
+                .await
+            {
+                Ok(_) => break,
+                Err(ApiError::RetryAfter(wait)) if wait < Duration::from_secs(30) => {
+                    tokio::time::sleep(wait).await;
+                }
+                Err(ApiError::Network(reason)) if attempt < 3 => {
+                    tracing::warn!(reason = %reason, "answerCallbackQuery failed; retrying");
+                    tokio::time::sleep(backoff::nth(backoff::CALLBACK_ANSWER, attempt)).await;
+                }
+                Err(e) => {
+                    // Too old, or unreachable for too long: the query cannot be answered now.
+                    tracing::warn!(error = %e, "callback query not answered");
+                    break;
+                }
+            }
+        }
+        if let Err(e) = self.ledger.callback_done(&cb.entry).await {
+            tracing::error!(error = %e, "cannot acknowledge a callback answer");
+        }
+    }
+
+    /// setMyCommands: the command list Telegram shows, in the reply language.
+    async fn set_commands(&self) {
+        let commands: Vec<Value> = crate::i18n::Texts::new(self.locale)
+            .command_list()
+            .into_iter()
+            .map(|(command, description)| json!({"command": command, "description": description}))
+            .collect();
+        let body = json!({ "commands": commands });
+        match self
+            .api
+            .call::<Value>("setMyCommands", &body, CALL_TIMEOUT)
+            .await
+        {
+            Ok(_) => tracing::info!("command list registered with Telegram"),
+            Err(e) => {
+                tracing::warn!(error = %e, "setMyCommands failed; the command menu may be stale")
+            }
+        }
+    }
+
+    /// Renews the leases of entries under way and takes over those of dead dispatchers.
+    async fn housekeeping(self: Arc<Self>, stop: CancellationToken) {
+        let idle = Duration::from_millis(self.cfg.reclaim_idle_ms);
+        let mut last_reclaim = tokio::time::Instant::now();
+        loop {
+            if sleep_or_stop(idle / 4, &stop).await {
+                return;
+            }
+            for (lane, is_reply) in [(Lane::Replies, true), (Lane::Callbacks, false)] {
+                let entries: Vec<String> = self
+                    .in_flight()
+                    .iter()
+                    .filter(|(r, _)| *r == is_reply)
+                    .map(|(_, e)| e.clone())
+                    .collect();
+                if let Err(e) = self.ledger.renew_lane(lane, &self.consumer, &entries).await {
+                    tracing::warn!(error = %e, "renewing reply leases failed");
+                }
+            }
+            if last_reclaim.elapsed() >= idle / 2 {
+                last_reclaim = tokio::time::Instant::now();
+                for lane in [Lane::Replies, Lane::Callbacks] {
+                    match self
+                        .ledger
+                        .reclaim_lane(lane, &self.consumer, idle, 50)
+                        .await
+                    {
+                        Ok(entries) => {
+                            for entry in entries {
+                                tracing::warn!(entry = %entry.id, ?lane, "took over an entry from a dispatcher that stopped");
+                                self.clone().spawn_entry(lane, entry).await;
+                            }
+                        }
+                        Err(e) if crate::ledger::is_missing_group(&e) => {}
+                        Err(e) => tracing::warn!(error = %e, "reclaiming replies failed"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A delivery record (reply_begin.lua, reply_end.lua), tried again while Redis fails, for about
+/// 20 s (0.2 s, 0.4 s, ... 6.4 s apart), as a worker tries its outcome again: a failover of a
+/// cluster's master, or replicas slow to confirm (`redis.wait_replicas`), would otherwise leave
+/// the reply queued until `dispatcher.reclaim_idle_ms`, or send it again.
+async fn recorded<T, Fut>(what: &str, mut call: impl FnMut() -> Fut) -> Result<T, LedgerError>
+where
+    Fut: Future<Output = Result<T, LedgerError>>,
+{
+    const TRIES: u32 = 8;
+    let mut failures = 0;
+    loop {
+        match call().await {
+            Err(e) if failures + 1 < TRIES => {
+                failures += 1;
+                tracing::warn!(error = %e, "cannot record {what} yet; trying again");
+                tokio::time::sleep(backoff::nth(backoff::REDIS, failures)).await;
+            }
+            answer => return answer,
+        }
+    }
+}
+
+/// The dispatcher as a consumer of one lane.
+struct LaneReader(Arc<Dispatcher>, Lane);
+
+impl Consumer for LaneReader {
+    fn what(&self) -> &'static str {
+        match self.1 {
+            Lane::Replies => "replies",
+            Lane::Callbacks => "callbacks",
+        }
+    }
+
+    fn read<'a>(
+        &'a self,
+        conn: &'a mut crate::ledger::Conn,
+    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<redis::streams::StreamId>>>>
+    + Send
+    + 'a {
+        let d = &self.0;
+        async move {
+            if !d.liveness.may_claim() {
+                tokio::time::sleep(Duration::from_millis(d.cfg.heartbeat_interval_ms)).await;
+                return Some(Ok(Vec::new()));
+            }
+            let count = d.permits.available_permits().max(1);
+            let block = Duration::from_millis(d.cfg.read_block_ms);
+            Some(
+                d.ledger
+                    .read_lane(conn, self.1, &d.consumer, count, block)
+                    .await,
+            )
+        }
+    }
+
+    async fn handle(&self, entries: Vec<redis::streams::StreamId>) {
+        for entry in entries {
+            self.0.clone().spawn_entry(self.1, entry).await;
+        }
+    }
+}
+
+fn is_not_modified(description: &str) -> bool {
+    description.contains("message is not modified")
+}
+
+fn is_edit_target_gone(description: &str) -> bool {
+    description.contains("message to edit not found")
+        || description.contains("message can't be edited")
+}
+
+/// Splits `text` into pieces of at most 4096 characters, at a line break when there is one in
+/// the second half of a piece. An empty text stays one (empty) piece.
+pub fn split_message(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= MAX_MESSAGE_CHARS {
+        return vec![text.to_string()];
+    }
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < chars.len() {
+        let mut end = (start + MAX_MESSAGE_CHARS).min(chars.len());
+        if end < chars.len()
+            && let Some(nl) = chars[start + MAX_MESSAGE_CHARS / 2..end]
+                .iter()
+                .rposition(|c| *c == '\n')
+        {
+            end = start + MAX_MESSAGE_CHARS / 2 + nl + 1;
+        }
+        out.push(chars[start..end].iter().collect());
+        start = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_messages_are_not_split() {
+        assert_eq!(split_message("hi"), vec!["hi".to_string()]);
+        assert_eq!(split_message(""), vec![String::new()]);
+    }
+
+    #[test]
+    fn long_messages_split_at_4096_characters_preferring_line_breaks() {
+        let line = "三体".repeat(50) + "\n"; // 101 characters
+        let text = line.repeat(100); // 10100 characters
+        let parts = split_message(&text);
+        assert!(parts.len() >= 3);
+        assert!(parts.iter().all(|p| p.chars().count() <= MAX_MESSAGE_CHARS));
+        assert!(parts[..parts.len() - 1].iter().all(|p| p.ends_with('\n')));
+        assert_eq!(parts.concat(), text);
+        let solid = "x".repeat(9000);
+        let parts = split_message(&solid);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            vec![4096, 4096, 808]
+        );
+    }
+}

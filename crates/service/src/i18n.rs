@@ -1,0 +1,266 @@
+//! Every text a user reads, in Chinese (the default, MoviePilot's users) and English.
+//!
+//! Pure functions of the locale: no I/O. Placeholders such as `{job}` and `{state}` in
+//! [`Texts::duplicate_template`], [`Texts::tap_texts`] and [`Texts::review_template`] are filled
+//! in by the Lua scripts, which alone know the job and its state at that instant.
+
+use crate::commands::Command;
+use crate::config::Locale;
+use crate::vocabulary::JobState;
+
+/// Answers to taps on buttons; see [`Texts::tap_texts`].
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TapTexts {
+    pub expired: &'static str,
+    pub foreign: &'static str,
+    pub unknown: &'static str,
+    pub received: &'static str,
+    pub duplicate: &'static str,
+    pub already: &'static str,
+    pub already_done: &'static str,
+    pub cancelled: &'static str,
+    pub resolved: &'static str,
+    pub settled: &'static str,
+}
+
+/// The texts of one locale.
+#[derive(Debug, Clone, Copy)]
+pub struct Texts {
+    pub locale: Locale,
+}
+
+impl Texts {
+    pub fn new(locale: Locale) -> Self {
+        Self { locale }
+    }
+
+    fn pick(&self, zh: &'static str, en: &'static str) -> &'static str {
+        match self.locale {
+            Locale::Zh => zh,
+            Locale::En => en,
+        }
+    }
+
+    /// The label of a state, as users read it.
+    pub fn state_label(&self, state: JobState) -> &'static str {
+        use JobState::*;
+        match state {
+            Pending => self.pick("排队中", "queued"),
+            Running => self.pick("执行中", "running"),
+            RetryWait => self.pick("等待重试", "waiting to retry"),
+            Succeeded => self.pick("已完成", "succeeded"),
+            Failed => self.pick("失败", "failed"),
+            NeedsReview => self.pick("待人工确认", "waiting for a person"),
+        }
+    }
+
+    /// Sent when a command repeats one inside its duplicate window.
+    pub fn duplicate_template(&self) -> &'static str {
+        self.pick(
+            "已收到相同的请求，即任务 #{job}（{state}），不会重复执行。发送 /status {job} 查看进度。",
+            "Already received as job #{job} ({state}); it will not run twice. Send /status {job} to follow it.",
+        )
+    }
+
+    pub fn confirm_button(&self) -> &'static str {
+        self.pick("确认", "Confirm")
+    }
+
+    pub fn cancel_button(&self) -> &'static str {
+        self.pick("取消", "Cancel")
+    }
+
+    /// Answers to a tap (answerCallbackQuery, at most 200 characters). "{job}" and "{state}"
+    /// are filled in by `lua/tap.lua`, which alone knows the job and its state at that instant.
+    pub fn tap_texts(&self) -> TapTexts {
+        TapTexts {
+            expired: self.pick(
+                "按钮已过期，请重新发送命令",
+                "This button has expired; send the command again.",
+            ),
+            foreign: self.pick("这个按钮不是给你的", "This button is not for you."),
+            unknown: self.pick(
+                "这个按钮已失效，请重新发送命令",
+                "This button no longer works; send the command again.",
+            ),
+            received: self.pick("已接收：任务 #{job}", "Received: job #{job}"),
+            duplicate: self.duplicate_template(),
+            already: self.pick(
+                "已处理过：任务 #{job}（{state}）",
+                "Already handled: job #{job} {state}",
+            ),
+            already_done: self.pick("已处理过", "Already handled."),
+            cancelled: self.pick("已取消", "Cancelled."),
+            resolved: self.pick(
+                "已处理：任务 #{job} 现在是「{state}」",
+                "Done: job #{job} is now {state}",
+            ),
+            settled: self.pick(
+                "任务 #{job} 已被处理过（{state}），未做改动",
+                "Job #{job} was already settled ({state}); nothing changed.",
+            ),
+        }
+    }
+
+    /// Sent to the job's chat when a person settles it; "{job}" is filled in by the script.
+    pub fn resolved(&self, decision: &str) -> &'static str {
+        match decision {
+            "succeeded" => self.pick(
+                "管理员已确认任务 #{job} 完成。",
+                "An operator confirmed job #{job} succeeded.",
+            ),
+            "failed" => self.pick(
+                "管理员已将任务 #{job} 标记为失败。",
+                "An operator marked job #{job} failed.",
+            ),
+            _ => self.pick(
+                "管理员已安排任务 #{job} 重新执行。",
+                "An operator scheduled job #{job} to run again.",
+            ),
+        }
+    }
+
+    /// The message admin chats get when a job needs a person. "{job}", "{command}", "{args}",
+    /// "{attempts}" and "{error}" are filled in by the script that holds the job.
+    pub fn review_template(&self) -> &'static str {
+        self.pick(
+            "任务 #{job} 需要人工确认\n命令：/{command} {args}\n已尝试：{attempts} 次\n情况：{error}\n\n请核实 MoviePilot 中的实际结果后选择：",
+            "Job #{job} needs a person\nCommand: /{command} {args}\nAttempts: {attempts}\nWhat happened: {error}\n\nCheck what MoviePilot actually did, then choose:",
+        )
+    }
+
+    /// The labels of the review buttons: mark succeeded, mark failed, retry.
+    pub fn review_buttons(&self) -> [&'static str; 3] {
+        [
+            self.pick("标记成功", "Mark succeeded"),
+            self.pick("标记失败", "Mark failed"),
+            self.pick("重试", "Retry"),
+        ]
+    }
+
+    pub fn refusal(&self) -> &'static str {
+        self.pick(
+            "抱歉，你没有使用这个机器人的权限。请联系管理员把你的 Telegram 用户 ID 加入白名单。",
+            "Sorry, you are not allowed to use this bot. Ask its owner to add your Telegram user id to the allow-list.",
+        )
+    }
+
+    pub fn unknown_command(&self, name: &str) -> String {
+        match self.locale {
+            Locale::Zh => format!("不认识的命令 /{name}。发送 /help 查看可用命令。"),
+            Locale::En => format!("I don't know /{name}. Send /help to see what I can do."),
+        }
+    }
+
+    /// How to call a command, for a reply to bad arguments.
+    pub fn usage(&self, command: Command) -> &'static str {
+        use Command::*;
+        match command {
+            Search => self.pick("用法：/search <片名>", "Usage: /search <title>"),
+            Subscribe => self.pick(
+                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集），或 /subscribe tmdb:<id> tv（剧集，选择季）",
+                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series), or /subscribe tmdb:<id> tv (a series; choose the season)",
+            ),
+            Unsubscribe => self.pick(
+                "用法：/unsubscribe <订阅 ID>（/subscriptions 可查看 ID）",
+                "Usage: /unsubscribe <subscription id> (/subscriptions lists them)",
+            ),
+            SearchNow => self.pick(
+                "用法：/searchnow <订阅 ID>",
+                "Usage: /searchnow <subscription id>",
+            ),
+            Status => self.pick(
+                "用法：/status [任务编号]",
+                "Usage: /status [job id]",
+            ),
+            Download | Releases | Grab => self.pick(
+                "用法：/download <片名>，或 /download tmdb:<id>（电影），或 /download tmdb:<id> S<季>（剧集的一季）",
+                "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)",
+            ),
+            Subscriptions | Downloading | Jobs | Help | Start => self.help(),
+        }
+    }
+
+    /// The command menu registered with setMyCommands: (command, description).
+    pub fn command_list(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "search",
+                self.pick("搜索影视", "Search for a movie or series"),
+            ),
+            ("subscribe", self.pick("订阅", "Subscribe")),
+            (
+                "download",
+                self.pick("搜索资源并下载", "Find a release and download it"),
+            ),
+            ("subscriptions", self.pick("查看订阅", "List subscriptions")),
+            (
+                "unsubscribe",
+                self.pick("取消订阅", "Cancel a subscription"),
+            ),
+            (
+                "searchnow",
+                self.pick("立即搜索订阅", "Search a subscription now"),
+            ),
+            ("downloading", self.pick("正在下载", "Active downloads")),
+            ("status", self.pick("任务状态", "How a job is doing")),
+            ("jobs", self.pick("最近的任务", "Recent jobs")),
+            ("help", self.pick("帮助", "Help")),
+        ]
+    }
+
+    pub fn help(&self) -> &'static str {
+        self.pick(
+            "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\
+             /search <片名> 搜索影视\n\
+             /subscribe <片名> 订阅（或 tmdb:<id> [S<季>]）\n\
+             /download <片名> 搜索站点资源并下载（或 tmdb:<id> [S<季>]）\n\
+             /subscriptions 查看订阅\n\
+             /unsubscribe <订阅 ID> 取消订阅（需确认）\n\
+             /searchnow <订阅 ID> 立即搜索订阅\n\
+             /downloading 正在下载\n\
+             /status [任务编号] 任务状态\n\
+             /jobs 最近的任务\n\
+             直接发送片名即可搜索；“订阅 X”“搜索 X”“下载 X”也可以。",
+            "I drive MoviePilot for you, and every command takes effect once:\n\
+             /search <title> search for a movie or series\n\
+             /subscribe <title> subscribe (or tmdb:<id> [S<n>])\n\
+             /download <title> find a release and download it (or tmdb:<id> [S<n>])\n\
+             /subscriptions list subscriptions\n\
+             /unsubscribe <subscription id> cancel one (asks first)\n\
+             /searchnow <subscription id> search a subscription now\n\
+             /downloading active downloads\n\
+             /status [job id] how a job is doing\n\
+             /jobs your recent jobs\n\
+             Plain text is a search.",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Telegram shows at most 200 characters of a callback answer; the placeholders add a job
+    /// id and a state label (a few dozen characters at most).
+    #[test]
+    fn tap_answers_fit_telegrams_200_characters() {
+        for locale in [Locale::Zh, Locale::En] {
+            let t = Texts::new(locale).tap_texts();
+            for text in [
+                t.expired,
+                t.foreign,
+                t.unknown,
+                t.received,
+                t.duplicate,
+                t.already,
+                t.already_done,
+                t.cancelled,
+                t.resolved,
+                t.settled,
+            ] {
+                assert!(text.chars().count() <= 150, "{text}");
+            }
+        }
+    }
+}

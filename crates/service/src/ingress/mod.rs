@@ -1,0 +1,296 @@
+//! Ingress: a Telegram update in, one admission decision out.
+//!
+//! Both doors (the webhook and long polling) call [`Ingress::handle`], so the rules for what
+//! becomes a job are written once. Ingress never waits for MoviePilot or for a send: it records
+//! the update in Redis and returns.
+//!
+//! A message becomes an admission (a job or a reply; a command whose policy says
+//! `needs_confirmation` becomes a read-only job that looks its target up and asks); a callback
+//! query (a tap on a button) becomes one `Ledger::tap`, which decides and queues its answer in
+//! one step.
+
+pub mod polling;
+pub mod webhook;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use crate::commands::{self, ChatKind, Command, Parsed};
+use crate::config::{CommandSettings, Settings};
+use crate::i18n::Texts;
+use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, Tap, Tapped};
+use crate::metrics::METRICS;
+use crate::telegram::keyboard;
+use crate::telegram::types::{CallbackQuery, Update};
+use crate::vocabulary::{JobState, ReplyKind};
+
+/// A stranger is told "not allowed" once per this window, however much they write.
+const REFUSAL_WINDOW: Duration = Duration::from_secs(3600);
+
+/// Why an update made no change in the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ignored {
+    /// An update kind the bot does not handle (poll, chat_member, ...).
+    UnhandledKind,
+    /// An edited message: editing a command does not run it again.
+    EditedMessage,
+    /// A callback query is not a message: [`Ingress::handle`] takes it to [`Ledger::tap`].
+    CallbackQuery,
+    /// No sender, a bot sender, a channel post, or no text.
+    NoCommand,
+    /// Plain text in a group, or a command for another bot.
+    NotForUs,
+}
+
+impl Ignored {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ignored::UnhandledKind => "unhandled_kind",
+            Ignored::EditedMessage => "edited_message",
+            Ignored::CallbackQuery => "callback_query",
+            Ignored::NoCommand => "no_command",
+            Ignored::NotForUs => "not_for_us",
+        }
+    }
+}
+
+/// What became of one update.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handled {
+    Admitted(Admitted),
+    /// A callback query, decided and answered by the ledger.
+    Tapped(Tapped),
+    Ignored(Ignored),
+}
+
+/// The rules of admission, shared by both doors.
+#[derive(Clone)]
+pub struct Ingress {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    ledger: Ledger,
+    allowed_users: HashSet<i64>,
+    bot_username: String,
+    texts: Texts,
+    commands: CommandSettings,
+}
+
+impl Ingress {
+    pub fn new(settings: &Settings, ledger: Ledger) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                ledger,
+                allowed_users: settings.telegram.allowed_users.iter().copied().collect(),
+                bot_username: settings
+                    .telegram
+                    .bot_username
+                    .trim_start_matches('@')
+                    .into(),
+                texts: Texts::new(settings.telegram.locale),
+                commands: settings.commands.clone(),
+            }),
+        }
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.inner.ledger
+    }
+
+    /// Decides and records one update. An `Err` means Redis did not take it: the caller must
+    /// make Telegram deliver it again (503 to the webhook; no offset advance when polling).
+    pub async fn handle(&self, update: &Update) -> Result<Handled, LedgerError> {
+        if let Some(query) = &update.callback_query {
+            let tap = self.read_tap(update.update_id, query);
+            let tapped = self.inner.ledger.tap(&tap).await?;
+            METRICS.update("callback");
+            tracing::info!(
+                update_id = update.update_id,
+                user_id = tap.user_id,
+                chat_id = tap.chat_id,
+                outcome = tapped.outcome(),
+                job_id = match &tapped {
+                    Tapped::New { job_id }
+                    | Tapped::DuplicateCommand { job_id, .. }
+                    | Tapped::Resolved { job_id, .. }
+                    | Tapped::Settled { job_id, .. } => Some(*job_id),
+                    Tapped::Used { job_id, .. } | Tapped::DuplicateUpdate { job_id, .. } => *job_id,
+                    _ => None,
+                },
+                "button tapped"
+            );
+            return Ok(Handled::Tapped(tapped));
+        }
+        let admission = match self.decide(update) {
+            Ok(a) => a,
+            Err(ignored) => {
+                METRICS.update("ignored");
+                tracing::debug!(
+                    update_id = update.update_id,
+                    reason = ignored.as_str(),
+                    "update ignored"
+                );
+                return Ok(Handled::Ignored(ignored));
+            }
+        };
+        let admitted = self.inner.ledger.admit(&admission).await?;
+        let refusal = matches!(
+            admission.action,
+            AdmissionAction::Reply {
+                kind: ReplyKind::Refusal,
+                ..
+            }
+        );
+        METRICS.update(if refusal {
+            "unauthorised"
+        } else {
+            admitted.outcome()
+        });
+        if let (Admitted::New { .. }, AdmissionAction::Job { command, .. }) =
+            (&admitted, &admission.action)
+        {
+            METRICS.transition(command.name(), JobState::Pending.as_str());
+        }
+        match &admitted {
+            Admitted::New { job_id } => tracing::info!(
+                update_id = update.update_id,
+                job_id,
+                chat_id = admission.chat_id,
+                "job created"
+            ),
+            Admitted::DuplicateUpdate { job_id, .. } => tracing::info!(
+                update_id = update.update_id,
+                job_id,
+                "update delivered again; nothing changed"
+            ),
+            Admitted::DuplicateCommand { job_id, state } => tracing::info!(
+                update_id = update.update_id,
+                job_id,
+                state = state.as_str(),
+                "same command inside its window; pointed at the existing job"
+            ),
+            Admitted::Confirming => tracing::info!(
+                update_id = update.update_id,
+                chat_id = admission.chat_id,
+                "asked for a confirmation; no job until it is tapped"
+            ),
+            Admitted::Replied | Admitted::Suppressed => tracing::debug!(
+                update_id = update.update_id,
+                outcome = admitted.outcome(),
+                "answered without a job"
+            ),
+        }
+        Ok(Handled::Admitted(admitted))
+    }
+
+    /// The pure part: what this update asks for, before Redis is involved.
+    pub fn decide(&self, update: &Update) -> Result<Admission, Ignored> {
+        let inner = &self.inner;
+        let Some(message) = &update.message else {
+            return Err(if update.edited_message.is_some() {
+                Ignored::EditedMessage
+            } else if update.callback_query.is_some() {
+                Ignored::CallbackQuery
+            } else {
+                Ignored::UnhandledKind
+            });
+        };
+        let (Some(from), Some(text)) = (&message.from, &message.text) else {
+            return Err(Ignored::NoCommand);
+        };
+        if from.is_bot {
+            return Err(Ignored::NoCommand);
+        }
+        let chat = match message.chat.kind.as_str() {
+            "private" => ChatKind::Private,
+            "group" | "supergroup" => ChatKind::Group,
+            _ => return Err(Ignored::NoCommand),
+        };
+        let parsed = commands::parse(text, chat, &inner.bot_username);
+        if parsed == Parsed::NotForUs {
+            return Err(Ignored::NotForUs);
+        }
+        let texts = inner.texts;
+        let reply = |kind: ReplyKind, text: String| AdmissionAction::Reply {
+            kind,
+            text,
+            window: Duration::ZERO,
+            once_key: String::new(),
+        };
+        let action = if !inner.allowed_users.contains(&from.id) {
+            AdmissionAction::Reply {
+                kind: ReplyKind::Refusal,
+                text: texts.refusal().into(),
+                window: REFUSAL_WINDOW,
+                once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
+            }
+        } else {
+            match parsed {
+                Parsed::Run {
+                    command: Command::Help | Command::Start,
+                    ..
+                } => reply(ReplyKind::Help, texts.help().into()),
+                // The ask is a lookup job without a window; its Confirm button makes the job
+                // that has the window (see `Policy::needs_confirmation`).
+                Parsed::Run { command, args } if command.policy().needs_confirmation => {
+                    AdmissionAction::Job {
+                        command,
+                        window: Duration::ZERO,
+                        args,
+                    }
+                }
+                Parsed::Run { command, args } => AdmissionAction::Job {
+                    command,
+                    window: command.window(&inner.commands),
+                    args,
+                },
+                Parsed::BadArgs { command } => reply(ReplyKind::Usage, texts.usage(command).into()),
+                Parsed::Unknown { name } => {
+                    reply(ReplyKind::UnknownCommand, texts.unknown_command(&name))
+                }
+                Parsed::NotForUs => return Err(Ignored::NotForUs),
+            }
+        };
+        Ok(Admission {
+            update_id: update.update_id,
+            chat_id: message.chat.id,
+            user_id: from.id,
+            message_id: Some(message.message_id),
+            action,
+        })
+    }
+}
+
+impl Ingress {
+    /// What a callback query asks of the ledger. Anything not recognisably one of our buttons
+    /// still goes to the ledger, so it too is answered (once).
+    fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {
+        Tap {
+            update_id,
+            callback_query_id: query.id.clone(),
+            user_id: query.from.id,
+            allowed: !query.from.is_bot && self.inner.allowed_users.contains(&query.from.id),
+            chat_id: query.message.as_ref().map(|m| m.chat.id),
+            message_id: query.message.as_ref().map(|m| m.message_id),
+            token: query
+                .data
+                .as_deref()
+                .and_then(keyboard::token_of)
+                .map(str::to_string),
+        }
+    }
+}
+
+/// The key under which a reply of `kind` to this user in this chat goes out once per window.
+fn once_key(kind: ReplyKind, chat_id: i64, user_id: i64) -> String {
+    let mut h = Sha256::new();
+    h.update(kind.as_str().as_bytes());
+    h.update([0]);
+    h.update(chat_id.to_le_bytes());
+    h.update(user_id.to_le_bytes());
+    hex::encode(&h.finalize()[..16])
+}

@@ -1,0 +1,645 @@
+//! The ledger: oncebot's only boundary onto Redis.
+//!
+//! Nothing outside this module builds a key name or an EVAL call. Every state change is one Lua
+//! script (see `lua/`), so a crash leaves either the whole change or none of it.
+
+mod attempts;
+mod conn;
+pub mod keys;
+mod liveness;
+mod overview;
+mod releases;
+mod replies;
+#[cfg(test)]
+mod script_calls;
+mod scripts;
+mod tokens;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::AsyncCommands as _;
+use serde::Serialize;
+
+use crate::commands::Command;
+use crate::config::Settings;
+use crate::i18n::Texts;
+pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
+pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
+pub use conn::{Conn, cluster_nodes};
+pub use keys::Keys;
+pub use liveness::{Reaped, Role as ConsumerRole};
+pub use overview::{ConsumerInfo, StateCounts};
+pub use releases::StoredList;
+pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
+use scripts::ScriptCall;
+pub use scripts::hashes as script_hashes;
+pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
+
+/// A Redis failure, said with what oncebot was doing.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// Redis could not be reached or did not answer in time: the caller may try again later.
+    #[error("Redis is unavailable while {doing}: {source}")]
+    Unavailable {
+        doing: &'static str,
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Redis answered something the ledger does not expect (a bug, or keys written by hand).
+    #[error("unexpected ledger data while {doing}: {detail}")]
+    Corrupt { doing: &'static str, detail: String },
+    /// A standalone connection reached a Redis Cluster node that does not own the deployment's
+    /// slot: nothing can work until the setting says it is a cluster.
+    #[error(
+        "Redis answered {source} while {doing}: redis.url names a Redis Cluster node; \
+         set ONCEBOT__REDIS__CLUSTER=true (and list one or more nodes in ONCEBOT__REDIS__URL)"
+    )]
+    NotACluster {
+        doing: &'static str,
+        #[source]
+        source: redis::RedisError,
+    },
+    /// The write happened on the master, but fewer than `redis.wait_replicas` replicas
+    /// confirmed it within `redis.wait_timeout_ms`: it does not count as done (a failover now
+    /// could lose it), so the caller answers 503 or tries again.
+    #[error(
+        "only {confirmed} of {wanted} replicas confirmed the write while {doing} \
+         (redis.wait_replicas, redis.wait_timeout_ms)"
+    )]
+    NotReplicated {
+        doing: &'static str,
+        confirmed: u32,
+        wanted: u32,
+    },
+}
+
+impl LedgerError {
+    fn redis(doing: &'static str) -> impl FnOnce(redis::RedisError) -> LedgerError {
+        move |source| {
+            if let Some((confirmed, wanted)) = conn::not_replicated(&source) {
+                return LedgerError::NotReplicated {
+                    doing,
+                    confirmed,
+                    wanted,
+                };
+            }
+            match source.kind() {
+                redis::ErrorKind::Server(
+                    redis::ServerErrorKind::Moved | redis::ServerErrorKind::Ask,
+                ) => LedgerError::NotACluster { doing, source },
+                _ => LedgerError::Unavailable { doing, source },
+            }
+        }
+    }
+}
+
+/// The one place a Redis URL becomes a client (`Ledger::connect`, and the demo's and bench's
+/// probes of a Redis they may use). Opening only parses the URL; nothing connects yet.
+pub fn open_client(url: &str) -> redis::RedisResult<redis::Client> {
+    redis::Client::open(url)
+}
+
+/// Redis's answer when a stream's consumer group does not exist (Redis lost its data, or
+/// someone deleted the group): readers create it again, reclaimers and gauges find nothing.
+pub fn is_missing_group(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOGROUP")
+}
+
+/// What one update asks of the ledger.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub update_id: i64,
+    pub chat_id: i64,
+    pub user_id: i64,
+    /// The message to reply to, if any.
+    pub message_id: Option<i64>,
+    pub action: AdmissionAction,
+}
+
+#[derive(Debug, Clone)]
+pub enum AdmissionAction {
+    /// Create a job, unless the update or (inside `window`) the command was seen before.
+    Job {
+        command: Command,
+        args: String,
+        window: Duration,
+    },
+    /// A command that needs a confirmation: unless the command is inside its duplicate window,
+    /// store `buttons` and queue `prompt` with `markup` (Confirm / Cancel). No job until a tap.
+    Confirm {
+        command: Command,
+        args: String,
+        window: Duration,
+        prompt: String,
+        buttons: TokenGroup,
+        markup: String,
+    },
+    /// Queue a reply and make no job. With a non-zero `window`, the same `once_key` replies
+    /// once per window (so a stranger's every message does not cost a refusal).
+    Reply {
+        kind: ReplyKind,
+        text: String,
+        window: Duration,
+        once_key: String,
+    },
+}
+
+/// What the admission script decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admitted {
+    /// A new job, now `pending` on the jobs stream.
+    New { job_id: u64 },
+    /// Telegram delivered this update before; nothing changed.
+    DuplicateUpdate {
+        job_id: Option<u64>,
+        state: Option<JobState>,
+    },
+    /// The same command inside its window: the user was told about this existing job.
+    DuplicateCommand { job_id: u64, state: JobState },
+    /// The question with Confirm / Cancel buttons was queued; no job yet.
+    Confirming,
+    /// A reply was queued; no job.
+    Replied,
+    /// A reply that already went out inside its window; nothing queued.
+    Suppressed,
+}
+
+impl Admitted {
+    /// A short name for logs and metrics.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Admitted::New { .. } => "new",
+            Admitted::DuplicateUpdate { .. } => "duplicate_update",
+            Admitted::DuplicateCommand { .. } => "duplicate_command",
+            Admitted::Confirming => "confirming",
+            Admitted::Replied => "replied",
+            Admitted::Suppressed => "suppressed",
+        }
+    }
+}
+
+/// One job's ledger row, as stored in its HASH.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Job {
+    pub id: u64,
+    pub status: String,
+    pub command: String,
+    pub args: String,
+    pub chat_id: i64,
+    pub user_id: i64,
+    pub update_id: i64,
+    pub idempotency_key: String,
+    pub attempts: u64,
+    /// Milliseconds since the Unix epoch (Redis server time).
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    /// How many later updates were recognised as this same command.
+    pub duplicates: u64,
+    /// Every other field of the HASH, as stored (later layers add their own).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, String>,
+}
+
+impl Job {
+    fn from_hash(mut h: BTreeMap<String, String>) -> Result<Job, String> {
+        fn num<T: std::str::FromStr + Default>(
+            h: &mut BTreeMap<String, String>,
+            k: &str,
+        ) -> Result<T, String> {
+            match h.remove(k) {
+                None => Ok(T::default()),
+                Some(v) if v.is_empty() => Ok(T::default()),
+                Some(v) => v.parse().map_err(|_| format!("field {k} is {v:?}")),
+            }
+        }
+        fn text(h: &mut BTreeMap<String, String>, k: &str) -> String {
+            h.remove(k).unwrap_or_default()
+        }
+        fn opt(h: &mut BTreeMap<String, String>, k: &str) -> Option<String> {
+            h.remove(k).filter(|v| !v.is_empty())
+        }
+        Ok(Job {
+            id: num(&mut h, "id")?,
+            status: text(&mut h, "status"),
+            command: text(&mut h, "command"),
+            args: text(&mut h, "args"),
+            chat_id: num(&mut h, "chat_id")?,
+            user_id: num(&mut h, "user_id")?,
+            update_id: num(&mut h, "update_id")?,
+            idempotency_key: text(&mut h, "idempotency_key"),
+            attempts: num(&mut h, "attempts")?,
+            created_at: num(&mut h, "created_at")?,
+            updated_at: num(&mut h, "updated_at")?,
+            result: opt(&mut h, "result"),
+            error: opt(&mut h, "error"),
+            duplicates: num(&mut h, "duplicates")?,
+            extra: h,
+        })
+    }
+}
+
+/// Which jobs `list_jobs` returns.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub status: Option<JobState>,
+    pub chat_id: Option<i64>,
+    pub limit: usize,
+}
+
+/// KEYS of `lua/enqueue.lua` (see its header).
+const ENQUEUE_KEYS: usize = 10;
+
+/// Handle onto one deployment's ledger. Cheap to clone: one multiplexed connection underneath.
+#[derive(Clone)]
+pub struct Ledger {
+    /// Where `conn` and every stream reader's own connection come from.
+    source: conn::Source,
+    conn: Conn,
+    /// `redis.wait_replicas` and `redis.wait_timeout_ms`: what a durable write waits for
+    /// (`durable`); `None` sends no WAIT at all.
+    wait: Option<conn::Wait>,
+    keys: Keys,
+    /// `ARGV[21..]` of enqueue.lua: state names and their labels, built once.
+    state_labels: Vec<String>,
+    duplicate_template: String,
+    update_retention_secs: u64,
+    chat_index_len: u32,
+    jobs_index_len: u32,
+    /// How long a settled job is kept (a review button settles one).
+    job_retention_secs: u64,
+    /// ARGV[15] of tap.lua: its answers, built once.
+    tap_texts: String,
+    /// Admin chats to tell about jobs entering `needs_review`, and their buttons' lifetime.
+    review: tokens::ReviewNotices,
+}
+
+impl Ledger {
+    /// Connects lazily: a Redis that is down at start-up makes calls fail (and the webhook
+    /// answer 503) until it comes back, instead of stopping the process. `redis.cluster` picks
+    /// the connection kind (`conn`); nothing outside the ledger knows which it is.
+    pub fn connect(settings: &Settings) -> anyhow::Result<Ledger> {
+        use anyhow::Context as _;
+        let keys = Keys::new(&settings.redis.key_prefix);
+        let timeout = Duration::from_millis(settings.redis.command_timeout_ms);
+        let source = conn::Source::open(
+            settings.redis.url.expose(),
+            settings.redis.cluster,
+            &keys.jobs_stream(),
+            timeout,
+        )
+        .context(if settings.redis.cluster {
+            "redis.url is not a comma-separated list of Redis URLs (ONCEBOT__REDIS__URL)"
+        } else {
+            "redis.url is not a valid Redis URL (ONCEBOT__REDIS__URL)"
+        })?;
+        let conn = source
+            .shared(timeout)
+            .context("setting up the Redis connection")?;
+        let wait = (settings.redis.wait_replicas > 0).then_some(conn::Wait {
+            replicas: settings.redis.wait_replicas,
+            timeout_ms: settings.redis.wait_timeout_ms,
+        });
+        let texts = Texts::new(settings.telegram.locale);
+        let state_labels = JobState::ALL
+            .into_iter()
+            .flat_map(|s| [s.as_str().to_string(), texts.state_label(s).to_string()])
+            .collect();
+        Ok(Ledger {
+            source,
+            conn,
+            wait,
+            keys,
+            state_labels,
+            duplicate_template: texts.duplicate_template().to_string(),
+            update_retention_secs: settings.ledger.update_retention_secs,
+            chat_index_len: settings.ledger.chat_index_len,
+            jobs_index_len: settings.ledger.jobs_index_len,
+            job_retention_secs: settings.worker.job_retention_secs,
+            tap_texts: tokens::tap_texts_json(texts),
+            review: tokens::ReviewNotices {
+                admin_chats: settings.telegram.admin_chats.clone(),
+                ttl: Duration::from_secs(settings.telegram.review_ttl_secs),
+                texts,
+            },
+        })
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// A clone of the shared multiplexed connection (not for blocking reads).
+    pub fn connection(&self) -> Conn {
+        self.conn.clone()
+    }
+
+    /// A new connection of a stream reader's own (`consume::read_loop`): a blocking
+    /// XREADGROUP must not stall the shared connection.
+    pub(crate) async fn stream_connection(&self) -> redis::RedisResult<Conn> {
+        self.source.stream().await
+    }
+
+    /// The shared connection for a write that must reach `redis.wait_replicas` replicas before
+    /// it counts (an admission, an outcome record): each command is sent with a `WAIT` behind
+    /// it on the same connection, and fails with `NotReplicated` when too few confirm. The
+    /// shared connection itself when no replica is asked for (no WAIT, no cost).
+    pub(crate) fn durable(&self) -> conn::Durable {
+        conn::Durable::new(self.conn.clone(), self.wait)
+    }
+
+    /// Loads the scripts and creates the consumer groups; safe to call on every start.
+    pub async fn prepare(&self) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        scripts::load_all(&mut conn)
+            .await
+            .map_err(LedgerError::redis("loading the Lua scripts"))?;
+        for (stream, group) in [
+            (self.keys.jobs_stream(), keys::JOBS_GROUP),
+            (self.keys.replies_stream(), keys::REPLIES_GROUP),
+            (self.keys.callbacks_stream(), keys::REPLIES_GROUP),
+        ] {
+            let created: redis::RedisResult<()> =
+                conn.xgroup_create_mkstream(&stream, group, "0").await;
+            match created {
+                Ok(()) => {}
+                Err(e) if e.code() == Some("BUSYGROUP") => {}
+                Err(e) => return Err(LedgerError::redis("creating consumer groups")(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The admission path works (what `/readyz` reports): the node that owns the deployment's
+    /// slot runs a script on its keys (a node of a cluster that does not own it answers MOVED
+    /// to a standalone connection), the scripts are loaded there, and with
+    /// `redis.wait_replicas` as many replicas confirm a write as an admission needs.
+    pub async fn ready(&self) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        let loaded = scripts::loaded(&mut conn, &self.keys, self.wait)
+            .await
+            .map_err(LedgerError::redis(
+                "checking that the slot's node runs the scripts",
+            ))?;
+        if !loaded {
+            // Redis restarted (scripts are not persisted), SCRIPT FLUSH, or a failover to a
+            // replica that never loaded them: load them again.
+            scripts::load_all(&mut conn)
+                .await
+                .map_err(LedgerError::redis("loading the Lua scripts"))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `lua/enqueue.lua` for one update: the transport check, the business check and
+    /// the job's creation (or the reply) happen in one atomic step.
+    pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
+        let call = self.admit_call(a);
+        let mut conn = self.durable();
+        let (outcome, job, state): (String, String, String) = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("admitting an update"))?;
+        admitted_from(&outcome, &job, &state)
+    }
+
+    /// enqueue.lua's call for one admission (written into one buffer: this is the webhook's
+    /// hot path, where a Vec per argument was some 40 allocations and frees per update).
+    pub(super) fn admit_call(&self, a: &Admission) -> ScriptCall {
+        let k = &self.keys;
+        let recovery = match &a.action {
+            AdmissionAction::Job { command, .. } | AdmissionAction::Confirm { command, .. } => {
+                command.policy().recovery.as_str()
+            }
+            AdmissionAction::Reply { .. } => "none",
+        };
+        let (spec, prompt, markup) = match &a.action {
+            AdmissionAction::Confirm {
+                prompt,
+                buttons,
+                markup,
+                ..
+            } => (buttons.spec().to_string(), prompt.as_str(), markup.as_str()),
+            _ => (String::new(), "", ""),
+        };
+        let (mode, command, args, idem, window, kind, text) = match &a.action {
+            AdmissionAction::Job {
+                command,
+                args,
+                window,
+            }
+            | AdmissionAction::Confirm {
+                command,
+                args,
+                window,
+                ..
+            } => (
+                if matches!(a.action, AdmissionAction::Job { .. }) {
+                    "job"
+                } else {
+                    "confirm"
+                },
+                command.name(),
+                args.as_str(),
+                crate::commands::idempotency_key(a.chat_id, a.user_id, *command, args),
+                *window,
+                ReplyKind::Duplicate,
+                self.duplicate_template.as_str(),
+            ),
+            AdmissionAction::Reply {
+                kind,
+                text,
+                window,
+                once_key,
+            } => (
+                "reply",
+                "",
+                "",
+                once_key.clone(),
+                *window,
+                *kind,
+                text.as_str(),
+            ),
+        };
+        let mut call = ScriptCall::new(
+            &scripts::ENQUEUE,
+            ENQUEUE_KEYS,
+            20 + self.state_labels.len(),
+            1024 + args.len() + text.len(),
+        );
+        call.key("updates HASH", k.updates(a.update_id))
+            .key(
+                "command key",
+                k.command(if idem.is_empty() { "-" } else { &idem }),
+            )
+            .key("job id sequence", k.job_seq())
+            .key("job key prefix", k.job_prefix())
+            .key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("chat index", k.chat_jobs(a.chat_id))
+            .key("jobs index", k.jobs_index())
+            .key("token prefix", k.token_prefix())
+            .key("token-group pfx", k.token_group_prefix())
+            .arg("mode", mode)
+            .arg("update_id", a.update_id)
+            .arg("update retention", self.update_retention_secs)
+            .arg("chat_id", a.chat_id)
+            .arg("user_id", a.user_id)
+            .arg(
+                "message_id",
+                a.message_id.map(|m| m.to_string()).unwrap_or_default(),
+            )
+            .arg("command", command)
+            .arg("arguments", args)
+            .arg("idempotency key", &idem)
+            .arg("duplicate window", window.as_millis() as u64)
+            .arg("reply kind", kind.as_str())
+            .arg("mode \"reply\": the text", text)
+            .arg("chat index length", self.chat_index_len)
+            .arg("jobs index length", self.jobs_index_len)
+            .arg("consumer group of the jobs stream", keys::JOBS_GROUP)
+            .arg("consumer group of the replies stream", keys::REPLIES_GROUP)
+            .arg("recovery policy", recovery)
+            .arg("mode \"confirm\": the buttons' token group", spec)
+            .arg("mode \"confirm\": the question", prompt)
+            .arg("mode \"confirm\": the buttons", markup)
+            .args(&self.state_labels);
+        call
+    }
+}
+
+/// enqueue.lua's answer (see its header).
+fn admitted_from(outcome: &str, job: &str, state: &str) -> Result<Admitted, LedgerError> {
+    let corrupt = |detail: String| LedgerError::Corrupt {
+        doing: "admitting an update",
+        detail,
+    };
+    let job_id = || {
+        job.parse::<u64>()
+            .map_err(|_| corrupt(format!("job id {job:?}")))
+    };
+    let job_state = || {
+        state
+            .parse::<JobState>()
+            .map_err(|e| corrupt(format!("job {job}: {e}")))
+    };
+    Ok(match outcome {
+        "new" => Admitted::New { job_id: job_id()? },
+        "duplicate_update" if job.is_empty() => Admitted::DuplicateUpdate {
+            job_id: None,
+            state: None,
+        },
+        "duplicate_update" => Admitted::DuplicateUpdate {
+            job_id: Some(job_id()?),
+            // A job that expired from the ledger leaves its update_id's entry behind.
+            state: job_state().ok(),
+        },
+        "duplicate_command" => Admitted::DuplicateCommand {
+            job_id: job_id()?,
+            state: job_state()?,
+        },
+        "confirming" => Admitted::Confirming,
+        "replied" => Admitted::Replied,
+        "suppressed" => Admitted::Suppressed,
+        other => return Err(corrupt(format!("admission outcome {other:?}"))),
+    })
+}
+
+impl Ledger {
+    /// The next getUpdates offset of long polling (`None` before the first update).
+    pub async fn poll_offset(&self) -> Result<Option<i64>, LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.get(self.keys.poll_offset())
+            .await
+            .map_err(LedgerError::redis("reading the polling offset"))
+    }
+
+    /// Records that every update below `next` was admitted; called only after its admission.
+    pub async fn commit_poll_offset(&self, next: i64) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.set(self.keys.poll_offset(), next)
+            .await
+            .map_err(LedgerError::redis("saving the polling offset"))
+    }
+
+    /// One job, or `None` if it does not exist (never did, or expired).
+    pub async fn job(&self, id: u64) -> Result<Option<Job>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let h: BTreeMap<String, String> = conn
+            .hgetall(self.keys.job(id))
+            .await
+            .map_err(LedgerError::redis("reading a job"))?;
+        if h.is_empty() {
+            return Ok(None);
+        }
+        Job::from_hash(h)
+            .map(Some)
+            .map_err(|detail| LedgerError::Corrupt {
+                doing: "reading a job",
+                detail: format!("job {id}: {detail}"),
+            })
+    }
+
+    /// The jobs `ids` name, in that order, in one pipeline; ids whose job expired are skipped.
+    async fn jobs_by_id(
+        &self,
+        conn: &mut Conn,
+        ids: &[u64],
+        doing: &'static str,
+    ) -> Result<Vec<Job>, LedgerError> {
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.hgetall(self.keys.job(*id));
+        }
+        let rows: Vec<BTreeMap<String, String>> = pipe
+            .query_async(conn)
+            .await
+            .map_err(LedgerError::redis(doing))?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for (id, row) in ids.iter().zip(rows) {
+            if row.is_empty() {
+                continue;
+            }
+            jobs.push(Job::from_hash(row).map_err(|detail| LedgerError::Corrupt {
+                doing,
+                detail: format!("job {id}: {detail}"),
+            })?);
+        }
+        Ok(jobs)
+    }
+
+    /// Recent jobs, newest first: a chat's index, or the global one.
+    pub async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>, LedgerError> {
+        const PAGE: isize = 200;
+        let mut conn = self.conn.clone();
+        let mut found = Vec::new();
+        let mut start: isize = 0;
+        while found.len() < filter.limit {
+            // Both indexes are LISTs, newest first.
+            let index = match filter.chat_id {
+                Some(chat) => self.keys.chat_jobs(chat),
+                None => self.keys.jobs_index(),
+            };
+            let ids: Vec<u64> = conn
+                .lrange(index, start, start + PAGE - 1)
+                .await
+                .map_err(LedgerError::redis("reading the jobs index"))?;
+            if ids.is_empty() {
+                break;
+            }
+            start += ids.len() as isize;
+            for job in self.jobs_by_id(&mut conn, &ids, "reading jobs").await? {
+                if filter.status.is_some_and(|s| job.status != s.as_str()) {
+                    continue;
+                }
+                found.push(job);
+                if found.len() == filter.limit {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+}

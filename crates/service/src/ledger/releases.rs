@@ -1,0 +1,145 @@
+//! Release lists (`lua/releases.lua`) and a running attempt's notes (`lua/note.lua`).
+//!
+//! A release list is what a resource search found, kept server-side for its `下载 k` buttons:
+//! each release's torrent_info as MoviePilot sent it (site cookie included), the media_info
+//! they share (once), and the list's text and keyboard. It expires with its buttons, and a
+//! button names the list by its job id, never the data. A `grab` job reads the release it
+//! downloads from here and never copies the cookie into the job.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use redis::AsyncCommands as _;
+use serde_json::Value;
+
+use super::scripts::ScriptCall;
+use super::{Attempt, Ledger, LedgerError, scripts};
+
+/// A stored release list, as a `grab` job reads it.
+#[derive(Clone)]
+pub struct StoredList {
+    /// The shared media_info, verbatim.
+    pub media_info: Value,
+    /// torrent_info of each release, in list order (index 0 is `下载 1`).
+    pub releases: Vec<Value>,
+}
+
+impl std::fmt::Debug for StoredList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Torrent data carries site cookies: never printed.
+        f.debug_struct("StoredList")
+            .field("releases", &self.releases.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// Stores the list resource-search job `job_id` found (replacing an earlier one of the same
+    /// job), expiring after `ttl`. `text` and `markup` are the reply that shows it.
+    pub async fn store_releases(
+        &self,
+        job_id: u64,
+        ttl: Duration,
+        text: &str,
+        markup: &str,
+        media_info: &Value,
+        releases: &[Value],
+    ) -> Result<(), LedgerError> {
+        let call = self.store_releases_call(job_id, ttl, text, markup, media_info, releases);
+        let mut conn = self.conn.clone();
+        let _: i64 = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("storing a release list"))?;
+        Ok(())
+    }
+
+    pub(super) fn store_releases_call(
+        &self,
+        job_id: u64,
+        ttl: Duration,
+        text: &str,
+        markup: &str,
+        media_info: &Value,
+        releases: &[Value],
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::RELEASES, 1, 11 + 2 * releases.len(), 4096);
+        call.key("list HASH", self.keys.releases(job_id))
+            .arg("lifetime", ttl.as_secs().max(1))
+            .args([
+                "job_id",
+                &job_id.to_string(),
+                "text",
+                text,
+                "markup",
+                markup,
+            ])
+            .args(["media".to_string(), media_info.to_string()])
+            .args(["count".to_string(), releases.len().to_string()]);
+        for (i, r) in releases.iter().enumerate() {
+            call.args([format!("r{}", i + 1), r.to_string()]);
+        }
+        call
+    }
+
+    /// The list resource-search job `job_id` stored; `None` once it has expired.
+    pub async fn releases(&self, job_id: u64) -> Result<Option<StoredList>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let fields: HashMap<String, String> = conn
+            .hgetall(self.keys.releases(job_id))
+            .await
+            .map_err(LedgerError::redis("reading a release list"))?;
+        let corrupt = |what: &str| LedgerError::Corrupt {
+            doing: "reading a release list",
+            detail: format!("list {job_id}: {what}"),
+        };
+        let Some(media) = fields.get("media") else {
+            return Ok(None);
+        };
+        let media_info = serde_json::from_str(media).map_err(|_| corrupt("media is not JSON"))?;
+        let count: usize = fields
+            .get("count")
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| corrupt("no count"))?;
+        let releases = (1..=count)
+            .map(|i| {
+                fields
+                    .get(&format!("r{i}"))
+                    .and_then(|r| serde_json::from_str(r).ok())
+                    .ok_or_else(|| corrupt("a release is missing or not JSON"))
+            })
+            .collect::<Result<Vec<Value>, _>>()?;
+        Ok(Some(StoredList {
+            media_info,
+            releases,
+        }))
+    }
+
+    /// note.lua: writes `fields` into the job while `attempt` owns it. `false`: it no longer
+    /// does (its lease was taken), and nothing was written.
+    pub async fn note(
+        &self,
+        attempt: &Attempt,
+        fields: &[(&str, String)],
+    ) -> Result<bool, LedgerError> {
+        let call = self.note_call(attempt, fields);
+        let mut conn = self.conn.clone();
+        let written: i64 = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("noting a download's intent"))?;
+        Ok(written == 1)
+    }
+
+    pub(super) fn note_call(&self, attempt: &Attempt, fields: &[(&str, String)]) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::NOTE, 1, 3 + 2 * fields.len(), 256);
+        call.key("job HASH", self.keys.job(attempt.job_id))
+            .arg("stream entry id", &attempt.entry)
+            .arg("consumer name", &attempt.consumer)
+            .arg("attempt number", attempt.attempt);
+        for (k, v) in fields {
+            call.args([*k, v.as_str()]);
+        }
+        call
+    }
+}

@@ -1,0 +1,415 @@
+//! The dispatcher's side of the ledger: read reply and callback entries, record each reply's
+//! delivery state around the Bot API call, renew leases, and queue progress messages.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use redis::streams::StreamId;
+
+use super::scripts::ScriptCall;
+use super::{Ledger, LedgerError, keys, scripts};
+use crate::vocabulary::ReplyKind;
+
+/// One outgoing message as the replies stream carries it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplyEntry {
+    pub entry: String,
+    pub chat_id: i64,
+    pub reply_to: Option<i64>,
+    pub kind: String,
+    pub job_id: Option<u64>,
+    pub text: String,
+    /// An InlineKeyboardMarkup as JSON.
+    pub markup: Option<String>,
+    /// Edit this message instead of sending a new one.
+    pub edit_message_id: Option<i64>,
+    /// `clear_markup`: remove the buttons of `edit_message_id`.
+    pub op: Option<String>,
+}
+
+/// One answerCallbackQuery for the fast lane.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallbackEntry {
+    pub entry: String,
+    pub callback_query_id: String,
+    pub text: String,
+    pub show_alert: bool,
+}
+
+fn fields(id: &StreamId) -> HashMap<String, String> {
+    id.map
+        .iter()
+        .filter_map(|(k, v)| {
+            redis::from_redis_value::<String>(v.clone())
+                .ok()
+                .map(|s| (k.clone(), s))
+        })
+        .collect()
+}
+
+impl ReplyEntry {
+    /// `None` for an entry without a usable chat id (it cannot be delivered anywhere).
+    pub fn from_stream(id: &StreamId) -> Option<ReplyEntry> {
+        let mut f = fields(id);
+        fn num<T: std::str::FromStr>(f: &HashMap<String, String>, k: &str) -> Option<T> {
+            f.get(k).and_then(|v| v.parse().ok())
+        }
+        Some(ReplyEntry {
+            entry: id.id.clone(),
+            chat_id: num(&f, "chat_id")?,
+            reply_to: num(&f, "reply_to"),
+            job_id: num(&f, "job_id"),
+            edit_message_id: num(&f, "edit_message_id"),
+            kind: f.remove("kind").unwrap_or_default(),
+            text: f.remove("text").unwrap_or_default(),
+            markup: f.remove("markup").filter(|m| !m.is_empty()),
+            op: f.remove("op").filter(|o| !o.is_empty()),
+        })
+    }
+}
+
+impl CallbackEntry {
+    pub fn from_stream(id: &StreamId) -> Option<CallbackEntry> {
+        let mut f = fields(id);
+        Some(CallbackEntry {
+            entry: id.id.clone(),
+            callback_query_id: f.remove("callback_query_id")?,
+            text: f.remove("text").unwrap_or_default(),
+            show_alert: f.get("show_alert").map(String::as_str) == Some("1"),
+        })
+    }
+}
+
+/// What reply_begin.lua said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// Send it; `attempts` counts this one. `progress_message_id`: the job's "working on it"
+    /// message, if it has one, which its result replaces by an edit.
+    Send {
+        attempts: u64,
+        progress_message_id: Option<i64>,
+    },
+    /// Already settled (a redelivery after a crash that followed the recording): `sent` or
+    /// `failed`, or `gone` when the entry is no longer pending in the group (settled by another
+    /// dispatcher, its record in the job HASH).
+    Done { state: String },
+}
+
+/// The streams the dispatcher consumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Replies,
+    Callbacks,
+}
+
+impl Ledger {
+    fn lane_stream(&self, lane: Lane) -> String {
+        match lane {
+            Lane::Replies => self.keys.replies_stream(),
+            Lane::Callbacks => self.keys.callbacks_stream(),
+        }
+    }
+
+    /// XREADGROUP `>` on a lane for `consumer`, on the caller's own connection (blocking).
+    pub async fn read_lane(
+        &self,
+        conn: &mut crate::ledger::Conn,
+        lane: Lane,
+        consumer: &str,
+        count: usize,
+        block: Duration,
+    ) -> redis::RedisResult<Vec<StreamId>> {
+        self.read_group(
+            conn,
+            &self.lane_stream(lane),
+            keys::REPLIES_GROUP,
+            consumer,
+            count,
+            block,
+        )
+        .await
+    }
+
+    /// XAUTOCLAIM on a lane: entries whose dispatcher stopped renewing its lease.
+    pub async fn reclaim_lane(
+        &self,
+        lane: Lane,
+        consumer: &str,
+        min_idle: Duration,
+        count: usize,
+    ) -> redis::RedisResult<Vec<StreamId>> {
+        self.autoclaim(
+            &self.lane_stream(lane),
+            keys::REPLIES_GROUP,
+            consumer,
+            min_idle,
+            count,
+        )
+        .await
+    }
+
+    /// lease.lua on a lane; returns the entries this consumer no longer owns.
+    pub async fn renew_lane(
+        &self,
+        lane: Lane,
+        consumer: &str,
+        entries: &[String],
+    ) -> Result<Vec<String>, LedgerError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let call = self.renew_lane_call(lane, consumer, entries);
+        let mut conn = self.conn.clone();
+        call.send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("renewing reply leases"))
+    }
+
+    pub(super) fn renew_lane_call(
+        &self,
+        lane: Lane,
+        consumer: &str,
+        entries: &[String],
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::LEASE, 1, 2 + entries.len(), 32 * entries.len());
+        call.key("stream", self.lane_stream(lane))
+            .arg("consumer group", keys::REPLIES_GROUP)
+            .arg("consumer name", consumer)
+            .args(entries);
+        call
+    }
+
+    /// reply_begin.lua: `sending` is recorded before the Bot API call.
+    pub async fn reply_begin(
+        &self,
+        reply: &ReplyEntry,
+        consumer: &str,
+        retention: Duration,
+    ) -> Result<Begin, LedgerError> {
+        let call = self.reply_begin_call(reply, consumer, retention);
+        let mut conn = self.durable();
+        let out: Vec<String> = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("recording a send"))?;
+        match out.first().map(String::as_str) {
+            Some("send") => Ok(Begin::Send {
+                attempts: out.get(1).and_then(|a| a.parse().ok()).unwrap_or(1),
+                progress_message_id: out.get(2).and_then(|m| m.parse().ok()),
+            }),
+            Some("done") => Ok(Begin::Done {
+                state: out.get(1).cloned().unwrap_or_default(),
+            }),
+            _ => Err(LedgerError::Corrupt {
+                doing: "recording a send",
+                detail: format!("reply_begin answered {out:?}"),
+            }),
+        }
+    }
+
+    pub(super) fn reply_begin_call(
+        &self,
+        reply: &ReplyEntry,
+        consumer: &str,
+        retention: Duration,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::REPLY_BEGIN, 3, 7, 256);
+        call.key("reply HASH", self.keys.reply(&reply.entry))
+            .key("replies stream", self.keys.replies_stream())
+            // Any key of the deployment's slot will do when there is no job: the script reads
+            // KEYS[3] only for a job's reply.
+            .key("job HASH", self.keys.job(reply.job_id.unwrap_or(0)))
+            .arg("entry id", &reply.entry)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("consumer name", consumer)
+            .arg("retention of the reply HASH", retention.as_secs())
+            .arg("chat id", reply.chat_id)
+            .arg(
+                "job id",
+                reply.job_id.map(|j| j.to_string()).unwrap_or_default(),
+            )
+            .arg("kind", &reply.kind);
+        call
+    }
+
+    /// reply_end.lua: `sent` (with Telegram's message_id) or `failed` (with the reason), and
+    /// the entry acknowledged, in one step.
+    pub async fn reply_end(
+        &self,
+        reply: &ReplyEntry,
+        sent: Result<i64, String>,
+        retention: Duration,
+    ) -> Result<(), LedgerError> {
+        let call = self.reply_end_call(reply, &sent, retention);
+        let mut conn = self.durable();
+        let _: Vec<String> = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("recording a reply's outcome"))?;
+        Ok(())
+    }
+
+    pub(super) fn reply_end_call(
+        &self,
+        reply: &ReplyEntry,
+        sent: &Result<i64, String>,
+        retention: Duration,
+    ) -> ScriptCall {
+        let (state, message_id, error) = match sent {
+            Ok(id) => ("sent", id.to_string(), ""),
+            Err(e) => ("failed", String::new(), e.as_str()),
+        };
+        let progress = reply.kind == ReplyKind::Progress.as_str();
+        let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 8, 256 + error.len());
+        call.key("reply HASH", self.keys.reply(&reply.entry))
+            .key("replies stream", self.keys.replies_stream())
+            .key("job key prefix", self.keys.job_prefix())
+            .arg("entry id", &reply.entry)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("state", state)
+            .arg("Telegram's message_id", message_id)
+            .arg("error", error)
+            .arg(
+                "job id",
+                reply.job_id.map(|j| j.to_string()).unwrap_or_default(),
+            )
+            .arg("\"progress\" if", if progress { "progress" } else { "" })
+            .arg("retention of a reply HASH", retention.as_secs());
+        call
+    }
+
+    /// Acknowledges and deletes an answered (or unanswerable) callback entry.
+    pub async fn callback_done(&self, entry: &str) -> Result<(), LedgerError> {
+        let stream = self.keys.callbacks_stream();
+        self.ack_and_delete(
+            &stream,
+            keys::REPLIES_GROUP,
+            entry,
+            "acknowledging a callback answer",
+        )
+        .await
+    }
+
+    /// Acknowledges and deletes a reply entry that cannot be delivered (no chat id).
+    pub async fn drop_reply(&self, entry: &str) -> Result<(), LedgerError> {
+        let stream = self.keys.replies_stream();
+        self.ack_and_delete(
+            &stream,
+            keys::REPLIES_GROUP,
+            entry,
+            "dropping a malformed reply",
+        )
+        .await
+    }
+
+    /// progress.lua: queue "working on it" for a job still running under `attempt`.
+    pub async fn queue_progress(
+        &self,
+        job_id: u64,
+        attempt: u64,
+        text: &str,
+    ) -> Result<bool, LedgerError> {
+        let call = self.queue_progress_call(job_id, attempt, text);
+        let mut conn = self.conn.clone();
+        let queued: i64 = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("queueing a progress message"))?;
+        Ok(queued == 1)
+    }
+
+    pub(super) fn queue_progress_call(&self, job_id: u64, attempt: u64, text: &str) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::PROGRESS, 2, 3, 128 + text.len());
+        call.key("job HASH", self.keys.job(job_id))
+            .key("replies stream", self.keys.replies_stream())
+            .arg("attempt number", attempt)
+            .arg("text", text)
+            .arg("replies consumer group", keys::REPLIES_GROUP);
+        call
+    }
+}
+
+/// One stream's backlog, for the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamStats {
+    pub name: &'static str,
+    pub length: u64,
+    /// Delivered to a consumer and not acknowledged.
+    pub pending: u64,
+    /// Age of the oldest unacknowledged entry (from its id's timestamp).
+    pub oldest_pending: Duration,
+}
+
+/// The queues at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStats {
+    pub streams: Vec<StreamStats>,
+    pub needs_review: u64,
+    pub retry_scheduled: u64,
+}
+
+impl Ledger {
+    /// XLEN and XPENDING of every stream, and the sizes of the review and retry sets.
+    pub async fn queue_stats(&self) -> Result<QueueStats, LedgerError> {
+        let streams = [
+            ("jobs", self.keys.jobs_stream(), keys::JOBS_GROUP),
+            ("replies", self.keys.replies_stream(), keys::REPLIES_GROUP),
+            (
+                "callbacks",
+                self.keys.callbacks_stream(),
+                keys::REPLIES_GROUP,
+            ),
+        ];
+        let mut pipe = redis::pipe();
+        for (_, key, group) in &streams {
+            pipe.cmd("XLEN").arg(key);
+            pipe.cmd("XPENDING").arg(key).arg(*group);
+        }
+        pipe.cmd("SCARD").arg(self.keys.review_index());
+        pipe.cmd("ZCARD").arg(self.keys.retry_schedule());
+        let mut conn = self.conn.clone();
+        let values: Vec<redis::Value> = match pipe.query_async(&mut conn).await {
+            Ok(v) => v,
+            // XPENDING on a stream without its group (Redis lost its data): report zeros.
+            Err(e) if super::is_missing_group(&e) => Vec::new(),
+            Err(e) => return Err(LedgerError::redis("reading queue sizes")(e)),
+        };
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let int = |v: Option<&redis::Value>| match v {
+            Some(redis::Value::Int(n)) => *n as u64,
+            _ => 0,
+        };
+        let mut out = Vec::new();
+        for (i, (name, _, _)) in streams.iter().enumerate() {
+            let length = int(values.get(2 * i));
+            let (pending, oldest) = match values.get(2 * i + 1) {
+                Some(redis::Value::Array(summary)) => {
+                    let pending = int(summary.first());
+                    let min_id: Option<String> = summary
+                        .get(1)
+                        .and_then(|v| redis::from_redis_value(v.clone()).ok());
+                    let oldest_ms = min_id
+                        .and_then(|id| id.split('-').next().and_then(|ms| ms.parse::<u64>().ok()))
+                        .map(|ms| now_ms.saturating_sub(ms))
+                        .unwrap_or(0);
+                    (pending, Duration::from_millis(oldest_ms))
+                }
+                _ => (0, Duration::ZERO),
+            };
+            out.push(StreamStats {
+                name,
+                length,
+                pending,
+                oldest_pending: oldest,
+            });
+        }
+        Ok(QueueStats {
+            streams: out,
+            needs_review: int(values.get(6)),
+            retry_scheduled: int(values.get(7)),
+        })
+    }
+}

@@ -1,0 +1,328 @@
+//! Every script's call, held to the script's header: the name each fixed key and argument is
+//! given where the call is built must begin its description in the header (`KEYS[2] jobs
+//! stream ...`), at the same position, and a call names exactly the header's fixed keys. A key
+//! or argument moved, added or dropped on one side only fails here, not in production.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::liveness::Role;
+use super::scripts::ScriptCall;
+use super::*;
+
+/// A ledger on a Redis that is never contacted (the connection is lazy, inside the test's
+/// runtime): calls are only built.
+fn ledger() -> Ledger {
+    let settings = Settings::load_from(
+        None,
+        [
+            (
+                "ONCEBOT__REDIS__URL".to_string(),
+                "redis://127.0.0.1:1".to_string(),
+            ),
+            (
+                "ONCEBOT__TELEGRAM__ADMIN_CHATS".to_string(),
+                "42".to_string(),
+            ),
+        ],
+    )
+    .unwrap();
+    Ledger::connect(&settings).unwrap()
+}
+
+/// `KEYS[n]` / `ARGV[n]` → the header's description of it. A position is described where a
+/// line starts with it, or where a list of them goes on after ", " (`ARGV[5] chat id, ARGV[6]
+/// job id`); a mention inside another's description (`KEYS[8] ..., ARGV[14] of them`) counts
+/// only when nothing else describes that position. Ranges (`ARGV[21..]`, `KEYS[5+i]`) are not fixed positions.
+fn header(file: &str) -> (BTreeMap<usize, String>, BTreeMap<usize, String>) {
+    let path = format!("{}/../../lua/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let head = &text[..text
+        .find("]]")
+        .expect("the script opens with a --[[ header ]]")];
+    let mut found: [BTreeMap<usize, (bool, String)>; 2] = [BTreeMap::new(), BTreeMap::new()];
+    for line in head.lines() {
+        let trimmed = line.trim_start();
+        let mut rest = trimmed;
+        let mut previous: Option<(usize, usize)> = None;
+        let mut offset = 0;
+        while let Some(i) = rest.find(['K', 'A']) {
+            let tail = &rest[i..];
+            let which = if tail.starts_with("KEYS[") {
+                Some((0, 5))
+            } else if tail.starts_with("ARGV[") {
+                Some((1, 5))
+            } else {
+                None
+            };
+            let Some((which, skip)) = which else {
+                rest = &rest[i + 1..];
+                offset += i + 1;
+                continue;
+            };
+            let starts_line = offset + i == 0;
+            let after_comma = trimmed[..offset + i].trim_end().ends_with(',');
+            let digits: String = tail[skip..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let after = &tail[skip + digits.len()..];
+            rest = &rest[i + 1..];
+            offset += i + 1;
+            let (Ok(n), Some(desc)) = (digits.parse::<usize>(), after.strip_prefix("] ")) else {
+                continue;
+            };
+            let desc = desc
+                .split([',', ';'])
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_lowercase();
+            let continues_list = after_comma && previous == Some((which, n.wrapping_sub(1)));
+            let primary = starts_line || continues_list;
+            let entry = found[which].entry(n).or_insert((primary, desc.clone()));
+            if primary && !entry.0 {
+                *entry = (true, desc);
+            }
+            previous = primary.then_some((which, n));
+        }
+    }
+    let [keys, args] = found.map(|m| m.into_iter().map(|(n, (_, d))| (n, d)).collect());
+    (keys, args)
+}
+
+/// Asserts `call` against its script's header; `complete`: the call names every fixed ARGV.
+fn holds(call: &ScriptCall, complete: bool) {
+    let file = call.file();
+    let (keys, args) = header(file);
+    let fixed = |m: &BTreeMap<usize, String>| (1..).take_while(|n| m.contains_key(n)).count();
+    assert_eq!(
+        call.named.keys.len(),
+        fixed(&keys),
+        "{file}: the call names {:?}, the header {keys:?}",
+        call.named.keys
+    );
+    if complete {
+        assert_eq!(
+            call.named.args.len(),
+            fixed(&args),
+            "{file}: ARGV {:?} vs {args:?}",
+            call.named.args
+        );
+    }
+    for (kind, names, header) in [
+        ("KEYS", &call.named.keys, &keys),
+        ("ARGV", &call.named.args, &args),
+    ] {
+        for (i, name) in names.iter().enumerate() {
+            let desc = header.get(&(i + 1)).unwrap_or_else(|| {
+                panic!("{file}: {kind}[{}] ({name:?}) is not in the header", i + 1)
+            });
+            assert!(
+                desc.starts_with(&name.to_lowercase()),
+                "{file}: {kind}[{}] is {name:?} in Rust but {desc:?} in the header",
+                i + 1
+            );
+        }
+    }
+}
+
+fn attempt() -> Attempt {
+    Attempt {
+        job_id: 7,
+        entry: "1-0".into(),
+        consumer: "w1".into(),
+        attempt: 1,
+    }
+}
+
+fn reply_entry(kind: &str) -> ReplyEntry {
+    ReplyEntry {
+        entry: "1-0".into(),
+        chat_id: 1,
+        reply_to: None,
+        kind: kind.into(),
+        job_id: Some(7),
+        text: "t".into(),
+        markup: None,
+        edit_message_id: None,
+        op: None,
+    }
+}
+
+#[tokio::test]
+async fn enqueue() {
+    let l = ledger();
+    let admission = |action| Admission {
+        update_id: 1,
+        chat_id: 1,
+        user_id: 1,
+        message_id: Some(3),
+        action,
+    };
+    for action in [
+        AdmissionAction::Job {
+            command: Command::Subscribe,
+            args: "x".into(),
+            window: Duration::from_secs(1),
+        },
+        AdmissionAction::Confirm {
+            command: Command::Unsubscribe,
+            args: "1".into(),
+            window: Duration::from_secs(1),
+            prompt: "sure?".into(),
+            buttons: TokenGroup::new(Duration::from_secs(60)),
+            markup: "{}".into(),
+        },
+        AdmissionAction::Reply {
+            kind: ReplyKind::Help,
+            text: "help".into(),
+            window: Duration::ZERO,
+            once_key: String::new(),
+        },
+    ] {
+        holds(&l.admit_call(&admission(action)), true);
+    }
+}
+
+#[tokio::test]
+async fn tap() {
+    let tap = Tap {
+        update_id: 1,
+        callback_query_id: "q".into(),
+        user_id: 1,
+        allowed: true,
+        chat_id: Some(1),
+        message_id: Some(2),
+        token: Some("ab".into()),
+    };
+    holds(&ledger().tap_call(&tap), true);
+}
+
+#[tokio::test]
+async fn claim() {
+    let limits = AttemptLimits {
+        max_recoveries: 2,
+        retention: Duration::from_secs(60),
+    };
+    let texts = ClaimTexts {
+        held: "held".into(),
+        failed: "failed".into(),
+    };
+    holds(
+        &ledger().claim_call(&[(7, "1-0".into())], "w1", &limits, &texts),
+        true,
+    );
+}
+
+#[tokio::test]
+async fn complete() {
+    let outcome = Outcome::default();
+    let a = attempt();
+    holds(
+        &ledger().complete_call(&[(&a, &outcome)], Duration::from_secs(60)),
+        true,
+    );
+}
+
+#[tokio::test]
+async fn extend_promote_resolve() {
+    let l = ledger();
+    holds(&l.extend_call("w1", &[attempt()]), true);
+    holds(&l.promote_due_call(10), true);
+    let retention = Duration::from_secs(60);
+    holds(
+        &l.resolve_call(7, Resolution::Retry, "n", "r", retention),
+        true,
+    );
+}
+
+#[tokio::test]
+async fn replies() {
+    let l = ledger();
+    holds(
+        &l.renew_lane_call(Lane::Replies, "d1", &["1-0".into()]),
+        true,
+    );
+    holds(
+        &l.reply_begin_call(&reply_entry("result"), "d1", Duration::from_secs(60)),
+        true,
+    );
+    holds(
+        &l.reply_end_call(&reply_entry("progress"), &Ok(5), Duration::from_secs(60)),
+        true,
+    );
+    holds(&l.queue_progress_call(7, 1, "working"), true);
+}
+
+#[tokio::test]
+async fn locks_and_notices() {
+    let l = ledger();
+    holds(
+        &l.lock_media_call(1, Some(1), "w1", Duration::from_secs(1)),
+        true,
+    );
+    holds(&l.unlock_media_call(1, None, "w1"), true);
+    holds(
+        &l.raise_notice_call("mp_auth", "refused", Duration::from_secs(60)),
+        true,
+    );
+    // `clear` leaves out what only `raise` reads.
+    holds(&l.clear_notice_call("mp_auth"), false);
+}
+
+#[tokio::test]
+async fn liveness_and_reaping() {
+    let l = ledger();
+    holds(
+        &l.beat_call(Role::Worker, "w1", Duration::from_secs(3)),
+        true,
+    );
+    // `retire` leaves out the expiry only `beat` reads.
+    holds(&l.retire_call(Role::Dispatcher, "d1"), false);
+    holds(
+        &l.reap_call(Role::Worker, "w1", 10, Duration::from_secs(60)),
+        true,
+    );
+}
+
+#[tokio::test]
+async fn releases_and_notes() {
+    let l = ledger();
+    holds(
+        &l.store_releases_call(
+            7,
+            Duration::from_secs(60),
+            "t",
+            "{}",
+            &json!({}),
+            &[json!({})],
+        ),
+        true,
+    );
+    holds(&l.note_call(&attempt(), &[("grab_hash", "h".into())]), true);
+}
+
+#[tokio::test]
+async fn ready() {
+    let l = ledger();
+    holds(&super::scripts::ready_call(l.keys()), true);
+}
+
+/// The header reader itself: a description after ", " counts, a mention inside another's
+/// description does not override a line of its own.
+#[test]
+fn the_header_reader_finds_every_position_once() {
+    let (keys, args) = header("enqueue.lua");
+    assert_eq!(keys.len(), 10, "{keys:?}");
+    assert!(
+        args[&14].starts_with("jobs index length"),
+        "{:?}",
+        args[&14]
+    );
+    let (_, args) = header("reply_begin.lua");
+    assert!(args[&6].starts_with("job id"), "{args:?}");
+    assert!(args[&7].starts_with("kind"), "{args:?}");
+}

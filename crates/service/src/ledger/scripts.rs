@@ -1,0 +1,307 @@
+//! The Lua scripts, one `LazyLock<Script>` each; `Ledger` holds the only typed wrappers.
+//!
+//! `redis::Script` sends EVALSHA and, on NOSCRIPT (Redis restarted), loads the script and tries
+//! again, so a restart of Redis costs one extra round trip, not an error.
+//!
+//! Shared code lives in `lua/include/*.lua` (one concern each: creating a job, tokens, settling a
+//! reviewed job) and is pasted in front of a script's body at compile time with `concat!`, so
+//! Redis sees one self-contained script and there is no loader to get wrong. Each include
+//! defines `local function`s that take everything as parameters; a script's header names the
+//! includes it runs after.
+
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionLike;
+use redis::{Script, Value};
+
+use super::Conn;
+use super::conn::Wait;
+use super::keys::Keys;
+
+/// `lua/<name>` preceded by the named `lua/include/` files, as one [`Lua`] script.
+macro_rules! lua {
+    ($script:literal $(, $include:literal)*) => {
+        Lua {
+            file: $script,
+            script: Script::new(concat!(
+                $(include_str!(concat!("../../../../lua/include/", $include)), "\n",)*
+                include_str!(concat!("../../../../lua/", $script))
+            )),
+        }
+    };
+}
+
+/// One script: its file in `lua/` (whose header is the contract) and the loaded text.
+pub(crate) struct Lua {
+    pub file: &'static str,
+    pub script: Script,
+}
+
+/// `lua/enqueue.lua`: admit one update (transport and business duplicates, job creation, the
+/// buttons of a command that needs a confirmation).
+pub(crate) static ENQUEUE: LazyLock<Lua> =
+    LazyLock::new(|| lua!("enqueue.lua", "common.lua", "create_job.lua", "tokens.lua"));
+
+/// `lua/tap.lua`: one callback query: token checks, its action (a job, a cancel, a review
+/// decision) and its answer, in one step.
+pub(crate) static TAP: LazyLock<Lua> = LazyLock::new(|| {
+    lua!(
+        "tap.lua",
+        "common.lua",
+        "create_job.lua",
+        "tokens.lua",
+        "resolve_job.lua"
+    )
+});
+
+/// `lua/claim.lua`: take a jobs-stream entry; fresh run, recovery by policy, or nothing.
+pub(crate) static CLAIM: LazyLock<Lua> =
+    LazyLock::new(|| lua!("claim.lua", "common.lua", "tokens.lua"));
+
+/// `lua/complete.lua`: record an attempt's outcome, queue the reply, XACK, in one step.
+pub(crate) static COMPLETE: LazyLock<Lua> =
+    LazyLock::new(|| lua!("complete.lua", "common.lua", "tokens.lua"));
+
+/// `lua/extend.lua`: renew the leases of a live worker's running jobs.
+pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| lua!("extend.lua"));
+
+/// `lua/promote.lua`: due `retry_wait` jobs back onto the jobs stream.
+pub(crate) static PROMOTE: LazyLock<Lua> = LazyLock::new(|| lua!("promote.lua", "common.lua"));
+
+/// `lua/resolve.lua`: a person settles a `needs_review` job.
+pub(crate) static RESOLVE: LazyLock<Lua> =
+    LazyLock::new(|| lua!("resolve.lua", "common.lua", "resolve_job.lua"));
+
+/// `lua/reply_begin.lua`: record `sending` before a Bot API call.
+pub(crate) static REPLY_BEGIN: LazyLock<Lua> =
+    LazyLock::new(|| lua!("reply_begin.lua", "common.lua"));
+
+/// `lua/reply_end.lua`: record `sent`/`failed` and acknowledge the entry, in one step.
+pub(crate) static REPLY_END: LazyLock<Lua> = LazyLock::new(|| lua!("reply_end.lua", "common.lua"));
+
+/// `lua/lease.lua`: renew a live consumer's PEL entries (replies, callbacks).
+pub(crate) static LEASE: LazyLock<Lua> = LazyLock::new(|| lua!("lease.lua"));
+
+/// `lua/progress.lua`: queue a job's "working on it" message once.
+pub(crate) static PROGRESS: LazyLock<Lua> = LazyLock::new(|| lua!("progress.lua", "common.lua"));
+
+/// `lua/lock.lua`: take (or, for its owner, renew) a lock.
+pub(crate) static LOCK: LazyLock<Lua> = LazyLock::new(|| lua!("lock.lua"));
+
+/// `lua/unlock.lua`: release a lock only if its owner still holds it.
+pub(crate) static UNLOCK: LazyLock<Lua> = LazyLock::new(|| lua!("unlock.lua"));
+
+/// `lua/notice.lua`: tell the admin chats about a deployment-wide condition once, or end it.
+pub(crate) static NOTICE: LazyLock<Lua> = LazyLock::new(|| lua!("notice.lua", "common.lua"));
+
+/// `lua/liveness.lua`: a consumer's heartbeat, or its graceful leave.
+pub(crate) static LIVENESS: LazyLock<Lua> = LazyLock::new(|| lua!("liveness.lua"));
+
+/// `lua/reap.lua`: a dead consumer's entries taken at once, dead consumers removed.
+pub(crate) static REAP: LazyLock<Lua> = LazyLock::new(|| lua!("reap.lua"));
+/// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
+pub(crate) static NOTE: LazyLock<Lua> = LazyLock::new(|| lua!("note.lua"));
+
+/// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
+pub(crate) static RELEASES: LazyLock<Lua> = LazyLock::new(|| lua!("releases.lua"));
+
+/// `lua/ready.lua`: `/readyz`'s probe, run on a key of the deployment's slot.
+pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
+
+/// Every script, by the name of its file in `lua/`.
+fn all() -> [(&'static str, &'static Lua); 19] {
+    [
+        ("enqueue", &ENQUEUE),
+        ("tap", &TAP),
+        ("claim", &CLAIM),
+        ("complete", &COMPLETE),
+        ("extend", &EXTEND),
+        ("promote", &PROMOTE),
+        ("resolve", &RESOLVE),
+        ("reply_begin", &REPLY_BEGIN),
+        ("reply_end", &REPLY_END),
+        ("lease", &LEASE),
+        ("progress", &PROGRESS),
+        ("lock", &LOCK),
+        ("unlock", &UNLOCK),
+        ("notice", &NOTICE),
+        ("liveness", &LIVENESS),
+        ("reap", &REAP),
+        ("note", &NOTE),
+        ("releases", &RELEASES),
+        ("ready", &READY),
+    ]
+}
+
+/// Every script's name and SHA1 (what SCRIPT EXISTS checks), includes pasted in.
+pub fn hashes() -> Vec<(&'static str, String)> {
+    all()
+        .into_iter()
+        .map(|(name, lua)| (name, lua.script.get_hash().to_string()))
+        .collect()
+}
+
+/// One call of a script, the one way the ledger builds one: `EVALSHA <sha> <numkeys> KEYS...
+/// ARGV...` written straight into one command buffer (`Script::prepare_invoke` would first hold
+/// every key and argument in a Vec of its own). Each fixed key and argument is added with the
+/// name the script's header gives it (`KEYS[2] jobs stream ...` → `.key("jobs stream", ..)`),
+/// and the unit tests hold those names, in order, to the header; the parts repeated per item of
+/// a batch are added with `.keys` / `.args`, unnamed.
+pub(crate) struct ScriptCall {
+    lua: &'static Lua,
+    cmd: redis::Cmd,
+    numkeys: usize,
+    keys_written: usize,
+    #[cfg(test)]
+    pub named: Named,
+}
+
+/// The names a call gave its fixed keys and arguments, in order (tests only).
+#[cfg(test)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Named {
+    pub keys: Vec<&'static str>,
+    pub args: Vec<&'static str>,
+}
+
+impl ScriptCall {
+    /// A call of `lua` with `numkeys` keys in all (fixed and repeated), room for about `args`
+    /// arguments and `bytes` bytes.
+    pub fn new(lua: &'static LazyLock<Lua>, numkeys: usize, args: usize, bytes: usize) -> Self {
+        let lua: &'static Lua = lua;
+        let mut cmd = redis::Cmd::with_capacity(3 + numkeys + args, 64 + bytes);
+        cmd.arg("EVALSHA").arg(lua.script.get_hash()).arg(numkeys);
+        ScriptCall {
+            lua,
+            cmd,
+            numkeys,
+            keys_written: 0,
+            #[cfg(test)]
+            named: Named::default(),
+        }
+    }
+
+    /// The next fixed key, named as in the script's header.
+    pub fn key(&mut self, _name: &'static str, key: impl redis::ToRedisArgs) -> &mut Self {
+        #[cfg(test)]
+        self.named.keys.push(_name);
+        self.keys_written += 1;
+        self.cmd.arg(key);
+        self
+    }
+
+    /// Keys repeated per item (one job HASH per entry, ...).
+    pub fn keys<K: redis::ToRedisArgs>(&mut self, keys: impl IntoIterator<Item = K>) -> &mut Self {
+        for key in keys {
+            self.keys_written += 1;
+            self.cmd.arg(key);
+        }
+        self
+    }
+
+    /// The next fixed argument, named as in the script's header. Every key comes first.
+    pub fn arg(&mut self, _name: &'static str, value: impl redis::ToRedisArgs) -> &mut Self {
+        debug_assert_eq!(
+            self.keys_written, self.numkeys,
+            "{}: an argument before every key was written",
+            self.lua.file
+        );
+        #[cfg(test)]
+        self.named.args.push(_name);
+        self.cmd.arg(value);
+        self
+    }
+
+    /// Arguments repeated per item, or a variable tail.
+    pub fn args<V: redis::ToRedisArgs>(
+        &mut self,
+        values: impl IntoIterator<Item = V>,
+    ) -> &mut Self {
+        for value in values {
+            self.cmd.arg(value);
+        }
+        self
+    }
+
+    /// Sends the call; on NOSCRIPT (Redis restarted, or SCRIPT FLUSH) loads the script and sends
+    /// it once more, so a restart of Redis costs one round trip, not an error.
+    pub async fn send<T: redis::FromRedisValue>(
+        &self,
+        conn: &mut impl ConnectionLike,
+    ) -> redis::RedisResult<T> {
+        debug_assert_eq!(self.keys_written, self.numkeys, "{}: keys", self.lua.file);
+        match self.cmd.query_async(conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                self.lua.script.load_async(conn).await?;
+                self.cmd.query_async(conn).await
+            }
+            result => result,
+        }
+    }
+
+    /// The script this calls (tests hold the names to its header).
+    #[cfg(test)]
+    pub fn file(&self) -> &'static str {
+        self.lua.file
+    }
+}
+
+/// SCRIPT LOAD of every script (on a cluster, on the node that owns the deployment's slot:
+/// `Conn` routes it there).
+pub(crate) async fn load_all(conn: &mut impl ConnectionLike) -> redis::RedisResult<()> {
+    for (_, lua) in all() {
+        lua.script.load_async(conn).await?;
+    }
+    Ok(())
+}
+
+/// ready.lua's call: a key of the deployment's slot.
+pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
+    let mut call = ScriptCall::new(&READY, 1, 0, 64);
+    call.key("job sequence", keys.job_seq());
+    call
+}
+
+/// Whether the node that owns the deployment's slot has every script and runs them on its
+/// keys, in one round trip: SCRIPT EXISTS of every script, ready.lua on a key of the slot (a
+/// standalone connection to another node of a cluster meets MOVED: an error), and with `wait`
+/// a WAIT behind them (too few replicas: an error, as for an admission).
+pub(crate) async fn loaded(
+    conn: &mut Conn,
+    keys: &Keys,
+    wait: Option<Wait>,
+) -> redis::RedisResult<bool> {
+    let mut exists = redis::cmd("SCRIPT");
+    exists.arg("EXISTS");
+    for (_, lua) in all() {
+        exists.arg(lua.script.get_hash());
+    }
+    let mut pipe = redis::pipe();
+    pipe.add_command(exists)
+        .add_command(ready_call(keys).cmd.clone());
+    if let Some(wait) = wait {
+        pipe.add_command(wait.cmd());
+    }
+    let mut answers = conn
+        .req_packed_commands(&pipe, 0, pipe.len())
+        .await?
+        .into_iter();
+    let (Some(exists), Some(probe)) = (answers.next(), answers.next()) else {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the readiness pipeline answered too little",
+        )));
+    };
+    let present: Vec<bool> = redis::FromRedisValue::from_redis_value(exists.extract_error()?)?;
+    let probed = match probe {
+        Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => false,
+        other => {
+            other.extract_error()?;
+            true
+        }
+    };
+    if let (Some(wait), Some(acks)) = (wait, answers.next()) {
+        wait.check(acks.extract_error()?)?;
+    }
+    Ok(probed && present.into_iter().all(|p| p))
+}

@@ -1,0 +1,427 @@
+//! One-time buttons: storing a group of tokens, and a tap on one (`lua/tap.lua`).
+//!
+//! Policy, in one place:
+//! - **A token is bound.** A user's button works only for that user in that chat; a review
+//!   button works only in the admin chat it was sent to, for a user on the allow-list. A tap by
+//!   anyone else is answered "not for you" and leaves the button usable.
+//! - **Siblings are used together.** Buttons offered together form a group; a tap that uses one
+//!   uses the group, so Confirm after Cancel (or a second search result) does nothing.
+//! - **Everything expires.** A group and its tokens share one expiry: `telegram.confirm_ttl_secs`
+//!   for a user's buttons, `telegram.review_ttl_secs` for review buttons. A used group is kept
+//!   until then so a second tap can be told what the first one did.
+//! - **One answer per tap**, written with the decision, for the dispatcher's fast lane.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::scripts::ScriptCall;
+use super::{JobState, Ledger, LedgerError, Resolution, keys, scripts};
+use crate::commands::{self, Command};
+use crate::i18n::Texts;
+use crate::telegram::keyboard::{self, Keyboard};
+
+/// Who may use a button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// The user who asked, in the chat they asked in.
+    User { chat_id: i64, user_id: i64 },
+    /// Any allowed user, in this admin chat.
+    Admins { chat_id: i64 },
+}
+
+/// What a button does when its owner taps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenAction {
+    /// Create this job, exactly as if the owner had typed the command (same duplicate window,
+    /// same recovery policy).
+    Run {
+        command: Command,
+        args: String,
+        window: Duration,
+    },
+    /// Use the group and do nothing else.
+    Cancel,
+    /// Settle a `needs_review` job, as `oncebot jobs resolve` does.
+    Review { job_id: u64, decision: Resolution },
+}
+
+/// One button's token.
+#[derive(Debug, Clone)]
+pub struct Token {
+    pub token: String,
+    pub owner: Owner,
+    /// The button's text, kept for operators reading the ledger.
+    pub label: String,
+    pub action: TokenAction,
+    /// The message a job made by this button replies to (the user's command).
+    pub reply_to: Option<i64>,
+    /// A button that is not a sibling of the others (see [`Solo`]); `None` for most.
+    pub solo: Option<Solo>,
+}
+
+/// A button with a group of its own: a tap uses it alone and leaves the others working (the
+/// `下载 k` buttons of a release list, the download buttons under search matches).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Solo {
+    /// What the business key digests instead of the job's arguments: a download is the same
+    /// whichever list or button it came from, so its key is the release, not `<list> <k>`.
+    pub key_args: Option<String>,
+    /// The resource-search job whose stored list keyboard a tap edits (`Keys::releases`).
+    pub list: Option<u64>,
+    /// The button's text once it is used (e.g. `✓ 下载 1`).
+    pub used_label: String,
+}
+
+/// Buttons offered together: using one uses them all.
+#[derive(Debug, Clone)]
+pub struct TokenGroup {
+    pub id: String,
+    pub ttl: Duration,
+    pub tokens: Vec<Token>,
+}
+
+impl TokenGroup {
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            id: keyboard::new_group_id(),
+            ttl,
+            tokens: Vec::new(),
+        }
+    }
+
+    /// Adds a button with a fresh token and returns its callback data (`t:<token>`).
+    pub fn add(
+        &mut self,
+        owner: Owner,
+        label: &str,
+        action: TokenAction,
+        reply_to: Option<i64>,
+    ) -> String {
+        let token = keyboard::new_token();
+        let data = keyboard::callback_data(&token);
+        self.tokens.push(Token {
+            token,
+            owner,
+            label: label.to_string(),
+            action,
+            reply_to,
+            solo: None,
+        });
+        data
+    }
+
+    /// [`Self::add`] for a button that is not a sibling of the others (see [`Solo`]).
+    pub fn add_solo(
+        &mut self,
+        owner: Owner,
+        label: &str,
+        action: TokenAction,
+        reply_to: Option<i64>,
+        solo: Solo,
+    ) -> String {
+        let data = self.add(owner, label, action, reply_to);
+        if let Some(t) = self.tokens.last_mut() {
+            t.solo = Some(solo);
+        }
+        data
+    }
+
+    /// The JSON include/tokens.lua reads. Every id is a string: Lua's numbers are doubles, and
+    /// printing one loses digits of a 52-bit id.
+    pub fn spec(&self) -> serde_json::Value {
+        let tokens: Vec<_> = self.tokens.iter().map(token_spec).collect();
+        json!({"group": self.id, "ttl": self.ttl.as_secs().max(1), "tokens": tokens})
+    }
+}
+
+fn token_spec(t: &Token) -> serde_json::Value {
+    let (chat_id, user_id, scope) = match t.owner {
+        // A user's button stores no scope (tap.lua's default, the stricter check).
+        Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), ""),
+        Owner::Admins { chat_id } => (chat_id, String::new(), "admin"),
+    };
+    let mut spec = json!({
+        "token": t.token,
+        "chat_id": chat_id.to_string(),
+        "user_id": user_id,
+        "scope": scope,
+        "label": t.label,
+        "reply_to": t.reply_to.map(|m| m.to_string()).unwrap_or_default(),
+    });
+    let fields: Vec<(&str, String)> = match &t.action {
+        TokenAction::Run {
+            command,
+            args,
+            window,
+        } => {
+            let key_args = t
+                .solo
+                .as_ref()
+                .and_then(|s| s.key_args.as_deref())
+                .unwrap_or(args);
+            let idem = match t.owner {
+                Owner::User { chat_id, user_id } => {
+                    commands::idempotency_key(chat_id, user_id, *command, key_args)
+                }
+                Owner::Admins { .. } => String::new(),
+            };
+            vec![
+                ("action", "run".into()),
+                ("command", command.name().into()),
+                ("args", args.clone()),
+                ("idem", idem),
+                ("window_ms", window.as_millis().to_string()),
+                ("recovery", command.policy().recovery.as_str().into()),
+            ]
+        }
+        TokenAction::Cancel => vec![("action", "cancel".into())],
+        TokenAction::Review { job_id, decision } => vec![
+            ("action", "review".into()),
+            ("job_id", job_id.to_string()),
+            ("decision", decision.as_str().into()),
+        ],
+    };
+    for (k, v) in fields {
+        spec[k] = v.into();
+    }
+    if let Some(solo) = &t.solo {
+        spec["solo"] = "1".into();
+        spec["list"] = solo.list.map(|l| l.to_string()).unwrap_or_default().into();
+        spec["used_label"] = solo.used_label.clone().into();
+    }
+    spec
+}
+
+/// The messages admin chats get when a job enters `needs_review`, with their buttons. Built
+/// before every claim and every `needs_review` completion (tokens are cheap; only the script
+/// knows whether the job is held), and used only if it is.
+#[derive(Debug, Clone)]
+pub(crate) struct ReviewNotices {
+    pub admin_chats: Vec<i64>,
+    pub ttl: Duration,
+    pub texts: Texts,
+}
+
+impl ReviewNotices {
+    /// The notice for `job_id` as include/tokens.lua's `notify_review` reads it ("" when there
+    /// is no admin chat).
+    pub fn for_job(&self, job_id: u64) -> String {
+        if self.admin_chats.is_empty() {
+            return String::new();
+        }
+        let mut group = TokenGroup::new(self.ttl);
+        let labels = self.texts.review_buttons();
+        let decisions = Resolution::ALL;
+        let messages: Vec<_> = self
+            .admin_chats
+            .iter()
+            .map(|&chat_id| {
+                let row = labels
+                    .iter()
+                    .zip(decisions)
+                    .map(|(label, decision)| {
+                        let data = group.add(
+                            Owner::Admins { chat_id },
+                            label,
+                            TokenAction::Review { job_id, decision },
+                            None,
+                        );
+                        (label.to_string(), data)
+                    })
+                    .collect();
+                let markup = Keyboard::new().row(row).to_json();
+                json!({"chat_id": chat_id.to_string(), "markup": markup})
+            })
+            .collect();
+        json!({
+            "text": self.texts.review_template(),
+            "group": group.spec(),
+            "messages": messages,
+        })
+        .to_string()
+    }
+}
+
+/// One tap on a button, as ingress read it.
+#[derive(Debug, Clone)]
+pub struct Tap {
+    pub update_id: i64,
+    pub callback_query_id: String,
+    pub user_id: i64,
+    /// The user is on `telegram.allowed_users`.
+    pub allowed: bool,
+    /// Where the button's message is (`None`: Telegram did not say).
+    pub chat_id: Option<i64>,
+    pub message_id: Option<i64>,
+    /// The token in the callback data (`None`: not one of oncebot's buttons).
+    pub token: Option<String>,
+}
+
+/// What tap.lua decided. Every variant but `DuplicateUpdate` put one answer on the callbacks
+/// stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tapped {
+    /// The button's job was created.
+    New { job_id: u64 },
+    /// The same command is inside its duplicate window as this job; no new job.
+    DuplicateCommand { job_id: u64, state: JobState },
+    /// Cancel: the buttons are used, nothing runs.
+    Cancelled,
+    /// A review button settled the job; it is now `state`.
+    Resolved { job_id: u64, state: JobState },
+    /// A review button for a job that was settled meanwhile; nothing changed on it.
+    Settled {
+        job_id: u64,
+        state: Option<JobState>,
+    },
+    /// The buttons were used before (a second tap, or a sibling).
+    Used {
+        job_id: Option<u64>,
+        state: Option<JobState>,
+    },
+    /// No such button any more (expired), or never one.
+    Expired,
+    /// Someone else's button; it stays usable for its owner.
+    Foreign,
+    /// Not one of oncebot's buttons.
+    Unknown,
+    /// Telegram delivered this update before; nothing was written.
+    DuplicateUpdate {
+        job_id: Option<u64>,
+        state: Option<JobState>,
+    },
+}
+
+impl Tapped {
+    /// A short name for logs and metrics.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            Tapped::New { .. } => "new",
+            Tapped::DuplicateCommand { .. } => "duplicate_command",
+            Tapped::Cancelled => "cancelled",
+            Tapped::Resolved { .. } => "resolved",
+            Tapped::Settled { .. } => "settled",
+            Tapped::Used { .. } => "used",
+            Tapped::Expired => "expired",
+            Tapped::Foreign => "foreign",
+            Tapped::Unknown => "unknown",
+            Tapped::DuplicateUpdate { .. } => "duplicate_update",
+        }
+    }
+}
+
+/// The texts tap.lua answers with, as the JSON it reads (ARGV[15]).
+pub(crate) fn tap_texts_json(texts: Texts) -> String {
+    let labels: BTreeMap<&str, &str> = JobState::ALL
+        .into_iter()
+        .map(|s| (s.as_str(), texts.state_label(s)))
+        .collect();
+    let resolved: BTreeMap<&str, &str> = Resolution::ALL
+        .into_iter()
+        .map(|d| (d.as_str(), texts.resolved(d.as_str())))
+        .collect();
+    let mut doc = serde_json::to_value(texts.tap_texts()).unwrap_or_default();
+    doc["labels"] = json!(labels);
+    doc["resolved_reply"] = json!(resolved);
+    doc.to_string()
+}
+
+impl Ledger {
+    pub(super) fn tap_call(&self, tap: &Tap) -> ScriptCall {
+        let k = &self.keys;
+        let (mode, token) = match &tap.token {
+            Some(t) => ("token", t.as_str()),
+            None => ("unknown", "-"),
+        };
+        let chat = tap.chat_id.map(|c| c.to_string()).unwrap_or_default();
+        let mut call = ScriptCall::new(&scripts::TAP, 12, 15, 512 + self.tap_texts.len());
+        call.key("updates HASH", k.updates(tap.update_id))
+            .key("token key", k.token(token))
+            .key("token-group pfx", k.token_group_prefix())
+            .key("command-key pfx", k.command_prefix())
+            .key("job id sequence", k.job_seq())
+            .key("job key prefix", k.job_prefix())
+            .key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("callbacks stream", k.callbacks_stream())
+            .key("chat index", k.chat_jobs(tap.chat_id.unwrap_or(0)))
+            .key("jobs index", k.jobs_index())
+            .key("review index", k.review_index())
+            .arg("mode", mode)
+            .arg("update_id", tap.update_id)
+            .arg("update retention", self.update_retention_secs)
+            .arg("callback_query_id", &tap.callback_query_id)
+            .arg("id of the user who tapped", tap.user_id)
+            .arg("id of the chat", chat)
+            .arg(
+                "id of the button's message",
+                tap.message_id.map(|m| m.to_string()).unwrap_or_default(),
+            )
+            .arg("\"1\" if the user", if tap.allowed { "1" } else { "0" })
+            .arg("chat index length", self.chat_index_len)
+            .arg("jobs index length", self.jobs_index_len)
+            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("callbacks consumer group", keys::CALLBACKS_GROUP)
+            .arg("retention", self.job_retention_secs)
+            .arg("texts", &self.tap_texts);
+        call
+    }
+
+    /// tap.lua for one callback query: dedupe, token checks, the action and the answer in one
+    /// step.
+    pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {
+        let call = self.tap_call(tap);
+        // Durable, as an admission: the webhook answers 200 only once replicas have the tap.
+        let mut conn = self.durable();
+        let (outcome, job, state): (String, String, String) = call
+            .send(&mut conn)
+            .await
+            .map_err(LedgerError::redis("recording a button tap"))?;
+        let corrupt = |detail: String| LedgerError::Corrupt {
+            doing: "recording a button tap",
+            detail,
+        };
+        let job_id = || {
+            job.parse::<u64>()
+                .map_err(|_| corrupt(format!("job id {job:?}")))
+        };
+        let opt_job = || job.parse::<u64>().ok();
+        let opt_state = || state.parse::<JobState>().ok();
+        let job_state = || {
+            state
+                .parse::<JobState>()
+                .map_err(|e| corrupt(format!("job {job}: {e}")))
+        };
+        Ok(match outcome.as_str() {
+            "new" => Tapped::New { job_id: job_id()? },
+            "duplicate_command" => Tapped::DuplicateCommand {
+                job_id: job_id()?,
+                state: job_state()?,
+            },
+            "cancelled" => Tapped::Cancelled,
+            "resolved" => Tapped::Resolved {
+                job_id: job_id()?,
+                state: job_state()?,
+            },
+            "settled" => Tapped::Settled {
+                job_id: job_id()?,
+                state: opt_state(),
+            },
+            "used" => Tapped::Used {
+                job_id: opt_job(),
+                state: opt_state(),
+            },
+            "expired" => Tapped::Expired,
+            "foreign" => Tapped::Foreign,
+            "unknown" => Tapped::Unknown,
+            "duplicate_update" => Tapped::DuplicateUpdate {
+                job_id: opt_job(),
+                state: opt_state(),
+            },
+            other => return Err(corrupt(format!("tap outcome {other:?}"))),
+        })
+    }
+}

@@ -1,0 +1,36 @@
+//! oncebot's service: everything that runs in production, and nothing that only tries it (the
+//! simulators, demo, bench and test rig are `oncebot_tools`, a crate of their own).
+//!
+//! ARCHITECTURE.md is the map. In reading order, following an update:
+//! - `config`: settings from `config/default.toml`, a file and `ONCEBOT__*` variables.
+//! - `telegram`: the update types oncebot reads and a thin Bot API client.
+//! - `commands`: text → a whitelisted command, and the one table of per-command policies.
+//! - `ingress`: the webhook and long polling; both decide the same way and call the ledger.
+//! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
+//! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
+//! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
+//! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
+//! - `i18n`: every text a user reads.
+//! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
+//! - `app`: roles, start-up and graceful shutdown.
+
+pub mod admin;
+pub mod admin_web;
+pub mod app;
+mod backoff;
+pub mod commands;
+pub mod config;
+mod consume;
+pub mod dispatch;
+pub mod failpoints;
+pub mod i18n;
+pub mod ingress;
+pub mod ledger;
+mod liveness;
+pub mod metrics;
+pub mod moviepilot;
+pub mod shutdown;
+pub mod telegram;
+pub mod telemetry;
+pub mod vocabulary;
+pub mod worker;

@@ -1,0 +1,1447 @@
+//! The MoviePilot HTTP client: one shared, cloneable [`MoviePilot`] per process.
+//!
+//! Policy, in the order a call meets it:
+//! - **Dialect.** [`MoviePilot::connect`] reads the server's version and speaks v2 or v3 from
+//!   then on (paths, bodies, envelopes and methods differ; see `moviepilot-v3.md`). Any other
+//!   major version is refused at start-up rather than half-understood.
+//! - **Credentials.** The API key goes in `X-API-KEY`; a username and password buy a bearer token
+//!   from `POST /api/v1/login/access-token`. There is one token per process. When MoviePilot
+//!   refuses it (401/403: it restarted with a new secret, or the token expired) exactly one
+//!   caller logs in again while the others wait for that login (a generation counter tells
+//!   them it happened), and every refused call is sent once more. A refused call did not run,
+//!   so sending it again is safe even when it has a side effect.
+//! - **Timeouts.** Every request has one. Media search and detail, which make MoviePilot ask
+//!   TMDB, get the longer `search_timeout_secs`.
+//! - **Classification** ([`MpError`]): a refusal (4xx, `success:false`) is permanent; a
+//!   refused credential (the key, the login, the user's rights) is the operator's to fix, and
+//!   the process remembers it until a call gets through ([`MoviePilot::credentials_refused`]);
+//!   unreachable, 5xx or a read-only call that timed out is transient; a call with a side effect
+//!   whose answer was lost after it was sent (timeout, dropped connection, a proxy's 502/504) is
+//!   uncertain, because MoviePilot may have done it.
+//! - **Secrets and torrent data.** No error or log line carries the API key, the password, a
+//!   token, a URL's userinfo or a response body of a successful call; error text quotes at most
+//!   MoviePilot's short `detail`/`message` of a refusal.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow, bail};
+use bytes::Bytes;
+use reqwest::header::{HeaderValue, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use super::error::{MpError, Unreachable};
+use super::releases::{HistoryRow, RawJson, Release, ReleaseList};
+use super::types::{
+    CreatedId, Dialect, Download, Envelope, MediaItem, MediaKind, NewSubscription, Subscription,
+    WireDownload, WireMedia, WireSubscribe, WireToken,
+};
+use crate::config::{MoviePilotSettings, Secret, env_name};
+
+/// The fixed literal `/system/global` wants; it is not a secret (MoviePilot's frontend sends it).
+const GLOBAL_TOKEN: &str = "moviepilot";
+
+/// A connected MoviePilot. Cheap to clone; every clone shares the HTTP pool and the token.
+#[derive(Clone)]
+pub struct MoviePilot {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for MoviePilot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MoviePilot")
+            .field("url", &self.inner.shown_url)
+            .field("dialect", &self.inner.dialect)
+            .field("version", &self.inner.version)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    http: reqwest::Client,
+    /// Scheme, authority and path prefix, without a trailing `/`. May carry userinfo, so it is
+    /// only ever used to build requests, never shown.
+    base: String,
+    /// `base` without userinfo, for messages.
+    shown_url: String,
+    dialect: Dialect,
+    /// As the server reported it, e.g. `v2.5.6`, or a description when it reports none.
+    version: String,
+    timeout: Duration,
+    search_timeout: Duration,
+    resource_search_timeout: Duration,
+    download_timeout: Duration,
+    auth: Auth,
+    /// Why MoviePilot refuses oncebot's credentials, from the last call that was refused, until
+    /// a call gets through. Text for operators (it may name settings), never for users.
+    refused: std::sync::Mutex<Option<String>>,
+}
+
+struct Auth {
+    api_key: Option<Secret>,
+    login: Option<Login>,
+    state: Mutex<TokenState>,
+}
+
+struct Login {
+    username: String,
+    password: Secret,
+}
+
+#[derive(Default)]
+struct TokenState {
+    /// The bearer token once logged in; until then (or in API-key mode) calls use the API key.
+    bearer: Option<Secret>,
+    /// Bumped by every successful login, so a caller that saw an older credential knows someone
+    /// already renewed it.
+    generation: u64,
+    /// The last failed login and when it ended: callers that were already waiting for that
+    /// login get its error instead of each trying again.
+    last_failure: Option<(Instant, MpError)>,
+}
+
+enum Credential {
+    None,
+    ApiKey(Secret),
+    Bearer(Secret),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    ReadOnly,
+    /// Changes MoviePilot's state: a lost answer means "maybe done".
+    SideEffect,
+}
+
+/// `GET /api/v1/subscribe/media/{id}`: a call's route with its ids taken out, so metrics
+/// have one series per route, not one per subscription.
+fn route_label(call: &Call) -> String {
+    // One String, built in one pass: this runs for every MoviePilot call.
+    let method = call.method.as_str();
+    let mut label = String::with_capacity(method.len() + 1 + call.path.len());
+    label.push_str(method);
+    label.push(' ');
+    for (i, seg) in call.path.split('/').enumerate() {
+        if i > 0 {
+            label.push('/');
+        }
+        let all_digits = !seg.is_empty() && seg.bytes().all(|c| c.is_ascii_digit());
+        if all_digits || seg.contains(':') {
+            label.push_str("{id}");
+        } else {
+            label.push_str(seg);
+        }
+    }
+    label
+}
+
+/// One request, described well enough to send it twice and to name it in an error.
+struct Call {
+    /// What the caller wanted, e.g. `subscribing TMDB 438631 season 1`.
+    what: String,
+    method: Method,
+    /// Under the base URL, e.g. `/api/v1/subscribe/`.
+    path: String,
+    query: Vec<(&'static str, String)>,
+    json: Option<Value>,
+    effect: Effect,
+    timeout: Duration,
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MoviePilot {} {} ({})",
+            self.method, self.path, self.what
+        )
+    }
+}
+
+struct Answer {
+    status: StatusCode,
+    retry_after: Option<String>,
+    body: Bytes,
+}
+
+impl MoviePilot {
+    /// Reads the server's version (`GET /api/v1/system/global?token=moviepilot` →
+    /// `data.BACKEND_VERSION`; a missing key means v2 before 2.6, refined by
+    /// `/api/v3/system/status` when an API key is configured; otherwise the shape of
+    /// `GET /api/v1/subscribe/` decides), refuses major versions other than 2 and 3, and checks
+    /// that the credentials open the subscription routes. With only an API key, a server that
+    /// refuses it there (v2.5.6) gives an error naming ONCEBOT__MOVIEPILOT__USERNAME and
+    /// ONCEBOT__MOVIEPILOT__PASSWORD. With both, the API key is tried first and the login is
+    /// the fallback.
+    /// An error that is [`Unreachable`] may go away by itself (MoviePilot still starting); any
+    /// other is a setting to fix.
+    pub async fn connect(settings: &MoviePilotSettings) -> anyhow::Result<MoviePilot> {
+        let (base, shown_url) = base_urls(settings)?;
+        let (api_key, login) = credentials(settings)?;
+        let timeout = Duration::from_secs(settings.timeout_secs.max(1));
+        let search_timeout = Duration::from_secs(settings.search_timeout_secs.max(1));
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .build()
+            .map_err(|e| anyhow!("building the MoviePilot HTTP client: {}", e.without_url()))?;
+        let mut inner = Inner {
+            http,
+            base,
+            shown_url,
+            dialect: Dialect::V2,
+            version: String::new(),
+            timeout,
+            search_timeout,
+            resource_search_timeout: Duration::from_secs(
+                settings.resource_search_timeout_secs.max(1),
+            ),
+            download_timeout: Duration::from_secs(settings.download_timeout_secs.max(1)),
+            auth: Auth {
+                api_key,
+                login,
+                state: Mutex::new(TokenState::default()),
+            },
+            refused: std::sync::Mutex::new(None),
+        };
+
+        let reported = inner.read_version().await?;
+        let by_version = reported
+            .as_deref()
+            .map(|v| dialect_of_version(v, &inner.shown_url))
+            .transpose()?
+            .flatten();
+        inner.version = reported.unwrap_or_else(|| "unknown".to_string());
+        let probe = inner.establish_auth().await?;
+        inner.dialect = choose_dialect(&inner, by_version, dialect_of_answer(&probe.body))?;
+        let via = match &inner.auth.state.lock().await.bearer {
+            Some(_) => "login",
+            None => "api key",
+        };
+        tracing::info!(
+            url = %inner.shown_url,
+            version = %inner.version,
+            dialect = %inner.dialect,
+            auth = via,
+            "connected to MoviePilot"
+        );
+        Ok(MoviePilot {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The API dialect chosen at start-up.
+    pub fn dialect(&self) -> Dialect {
+        self.inner.dialect
+    }
+
+    /// The version MoviePilot reported (e.g. `v2.5.6`), or a description when it reported none.
+    pub fn version(&self) -> &str {
+        &self.inner.version
+    }
+
+    /// Why MoviePilot refuses oncebot's credentials now (operator text, naming the setting to
+    /// fix), or `None` when the last call that reached it was let in.
+    pub fn credentials_refused(&self) -> Option<String> {
+        self.inner.lock_refused().clone()
+    }
+
+    /// Media matching `title` (`GET /api/v1/media/search?title=&type=media&page=1&count=8`).
+    /// Results that are neither movie nor series are dropped.
+    pub async fn search_media(&self, title: &str) -> Result<Vec<MediaItem>, MpError> {
+        let call = Call {
+            what: format!("searching media for {:?}", short(title, 60)),
+            method: Method::GET,
+            path: "/api/v1/media/search".into(),
+            query: vec![
+                ("title", title.to_string()),
+                ("type", "media".into()),
+                ("page", "1".into()),
+                ("count", "8".into()),
+            ],
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.search_timeout,
+        };
+        let rows: Vec<WireMedia> = self.inner.fetch_list(&call).await?;
+        Ok(rows.into_iter().filter_map(WireMedia::into_item).collect())
+    }
+
+    /// One film or series by TMDB id; `None` when MoviePilot does not know it.
+    pub async fn media_detail(
+        &self,
+        tmdb_id: u64,
+        kind: MediaKind,
+    ) -> Result<Option<MediaItem>, MpError> {
+        let (path, mut query) = self.inner.media_path("/api/v1/media", tmdb_id);
+        query.push(("type_name", kind.wire_name().into()));
+        let call = Call {
+            what: format!("reading TMDB {tmdb_id} ({})", kind.wire_name()),
+            method: Method::GET,
+            path,
+            query,
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.search_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let media: Option<WireMedia> = self.inner.decode(&call, &answer)?;
+        let Some(mut item) = media.and_then(WireMedia::into_item) else {
+            return Ok(None);
+        };
+        match item.tmdb_id {
+            Some(id) if id != tmdb_id => return Ok(None),
+            _ => item.tmdb_id = Some(tmdb_id),
+        }
+        Ok(Some(item))
+    }
+
+    /// The subscription MoviePilot holds for this media (and season, for TV), if any. MoviePilot
+    /// answers an all-null object for "none"; a row for another id or season is treated as none
+    /// too. Without a season MoviePilot matches any subscription with that TMDB id (a movie's),
+    /// whatever its type, so callers should compare `kind`.
+    pub async fn find_subscription(
+        &self,
+        tmdb_id: u64,
+        season: Option<u32>,
+    ) -> Result<Option<Subscription>, MpError> {
+        let season = season.filter(|s| *s > 0);
+        let (path, mut query) = self.inner.media_path("/api/v1/subscribe/media", tmdb_id);
+        if let Some(s) = season {
+            query.push(("season", s.to_string()));
+        }
+        let call = Call {
+            what: format!(
+                "looking up the subscription of {}",
+                media_label(tmdb_id, season)
+            ),
+            method: Method::GET,
+            path,
+            query,
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let row: Option<WireSubscribe> = self.inner.decode(&call, &answer)?;
+        let Some(sub) = row.and_then(WireSubscribe::into_subscription) else {
+            return Ok(None);
+        };
+        let other_media = sub.tmdb_id.is_some_and(|t| t != tmdb_id);
+        let other_season = season.is_some_and(|s| sub.season.is_some_and(|have| have != s));
+        if other_media || other_season {
+            tracing::warn!(
+                subscription = sub.id,
+                asked_tmdb = tmdb_id,
+                got_tmdb = ?sub.tmdb_id,
+                "MoviePilot answered a subscription for other media or season; treating it as none"
+            );
+            return Ok(None);
+        }
+        Ok(Some(sub))
+    }
+
+    /// Subscribes and returns the subscription id. MoviePilot answers an existing subscription's
+    /// id for a duplicate (same TMDB id, and season for TV), so this is safe to repeat, though
+    /// v2 re-sends its "subscription added" notification each time.
+    pub async fn create_subscription(&self, item: &NewSubscription) -> Result<u64, MpError> {
+        let season = match item.kind {
+            MediaKind::Tv => item.season.filter(|s| *s > 0),
+            MediaKind::Movie => None,
+        };
+        let body = match self.inner.dialect {
+            // What MoviePilot's own web UI sends; season 0 means "none" (movies) or "1" (TV).
+            Dialect::V2 => json!({
+                "name": item.name,
+                "year": item.year,
+                "type": item.kind.wire_name(),
+                "tmdbid": item.tmdb_id,
+                "season": season.unwrap_or(0),
+            }),
+            Dialect::V3 => {
+                let mut body = json!({
+                    "name": item.name,
+                    "year": item.year,
+                    "type": item.kind.wire_name(),
+                    "media_source": "themoviedb",
+                    "media_id": item.tmdb_id.to_string(),
+                });
+                if let (Some(s), Some(map)) = (season, body.as_object_mut()) {
+                    map.insert("season".into(), json!(s));
+                }
+                body
+            }
+        };
+        let call = Call {
+            what: format!("subscribing {}", media_label(item.tmdb_id, season)),
+            method: Method::POST,
+            path: "/api/v1/subscribe/".into(),
+            query: Vec::new(),
+            json: Some(body),
+            effect: Effect::SideEffect,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let created: Option<CreatedId> = self.inner.accepted(&call, &answer)?;
+        match created.and_then(|d| d.id) {
+            Some(id) => Ok(id),
+            None => Err(MpError::Uncertain(format!(
+                "{call}: MoviePilot answered success without a subscription id"
+            ))),
+        }
+    }
+
+    /// Every subscription (`GET /api/v1/subscribe/`).
+    pub async fn list_subscriptions(&self) -> Result<Vec<Subscription>, MpError> {
+        let call = Call {
+            what: "listing subscriptions".into(),
+            method: Method::GET,
+            path: "/api/v1/subscribe/".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let rows: Vec<WireSubscribe> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(WireSubscribe::into_subscription)
+            .collect())
+    }
+
+    /// Deletes a subscription. Idempotent: v2 answers success for any id, and v3's 404 for an
+    /// unknown id counts as "already done".
+    pub async fn delete_subscription(&self, id: u64) -> Result<(), MpError> {
+        let call = Call {
+            what: format!("deleting subscription {id}"),
+            method: Method::DELETE,
+            path: format!("/api/v1/subscribe/{id}"),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::SideEffect,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        if self.inner.dialect == Dialect::V3 && answer.status == StatusCode::NOT_FOUND {
+            return Ok(());
+        }
+        let answer = self.inner.check_status(&call, answer)?;
+        let _: Option<Value> = self.inner.accepted(&call, &answer)?;
+        Ok(())
+    }
+
+    /// Asks MoviePilot to search for a subscription now (v2 `GET`, v3 `POST
+    /// /api/v1/subscribe/search/{id}`). Success only means the job was queued: MoviePilot skips
+    /// it silently when a search is already running or the subscription is under a minute old.
+    pub async fn search_subscription_now(&self, id: u64) -> Result<(), MpError> {
+        let (method, json) = match self.inner.dialect {
+            Dialect::V2 => (Method::GET, None),
+            Dialect::V3 => (Method::POST, Some(json!({}))),
+        };
+        let call = Call {
+            what: format!("starting a search for subscription {id}"),
+            method,
+            path: format!("/api/v1/subscribe/search/{id}"),
+            query: Vec::new(),
+            json,
+            effect: Effect::SideEffect,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let _: Option<Value> = self.inner.accepted(&call, &answer)?;
+        Ok(())
+    }
+
+    /// What the downloader is working on (`GET /api/v1/download/`).
+    pub async fn downloading(&self) -> Result<Vec<Download>, MpError> {
+        let call = Call {
+            what: "listing downloads".into(),
+            method: Method::GET,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let rows: Vec<WireDownload> = self.inner.fetch_list(&call).await?;
+        Ok(rows.into_iter().map(WireDownload::into_download).collect())
+    }
+}
+
+/// Rows asked for per page of the download history; a shorter page is the last.
+const HISTORY_PAGE: usize = 100;
+/// The most history pages read in one look (50,000 rows): a bound, not an expectation.
+const HISTORY_MAX_PAGES: usize = 500;
+
+/// Release search and downloads (`moviepilot-download-flow.md` §1-3).
+impl MoviePilot {
+    /// A resource search for one media (`GET /api/v1/search/media/tmdb:<id>?mtype=&season=`,
+    /// v3 `/<id>?media_source=themoviedb`). Synchronous at MoviePilot: it answers after every
+    /// indexer site has, so it has its own long timeout. MoviePilot's "nothing found" refusal
+    /// is an empty list.
+    pub async fn search_releases(
+        &self,
+        tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+    ) -> Result<ReleaseList, MpError> {
+        let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
+        query.push(("mtype", kind.wire_name().into()));
+        if let Some(s) = season {
+            query.push(("season", s.to_string()));
+        }
+        let call = Call {
+            what: format!("searching releases of {}", media_label(tmdb_id, season)),
+            method: Method::GET,
+            path,
+            query,
+            json: None,
+            // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
+            // request left is uncertain (the sites were hit), so it is not retried blindly.
+            effect: Effect::SideEffect,
+            timeout: self.inner.resource_search_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let envelope: Envelope<Vec<Value>> = self.inner.envelope(&call, &answer)?;
+        let empty = ReleaseList {
+            media_info: RawJson(Value::Null),
+            releases: Vec::new(),
+        };
+        if !envelope.success {
+            let message = envelope.message.unwrap_or_default();
+            if message.contains("未搜索到") {
+                return Ok(empty);
+            }
+            return Err(MpError::Permanent(format!(
+                "{call}: MoviePilot refused: {}",
+                refusal_text(Some(&message))
+            )));
+        }
+        let mut list = empty;
+        for mut row in envelope.data.unwrap_or_default() {
+            if list.media_info.0.is_null()
+                && let Some(media) = row.get_mut("media_info").map(Value::take)
+            {
+                list.media_info = RawJson(media);
+            }
+            if let Some(release) = row
+                .get_mut("torrent_info")
+                .map(Value::take)
+                .and_then(Release::from_torrent_info)
+            {
+                list.releases.push(release);
+            }
+        }
+        Ok(list)
+    }
+
+    /// Adds a download (`POST /api/v1/download/` with `media_in`, `torrent_in` and `downloader`
+    /// as the web UI sends them) and returns its info-hash (`download_id`). MoviePilot has no
+    /// idempotency: a lost answer is uncertain and must be verified in the history.
+    pub async fn add_download(
+        &self,
+        media_info: &Value,
+        torrent_info: &Value,
+        downloader: Option<&str>,
+    ) -> Result<String, MpError> {
+        let mut body = json!({"media_in": media_info, "torrent_in": torrent_info});
+        if let Some(d) = downloader.filter(|d| !d.is_empty()) {
+            body["downloader"] = json!(d);
+        }
+        let call = Call {
+            what: "adding a download".into(),
+            method: Method::POST,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: Some(body),
+            effect: Effect::SideEffect,
+            timeout: self.inner.download_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let data: Option<Value> = self.inner.accepted(&call, &answer)?;
+        match data
+            .as_ref()
+            .and_then(|d| d.get("download_id"))
+            .and_then(Value::as_str)
+        {
+            Some(hash) if !hash.is_empty() => Ok(hash.to_ascii_lowercase()),
+            _ => Err(MpError::Uncertain(format!(
+                "{call}: MoviePilot answered success without a download id"
+            ))),
+        }
+    }
+
+    /// The whole download history (`GET /api/v1/history/download?page=&count=`), page by page
+    /// until a short page. Its order differs by version (oldest first in v2.5.6 and v2.14,
+    /// newest first later), so callers must not rely on it.
+    pub async fn download_history(&self) -> Result<Vec<HistoryRow>, MpError> {
+        let mut rows = Vec::new();
+        for page in 1..=HISTORY_MAX_PAGES {
+            let call = Call {
+                what: format!("reading the download history, page {page}"),
+                method: Method::GET,
+                path: "/api/v1/history/download".into(),
+                query: vec![
+                    ("page", page.to_string()),
+                    ("count", HISTORY_PAGE.to_string()),
+                ],
+                json: None,
+                effect: Effect::ReadOnly,
+                timeout: self.inner.timeout,
+            };
+            let got: Vec<Value> = self.inner.fetch_list(&call).await?;
+            let short_page = got.len() < HISTORY_PAGE;
+            rows.extend(got.iter().filter_map(HistoryRow::from_wire));
+            if short_page {
+                return Ok(rows);
+            }
+        }
+        Err(MpError::Transient(format!(
+            "the download history has more than {} rows; oncebot stops reading there",
+            HISTORY_PAGE * HISTORY_MAX_PAGES
+        )))
+    }
+
+    /// The info-hashes of what the downloader is downloading (`GET /api/v1/download/`),
+    /// lower case: where a magnet added moments ago shows up.
+    pub async fn downloading_hashes(&self) -> Result<Vec<String>, MpError> {
+        let call = Call {
+            what: "listing downloads".into(),
+            method: Method::GET,
+            path: "/api/v1/download/".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| r.get("hash").and_then(Value::as_str))
+            .map(str::to_ascii_lowercase)
+            .collect())
+    }
+}
+
+impl Inner {
+    /// The path and query naming TMDB media under `prefix`: v2 `prefix/tmdb:<id>`, v3
+    /// `prefix/<id>?media_source=themoviedb`.
+    fn media_path(&self, prefix: &str, tmdb_id: u64) -> (String, Vec<(&'static str, String)>) {
+        match self.dialect {
+            Dialect::V2 => (format!("{prefix}/tmdb:{tmdb_id}"), Vec::new()),
+            Dialect::V3 => (
+                format!("{prefix}/{tmdb_id}"),
+                vec![("media_source", "themoviedb".to_string())],
+            ),
+        }
+    }
+
+    /// [`Self::call_once_renewed`], timed and counted in the metrics by route; remembers
+    /// whether MoviePilot let oncebot's credentials in.
+    async fn call(&self, call: &Call) -> Result<Answer, MpError> {
+        let started = Instant::now();
+        let result = self.call_once_renewed(call).await;
+        crate::metrics::METRICS.moviepilot_call(
+            &route_label(call),
+            started.elapsed(),
+            result.as_ref().err().map(MpError::kind),
+        );
+        match &result {
+            Ok(_) => self.set_refused(None),
+            Err(MpError::CredentialsRefused(why)) => self.set_refused(Some(why)),
+            // Unreachable, or lost on the way: says nothing about the credentials.
+            Err(_) => {}
+        }
+        result
+    }
+
+    fn lock_refused(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        // A poisoned lock only means a panic while replacing a String; the value is fine.
+        self.refused.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_refused(&self, why: Option<&String>) {
+        let mut refused = self.lock_refused();
+        match (refused.is_some(), why) {
+            (false, Some(why)) => {
+                tracing::error!(reason = %why, "MoviePilot refuses oncebot's credentials; jobs wait until it accepts them");
+                crate::metrics::METRICS.moviepilot_credentials_refused(true);
+            }
+            (true, None) => {
+                tracing::info!("MoviePilot accepts oncebot's credentials again");
+                crate::metrics::METRICS.moviepilot_credentials_refused(false);
+            }
+            _ => {}
+        }
+        if refused.as_ref() != why {
+            *refused = why.cloned();
+        }
+    }
+
+    /// Sends `call` with the current credential; after a 401/403, renews the token once (shared
+    /// with every other caller that saw the same token) and sends it once more.
+    async fn call_once_renewed(&self, call: &Call) -> Result<Answer, MpError> {
+        let started = Instant::now();
+        let (credential, generation) = self.auth.credential().await;
+        let answer = self.send(call, &credential).await?;
+        if !refused_credentials(answer.status) {
+            return Ok(answer);
+        }
+        if self.auth.login.is_none() {
+            return Err(MpError::CredentialsRefused(format!(
+                "{call}: MoviePilot refused the API key (HTTP {}{}): set {} to MoviePilot's \
+                 current API_TOKEN, or set {} and {}",
+                answer.status.as_u16(),
+                detail_suffix(&answer.body),
+                env_name("moviepilot.api_key"),
+                env_name("moviepilot.username"),
+                env_name("moviepilot.password")
+            )));
+        }
+        tracing::debug!(
+            status = answer.status.as_u16(),
+            "MoviePilot refused oncebot's credential; renewing it"
+        );
+        self.renew(generation, started)
+            .await
+            .map_err(|e| with_context(e, &format!("{call}: logging in again failed")))?;
+        let (credential, _) = self.auth.credential().await;
+        let answer = self.send(call, &credential).await?;
+        if refused_credentials(answer.status) {
+            return Err(MpError::CredentialsRefused(format!(
+                "{call}: MoviePilot refused a fresh login (HTTP {}{}): check that user {:?} may do this",
+                answer.status.as_u16(),
+                detail_suffix(&answer.body),
+                self.auth.login.as_ref().map_or("", |l| l.username.as_str())
+            )));
+        }
+        Ok(answer)
+    }
+
+    /// Logs in unless someone already did since `seen_generation`; one login at a time.
+    async fn renew(&self, seen_generation: u64, started: Instant) -> Result<(), MpError> {
+        let Some(login) = &self.auth.login else {
+            return Err(MpError::Permanent(
+                "no MoviePilot username and password to log in with".into(),
+            ));
+        };
+        let mut state = self.auth.state.lock().await;
+        if state.generation != seen_generation {
+            return Ok(());
+        }
+        if let Some((at, error)) = &state.last_failure
+            && *at >= started
+        {
+            return Err(error.clone());
+        }
+        if state.bearer.is_some() {
+            tracing::info!("MoviePilot no longer accepts oncebot's token; logging in again");
+        }
+        match self.login(login).await {
+            Ok(token) => {
+                state.bearer = Some(token);
+                state.generation += 1;
+                state.last_failure = None;
+                Ok(())
+            }
+            Err(error) => {
+                state.last_failure = Some((Instant::now(), error.clone()));
+                Err(error)
+            }
+        }
+    }
+
+    /// `POST /api/v1/login/access-token` with the form MoviePilot's OAuth2 form expects.
+    async fn login(&self, login: &Login) -> Result<Secret, MpError> {
+        let what = format!("MoviePilot login as {:?}", login.username);
+        let form = [
+            ("username", login.username.as_str()),
+            ("password", login.password.expose()),
+        ];
+        let response = self
+            .http
+            .post(format!("{}/api/v1/login/access-token", self.base))
+            .form(&form)
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(|e| {
+                MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
+            })?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| {
+            MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
+        })?;
+        if matches!(status.as_u16(), 401 | 403) {
+            return Err(MpError::CredentialsRefused(format!(
+                "{what}: MoviePilot refused the username or password (HTTP {}{}): check {} and {}",
+                status.as_u16(),
+                detail_suffix(&body),
+                env_name("moviepilot.username"),
+                env_name("moviepilot.password")
+            )));
+        }
+        if !status.is_success() {
+            let why = format!("HTTP {}{}", status.as_u16(), detail_suffix(&body));
+            return Err(if status.is_server_error() || status.as_u16() == 429 {
+                MpError::Transient(format!("{what}: {why}"))
+            } else {
+                MpError::Permanent(format!("{what}: {why}"))
+            });
+        }
+        // The body holds the token: it is parsed, never quoted.
+        let token: WireToken = serde_json::from_slice(&body).map_err(|_| {
+            MpError::Permanent(format!(
+                "{what}: HTTP {} without a token in the answer (is {} MoviePilot?)",
+                status.as_u16(),
+                env_name("moviepilot.url")
+            ))
+        })?;
+        tracing::info!(user = %login.username, "logged in to MoviePilot");
+        Ok(Secret::new(token.access_token))
+    }
+
+    async fn send(&self, call: &Call, credential: &Credential) -> Result<Answer, MpError> {
+        let mut request = self
+            .http
+            .request(call.method.clone(), format!("{}{}", self.base, call.path))
+            .timeout(call.timeout);
+        if !call.query.is_empty() {
+            request = request.query(&call.query);
+        }
+        if let Some(body) = &call.json {
+            request = request.json(body);
+        }
+        request = match credential {
+            Credential::None => request,
+            Credential::Bearer(token) => request.bearer_auth(token.expose()),
+            Credential::ApiKey(key) => match HeaderValue::from_str(key.expose()) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    request.header("X-API-KEY", value)
+                }
+                Err(_) => {
+                    return Err(MpError::CredentialsRefused(format!(
+                        "{call}: {} contains characters that cannot go in an HTTP header",
+                        env_name("moviepilot.api_key")
+                    )));
+                }
+            },
+        };
+        let response = request
+            .send()
+            .await
+            .map_err(|e| self.transport_error(call, e))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| short(v, 20));
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(call, e))?;
+        Ok(Answer {
+            status,
+            retry_after,
+            body,
+        })
+    }
+
+    /// Connection refused means the request never left: transient. Anything after that (a
+    /// timeout, a dropped connection) is uncertain for a call with a side effect.
+    fn transport_error(&self, call: &Call, error: reqwest::Error) -> MpError {
+        let not_sent = error.is_connect() || error.is_builder();
+        let text = transport_text(error, call.timeout);
+        match (not_sent, call.effect) {
+            (true, _) | (false, Effect::ReadOnly) => MpError::Transient(format!("{call}: {text}")),
+            (false, Effect::SideEffect) => MpError::Uncertain(format!(
+                "{call}: {text}; MoviePilot may or may not have done it"
+            )),
+        }
+    }
+
+    /// Passes 2xx answers; turns the rest into an error of the right kind.
+    fn check_status(&self, call: &Call, answer: Answer) -> Result<Answer, MpError> {
+        let status = answer.status;
+        if status.is_success() {
+            return Ok(answer);
+        }
+        let mut why = format!("HTTP {}{}", status.as_u16(), detail_suffix(&answer.body));
+        if let Some(after) = &answer.retry_after {
+            why.push_str(&format!(" (retry after {after})"));
+        }
+        let error = match status.as_u16() {
+            408 | 425 | 429 => MpError::Transient(format!("{call}: {why}")),
+            502 | 504 if call.effect == Effect::SideEffect => MpError::Uncertain(format!(
+                "{call}: {why}: a proxy gave up waiting; MoviePilot may or may not have done it"
+            )),
+            500..=599 => MpError::Transient(format!("{call}: {why}")),
+            _ => MpError::Permanent(format!("{call}: {why}")),
+        };
+        // `call` counted this answer as a call that worked (MoviePilot did answer); its status
+        // is the error, so it is counted here, once.
+        crate::metrics::METRICS.moviepilot_error(&route_label(call), error.kind());
+        Err(error)
+    }
+
+    /// The payload of a bare (v2) or enveloped (v3) answer. `None`: v3 answered `data: null`.
+    fn decode<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+        answer: &Answer,
+    ) -> Result<Option<T>, MpError> {
+        match self.dialect {
+            Dialect::V2 => serde_json::from_slice::<T>(&answer.body)
+                .map(Some)
+                .map_err(|_| self.unexpected_body(call, answer)),
+            Dialect::V3 => self.accepted(call, answer),
+        }
+    }
+
+    /// The `data` of a `{success: true, ...}` envelope; `success: false` is a permanent refusal
+    /// with MoviePilot's message.
+    fn accepted<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+        answer: &Answer,
+    ) -> Result<Option<T>, MpError> {
+        let envelope: Envelope<T> = self.envelope(call, answer)?;
+        if !envelope.success {
+            return Err(MpError::Permanent(format!(
+                "{call}: MoviePilot refused: {}",
+                refusal_text(envelope.message.as_deref())
+            )));
+        }
+        Ok(envelope.data)
+    }
+
+    /// `{success, message, data}`, which both dialects use for actions.
+    fn envelope<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+        answer: &Answer,
+    ) -> Result<Envelope<T>, MpError> {
+        serde_json::from_slice(&answer.body).map_err(|_| self.unexpected_body(call, answer))
+    }
+
+    /// A list, each row read on its own so one odd row does not hide the others.
+    async fn fetch_list<T: DeserializeOwned>(&self, call: &Call) -> Result<Vec<T>, MpError> {
+        let answer = self.call(call).await?;
+        let answer = self.check_status(call, answer)?;
+        let rows: Vec<Value> = self.decode(call, &answer)?.unwrap_or_default();
+        let total = rows.len();
+        let parsed: Vec<T> = rows
+            .into_iter()
+            .filter_map(|row| serde_json::from_value(row).ok())
+            .collect();
+        if parsed.len() != total {
+            tracing::warn!(
+                skipped = total - parsed.len(),
+                "{call}: some rows were not in the expected shape"
+            );
+        }
+        Ok(parsed)
+    }
+
+    /// A 2xx whose body is not what this call answers. The body is not quoted: it may hold
+    /// torrent data.
+    fn unexpected_body(&self, call: &Call, answer: &Answer) -> MpError {
+        let why = format!(
+            "HTTP {} with an answer that is not MoviePilot {} JSON for this call (is {} MoviePilot's address?)",
+            answer.status.as_u16(),
+            self.dialect,
+            env_name("moviepilot.url")
+        );
+        match call.effect {
+            Effect::ReadOnly => MpError::Permanent(format!("{call}: {why}")),
+            Effect::SideEffect => MpError::Uncertain(format!(
+                "{call}: {why}; MoviePilot may or may not have done it"
+            )),
+        }
+    }
+
+    /// `data.BACKEND_VERSION` from `/system/global` (late v2, v3); for older v2 the Servarr
+    /// emulation's version when an API key is configured. `None` when neither says.
+    async fn read_version(&self) -> anyhow::Result<Option<String>> {
+        let call = Call {
+            what: "reading the version".into(),
+            method: Method::GET,
+            path: "/api/v1/system/global".into(),
+            query: vec![("token", GLOBAL_TOKEN.into())],
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.timeout,
+        };
+        let answer = self.send(&call, &Credential::None).await.map_err(|e| {
+            anyhow::Error::new(Unreachable(format!(
+                "cannot reach MoviePilot at {}: {e} (check {} and that MoviePilot is running)",
+                self.shown_url,
+                env_name("moviepilot.url")
+            )))
+        })?;
+        let mut old_v2 = false;
+        if answer.status.is_success()
+            && let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&answer.body)
+            && let Some(Value::Object(data)) = body.get("data")
+        {
+            match data.get("BACKEND_VERSION").and_then(Value::as_str) {
+                Some(version) if !version.trim().is_empty() => {
+                    return Ok(Some(short(version.trim(), 40)));
+                }
+                _ => old_v2 = true,
+            }
+        }
+        let servarr = self.servarr_version().await;
+        Ok(match (servarr, old_v2) {
+            (Some(version), _) => Some(version),
+            // v2.5.6 up to v2.8 answer the settings without the version key.
+            (None, true) => Some(OLD_V2_LABEL.into()),
+            (None, false) => None,
+        })
+    }
+
+    /// `GET /api/v3/system/status` (v2's Sonarr emulation) with the API key: `version`.
+    async fn servarr_version(&self) -> Option<String> {
+        let key = self.auth.api_key.clone()?;
+        let call = Call {
+            what: "reading the version".into(),
+            method: Method::GET,
+            path: "/api/v3/system/status".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.timeout,
+        };
+        let answer = self.send(&call, &Credential::ApiKey(key)).await.ok()?;
+        if !answer.status.is_success() {
+            return None;
+        }
+        let body: Value = serde_json::from_slice(&answer.body).ok()?;
+        let version = body.get("version")?.as_str()?.trim();
+        (!version.is_empty()).then(|| short(version, 40))
+    }
+
+    /// Makes sure some credential opens `GET /api/v1/subscribe/`, trying the API key first, and
+    /// returns that answer (its shape tells v2 from v3).
+    async fn establish_auth(&self) -> anyhow::Result<Answer> {
+        let probe = Call {
+            what: "checking the credentials".into(),
+            method: Method::GET,
+            path: "/api/v1/subscribe/".into(),
+            // Ignored by v2; keeps v3's answer small.
+            query: vec![("page", "1".into()), ("count", "1".into())],
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.timeout,
+        };
+        if let Some(key) = self.auth.api_key.clone() {
+            let answer = self.send(&probe, &Credential::ApiKey(key)).await?;
+            if answer.status.is_success() {
+                return Ok(answer);
+            }
+            if !refused_credentials(answer.status) {
+                return Err(anyhow!(
+                    self.check_status(&probe, answer)
+                        .err()
+                        .map_or_else(|| "unexpected answer".to_string(), |e| e.to_string())
+                ));
+            }
+            if self.auth.login.is_none() {
+                bail!(
+                    "MoviePilot {} at {} refused the API key in {} on GET /api/v1/subscribe/ \
+                     (HTTP {}{}): {}",
+                    self.version,
+                    self.shown_url,
+                    env_name("moviepilot.api_key"),
+                    answer.status.as_u16(),
+                    detail_suffix(&answer.body),
+                    api_key_advice(&self.version)
+                );
+            }
+            tracing::info!(
+                status = answer.status.as_u16(),
+                "MoviePilot refused the API key on the subscription routes; logging in instead"
+            );
+        }
+        self.renew(0, Instant::now()).await?;
+        let (credential, _) = self.auth.credential().await;
+        let answer = self.send(&probe, &credential).await?;
+        if answer.status.is_success() {
+            return Ok(answer);
+        }
+        bail!(
+            "MoviePilot refused GET /api/v1/subscribe/ to user {:?} right after logging in \
+             (HTTP {}{}): give that user access to subscriptions",
+            self.auth.login.as_ref().map_or("", |l| l.username.as_str()),
+            answer.status.as_u16(),
+            detail_suffix(&answer.body)
+        )
+    }
+}
+
+impl Auth {
+    /// The credential to send now, and the generation it belongs to.
+    async fn credential(&self) -> (Credential, u64) {
+        let state = self.state.lock().await;
+        let credential = match (&state.bearer, &self.api_key) {
+            (Some(token), _) => Credential::Bearer(token.clone()),
+            (None, Some(key)) => Credential::ApiKey(key.clone()),
+            (None, None) => Credential::None,
+        };
+        (credential, state.generation)
+    }
+}
+
+/// The version label of a v2 that reports no `BACKEND_VERSION` (v2.5.6 to v2.8).
+const OLD_V2_LABEL: &str = "v2 (before v2.9: no BACKEND_VERSION)";
+
+/// What to do about a refused API key, by version: MoviePilot takes the key on its login-only
+/// routes since v2.9.3 (upstream commit feb03435); before that only a login opens them.
+fn api_key_advice(version: &str) -> String {
+    let key = env_name("moviepilot.api_key");
+    let login = format!(
+        "{} and {}",
+        env_name("moviepilot.username"),
+        env_name("moviepilot.password")
+    );
+    match takes_api_key(version) {
+        Some(true) => format!(
+            "the key is wrong or was changed: set {key} to MoviePilot's current API_TOKEN \
+             (its settings page), or set {login} to a MoviePilot user instead"
+        ),
+        Some(false) => format!(
+            "MoviePilot before v2.9.3 accepts only a login on these routes: set {login} to a \
+             MoviePilot user"
+        ),
+        None => format!(
+            "either the key is not MoviePilot's current API_TOKEN (set {key} to it), or this \
+             MoviePilot is older than v2.9.3, which accepts only a login here (set {login})"
+        ),
+    }
+}
+
+/// Whether MoviePilot `version` accepts `X-API-KEY` on the routes that otherwise need a login
+/// (v2.9.3 and later, v3); `None` when the version does not say.
+fn takes_api_key(version: &str) -> Option<bool> {
+    if version == OLD_V2_LABEL {
+        return Some(false);
+    }
+    let mut parts = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next().flatten()?;
+    let minor = parts.next().flatten().unwrap_or(0);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch) >= (2, 9, 3))
+}
+
+/// 401 (no/bad credential; v3's bad JWT) and 403 (v2's bad JWT).
+fn refused_credentials(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 401 | 403)
+}
+
+/// `2`, `3`, … from `v2.5.6`, `3.0.1-1`, `V3.1`.
+fn major_version(version: &str) -> Option<u32> {
+    let digits: String = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+fn media_label(tmdb_id: u64, season: Option<u32>) -> String {
+    match season {
+        Some(s) => format!("TMDB {tmdb_id} season {s}"),
+        None => format!("TMDB {tmdb_id}"),
+    }
+}
+
+fn refusal_text(message: Option<&str>) -> String {
+    match message.map(str::trim) {
+        Some(m) if !m.is_empty() => short(m, 200),
+        _ => "no reason given".into(),
+    }
+}
+
+/// `: <detail>` from an error body: v2's `{"detail": "..."}` (or its 422 list), v3's
+/// `{"message": "..."}`, or a short plain text such as `Internal Server Error`. Empty for
+/// anything else (an HTML page, a long body).
+fn detail_suffix(body: &[u8]) -> String {
+    let text = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(map)) => match (map.get("detail"), map.get("message")) {
+            (Some(Value::String(d)), _) => d.clone(),
+            (Some(Value::Array(items)), _) => items
+                .first()
+                .map(|item| {
+                    let place = item
+                        .get("loc")
+                        .and_then(Value::as_array)
+                        .map(|loc| {
+                            loc.iter()
+                                .map(|p| match p {
+                                    Value::String(s) => s.clone(),
+                                    other => other.to_string(),
+                                })
+                                .collect::<Vec<_>>()
+                                .join(".")
+                        })
+                        .unwrap_or_default();
+                    let msg = item.get("msg").and_then(Value::as_str).unwrap_or("invalid");
+                    format!("{place}: {msg}")
+                })
+                .unwrap_or_default(),
+            (_, Some(Value::String(m))) => m.clone(),
+            _ => String::new(),
+        },
+        Ok(_) => String::new(),
+        Err(_) => match std::str::from_utf8(body) {
+            Ok(t) if t.len() <= 200 && !t.trim_start().starts_with('<') => t.trim().to_string(),
+            _ => String::new(),
+        },
+    };
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", short(&text, 200))
+    }
+}
+
+fn transport_text(error: reqwest::Error, timeout: Duration) -> String {
+    if error.is_timeout() {
+        return format!("no answer within {} s", timeout.as_secs());
+    }
+    let error = error.without_url();
+    let mut text = if error.is_connect() {
+        "cannot connect".to_string()
+    } else {
+        "connection lost".to_string()
+    };
+    let mut source = std::error::Error::source(&error);
+    let mut depth = 0;
+    while let Some(cause) = source
+        && depth < 4
+    {
+        text.push_str(": ");
+        text.push_str(&short(&cause.to_string(), 120));
+        source = cause.source();
+        depth += 1;
+    }
+    text
+}
+
+/// Keeps the kind, puts `context` in front.
+fn with_context(error: MpError, context: &str) -> MpError {
+    match error {
+        MpError::Permanent(m) => MpError::Permanent(format!("{context}: {m}")),
+        MpError::Declined(m) => MpError::Declined(m),
+        MpError::CredentialsRefused(m) => MpError::CredentialsRefused(format!("{context}: {m}")),
+        MpError::Transient(m) => MpError::Transient(format!("{context}: {m}")),
+        MpError::Uncertain(m) => MpError::Uncertain(format!("{context}: {m}")),
+    }
+}
+
+/// At most `max` characters, cut on a character boundary.
+fn short(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// `moviepilot.url` as the calls' base, and as logs may show it (without any userinfo).
+fn base_urls(settings: &MoviePilotSettings) -> anyhow::Result<(String, String)> {
+    let parsed = reqwest::Url::parse(settings.url.trim())
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+        .with_context(|| {
+            format!(
+                "moviepilot.url {:?} is not an http(s) URL: set {} to e.g. http://moviepilot:3001",
+                settings.url,
+                env_name("moviepilot.url")
+            )
+        })?;
+    let base = parsed.as_str().trim_end_matches('/').to_string();
+    let mut shown = parsed;
+    // Both only fail for URLs that cannot carry userinfo, which then has none to hide.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    Ok((base, shown.as_str().trim_end_matches('/').to_string()))
+}
+
+/// The API key and the login the settings give; at least one of them.
+fn credentials(settings: &MoviePilotSettings) -> anyhow::Result<(Option<Secret>, Option<Login>)> {
+    let api_key = (!settings.api_key.is_empty()).then(|| settings.api_key.clone());
+    let login = (!settings.username.is_empty() && !settings.password.is_empty()).then(|| Login {
+        username: settings.username.clone(),
+        password: settings.password.clone(),
+    });
+    if api_key.is_none() && login.is_none() {
+        bail!(
+            "no MoviePilot credentials: set {} or {} and {}",
+            env_name("moviepilot.api_key"),
+            env_name("moviepilot.username"),
+            env_name("moviepilot.password")
+        );
+    }
+    Ok((api_key, login))
+}
+
+/// The dialect a reported version implies (`None`: a version without a major number); a major
+/// version oncebot does not speak is an error.
+fn dialect_of_version(version: &str, shown_url: &str) -> anyhow::Result<Option<Dialect>> {
+    Ok(match major_version(version) {
+        Some(2) => Some(Dialect::V2),
+        Some(3) => Some(Dialect::V3),
+        Some(other) => bail!(
+            "MoviePilot at {shown_url} reports version {version} (major {other}); oncebot speaks \
+             MoviePilot v2 and v3 only: run a v2 or v3 MoviePilot, or an oncebot that supports \
+             v{other}"
+        ),
+        None => None,
+    })
+}
+
+/// The dialect the subscription list's shape implies: v2 answers a bare list, v3 an envelope.
+fn dialect_of_answer(body: &[u8]) -> Option<Dialect> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(_)) => Some(Dialect::V2),
+        Ok(Value::Object(o)) if o.contains_key("success") => Some(Dialect::V3),
+        _ => None,
+    }
+}
+
+/// The version decides when both speak and disagree (said in the log); one of them must speak.
+fn choose_dialect(
+    inner: &Inner,
+    by_version: Option<Dialect>,
+    by_answer: Option<Dialect>,
+) -> anyhow::Result<Dialect> {
+    match (by_version, by_answer) {
+        (Some(v), Some(s)) if v != s => {
+            tracing::warn!(
+                version = %inner.version,
+                by_version = %v,
+                by_shape = %s,
+                "MoviePilot's version and its answers disagree; going by the version"
+            );
+            Ok(v)
+        }
+        (Some(v), _) | (None, Some(v)) => Ok(v),
+        (None, None) => bail!(
+            "could not tell which MoviePilot API {} speaks (no version reported, and \
+             GET /api/v1/subscribe/ answered neither a list nor an envelope): check {}",
+            inner.shown_url,
+            env_name("moviepilot.url")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn route_labels_take_ids_out_of_paths() {
+        let label = |method: super::Method, path: &str| {
+            super::route_label(&super::Call {
+                what: String::new(),
+                method,
+                path: path.into(),
+                query: vec![],
+                json: None,
+                effect: super::Effect::ReadOnly,
+                timeout: std::time::Duration::from_secs(1),
+            })
+        };
+        for (method, path, want) in [
+            (
+                super::Method::GET,
+                "/api/v1/media/search",
+                "GET /api/v1/media/search",
+            ),
+            (
+                super::Method::GET,
+                "/api/v1/subscribe/media/tmdb:438631",
+                "GET /api/v1/subscribe/media/{id}",
+            ),
+            (
+                super::Method::DELETE,
+                "/api/v1/subscribe/42",
+                "DELETE /api/v1/subscribe/{id}",
+            ),
+            (
+                super::Method::POST,
+                "/api/v1/subscribe/",
+                "POST /api/v1/subscribe/",
+            ),
+        ] {
+            assert_eq!(label(method, path), want);
+        }
+    }
+
+    use super::*;
+
+    #[test]
+    fn the_api_key_is_taken_from_v2_9_3_on() {
+        assert_eq!(takes_api_key("v2.5.6"), Some(false));
+        assert_eq!(takes_api_key(OLD_V2_LABEL), Some(false));
+        assert_eq!(takes_api_key("v2.9.2"), Some(false));
+        assert_eq!(takes_api_key("v2.9.3"), Some(true));
+        assert_eq!(takes_api_key("v2.14.0"), Some(true));
+        assert_eq!(takes_api_key("v3.1.0"), Some(true));
+        assert_eq!(takes_api_key("unknown"), None);
+        assert!(api_key_advice("v2.14.0").contains("API_TOKEN"));
+        assert!(!api_key_advice("v2.14.0").contains("before v2.9.3"));
+        assert!(api_key_advice("v2.5.6").contains("before v2.9.3"));
+    }
+
+    #[test]
+    fn major_versions_are_read_from_moviepilots_spellings() {
+        assert_eq!(major_version("v2.5.6"), Some(2));
+        assert_eq!(major_version("3.0.1-1"), Some(3));
+        assert_eq!(major_version("V4.0"), Some(4));
+        assert_eq!(major_version("dev"), None);
+    }
+
+    #[test]
+    fn error_details_are_short_and_never_html() {
+        assert_eq!(
+            detail_suffix(br#"{"detail":"token\u6821\u9a8c\u4e0d\u901a\u8fc7"}"#),
+            " token校验不通过"
+        );
+        assert_eq!(
+            detail_suffix(
+                br#"{"detail":[{"loc":["body","password"],"msg":"field required","type":"value_error.missing"}]}"#
+            ),
+            " body.password: field required"
+        );
+        assert_eq!(
+            detail_suffix(r#"{"success":false,"message":"订阅不存在","data":null}"#.as_bytes()),
+            " 订阅不存在"
+        );
+        assert_eq!(
+            detail_suffix(b"Internal Server Error"),
+            " Internal Server Error"
+        );
+        assert_eq!(detail_suffix(b"<html><body>502</body></html>"), "");
+    }
+
+    #[test]
+    fn short_cuts_on_character_boundaries() {
+        assert_eq!(short("未识别到媒体信息", 3), "未识别…");
+        assert_eq!(short("abc", 3), "abc");
+    }
+}

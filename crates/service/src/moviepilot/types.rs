@@ -1,0 +1,446 @@
+//! oncebot's view of MoviePilot's data, and the lenient wire shapes it is read from.
+//!
+//! The public types hold only what the bot shows or decides on. In particular a [`Download`]
+//! never carries the torrent hash, site or cookies that MoviePilot's own objects include, so
+//! nothing downstream can leak them into a reply or a log line.
+//!
+//! The wire shapes accept both dialects: v2 answers `source`, `tmdbid` and bare objects; v3
+//! answers `media_source` + `media_id` and wraps everything in `{success, message, data}` (the
+//! unwrapping is `client`'s job). Numbers that MoviePilot sometimes sends as strings are read
+//! either way.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Which MoviePilot API oncebot speaks; read from the server at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// v1.9 to v2.x: `tmdb:<id>` media ids, bare JSON bodies, GET for the search trigger.
+    V2,
+    /// v3.x: `media_source` + `media_id`, `{success, message, data}` everywhere, POST triggers.
+    V3,
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::V2 => "v2",
+            Dialect::V3 => "v3",
+        })
+    }
+}
+
+/// Movie or TV series. On the wire MoviePilot uses its Chinese enum values (`MediaType`);
+/// `movie`/`tv` (accepted by late v2 and v3) are read too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MediaKind {
+    #[serde(rename = "电影", alias = "movie")]
+    Movie,
+    #[serde(rename = "电视剧", alias = "tv")]
+    Tv,
+}
+
+impl MediaKind {
+    /// The value MoviePilot expects in `type` and `type_name`.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            MediaKind::Movie => "电影",
+            MediaKind::Tv => "电视剧",
+        }
+    }
+
+    /// Reads a `type` value; anything else (`未知`, a person) is `None`.
+    pub fn from_wire(value: &str) -> Option<MediaKind> {
+        match value.trim() {
+            "电影" => Some(MediaKind::Movie),
+            "电视剧" => Some(MediaKind::Tv),
+            v if v.eq_ignore_ascii_case("movie") => Some(MediaKind::Movie),
+            v if v.eq_ignore_ascii_case("tv") => Some(MediaKind::Tv),
+            _ => None,
+        }
+    }
+}
+
+/// A film or series as MoviePilot recognised it (search results, detail).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MediaItem {
+    pub title: String,
+    pub year: Option<String>,
+    pub kind: MediaKind,
+    /// `None` for results that only another source (Douban, Bangumi) knows; those cannot be
+    /// subscribed by TMDB id.
+    pub tmdb_id: Option<u64>,
+    /// Season numbers MoviePilot knows, ascending; empty for movies.
+    pub season_numbers: Vec<u32>,
+    pub overview: Option<String>,
+}
+
+/// One MoviePilot subscription.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Subscription {
+    pub id: u64,
+    pub name: String,
+    pub year: Option<String>,
+    pub kind: Option<MediaKind>,
+    pub tmdb_id: Option<u64>,
+    pub season: Option<u32>,
+    /// `N` new, `R` running, `P` pending, `S` paused.
+    pub state: Option<String>,
+    /// Episodes still missing.
+    pub lack_episode: Option<i64>,
+}
+
+/// One torrent MoviePilot's downloader is working on, reduced to what a reply may show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Download {
+    /// The recognised media name when MoviePilot has one, else the torrent's title.
+    pub title: String,
+    /// Percent, 0 to 100.
+    pub progress: Option<f64>,
+    pub state: Option<String>,
+    /// e.g. `S01 E03`.
+    pub season_episode: Option<String>,
+}
+
+/// What `create_subscription` asks MoviePilot for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewSubscription {
+    pub name: String,
+    pub year: Option<String>,
+    pub kind: MediaKind,
+    pub tmdb_id: u64,
+    /// For TV; MoviePilot assumes season 1 when it is missing. Ignored for movies.
+    pub season: Option<u32>,
+}
+
+// ----- wire shapes -----
+
+/// `MediaInfo.to_dict()` (v2) or v3's `MediaInfo`, as far as oncebot reads it.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireMedia {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    year: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    tmdb_id: Option<u64>,
+    /// v2 `source`, v3 `media_source`.
+    #[serde(default, alias = "media_source")]
+    source: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    media_id: Option<String>,
+    #[serde(default)]
+    overview: Option<String>,
+    /// `{ "<season>": [episodes] }`: only the keys are read, so the episode lists are skipped
+    /// rather than built (a long series' lists were most of a search answer's parsing).
+    #[serde(default)]
+    seasons: Option<std::collections::BTreeMap<String, serde::de::IgnoredAny>>,
+    #[serde(default)]
+    season_info: Option<Vec<WireSeasonInfo>>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    number_of_seasons: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireSeasonInfo {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    season_number: Option<u64>,
+}
+
+impl WireMedia {
+    /// `None` for the empty object MoviePilot answers when it found nothing, and for results
+    /// that are neither a movie nor a series.
+    pub(crate) fn into_item(self) -> Option<MediaItem> {
+        let kind = MediaKind::from_wire(self.kind.as_deref()?)?;
+        let title = self.title.filter(|t| !t.trim().is_empty())?;
+        let tmdb_id = self.tmdb_id.or_else(|| {
+            let themoviedb = matches!(self.source.as_deref(), Some("themoviedb" | "tmdb"));
+            themoviedb
+                .then(|| self.media_id.as_deref()?.trim().parse().ok())
+                .flatten()
+        });
+        let mut seasons = BTreeSet::new();
+        if kind == MediaKind::Tv {
+            for key in self.seasons.iter().flat_map(|m| m.keys()) {
+                if let Ok(n) = key.trim().parse::<u32>() {
+                    seasons.insert(n);
+                }
+            }
+            for info in self.season_info.iter().flatten() {
+                if let Some(n) = info.season_number.and_then(|n| u32::try_from(n).ok()) {
+                    seasons.insert(n);
+                }
+            }
+            if seasons.is_empty() {
+                let n = self.number_of_seasons.unwrap_or(0).min(200) as u32;
+                seasons.extend(1..=n);
+            }
+            // Season 0 holds specials; it cannot be subscribed like a season.
+            seasons.remove(&0);
+        }
+        Some(MediaItem {
+            title,
+            year: self.year.filter(|y| !y.is_empty()),
+            kind,
+            tmdb_id,
+            season_numbers: seasons.into_iter().collect(),
+            overview: self.overview.filter(|o| !o.is_empty()),
+        })
+    }
+}
+
+/// `schemas.Subscribe`: v2 has `tmdbid`, v3 identifies media by `media_source` + `media_id`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireSubscribe {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub(crate) id: Option<u64>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    year: Option<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    tmdbid: Option<u64>,
+    #[serde(default)]
+    media_source: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    media_id: Option<String>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    season: Option<u64>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default, deserialize_with = "lenient_i64")]
+    lack_episode: Option<i64>,
+}
+
+impl WireSubscribe {
+    /// `None` for MoviePilot's "not found": a Subscribe whose every field is null.
+    pub(crate) fn into_subscription(self) -> Option<Subscription> {
+        let id = self.id?;
+        let tmdb_id = self.tmdbid.or_else(|| {
+            let themoviedb = matches!(self.media_source.as_deref(), Some("themoviedb" | "tmdb"));
+            themoviedb
+                .then(|| self.media_id.as_deref()?.trim().parse().ok())
+                .flatten()
+        });
+        Some(Subscription {
+            id,
+            name: self.name.unwrap_or_default(),
+            year: self.year.filter(|y| !y.is_empty()),
+            kind: self.kind.as_deref().and_then(MediaKind::from_wire),
+            tmdb_id,
+            season: self
+                .season
+                .filter(|s| *s > 0)
+                .and_then(|s| u32::try_from(s).ok()),
+            state: self.state,
+            lack_episode: self.lack_episode,
+        })
+    }
+}
+
+/// `DownloadingTorrent` (v2) / `DownloaderTorrent` (v3). The hash and everything else are
+/// deliberately not read.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireDownload {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    year: Option<String>,
+    #[serde(default)]
+    season_episode: Option<String>,
+    #[serde(default, deserialize_with = "lenient_f64")]
+    progress: Option<f64>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+impl WireDownload {
+    pub(crate) fn into_download(self) -> Download {
+        let name = self.name.filter(|n| !n.trim().is_empty());
+        let title = match (name, self.year.filter(|y| !y.is_empty())) {
+            (Some(name), Some(year)) => format!("{name} ({year})"),
+            (Some(name), None) => name,
+            (None, _) => self.title.unwrap_or_default(),
+        };
+        Download {
+            title,
+            progress: self.progress,
+            state: self.state,
+            season_episode: self.season_episode.filter(|s| !s.is_empty()),
+        }
+    }
+}
+
+/// `schemas.Response`: `{success, message, data}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Envelope<T> {
+    pub(crate) success: bool,
+    #[serde(default)]
+    pub(crate) message: Option<String>,
+    /// A missing `data` reads as `None` (serde's rule for `Option` fields).
+    pub(crate) data: Option<T>,
+}
+
+/// `data` of a create answer: `{"id": 12}` or `{"id": null}`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct CreatedId {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub(crate) id: Option<u64>,
+}
+
+/// The login answer (`schemas.Token`); only the token is read.
+#[derive(Deserialize)]
+pub(crate) struct WireToken {
+    pub(crate) access_token: String,
+}
+
+// ----- lenient scalars -----
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Text(String),
+}
+
+fn scalar<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Scalar>, D::Error> {
+    // Anything else (an object, a list) is treated as absent rather than failing the whole row.
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value::<Scalar>(v).ok()))
+}
+
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match scalar(d)? {
+        Some(Scalar::Int(n)) => u64::try_from(n).ok(),
+        Some(Scalar::Uint(n)) => Some(n),
+        Some(Scalar::Float(f)) if f >= 0.0 && f.fract() == 0.0 && f < 1e18 => Some(f as u64),
+        Some(Scalar::Text(s)) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    Ok(match scalar(d)? {
+        Some(Scalar::Int(n)) => Some(n),
+        Some(Scalar::Uint(n)) => i64::try_from(n).ok(),
+        Some(Scalar::Float(f)) if f.fract() == 0.0 && f.abs() < 1e18 => Some(f as i64),
+        Some(Scalar::Text(s)) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+fn lenient_f64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    Ok(match scalar(d)? {
+        Some(Scalar::Int(n)) => Some(n as f64),
+        Some(Scalar::Uint(n)) => Some(n as f64),
+        Some(Scalar::Float(f)) => Some(f),
+        Some(Scalar::Text(s)) => s.trim().trim_end_matches('%').parse().ok(),
+        _ => None,
+    })
+}
+
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match scalar(d)? {
+        Some(Scalar::Int(n)) => Some(n.to_string()),
+        Some(Scalar::Uint(n)) => Some(n.to_string()),
+        Some(Scalar::Float(f)) => Some(f.to_string()),
+        Some(Scalar::Text(s)) => Some(s),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EMPTY_SUBSCRIBE: &str =
+        include_str!("../../../tools/src/sim/moviepilot/subscribe_empty.json");
+    const SUBSCRIBE_ROW: &str =
+        include_str!("../../../tools/src/sim/moviepilot/subscribe_row.json");
+    const EMPTY_MEDIA: &str = include_str!("../../../tools/src/sim/moviepilot/media_empty.json");
+
+    #[test]
+    fn the_all_null_subscribe_means_not_found() {
+        let wire: WireSubscribe = serde_json::from_str(EMPTY_SUBSCRIBE).unwrap();
+        assert_eq!(wire.into_subscription(), None);
+    }
+
+    #[test]
+    fn a_real_v2_subscribe_row_is_read() {
+        let wire: WireSubscribe = serde_json::from_str(SUBSCRIBE_ROW).unwrap();
+        let sub = wire.into_subscription().unwrap();
+        assert_eq!(sub.id, 1);
+        assert_eq!(sub.name, "三体");
+        assert_eq!(sub.year.as_deref(), Some("2023"));
+        assert_eq!(sub.kind, Some(MediaKind::Tv));
+        assert_eq!(sub.tmdb_id, Some(108545));
+        assert_eq!(sub.season, Some(1));
+        assert_eq!(sub.state.as_deref(), Some("N"));
+        assert_eq!(sub.lack_episode, Some(30));
+    }
+
+    #[test]
+    fn a_v3_subscribe_row_gives_the_tmdb_id_from_media_id() {
+        let wire: WireSubscribe = serde_json::from_str(
+            r#"{"id":4,"name":"Dune","type":"电影","media_source":"themoviedb","media_id":"438631","season":null}"#,
+        )
+        .unwrap();
+        let sub = wire.into_subscription().unwrap();
+        assert_eq!(sub.tmdb_id, Some(438631));
+        assert_eq!(sub.season, None);
+        assert_eq!(sub.kind, Some(MediaKind::Movie));
+    }
+
+    #[test]
+    fn the_empty_media_info_means_not_found() {
+        let wire: WireMedia = serde_json::from_str(EMPTY_MEDIA).unwrap();
+        assert_eq!(wire.into_item(), None);
+    }
+
+    #[test]
+    fn seasons_come_from_the_season_map_without_specials() {
+        let wire: WireMedia = serde_json::from_str(
+            r#"{"type":"电视剧","title":"The Expanse","year":"2015","tmdb_id":63639,
+                "seasons":{"0":[1],"1":[1,2],"2":[1]},"overview":""}"#,
+        )
+        .unwrap();
+        let item = wire.into_item().unwrap();
+        assert_eq!(item.season_numbers, vec![1, 2]);
+        assert_eq!(item.overview, None);
+    }
+
+    #[test]
+    fn media_kind_uses_moviepilots_chinese_values() {
+        assert_eq!(serde_json::to_string(&MediaKind::Tv).unwrap(), "\"电视剧\"");
+        assert_eq!(
+            serde_json::from_str::<MediaKind>("\"movie\"").unwrap(),
+            MediaKind::Movie
+        );
+        assert_eq!(MediaKind::from_wire("未知"), None);
+    }
+
+    #[test]
+    fn a_download_never_shows_more_than_its_name() {
+        let wire: WireDownload = serde_json::from_str(
+            r#"{"downloader":"qb","hash":"abcdef","title":"Dune.2021.2160p.WEB-DL","name":"Dune",
+                "year":"2021","season_episode":"","progress":42.5,"state":"downloading"}"#,
+        )
+        .unwrap();
+        let d = wire.into_download();
+        assert_eq!(d.title, "Dune (2021)");
+        assert_eq!(d.progress, Some(42.5));
+        assert_eq!(d.season_episode, None);
+        assert!(!format!("{d:?}").contains("abcdef"));
+    }
+}

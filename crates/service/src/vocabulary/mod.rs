@@ -1,0 +1,45 @@
+//! The words Rust and the Lua scripts share, as types: where a job is (`JobState`), what a reply
+//! on the replies stream is (`ReplyKind`), a person's decision on a held job (`Resolution`) and
+//! what resolve.lua answered (`Resolved`). Each has one `as_str`, the exact string the scripts
+//! store and compare; nothing else in Rust spells those strings.
+//!
+//! A leaf: it imports nothing of the crate, so the ledger, the worker, the texts (`i18n`) and the
+//! pages can all use it without depending on each other.
+
+mod job_state;
+mod reply_kind;
+
+pub use job_state::JobState;
+pub use reply_kind::ReplyKind;
+
+/// A person's decision on a `needs_review` job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Resolution {
+    Succeeded,
+    Failed,
+    Retry,
+}
+
+impl Resolution {
+    pub const ALL: [Resolution; 3] = [Resolution::Succeeded, Resolution::Failed, Resolution::Retry];
+
+    /// ARGV of resolve.lua and tap.lua's review tokens.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Succeeded => "succeeded",
+            Resolution::Failed => "failed",
+            Resolution::Retry => "retry",
+        }
+    }
+}
+
+/// What resolve.lua did with a person's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// The job was waiting for review and is now in this state.
+    Settled(JobState),
+    /// The job is not waiting for review (settled meanwhile, or never held); nothing changed.
+    NotWaiting(JobState),
+    /// There is no such job (never, or expired).
+    Missing,
+}

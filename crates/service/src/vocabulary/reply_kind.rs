@@ -1,0 +1,144 @@
+//! What an entry on the replies stream is, as the scripts write it in its `kind` field.
+
+use std::str::FromStr;
+
+/// The kind of one reply on the replies stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReplyKind {
+    /// A job's result (succeeded, or failed for good).
+    Result,
+    /// A job failed for now and will run again.
+    Retrying,
+    /// A job's outcome is uncertain and waits for a person (to its user).
+    NeedsReview,
+    /// A job claim.lua gave up on (attempts or recoveries used up).
+    Failed,
+    /// "Still working on it", sent while a job runs long; later reports on the job edit it in place.
+    Progress,
+    /// Admission refused the update (not allowed, not for this bot).
+    Refusal,
+    /// The answer to /help or /start.
+    Help,
+    /// A known command with bad arguments: how to use it.
+    Usage,
+    /// A command the bot does not have.
+    UnknownCommand,
+    /// The same command inside its duplicate window: which job it is.
+    Duplicate,
+    /// A destructive command's question, with Confirm / Cancel buttons.
+    Confirm,
+    /// A message to the admin chats about the service (refused MoviePilot credentials).
+    Notice,
+    /// A held job announced to the admin chats, with review buttons.
+    Review,
+    /// A person settled a held job: the user is told.
+    Resolved,
+    /// Removes a message's buttons (used or cancelled).
+    ClearMarkup,
+    /// Replaces a message's buttons.
+    EditMarkup,
+}
+
+impl ReplyKind {
+    pub const ALL: [ReplyKind; 16] = [
+        ReplyKind::Result,
+        ReplyKind::Retrying,
+        ReplyKind::NeedsReview,
+        ReplyKind::Failed,
+        ReplyKind::Progress,
+        ReplyKind::Refusal,
+        ReplyKind::Help,
+        ReplyKind::Usage,
+        ReplyKind::UnknownCommand,
+        ReplyKind::Duplicate,
+        ReplyKind::Confirm,
+        ReplyKind::Notice,
+        ReplyKind::Review,
+        ReplyKind::Resolved,
+        ReplyKind::ClearMarkup,
+        ReplyKind::EditMarkup,
+    ];
+
+    /// The `kind` field's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyKind::Result => "result",
+            ReplyKind::Retrying => "retrying",
+            ReplyKind::NeedsReview => "needs_review",
+            ReplyKind::Failed => "failed",
+            ReplyKind::Progress => "progress",
+            ReplyKind::Refusal => "refusal",
+            ReplyKind::Help => "help",
+            ReplyKind::Usage => "usage",
+            ReplyKind::UnknownCommand => "unknown_command",
+            ReplyKind::Duplicate => "duplicate",
+            ReplyKind::Confirm => "confirm",
+            ReplyKind::Notice => "notice",
+            ReplyKind::Review => "review",
+            ReplyKind::Resolved => "resolved",
+            ReplyKind::ClearMarkup => "clear_markup",
+            ReplyKind::EditMarkup => "edit_markup",
+        }
+    }
+
+    /// Reports on a job, and so edits the job's "working on it" message in place when there is
+    /// one instead of sending a new message.
+    pub fn reports_on_job(self) -> bool {
+        matches!(
+            self,
+            ReplyKind::Result | ReplyKind::Retrying | ReplyKind::NeedsReview | ReplyKind::Failed
+        )
+    }
+}
+
+impl FromStr for ReplyKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ReplyKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown reply kind {s:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in ReplyKind::ALL {
+            assert_eq!(k.as_str().parse::<ReplyKind>().unwrap(), k);
+        }
+    }
+
+    /// Every kind a script writes is one of these (a kind added to a script without a variant
+    /// here would be a string Rust cannot name).
+    #[test]
+    fn every_kind_the_scripts_write_is_named() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lua");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(root)
+            .unwrap()
+            .chain(std::fs::read_dir(format!("{root}/include")).unwrap())
+        {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "lua") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for opening in ["kind = '", "reply('"] {
+                    for part in text.split(opening).skip(1) {
+                        let kind = part.split('\'').next().unwrap().to_string();
+                        found.push((path.display().to_string(), kind));
+                    }
+                }
+            }
+        }
+        assert!(!found.is_empty(), "no literal reply kind found in lua/");
+        for (file, kind) in found {
+            assert!(
+                kind.parse::<ReplyKind>().is_ok(),
+                "{file} writes kind {kind:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,944 @@
+//! Workers: the jobs stream's consumer group. Each entry is claimed (claim.lua), run against
+//! MoviePilot, and its outcome recorded with the user's reply and the XACK in one step
+//! (complete.lua).
+//!
+//! Policy, in one place:
+//! - **Leases.** An entry's idle time in the group is its lease. A live worker renews the leases
+//!   of its running jobs (extend.lua) every quarter of `reclaim_idle`, so a slow job is never
+//!   taken from it; entries idle longer than `reclaim_idle` belong to a dead worker and are
+//!   taken with XAUTOCLAIM.
+//! - **Recovery is by policy, never a blind replay.** A reclaimed `running` job is re-run only
+//!   if it is read-only or idempotent; a subscribe re-runs through its existence check (which
+//!   verifies what the dead worker did); anything else waits for a person (`needs_review`).
+//! - **Errors decide the next state.** Permanent: `failed` at once. Transient: `retry_wait` with
+//!   exponential backoff and jitter until `max_attempts`. Uncertain (a side effect may have
+//!   happened): verified or held by the same policy as a crash.
+//! - **Fencing.** Every script after the claim presents (entry, consumer, attempt); a worker that
+//!   was presumed dead cannot record anything over the attempt that replaced it.
+//! - **Per-chat order.** Jobs of one chat run one after another within a process.
+
+mod execute;
+mod releases;
+pub mod render;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::streams::StreamId;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use crate::backoff;
+use crate::commands::{Action, Command, Recovery};
+use crate::config::Settings;
+use crate::config::WorkerSettings;
+use crate::consume::{Consumer, read_loop};
+use crate::ledger::{
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, Ledger, LedgerError,
+    Outcome,
+};
+use crate::liveness::Liveness;
+use crate::metrics::METRICS;
+use crate::moviepilot::{MoviePilot, MpError};
+use crate::shutdown::sleep_or_stop;
+use crate::vocabulary::{JobState, ReplyKind};
+pub use execute::KeyedLocks;
+use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
+use releases::ReleaseSettings;
+pub use render::Render;
+
+/// One worker process's share of the jobs stream.
+pub struct Worker {
+    ledger: Ledger,
+    mp: MoviePilot,
+    cfg: WorkerSettings,
+    consumer: String,
+    render: Render,
+    claim_texts: ClaimTexts,
+    limits: AttemptLimits,
+    buttons: ButtonSettings,
+    releases: ReleaseSettings,
+    /// Attempts this worker is running, by entry id: the leases it renews.
+    in_flight: Mutex<HashMap<String, Attempt>>,
+    /// Outcomes waiting to be recorded together (`record_together`).
+    group: Mutex<Group>,
+    chat_locks: KeyedLocks<i64>,
+    media_locks: MediaLocks,
+    permits: Arc<Semaphore>,
+    tasks: TaskTracker,
+    /// `moviepilot.auth_wait_secs`.
+    auth_wait: Duration,
+    /// Whether a job of this worker met refused credentials since they last worked.
+    credentials_refused: AtomicBool,
+    /// This process's liveness key in the `workers` group.
+    liveness: Arc<Liveness>,
+}
+
+impl Worker {
+    pub fn new(settings: &Settings, ledger: Ledger, mp: MoviePilot) -> Arc<Self> {
+        let cfg = settings.worker.clone();
+        let render = Render::new(settings.telegram.locale);
+        let consumer = if cfg.consumer_name.is_empty() {
+            default_consumer_name()
+        } else {
+            cfg.consumer_name.clone()
+        };
+        let liveness = Liveness::new(
+            ledger.clone(),
+            ConsumerRole::Worker,
+            &consumer,
+            Duration::from_millis(cfg.heartbeat_interval_ms),
+            Duration::from_millis(cfg.liveness_ttl_ms),
+            Duration::from_millis(settings.redis.command_timeout_ms),
+            Duration::from_millis(cfg.reclaim_idle_ms),
+        );
+        Arc::new(Worker {
+            liveness,
+            claim_texts: ClaimTexts {
+                held: render.held(None),
+                failed: render.crashed_too_often(),
+            },
+            limits: AttemptLimits {
+                max_recoveries: cfg.max_recoveries,
+                retention: Duration::from_secs(cfg.job_retention_secs),
+            },
+            buttons: ButtonSettings {
+                ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
+                subscribe_window: Command::Subscribe.window(&settings.commands),
+                unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
+            },
+            releases: ReleaseSettings {
+                shown: settings.commands.resources_shown,
+                list_ttl: Duration::from_secs(settings.commands.resources_window_secs),
+                search_window: Command::Releases.window(&settings.commands),
+                download_window: Command::Grab.window(&settings.commands),
+                settle: Duration::from_secs(settings.moviepilot.download_settle_secs),
+            },
+            permits: Arc::new(Semaphore::new(cfg.concurrency)),
+            ledger,
+            mp,
+            consumer,
+            render,
+            in_flight: Mutex::default(),
+            group: Mutex::default(),
+            chat_locks: KeyedLocks::default(),
+            media_locks: MediaLocks::default(),
+            tasks: TaskTracker::new(),
+            auth_wait: Duration::from_secs(settings.moviepilot.auth_wait_secs),
+            credentials_refused: AtomicBool::new(false),
+            cfg,
+        })
+    }
+
+    /// This worker's consumer name in the group.
+    pub fn consumer(&self) -> &str {
+        &self.consumer
+    }
+
+    /// Reads and runs jobs until `shutdown`, then lets running jobs finish within the grace
+    /// period; what is still running after that is left to be reclaimed.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        // Alive before the first read; then what dead predecessors left, before new entries.
+        let Some(left) = self.liveness.start(&shutdown).await else {
+            return Ok(());
+        };
+        tracing::info!(consumer = %self.consumer, concurrency = self.cfg.concurrency, "worker started");
+        self.clone().take_reaped(left).await;
+        let heartbeat = tokio::spawn({
+            let this = self.clone();
+            self.liveness.clone().run(shutdown.clone(), move |reaped| {
+                this.clone().take_reaped(reaped)
+            })
+        });
+        let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
+        let reader = self.clone().read_loop(shutdown.clone()).await;
+        let _ = housekeeping.await;
+        let _ = heartbeat.await;
+        self.tasks.close();
+        let grace = Duration::from_secs(self.cfg.shutdown_grace_secs);
+        if tokio::time::timeout(grace, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            let left = self.lock_in_flight().len();
+            tracing::warn!(
+                jobs = left,
+                "shutdown grace period over; leaving running jobs to be reclaimed and recovered by policy"
+            );
+        }
+        self.liveness.retire().await;
+        tracing::info!(consumer = %self.consumer, "worker stopped");
+        reader
+    }
+
+    /// Runs the entries taken from dead workers (recovered by policy in claim.lua).
+    async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
+        let entries: Vec<StreamId> = reaped.taken.into_iter().map(|(_, e)| e).collect();
+        for entry in &entries {
+            tracing::warn!(entry = %entry.id, "took an entry from a worker whose liveness expired");
+        }
+        if !entries.is_empty() {
+            self.spawn_entries(entries, true).await;
+        }
+    }
+
+    fn lock_in_flight(&self) -> std::sync::MutexGuard<'_, HashMap<String, Attempt>> {
+        // Poisoning only means a task panicked mid-update of a plain map; it is still usable.
+        self.in_flight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// XREADGROUP on a connection of its own (a blocking read would stall every other command
+    /// on a shared multiplexed connection), as many entries as there are free permits.
+    async fn read_loop(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        read_loop(&self.ledger, &shutdown, &JobsReader(self.clone())).await;
+        Ok(())
+    }
+
+    /// Claims `entries` (one read's worth) with as few calls as the free permits allow and runs
+    /// each claimed job in its own task, each under a permit taken before the claim: a job is
+    /// never marked `running` before it can start. It waits for one permit at a time (a batch
+    /// of reclaimed entries may be larger than `worker.concurrency`) and takes with it what
+    /// else is free. Each claim runs in a task of its own, so the reader can read again while
+    /// it is on its way to Redis.
+    async fn spawn_entries(self: Arc<Self>, entries: Vec<StreamId>, reclaimed: bool) {
+        let mut delivered = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match job_id_of(&entry) {
+                Some(job_id) => delivered.push((job_id, entry.id)),
+                None => {
+                    tracing::error!(entry = %entry.id, "jobs-stream entry without a job id; dropping it");
+                    if let Err(e) = self.ledger.drop_entry(&entry.id).await {
+                        tracing::error!(error = %e, "could not drop the malformed entry");
+                    }
+                }
+            }
+        }
+        while !delivered.is_empty() {
+            let Ok(mut permits) = self.permits.clone().acquire_owned().await else {
+                return;
+            };
+            let more = self.permits.available_permits().min(delivered.len() - 1);
+            if more > 0
+                && let Ok(extra) = self.permits.clone().try_acquire_many_owned(more as u32)
+            {
+                permits.merge(extra);
+            }
+            let rest = delivered.split_off(permits.num_permits());
+            let batch = std::mem::replace(&mut delivered, rest);
+            let this = self.clone();
+            self.tasks
+                .spawn(async move { this.claim_and_start(batch, permits, reclaimed).await });
+        }
+    }
+
+    /// claim.lua for `delivered`, then one task per job, each with one of `permits`.
+    async fn claim_and_start(
+        self: Arc<Self>,
+        delivered: Vec<(u64, String)>,
+        mut permits: OwnedSemaphorePermit,
+        reclaimed: bool,
+    ) {
+        let claimed = match self
+            .ledger
+            .claim_all(&delivered, &self.consumer, &self.limits, &self.claim_texts)
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                // Nothing was claimed: the entries stay in this worker's pending list and are
+                // reclaimed later.
+                tracing::error!(
+                    error = %e,
+                    entries = delivered.len(),
+                    first = %delivered[0].1,
+                    "claim failed; the entries will be reclaimed"
+                );
+                return;
+            }
+        };
+        for ((job_id, entry), claimed) in delivered.into_iter().zip(claimed) {
+            let permit = permits.split(1);
+            let this = self.clone();
+            let span = tracing::info_span!("job", job_id, entry = %entry);
+            self.tasks.spawn(
+                async move {
+                    this.run_claimed(claimed, reclaimed).await;
+                    drop(permit);
+                }
+                .instrument(span),
+            );
+        }
+    }
+
+    /// The rest of one attempt after its claim: run it and record its outcome.
+    async fn run_claimed(&self, claimed: Result<Claimed, LedgerError>, reclaimed: bool) {
+        let claimed = match claimed {
+            Ok(c) => c,
+            Err(e) => {
+                // The job may be `running` now: its lease lapses and it is recovered by policy.
+                tracing::error!(error = %e, "claim answered oddly; the job will be reclaimed");
+                return;
+            }
+        };
+        let (attempt, job, recovered) = match claimed {
+            Claimed::Run {
+                attempt,
+                job,
+                recovered,
+            } => (attempt, job, recovered),
+            Claimed::Held { attempt } => {
+                METRICS.transition("unknown", JobState::NeedsReview.as_str());
+                tracing::warn!(
+                    attempt,
+                    reclaimed,
+                    "interrupted job held for a person (needs_review)"
+                );
+                return;
+            }
+            Claimed::Failed { attempt } => {
+                METRICS.transition("unknown", JobState::Failed.as_str());
+                tracing::warn!(attempt, "job lost its worker too often; marked failed");
+                return;
+            }
+            Claimed::Skip { status } => {
+                tracing::debug!(status = %status, "nothing to run for this entry");
+                return;
+            }
+        };
+        crate::crash_point!("worker.after_claim");
+        METRICS.transition(&job.command, JobState::Running.as_str());
+        let started = std::time::Instant::now();
+        if recovered {
+            tracing::warn!(
+                attempt = attempt.attempt,
+                command = %job.command,
+                policy = job.extra.get("recovery").map(String::as_str).unwrap_or(""),
+                "recovering a job whose worker stopped mid-run"
+            );
+        } else {
+            tracing::info!(attempt = attempt.attempt, command = %job.command, "job started");
+        }
+        self.lock_in_flight()
+            .insert(attempt.entry.clone(), attempt.clone());
+        let chat_lock = self.chat_locks.get(job.chat_id);
+        let outcome = {
+            let _in_chat_order = chat_lock.lock().await;
+            let run = self.execute(&job, &attempt, recovered);
+            tokio::pin!(run);
+            let progress_after = Duration::from_millis(self.cfg.progress_after_ms);
+            if progress_after.is_zero() {
+                run.await
+            } else {
+                tokio::select! {
+                    outcome = &mut run => outcome,
+                    _ = tokio::time::sleep(progress_after) => {
+                        let text = self.render.working_on_it();
+                        if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
+                            tracing::warn!(error = %e, "could not queue the progress message");
+                        }
+                        run.await
+                    }
+                }
+            }
+        };
+        let status = outcome.status;
+        if self.record(&attempt, outcome).await {
+            METRICS.transition(&job.command, status.as_str());
+            METRICS.job_finished(&job.command, status.as_str(), started.elapsed());
+        }
+        crate::crash_point!("worker.after_complete");
+        self.lock_in_flight().remove(&attempt.entry);
+    }
+
+    /// Runs the job's action and turns the result into the outcome to record.
+    async fn execute(&self, job: &Job, attempt: &Attempt, recovered: bool) -> Outcome {
+        let Some(action) = Action::parse(&job.command, &job.args) else {
+            let reason = format!(
+                "/{} {} is not a command oncebot runs",
+                job.command, job.args
+            );
+            return self.failed(job, &MpError::Permanent(reason));
+        };
+        let cx = Context {
+            mp: &self.mp,
+            ledger: &self.ledger,
+            render: self.render,
+            media_locks: &self.media_locks,
+            buttons: &self.buttons,
+            releases: &self.releases,
+            attempt,
+        };
+        if let Action::FindReleases { .. } = action {
+            // The search takes as long as the slowest site: say so at once, not after
+            // worker.progress_after_ms; the list then replaces this message.
+            let text = self.render.searching_sites();
+            if let Err(e) = self
+                .ledger
+                .queue_progress(job.id, attempt.attempt, &text)
+                .await
+            {
+                tracing::warn!(error = %e, "could not queue the progress message");
+            }
+        }
+        crate::crash_point!("worker.before_call");
+        let result = execute::run(&cx, job, &action, recovered).await;
+        crate::crash_point!("worker.after_call");
+        if !matches!(result, Err(MpError::CredentialsRefused(_))) {
+            self.credentials_accepted().await;
+        }
+        let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
+        let mut outcome = match result {
+            Ok(Done {
+                reply,
+                settle: Some(Settle::Failed { error }),
+                ..
+            }) => {
+                tracing::warn!(reason = %error, "job failed");
+                Outcome {
+                    status: JobState::Failed,
+                    error,
+                    reply,
+                    reply_kind: ReplyKind::Result,
+                    fields: vec![("mp_error_kind".into(), "permanent".into())],
+                    ..Outcome::default()
+                }
+            }
+            Ok(Done {
+                reply,
+                settle: Some(Settle::Held { error }),
+                ..
+            }) => {
+                tracing::warn!(reason = %error, "outcome cannot be decided; holding for a person");
+                Outcome {
+                    status: JobState::NeedsReview,
+                    error: format!("uncertain: {error}"),
+                    reply,
+                    reply_kind: ReplyKind::NeedsReview,
+                    fields: vec![("mp_error_kind".into(), "uncertain".into())],
+                    ..Outcome::default()
+                }
+            }
+            Ok(done) => {
+                tracing::info!(result = %done.result, "job succeeded");
+                let (markup, tokens) = done
+                    .buttons
+                    .map(|b| (b.markup, b.tokens))
+                    .unwrap_or_default();
+                Outcome {
+                    status: JobState::Succeeded,
+                    result: done.result,
+                    reply: done.reply,
+                    reply_kind: ReplyKind::Result,
+                    markup,
+                    tokens,
+                    fields: done.fields,
+                    ..Outcome::default()
+                }
+            }
+            Err(e @ (MpError::Permanent(_) | MpError::Declined(_))) => self.failed(job, &e),
+            Err(e @ MpError::CredentialsRefused(_)) => {
+                return self.wait_for_credentials(job, &e).await;
+            }
+            Err(e @ MpError::Transient(_)) => self.retry_or_fail(job, &e, used),
+            Err(e @ MpError::Uncertain(_)) => match recovery_of(job) {
+                // The next attempt looks before it creates (or deletes): that look is the
+                // verification. The policy is the job's own, stored at admission, not this
+                // release's table.
+                Some(Recovery::VerifyThenRetry | Recovery::IdempotentRerun | Recovery::Rerun) => {
+                    self.retry_or_fail(job, &e, used)
+                }
+                _ => {
+                    tracing::warn!(reason = %e, "uncertain outcome that cannot be verified; holding for a person");
+                    Outcome {
+                        status: JobState::NeedsReview,
+                        error: format!("uncertain: {e}"),
+                        reply: self.render.held(Some(job.id)),
+                        reply_kind: ReplyKind::NeedsReview,
+                        fields: vec![("mp_error_kind".into(), e.kind().into())],
+                        ..Outcome::default()
+                    }
+                }
+            },
+        };
+        if job.extra.contains_key("auth_wait_since") {
+            // The credentials worked for this attempt: a later refusal waits afresh.
+            outcome
+                .fields
+                .push(("auth_wait_since".into(), String::new()));
+        }
+        outcome
+    }
+
+    /// The job failed for good: its error for the ledger, a plain sentence for the user.
+    fn failed(&self, job: &Job, error: &MpError) -> Outcome {
+        tracing::warn!(reason = %error, kind = error.kind(), "job failed");
+        let declined = matches!(error, MpError::Declined(_)).then(|| error.message());
+        Self::finished_failed(
+            error.to_string(),
+            self.render.failed(job.id, error.kind(), declined),
+            error.kind(),
+        )
+    }
+
+    fn finished_failed(error: String, reply: String, kind: &str) -> Outcome {
+        Outcome {
+            status: JobState::Failed,
+            error,
+            reply,
+            reply_kind: ReplyKind::Result,
+            fields: vec![("mp_error_kind".into(), kind.into())],
+            ..Outcome::default()
+        }
+    }
+
+    fn retry_or_fail(&self, job: &Job, error: &MpError, used: u32) -> Outcome {
+        let max = self.cfg.max_attempts;
+        let kind = error.kind();
+        if used >= max {
+            tracing::warn!(reason = %error, kind, attempts = used, "job failed after its last attempt");
+            return Self::finished_failed(
+                format!("gave up after {used} attempts: {error}"),
+                self.render.gave_up(job.id, kind, used),
+                kind,
+            );
+        }
+        let delay = retry_delay(&self.cfg, used);
+        tracing::warn!(reason = %error, kind, retry_in = ?delay, "job will be retried");
+        // One "failed for now" message per job, at its first retry; the final outcome follows.
+        let reply = if used == 1 {
+            self.render
+                .retrying(job.id, kind, delay.as_secs().max(1), used + 1, max)
+        } else {
+            String::new()
+        };
+        Outcome {
+            status: JobState::RetryWait,
+            error: error.to_string(),
+            reply,
+            reply_kind: ReplyKind::Retrying,
+            retry_in: delay,
+            fields: vec![("mp_error_kind".into(), kind.into())],
+            ..Outcome::default()
+        }
+    }
+
+    /// MoviePilot refused oncebot's credentials: the operator's to fix, so the job waits in
+    /// `retry_wait` without spending an attempt, for at most `moviepilot.auth_wait_secs` from
+    /// its first refusal; the admin chats are told once, the user once per job.
+    async fn wait_for_credentials(&self, job: &Job, error: &MpError) -> Outcome {
+        self.credentials_refused.store(true, Ordering::Relaxed);
+        let kind = error.kind();
+        let now = now_ms();
+        let since = job
+            .extra
+            .get("auth_wait_since")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(now);
+        let notice = self
+            .render
+            .credentials_notice(error.message(), self.auth_wait.as_secs());
+        match self
+            .ledger
+            .raise_notice(CREDENTIALS_NOTICE, &notice, self.auth_wait)
+            .await
+        {
+            Ok(true) => {
+                tracing::warn!("told the admin chats that MoviePilot refuses oncebot's credentials")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not tell the admin chats about the refused credentials")
+            }
+        }
+        let waited = Duration::from_millis(now.saturating_sub(since));
+        if waited >= self.auth_wait {
+            tracing::error!(reason = %error, waited = ?waited, "job failed: MoviePilot refused oncebot's credentials for too long");
+            return Self::finished_failed(
+                format!(
+                    "MoviePilot refused oncebot's credentials for {} s: {error}",
+                    waited.as_secs()
+                ),
+                self.render.failed(job.id, kind, None),
+                kind,
+            );
+        }
+        let waits = job
+            .extra
+            .get("auth_waits")
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+            + 1;
+        let delay = retry_delay(&self.cfg, waits)
+            .min(CREDENTIALS_RETRY_MAX)
+            .min(self.auth_wait - waited);
+        tracing::warn!(reason = %error, retry_in = ?delay, "MoviePilot refused oncebot's credentials; the job waits without using an attempt");
+        let first = !job.extra.contains_key("auth_wait_since");
+        Outcome {
+            status: JobState::RetryWait,
+            error: error.to_string(),
+            reply: if first {
+                self.render.waiting_for_credentials(job.id)
+            } else {
+                String::new()
+            },
+            reply_kind: ReplyKind::Retrying,
+            retry_in: delay,
+            fields: vec![
+                ("mp_error_kind".into(), kind.into()),
+                ("auth_wait_since".into(), since.to_string()),
+                ("auth_waits".into(), waits.to_string()),
+                // This attempt does not count against worker.max_attempts.
+                ("attempt_base".into(), (attempt_base(job) + 1).to_string()),
+            ],
+            ..Outcome::default()
+        }
+    }
+
+    /// After a job whose credentials got through: if this worker saw them refused, the
+    /// condition is over, and its next occurrence is told to the admin chats again.
+    async fn credentials_accepted(&self) {
+        if self.mp.credentials_refused().is_some()
+            || !self.credentials_refused.swap(false, Ordering::Relaxed)
+        {
+            return;
+        }
+        match self.ledger.clear_notice(CREDENTIALS_NOTICE).await {
+            Ok(_) => tracing::info!(
+                "MoviePilot accepts oncebot's credentials again; waiting jobs run at their next retry"
+            ),
+            Err(e) => {
+                self.credentials_refused.store(true, Ordering::Relaxed);
+                tracing::warn!(error = %e, "could not end the admin notice about refused credentials");
+            }
+        }
+    }
+
+    /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
+    /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
+    /// Returns whether the outcome was recorded (false: stale, or Redis stayed away).
+    async fn record(&self, attempt: &Attempt, mut outcome: Outcome) -> bool {
+        let mut failures = 0u32;
+        loop {
+            let (answer, returned) = self.record_together(attempt, outcome).await;
+            let Some(returned) = returned else {
+                tracing::error!(
+                    "the outcome was lost while being recorded (shutting down?); the job will be recovered by policy"
+                );
+                return false;
+            };
+            outcome = returned;
+            match answer {
+                Ok(Completed::Recorded) => {
+                    tracing::debug!(status = %outcome.status, "outcome recorded");
+                    return true;
+                }
+                Ok(Completed::Stale { status, attempts }) => {
+                    tracing::warn!(
+                        status = %status,
+                        attempts = %attempts,
+                        "this attempt no longer owns the job (its lease was taken); outcome discarded"
+                    );
+                    return false;
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::error!(error = %e, "recording the outcome failed; retrying");
+                    if failures > 30 {
+                        tracing::error!("giving up recording; the job will be recovered by policy");
+                        return false;
+                    }
+                    tokio::time::sleep(backoff::nth(backoff::REDIS, failures)).await;
+                }
+            }
+        }
+    }
+
+    /// Records `outcome` together with the others that are ready at the same moment (a group
+    /// commit): the first to arrive while no group is forming leads. It yields once, so that
+    /// the attempts finishing in the same turn of the runtime can join, then takes the group
+    /// and records it with one complete.lua call, and hands each member its answer and its
+    /// outcome back (for a retry). `None` for the outcome: the leader was dropped mid-call.
+    async fn record_together(
+        &self,
+        attempt: &Attempt,
+        outcome: Outcome,
+    ) -> (Result<Completed, String>, Option<Outcome>) {
+        let (answer, answered) = oneshot::channel();
+        let lead = {
+            let mut group = self.lock_group();
+            group.members.push(Member {
+                attempt: attempt.clone(),
+                outcome,
+                answer,
+            });
+            !std::mem::replace(&mut group.led, true)
+        };
+        if lead {
+            tokio::task::yield_now().await;
+            let members = {
+                let mut group = self.lock_group();
+                group.led = false;
+                std::mem::take(&mut group.members)
+            };
+            self.commit_group(members).await;
+        }
+        match answered.await {
+            Ok((answer, outcome)) => (answer, Some(outcome)),
+            Err(_) => (Err("the group's leader stopped".into()), None),
+        }
+    }
+
+    /// One complete.lua call per [`MAX_GROUP`] members; every member is answered.
+    async fn commit_group(&self, mut members: Vec<Member>) {
+        let retention = Duration::from_secs(self.cfg.job_retention_secs);
+        while !members.is_empty() {
+            let rest = members.split_off(members.len().min(MAX_GROUP));
+            let done: Vec<(&Attempt, &Outcome)> =
+                members.iter().map(|m| (&m.attempt, &m.outcome)).collect();
+            let answers = match self.ledger.complete_all(&done, retention).await {
+                Ok(answers) => answers
+                    .into_iter()
+                    .map(|a| a.map_err(|e| e.to_string()))
+                    .collect(),
+                Err(e) => vec![Err(e.to_string()); members.len()],
+            };
+            for (member, answer) in members.into_iter().zip(answers) {
+                let _ = member.answer.send((answer, member.outcome));
+            }
+            members = rest;
+        }
+    }
+
+    fn lock_group(&self) -> std::sync::MutexGuard<'_, Group> {
+        // As lock_in_flight: a poisoned plain struct is still usable.
+        self.group.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Promotes due retries, renews leases, and reclaims the entries of dead workers.
+    async fn housekeeping(self: Arc<Self>, shutdown: CancellationToken) {
+        let reclaim_idle = Duration::from_millis(self.cfg.reclaim_idle_ms);
+        let renew_every = reclaim_idle / 4;
+        let tick = renew_every.min(Duration::from_millis(500));
+        let mut last_renew = tokio::time::Instant::now();
+        let mut last_reclaim = tokio::time::Instant::now();
+        loop {
+            if sleep_or_stop(tick, &shutdown).await {
+                return;
+            }
+            if let Err(e) = self.ledger.promote_due(100).await {
+                tracing::warn!(error = %e, "promoting due retries failed");
+            }
+            if last_renew.elapsed() >= renew_every {
+                last_renew = tokio::time::Instant::now();
+                self.renew_leases().await;
+            }
+            if last_reclaim.elapsed() >= reclaim_idle / 2 {
+                last_reclaim = tokio::time::Instant::now();
+                self.clone().reclaim(reclaim_idle).await;
+            }
+        }
+    }
+
+    async fn renew_leases(&self) {
+        let running: Vec<Attempt> = self.lock_in_flight().values().cloned().collect();
+        match self.ledger.extend(&self.consumer, &running).await {
+            Ok(lost) => {
+                for entry in lost {
+                    tracing::warn!(entry = %entry, "lease lost: another worker owns this job now; its result will be discarded");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "renewing leases failed"),
+        }
+    }
+
+    /// XAUTOCLAIM: entries idle longer than `min_idle` (their worker stopped renewing).
+    async fn reclaim(self: Arc<Self>, min_idle: Duration) {
+        let reply = self
+            .ledger
+            .reclaim_idle_entries(&self.consumer, min_idle, 50)
+            .await;
+        match reply {
+            Ok(entries) => {
+                for entry in &entries {
+                    tracing::warn!(entry = %entry.id, "reclaimed an entry from a worker that stopped");
+                }
+                self.clone().spawn_entries(entries, true).await;
+            }
+            Err(e) if crate::ledger::is_missing_group(&e) => {}
+            Err(e) => tracing::warn!(error = %e, "reclaiming idle entries failed"),
+        }
+    }
+}
+
+/// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
+/// other client's command) for longer than a few milliseconds.
+const MAX_GROUP: usize = 64;
+
+/// The outcomes gathering for one complete.lua call, and whether a leader will take them.
+#[derive(Default)]
+struct Group {
+    led: bool,
+    members: Vec<Member>,
+}
+
+/// One outcome in a group, and where its answer goes.
+struct Member {
+    attempt: Attempt,
+    outcome: Outcome,
+    answer: oneshot::Sender<(Result<Completed, String>, Outcome)>,
+}
+
+/// The worker as a consumer of the jobs stream.
+struct JobsReader(Arc<Worker>);
+
+impl Consumer for JobsReader {
+    fn what(&self) -> &'static str {
+        "jobs"
+    }
+
+    fn read<'a>(
+        &'a self,
+        conn: &'a mut crate::ledger::Conn,
+    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<StreamId>>>> + Send + 'a
+    {
+        let w = &self.0;
+        async move {
+            // A worker that cannot vouch for its liveness key claims nothing: another may
+            // think it dead and take its entries.
+            if !w.liveness.may_claim() {
+                tokio::time::sleep(Duration::from_millis(w.cfg.heartbeat_interval_ms)).await;
+                return Some(Ok(Vec::new()));
+            }
+            // Read only when a job can start, and as many as can start.
+            let permit = w.permits.clone().acquire_owned().await.ok()?;
+            let count = w.permits.available_permits() + 1;
+            drop(permit);
+            let block = Duration::from_millis(w.cfg.read_block_ms);
+            Some(
+                w.ledger
+                    .read_new_entries(conn, &w.consumer, count, block)
+                    .await,
+            )
+        }
+    }
+
+    fn handle(&self, entries: Vec<StreamId>) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.0.clone().spawn_entries(entries, false)
+    }
+}
+
+/// The job id an entry names (its `job` field), if it names one.
+fn job_id_of(entry: &StreamId) -> Option<u64> {
+    redis::from_redis_value_ref(entry.map.get("job")?).ok()
+}
+
+/// The job's own recovery policy, stored at admission (`None` for a value this release does
+/// not know, which is then held for a person).
+fn recovery_of(job: &Job) -> Option<Recovery> {
+    job.extra
+        .get("recovery")
+        .and_then(|name| Recovery::from_name(name))
+}
+
+/// Milliseconds since the Unix epoch by this host's clock (for the credentials wait, which is
+/// measured in minutes; a skew of seconds between hosts does not matter there).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The admin notice that MoviePilot refuses oncebot's credentials (`notice:credentials`).
+const CREDENTIALS_NOTICE: &str = "credentials";
+
+/// The longest wait between two tries of a job waiting for its credentials: once an operator
+/// fixes them, waiting jobs run within this.
+const CREDENTIALS_RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// Attempts made before a person sent the job back (`jobs resolve --as retry`) do not count
+/// against the retry budget again.
+fn attempt_base(job: &Job) -> u64 {
+    job.extra
+        .get("attempt_base")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The delay before attempt `used + 1`: exponential from the minimum, with jitter.
+fn retry_delay(cfg: &WorkerSettings, used: u32) -> Duration {
+    let min = Duration::from_millis(cfg.retry_min_delay_ms);
+    let max = Duration::from_millis(cfg.retry_max_delay_ms);
+    backoff::nth(backoff::jittered(min, max), used)
+}
+
+/// `<hostname>-<pid>-<random>`: unique per process, so a restarted worker is a new consumer and
+/// its predecessor's entries are reclaimed by idle time, not mistaken for its own.
+pub fn default_consumer_name() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "oncebot".into());
+    format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker_settings() -> WorkerSettings {
+        Settings::load_from(None, std::iter::empty())
+            .unwrap()
+            .worker
+    }
+
+    #[test]
+    fn backoff_grows_with_each_attempt_and_stays_under_the_maximum() {
+        let cfg = worker_settings();
+        let delay = |used: u32| retry_delay(&cfg, used);
+        for _ in 0..50 {
+            // Jitter adds less than one base delay, so two doublings always outgrow it.
+            assert!(delay(1) < delay(3));
+            assert!(delay(3) < delay(5));
+            assert!(delay(1) >= Duration::from_millis(cfg.retry_min_delay_ms));
+            assert!(delay(30) <= Duration::from_millis(2 * cfg.retry_max_delay_ms));
+        }
+    }
+
+    /// MoviePilot v2.14.0 refuses connections for 20 to 27 s while it restarts (longer on a
+    /// small host): the default attempts must outlast that with room to spare.
+    #[test]
+    fn the_default_retry_budget_outlasts_a_moviepilot_restart() {
+        let cfg = worker_settings();
+        // Jitter only adds, so the sum without it is the least the budget spans.
+        let least: Duration = (1..cfg.max_attempts)
+            .map(|used| {
+                Duration::from_millis(cfg.retry_min_delay_ms * 2u64.pow(used - 1))
+                    .min(Duration::from_millis(cfg.retry_max_delay_ms))
+            })
+            .sum();
+        assert!(least >= Duration::from_secs(120), "{least:?}");
+        assert!(
+            least <= Duration::from_secs(600),
+            "still bounded: {least:?}"
+        );
+    }
+
+    #[test]
+    fn consumer_names_differ_between_processes_and_calls() {
+        let a = default_consumer_name();
+        let b = default_consumer_name();
+        assert!(a.contains(&std::process::id().to_string()));
+        // Two random suffixes collide 1 time in 65536; try again once to keep this honest.
+        assert!(a != b || default_consumer_name() != a);
+    }
+}

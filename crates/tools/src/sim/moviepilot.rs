@@ -1,0 +1,1726 @@
+//! A MoviePilot that answers like the real one, for tests, `demo` and `bench`.
+//!
+//! It speaks either dialect ([`SimOptions::dialect`]): v2 as a real v2.5.6 answered (bodies in
+//! `moviepilot/*.json` are verbatim copies used as templates; bare lists and objects, FastAPI's
+//! `{"detail": …}` errors, 403 for a bad JWT, 500 `text/plain` for `GET /subscribe/{missing}`),
+//! or v3 (`{success, message, data}` everywhere, `media_source` + `media_id`, POST search
+//! trigger, 401 for a bad JWT, 404 for deleting a missing subscription).
+//!
+//! State: a media catalogue (built-in titles plus [`MoviePilotSim::add_media`]), subscriptions
+//! with MoviePilot's real duplicate check (same TMDB id, and season only when the season is
+//! non-zero, type ignored: a duplicate answers the existing id), the tokens it issued, counters
+//! per route and queued faults per route.
+//!
+//! Routes are named `"<METHOD> <path template>"` with v2.5.6's parameter names, e.g.
+//! `"POST /api/v1/subscribe/"` or `"DELETE /api/v1/subscribe/{subscribe_id}"` (see [`routes`]),
+//! in both dialects. Counters count every request that reached a route, refused or not; a
+//! queued [`Fault`] applies to the next request on its route that passed authentication.
+//!
+//! Deliberate simplifications: tokens are random opaque strings, not JWTs; the v3 subscription
+//! row is the v2 row plus `media_source`/`media_id` (v3's exact row is unverified); v3's hidden
+//! GET alias of the search trigger is not served, so a client that uses GET on v3 is caught.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode};
+use serde_json::{Map, Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use warp::Filter;
+
+use oncebot::moviepilot::{Dialect, MediaKind};
+
+mod releases;
+pub use releases::{SIM_MAGNET_HASH, SimRelease, builtin_releases};
+
+const SUBSCRIBE_ROW: &str = include_str!("moviepilot/subscribe_row.json");
+const SUBSCRIBE_EMPTY: &str = include_str!("moviepilot/subscribe_empty.json");
+const MEDIA_EMPTY: &str = include_str!("moviepilot/media_empty.json");
+const TOKEN: &str = include_str!("moviepilot/token.json");
+const SERVARR_STATUS: &str = include_str!("moviepilot/servarr_status.json");
+
+/// Route names for [`MoviePilotSim::calls`] and [`MoviePilotSim::fail_next`].
+pub mod routes {
+    pub const LOGIN: &str = "POST /api/v1/login/access-token";
+    pub const GLOBAL: &str = "GET /api/v1/system/global";
+    /// v2 only: the Sonarr emulation.
+    pub const SERVARR_STATUS: &str = "GET /api/v3/system/status";
+    pub const CURRENT_USER: &str = "GET /api/v1/user/current";
+    pub const MEDIA_SEARCH: &str = "GET /api/v1/media/search";
+    pub const MEDIA_DETAIL: &str = "GET /api/v1/media/{mediaid}";
+    pub const SUBSCRIBE_LIST: &str = "GET /api/v1/subscribe/";
+    pub const SUBSCRIBE_LIST_TOKEN: &str = "GET /api/v1/subscribe/list";
+    pub const SUBSCRIBE_CREATE: &str = "POST /api/v1/subscribe/";
+    pub const SUBSCRIBE_BY_MEDIA: &str = "GET /api/v1/subscribe/media/{mediaid}";
+    pub const SUBSCRIBE_GET: &str = "GET /api/v1/subscribe/{subscribe_id}";
+    pub const SUBSCRIBE_DELETE: &str = "DELETE /api/v1/subscribe/{subscribe_id}";
+    /// v2's search trigger.
+    pub const SUBSCRIBE_SEARCH_V2: &str = "GET /api/v1/subscribe/search/{subscribe_id}";
+    /// v3's search trigger.
+    pub const SUBSCRIBE_SEARCH_V3: &str = "POST /api/v1/subscribe/search/{subscribe_id}";
+    pub const DOWNLOADS: &str = "GET /api/v1/download/";
+    /// A resource (torrent) search for one media.
+    pub const RESOURCE_SEARCH: &str = "GET /api/v1/search/media/{mediaid}";
+    /// Adding a download (`media_in`, `torrent_in`, `downloader`).
+    pub const DOWNLOAD_ADD: &str = "POST /api/v1/download/";
+    pub const DOWNLOAD_HISTORY: &str = "GET /api/v1/history/download";
+}
+
+/// How the simulated server behaves.
+#[derive(Debug, Clone)]
+pub struct SimOptions {
+    pub dialect: Dialect,
+    /// The one user that can log in.
+    pub username: String,
+    pub password: String,
+    /// MoviePilot's `API_TOKEN`: `?token=` on `/subscribe/list`, `X-API-KEY`/`?apikey=` on the
+    /// Servarr status route and, when the next flag allows, on every JWT route.
+    pub api_token: String,
+    /// Whether `X-API-KEY` opens the routes that otherwise need a login. False is v2.5.6 (401
+    /// "Not authenticated"); true is late v2 and v3.
+    pub api_key_accepted_on_jwt_routes: bool,
+    /// Reported by `/api/v1/system/global` as `BACKEND_VERSION`, except for versions up to
+    /// v2.5.x, which (like the real v2.5.6) answer their settings without that key; and by v2's
+    /// `/api/v3/system/status`.
+    pub version: String,
+}
+
+impl SimOptions {
+    /// MoviePilot v2.5.6 as it really answered: the API key does not open subscription routes.
+    pub fn v2_5_6() -> Self {
+        Self {
+            dialect: Dialect::V2,
+            username: "admin".into(),
+            password: "password".into(),
+            api_token: "sim-api-token-0123456789".into(),
+            api_key_accepted_on_jwt_routes: false,
+            version: "v2.5.6".into(),
+        }
+    }
+
+    /// A late v2 (reports `BACKEND_VERSION`, accepts `X-API-KEY` everywhere).
+    pub fn late_v2() -> Self {
+        Self {
+            api_key_accepted_on_jwt_routes: true,
+            version: "v2.15.6".into(),
+            ..Self::v2_5_6()
+        }
+    }
+
+    /// MoviePilot v3.
+    pub fn v3() -> Self {
+        Self {
+            dialect: Dialect::V3,
+            api_key_accepted_on_jwt_routes: true,
+            version: "v3.1.0".into(),
+            ..Self::v2_5_6()
+        }
+    }
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        Self::v2_5_6()
+    }
+}
+
+/// Something to do to the next authenticated request on a route instead of answering normally.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Answer this status and body (JSON if it parses as JSON, else `text/plain`); no effect.
+    Status(u16, String),
+    /// Wait this long, then take effect and answer. Longer than the client's timeout, this is
+    /// "MoviePilot committed but the answer never arrived": the effect happens even if the
+    /// client has gone.
+    Delay(Duration),
+    /// Close the connection without answering; no effect.
+    Drop,
+    /// Take effect, then close the connection without answering.
+    CommitThenDrop,
+}
+
+/// A film or series the simulated TMDB knows.
+#[derive(Debug, Clone)]
+pub struct SimMedia {
+    pub tmdb_id: u64,
+    pub kind: MediaKind,
+    pub title: String,
+    pub original_title: String,
+    pub year: String,
+    pub overview: String,
+    /// `(season number, episode count)`; empty for movies.
+    pub seasons: Vec<(u32, u32)>,
+}
+
+impl SimMedia {
+    pub fn movie(tmdb_id: u64, title: &str, year: &str) -> Self {
+        Self {
+            tmdb_id,
+            kind: MediaKind::Movie,
+            title: title.into(),
+            original_title: title.into(),
+            year: year.into(),
+            overview: format!("{title} ({year}), a simulated film."),
+            seasons: Vec::new(),
+        }
+    }
+
+    pub fn tv(tmdb_id: u64, title: &str, year: &str, seasons: &[(u32, u32)]) -> Self {
+        Self {
+            tmdb_id,
+            kind: MediaKind::Tv,
+            title: title.into(),
+            original_title: title.into(),
+            year: year.into(),
+            overview: format!("{title} ({year}), a simulated series."),
+            seasons: seasons.to_vec(),
+        }
+    }
+}
+
+/// The built-in catalogue.
+pub fn builtin_media() -> Vec<SimMedia> {
+    vec![
+        SimMedia {
+            overview: "(offline placeholder overview)".into(),
+            ..SimMedia::tv(108545, "三体", "2023", &[(1, 30)])
+        },
+        SimMedia::movie(438631, "Dune", "2021"),
+        SimMedia::movie(693134, "Dune: Part Two", "2024"),
+        SimMedia::tv(
+            63639,
+            "The Expanse",
+            "2015",
+            &[(1, 10), (2, 13), (3, 13), (4, 10), (5, 10), (6, 6)],
+        ),
+    ]
+}
+
+/// A torrent the simulated downloader is working on.
+#[derive(Debug, Clone)]
+pub struct SimDownload {
+    pub hash: String,
+    /// The torrent's title.
+    pub title: String,
+    /// The recognised media name.
+    pub name: String,
+    pub year: String,
+    pub season_episode: String,
+    /// Percent.
+    pub progress: f64,
+    pub state: String,
+}
+
+/// A subscription as the simulator stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimSubscription {
+    pub id: u64,
+    pub name: String,
+    pub year: String,
+    pub kind: MediaKind,
+    pub tmdb_id: u64,
+    /// `None` for movies.
+    pub season: Option<u32>,
+    pub total_episode: u32,
+    pub state: String,
+    pub username: String,
+    /// Local time, `%Y-%m-%d %H:%M:%S` (UTC here).
+    pub date: String,
+}
+
+/// A running simulated MoviePilot. Dropping it stops the server.
+pub struct MoviePilotSim {
+    state: Arc<State>,
+    addr: SocketAddr,
+    stop: CancellationToken,
+    /// Stops the current listener (and its connections) alone, for a restart; a child of `stop`.
+    listening: Arc<Mutex<CancellationToken>>,
+}
+
+impl Drop for MoviePilotSim {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+struct State {
+    opts: SimOptions,
+    data: Mutex<Data>,
+}
+
+/// A search as the simulator caches its answer: (v2?, needle, page, count).
+type SearchKey = (bool, String, usize, usize);
+
+#[derive(Default)]
+struct Data {
+    media: Vec<SimMedia>,
+    subs: BTreeMap<u64, SimSubscription>,
+    downloads: Vec<SimDownload>,
+    tokens: HashSet<String>,
+    /// The `API_TOKEN` in force: `SimOptions::api_token` until [`MoviePilotSim::rotate_api_token`].
+    api_token: String,
+    calls: HashMap<String, u64>,
+    logins: u64,
+    faults: HashMap<String, VecDeque<Fault>>,
+    search_no_op: bool,
+    searches: HashMap<u64, u64>,
+    /// Search answers already rendered, by (v2?, needle, page, count), with the catalogue size
+    /// they were rendered from (the catalogue only grows): building the real server's fat media
+    /// bodies anew for every call was most of the simulator's CPU in the bench.
+    search_answers: HashMap<SearchKey, (usize, Bytes)>,
+    /// The resource search, the downloader and the download history.
+    releases: releases::ReleaseData,
+}
+
+impl State {
+    fn data(&self) -> MutexGuard<'_, Data> {
+        // A panic while holding the lock cannot leave the data half-changed in a way that
+        // matters to a simulator; keep serving.
+        self.data.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl MoviePilotSim {
+    /// Starts on 127.0.0.1 with a free port.
+    ///
+    /// # Panics
+    /// If no port on 127.0.0.1 can be bound; use [`MoviePilotSim::try_start`] to handle that.
+    pub async fn start(opts: SimOptions) -> MoviePilotSim {
+        match Self::try_start(opts).await {
+            Ok(sim) => sim,
+            Err(e) => panic!("starting the MoviePilot simulator: {e:#}"),
+        }
+    }
+
+    /// Starts on 127.0.0.1 with a free port.
+    pub async fn try_start(opts: SimOptions) -> anyhow::Result<MoviePilotSim> {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("binding 127.0.0.1:0 for the MoviePilot simulator")?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            data: Mutex::new(Data {
+                media: builtin_media(),
+                api_token: opts.api_token.clone(),
+                releases: releases::ReleaseData {
+                    catalogue: builtin_releases(),
+                    ..Default::default()
+                },
+                ..Data::default()
+            }),
+            opts,
+        });
+        let stop = CancellationToken::new();
+        let listening = stop.child_token();
+        tokio::spawn(serve(listener, state.clone(), listening.clone()));
+        Ok(MoviePilotSim {
+            state,
+            addr,
+            stop,
+            listening: Arc::new(Mutex::new(listening)),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`, the value for `moviepilot.url`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn options(&self) -> &SimOptions {
+        &self.state.opts
+    }
+
+    /// Adds (or replaces, by TMDB id and kind) a catalogue entry.
+    pub fn add_media(&self, media: SimMedia) {
+        let mut data = self.state.data();
+        data.media
+            .retain(|m| !(m.tmdb_id == media.tmdb_id && m.kind == media.kind));
+        data.media.push(media);
+    }
+
+    pub fn add_download(&self, download: SimDownload) {
+        self.state.data().downloads.push(download);
+    }
+
+    /// Every subscription, by id.
+    pub fn subscriptions(&self) -> Vec<SimSubscription> {
+        self.state.data().subs.values().cloned().collect()
+    }
+
+    /// What MoviePilot's duplicate check would find for this media and season.
+    pub fn find_subscription(&self, tmdb_id: u64, season: Option<u32>) -> Option<SimSubscription> {
+        exists(&self.state.data(), tmdb_id, season).cloned()
+    }
+
+    /// Adds a subscription directly, as if made in MoviePilot's web UI; returns its id.
+    pub fn insert_subscription(
+        &self,
+        media_tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+    ) -> Option<u64> {
+        let mut data = self.state.data();
+        let media = data
+            .media
+            .iter()
+            .find(|m| m.tmdb_id == media_tmdb_id && m.kind == kind)?
+            .clone();
+        Some(insert(&mut data, &media, season, &self.state.opts.username))
+    }
+
+    /// Requests that reached `route` (see [`routes`]), including refused ones.
+    pub fn calls(&self, route: &str) -> u64 {
+        self.state.data().calls.get(route).copied().unwrap_or(0)
+    }
+
+    /// Successful logins (tokens issued).
+    pub fn logins(&self) -> u64 {
+        self.state.data().logins
+    }
+
+    /// Searches that actually ran for subscription `id` (a no-op search does not count).
+    pub fn searches(&self, id: u64) -> u64 {
+        self.state.data().searches.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Queues `fault` for the next authenticated request on `route` (see [`routes`]).
+    pub fn fail_next(&self, route: &str, fault: Fault) {
+        self.state
+            .data()
+            .faults
+            .entry(route.to_string())
+            .or_default()
+            .push_back(fault);
+    }
+
+    /// When on, the search trigger answers success but searches nothing (MoviePilot's
+    /// scheduler skips a job that is already running).
+    pub fn set_search_no_op(&self, on: bool) {
+        self.state.data().search_no_op = on;
+    }
+
+    /// Forgets every issued token: they now answer 403 (v2) or 401 (v3), as after a restart of
+    /// a MoviePilot without a fixed SECRET_KEY.
+    pub fn invalidate_tokens(&self) {
+        self.state.data().tokens.clear();
+    }
+
+    /// A MoviePilot restart: tokens die, the database (subscriptions) survives.
+    pub fn restart(&self) {
+        self.invalidate_tokens();
+    }
+
+    /// The operator changed MoviePilot's `API_TOKEN` (its settings page): the old key is
+    /// refused from now on, as the real server refuses it (401 "API_KEY 校验不通过").
+    pub fn rotate_api_token(&self, new_token: &str) {
+        self.state.data().api_token = new_token.to_string();
+    }
+
+    /// A MoviePilot restart as v2.14.0 really goes: for `down` nothing listens on the port
+    /// (connections are refused, 20 to 27 s on a real host), then it listens again on the same
+    /// port with every token forgotten and the database kept. Returns at once; the server comes
+    /// back by itself. Connections already open are closed.
+    pub fn restart_refusing_connections_for(&self, down: Duration) {
+        self.invalidate_tokens();
+        let old = std::mem::replace(&mut *self.lock_listening(), CancellationToken::new());
+        old.cancel();
+        let (state, addr, stop) = (self.state.clone(), self.addr, self.stop.clone());
+        let listening = self.listening.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(down).await;
+            // The port was ours a moment ago; a few tries cover the kernel's slow release.
+            for _ in 0..50 {
+                if let Ok(listener) = TcpListener::bind(addr).await {
+                    let token = stop.child_token();
+                    *listening.lock().unwrap_or_else(|p| p.into_inner()) = token.clone();
+                    tokio::spawn(serve(listener, state, token));
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tracing::error!(%addr, "the MoviePilot simulator could not listen again after its restart");
+        });
+    }
+
+    fn lock_listening(&self) -> MutexGuard<'_, CancellationToken> {
+        self.listening.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+// ----- the server -----
+
+/// Per-connection handle a handler uses to close its connection without answering.
+#[derive(Clone)]
+struct ConnKill(CancellationToken);
+
+async fn serve(listener: TcpListener, state: Arc<State>, stop: CancellationToken) {
+    let filter = {
+        let state = state.clone();
+        warp::method()
+            .and(warp::path::full())
+            .and(
+                warp::query::<Vec<(String, String)>>()
+                    .or(warp::any().map(Vec::new))
+                    .unify(),
+            )
+            .and(warp::header::headers_cloned())
+            .and(warp::body::bytes())
+            .and(warp::ext::optional::<ConnKill>())
+            .then(
+                move |method: Method,
+                      path: warp::path::FullPath,
+                      query: Vec<(String, String)>,
+                      headers: HeaderMap,
+                      body: Bytes,
+                      kill: Option<ConnKill>| {
+                    let state = state.clone();
+                    async move {
+                        let req = Req {
+                            method,
+                            path: path.as_str().to_string(),
+                            query,
+                            headers,
+                            body,
+                        };
+                        handle(state, req, kill).await
+                    }
+                },
+            )
+    };
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _)) = accepted else {
+            // Out of file descriptors or similar: back off briefly rather than spin.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(warp::service(filter.clone()));
+        let kill = CancellationToken::new();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let handle_kill = kill.clone();
+            let service =
+                hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(ConnKill(handle_kill.clone()));
+                    hyper::service::Service::call(&service, req)
+                });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = kill.cancelled() => {}
+                _ = stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+struct Req {
+    method: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+impl Req {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Bodies are `Bytes`, so a cached answer is shared, not copied, per request.
+type Resp = http::Response<Bytes>;
+
+/// An answer that ends a request before its route runs (boxed: a response is large).
+type Early = Box<Resp>;
+
+fn early(resp: Resp) -> Early {
+    Box::new(resp)
+}
+
+#[derive(Debug, Clone)]
+enum Route {
+    Login,
+    Global,
+    ServarrStatus,
+    CurrentUser,
+    MediaSearch,
+    MediaDetail(String),
+    SubList,
+    SubListToken,
+    SubCreate,
+    SubByMedia(String),
+    SubGet(String),
+    SubDelete(String),
+    SubSearch(String),
+    Downloads,
+    ResourceSearch(String),
+    DownloadAdd,
+    DownloadHistory,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Open,
+    /// `?apikey=` or `X-API-KEY` (the Servarr emulation).
+    ApiKey,
+    /// `?token=` (`/subscribe/list`).
+    ApiToken,
+    /// A login token (or, when allowed, the API key).
+    Jwt,
+}
+
+async fn handle(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
+    let dialect = state.opts.dialect;
+    let (route, key, access) = match resolve(dialect, &req.method, &req.path) {
+        Ok(found) => found,
+        Err(resp) => return *resp,
+    };
+    state
+        .data()
+        .calls
+        .entry(key.to_string())
+        .and_modify(|n| *n += 1)
+        .or_insert(1);
+    let user = match authorize(&state, access, &req) {
+        Ok(user) => user,
+        Err(resp) => return *resp,
+    };
+    let fault = state
+        .data()
+        .faults
+        .get_mut(key)
+        .and_then(VecDeque::pop_front);
+    let slow = releases::delay(&state.data(), key);
+    match fault {
+        None if slow.is_zero() => execute(&state, &route, &req, &user),
+        // A slow route (a resource search, an add) as a late answer: the effect happens even
+        // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
+        None => {
+            let task = tokio::spawn(async move {
+                tokio::time::sleep(slow).await;
+                execute(&state, &route, &req, &user)
+            });
+            match task.await {
+                Ok(resp) => resp,
+                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+            }
+        }
+        Some(Fault::Status(code, body)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            match serde_json::from_str::<Value>(&body) {
+                Ok(v) => json_resp(status, &v),
+                Err(_) => text_resp(status, &body),
+            }
+        }
+        Some(Fault::Drop) => drop_connection(kill).await,
+        Some(Fault::CommitThenDrop) => {
+            let _ = execute(&state, &route, &req, &user);
+            drop_connection(kill).await
+        }
+        Some(Fault::Delay(delay)) => {
+            // The effect runs in its own task, so it happens even when the client gives up and
+            // hyper drops this handler.
+            let task = tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                execute(&state, &route, &req, &user)
+            });
+            match task.await {
+                Ok(resp) => resp,
+                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+            }
+        }
+    }
+}
+
+async fn drop_connection(kill: Option<ConnKill>) -> Resp {
+    match kill {
+        Some(ConnKill(token)) => {
+            token.cancel();
+            // The connection task drops this future; nothing is ever answered.
+            std::future::pending::<Resp>().await
+        }
+        // Only reachable when the filter is served without the simulator's accept loop.
+        None => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+    }
+}
+
+/// Which route a request is for, FastAPI-style: unknown path 404, known path with another
+/// method 405, `/api/v1/subscribe` without the slash 307.
+fn resolve(
+    dialect: Dialect,
+    method: &Method,
+    path: &str,
+) -> Result<(Route, &'static str, Access), Early> {
+    use Access::*;
+    let get = *method == Method::GET;
+    let post = *method == Method::POST;
+    let delete = *method == Method::DELETE;
+    let v1 = path.strip_prefix("/api/v1");
+    let found: Option<(bool, Route, &'static str, Access)> = match v1 {
+        Some("/login/access-token") => Some((post, Route::Login, routes::LOGIN, Open)),
+        Some("/system/global") => Some((get, Route::Global, routes::GLOBAL, Open)),
+        Some("/user/current") => Some((get, Route::CurrentUser, routes::CURRENT_USER, Jwt)),
+        Some("/media/search") => Some((get, Route::MediaSearch, routes::MEDIA_SEARCH, Jwt)),
+        Some("/download/") if post => Some((true, Route::DownloadAdd, routes::DOWNLOAD_ADD, Jwt)),
+        Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
+        Some("/history/download") => {
+            Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
+        }
+        Some("/subscribe") => {
+            let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
+            *resp.body_mut() = Bytes::new();
+            if let Ok(location) = http::HeaderValue::from_str("/api/v1/subscribe/") {
+                resp.headers_mut().insert(http::header::LOCATION, location);
+            }
+            return Err(Box::new(resp));
+        }
+        Some("/subscribe/") if post => {
+            Some((true, Route::SubCreate, routes::SUBSCRIBE_CREATE, Jwt))
+        }
+        Some("/subscribe/") => Some((get, Route::SubList, routes::SUBSCRIBE_LIST, Jwt)),
+        Some("/subscribe/list") => Some((
+            get,
+            Route::SubListToken,
+            routes::SUBSCRIBE_LIST_TOKEN,
+            ApiToken,
+        )),
+        Some(rest) => {
+            if let Some(id) = single_segment(rest, "/search/media/") {
+                Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
+            } else if let Some(id) = single_segment(rest, "/media/") {
+                Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
+            } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
+                Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
+            } else if let Some(id) = single_segment(rest, "/subscribe/search/") {
+                match dialect {
+                    Dialect::V2 => {
+                        Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt))
+                    }
+                    Dialect::V3 => {
+                        Some((post, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V3, Jwt))
+                    }
+                }
+            } else if let Some(id) = single_segment(rest, "/subscribe/") {
+                if delete {
+                    Some((true, Route::SubDelete(id), routes::SUBSCRIBE_DELETE, Jwt))
+                } else {
+                    Some((get, Route::SubGet(id), routes::SUBSCRIBE_GET, Jwt))
+                }
+            } else {
+                None
+            }
+        }
+        None if dialect == Dialect::V2 && path == "/api/v3/system/status" => {
+            Some((get, Route::ServarrStatus, routes::SERVARR_STATUS, ApiKey))
+        }
+        None => None,
+    };
+    match found {
+        Some((true, route, key, access)) => Ok((route, key, access)),
+        Some((false, ..)) => Err(early(error_resp(
+            dialect,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method Not Allowed",
+        ))),
+        None => Err(early(error_resp(
+            dialect,
+            StatusCode::NOT_FOUND,
+            "Not Found",
+        ))),
+    }
+}
+
+/// `rest` = `<prefix><one non-empty segment>`: the segment, percent-decoded.
+fn single_segment(rest: &str, prefix: &str) -> Option<String> {
+    let segment = rest.strip_prefix(prefix)?;
+    (!segment.is_empty() && !segment.contains('/')).then(|| percent_decode(segment))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex_value(bytes[i + 1]), hex_value(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// The user a request acts as, or the refusal MoviePilot would answer.
+fn authorize(state: &State, access: Access, req: &Req) -> Result<String, Early> {
+    let opts = &state.opts;
+    let dialect = opts.dialect;
+    let api_key = req.header("x-api-key").or_else(|| req.param("apikey"));
+    let api_token = state.data().api_token.clone();
+    match access {
+        Access::Open => Ok(String::new()),
+        Access::ApiKey => match api_key {
+            Some(k) if k == api_token => Ok(opts.username.clone()),
+            _ => Err(early(error_resp(
+                dialect,
+                StatusCode::UNAUTHORIZED,
+                "API_KEY 校验不通过",
+            ))),
+        },
+        Access::ApiToken => match req.param("token") {
+            Some(t) if t == api_token => Ok(opts.username.clone()),
+            _ => Err(early(error_resp(
+                dialect,
+                StatusCode::UNAUTHORIZED,
+                "API_TOKEN 校验不通过",
+            ))),
+        },
+        Access::Jwt => {
+            let bearer = req.header("authorization").and_then(|h| {
+                let (scheme, token) = h.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            });
+            if let Some(token) = bearer {
+                if state.data().tokens.contains(token) {
+                    return Ok(opts.username.clone());
+                }
+                let status = match dialect {
+                    Dialect::V2 => StatusCode::FORBIDDEN,
+                    Dialect::V3 => StatusCode::UNAUTHORIZED,
+                };
+                return Err(early(error_resp(dialect, status, "token校验不通过")));
+            }
+            if opts.api_key_accepted_on_jwt_routes {
+                if let Some(key) = api_key {
+                    if key == api_token {
+                        return Ok(opts.username.clone());
+                    }
+                    let message = match dialect {
+                        Dialect::V2 => "API_KEY 校验不通过",
+                        Dialect::V3 => "apikey 校验不通过",
+                    };
+                    return Err(early(error_resp(
+                        dialect,
+                        StatusCode::UNAUTHORIZED,
+                        message,
+                    )));
+                }
+                if dialect == Dialect::V3
+                    && let Some(token) = req.param("token")
+                {
+                    if token == api_token {
+                        return Ok(opts.username.clone());
+                    }
+                    return Err(early(error_resp(
+                        dialect,
+                        StatusCode::UNAUTHORIZED,
+                        "token 校验不通过",
+                    )));
+                }
+            }
+            let mut resp = error_resp(dialect, StatusCode::UNAUTHORIZED, "Not authenticated");
+            resp.headers_mut().insert(
+                http::header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer"),
+            );
+            Err(Box::new(resp))
+        }
+    }
+}
+
+/// Runs a route against the state. Synchronous: the whole effect happens under one lock.
+fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
+    let opts = &state.opts;
+    let dialect = opts.dialect;
+    match route {
+        Route::Login => login(state, req),
+        Route::Global => global(state, req),
+        Route::ServarrStatus => {
+            let mut body = template(SERVARR_STATUS);
+            body["version"] = json!(opts.version);
+            json_resp(StatusCode::OK, &body)
+        }
+        Route::CurrentUser => ok_payload(
+            dialect,
+            json!({
+                "id": 1, "name": user, "email": null, "is_active": true, "is_superuser": true,
+                "avatar": "", "is_otp": false, "permissions": {}, "settings": {}
+            }),
+        ),
+        Route::MediaSearch => media_search(state, req),
+        Route::MediaDetail(mediaid) => media_detail(state, mediaid, req),
+        Route::SubList | Route::SubListToken => sub_list(state, req),
+        Route::SubCreate => create(state, req, user),
+        Route::SubByMedia(mediaid) => sub_by_media(state, mediaid, req),
+        Route::SubGet(id) => sub_get(state, id),
+        Route::SubDelete(id) => sub_delete(state, id),
+        Route::SubSearch(id) => sub_search(state, id),
+        Route::ResourceSearch(segment) => releases::search(state, segment, req),
+        Route::DownloadAdd => releases::add(state, req, user),
+        Route::DownloadHistory => releases::history(state, req),
+        Route::Downloads => downloads(state),
+    }
+}
+
+/// `GET /api/v1/system/global`: v2.9+ report their version here; v2.5.6 answers settings only.
+fn global(state: &State, req: &Req) -> Resp {
+    let opts = &state.opts;
+    let dialect = opts.dialect;
+    match req.param("token") {
+        None => return missing_param(dialect, "query", "token"),
+        Some("moviepilot") => {}
+        Some(_) => return error_resp(dialect, StatusCode::FORBIDDEN, "Forbidden"),
+    }
+    let mut data = json!({
+        "TMDB_IMAGE_DOMAIN": "image.tmdb.org",
+        "GLOBAL_IMAGE_CACHE": false,
+        "ADVANCED_MODE": true,
+    });
+    if reports_backend_version(&opts.version) {
+        data["FRONTEND_VERSION"] = json!(opts.version);
+        data["BACKEND_VERSION"] = json!(opts.version);
+    } else {
+        // v2.5.6 answers (non-sensitive) settings, and no version.
+        data["RECOGNIZE_SOURCE"] = json!("themoviedb");
+        data["SEARCH_SOURCE"] = json!("themoviedb");
+        data["WALLPAPER"] = json!("tmdb");
+        data["SUBSCRIBE_MODE"] = json!("spider");
+    }
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": null, "data": data}),
+    )
+}
+
+/// `GET /api/v1/media/search`: the catalogue filtered by title, paged (answers are cached per query while the catalogue is unchanged).
+fn media_search(state: &State, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let Some(title) = req.param("title") else {
+        return missing_param(dialect, "query", "title");
+    };
+    let kind = req.param("type").unwrap_or("media");
+    let page = req
+        .param("page")
+        .and_then(|p| p.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let count = req
+        .param("count")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(8);
+    let needle = title.trim().to_lowercase();
+    let mut data = state.data();
+    let key = (dialect == Dialect::V2, needle.clone(), page, count);
+    let catalogue = data.media.len();
+    if kind == "media"
+        && let Some((size, body)) = data.search_answers.get(&key)
+        && *size == catalogue
+    {
+        return bytes_resp(StatusCode::OK, body.clone());
+    }
+    let hits: Vec<Value> = if kind != "media" || needle.is_empty() {
+        Vec::new()
+    } else {
+        data.media
+            .iter()
+            .filter(|m| {
+                m.title.to_lowercase().contains(&needle)
+                    || m.original_title.to_lowercase().contains(&needle)
+            })
+            .skip((page - 1) * count)
+            .take(count)
+            .map(|m| media_json(dialect, m))
+            .collect()
+    };
+    let resp = ok_payload(dialect, Value::Array(hits));
+    if kind == "media" {
+        data.search_answers
+            .insert(key, (catalogue, resp.body().clone()));
+    }
+    resp
+}
+
+/// `GET /api/v1/media/{mediaid}`: one media, or the empty shape MoviePilot answers for none.
+fn media_detail(state: &State, mediaid: &str, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let tmdb_id = match media_id(dialect, mediaid, req) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
+    };
+    let Some(type_name) = req.param("type_name") else {
+        return missing_param(dialect, "query", "type_name");
+    };
+    let Some(kind) = parse_type(dialect, type_name) else {
+        return bad_type(dialect, "query", "type_name");
+    };
+    let data = state.data();
+    let found = tmdb_id.and_then(|id| {
+        data.media
+            .iter()
+            .find(|m| m.tmdb_id == id && m.kind == kind)
+    });
+    ok_payload(
+        dialect,
+        found.map_or_else(|| empty_media(dialect), |m| media_json(dialect, m)),
+    )
+}
+
+/// `GET /api/v1/subscribe/` (and `/subscribe/list` with the API token): every subscription;
+/// v3 pages when asked.
+fn sub_list(state: &State, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let data = state.data();
+    let mut rows: Vec<Value> = data.subs.values().map(|s| sub_json(dialect, s)).collect();
+    let total = rows.len();
+    let paged =
+        dialect == Dialect::V3 && (req.param("page").is_some() || req.param("count").is_some());
+    if paged {
+        let page = req
+            .param("page")
+            .and_then(|p| p.parse::<usize>().ok())
+            .unwrap_or(1)
+            .max(1);
+        let count = req
+            .param("count")
+            .and_then(|c| c.parse::<usize>().ok())
+            .unwrap_or(50)
+            .clamp(1, 200);
+        rows = rows
+            .into_iter()
+            .skip((page - 1) * count)
+            .take(count)
+            .collect();
+    }
+    let result_count = rows.len();
+    let mut resp = ok_payload(dialect, Value::Array(rows));
+    if paged {
+        for (name, value) in [("x-total-count", total), ("x-result-count", result_count)] {
+            resp.headers_mut()
+                .insert(name, http::HeaderValue::from(value as u64));
+        }
+    }
+    resp
+}
+
+/// `GET /api/v1/subscribe/media/{mediaid}`: the subscription to that media (and season), or the empty shape.
+fn sub_by_media(state: &State, mediaid: &str, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let tmdb_id = match media_id(dialect, mediaid, req) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
+    };
+    let season = match req.param("season") {
+        None | Some("") => None,
+        Some(s) => match s.parse::<u32>() {
+            Ok(n) => Some(n),
+            Err(_) => return bad_int(dialect, "query", "season"),
+        },
+    };
+    let data = state.data();
+    let found = tmdb_id.and_then(|id| exists(&data, id, season));
+    ok_payload(
+        dialect,
+        found.map_or_else(|| empty_sub(dialect), |s| sub_json(dialect, s)),
+    )
+}
+
+/// `GET /api/v1/subscribe/{id}`: v2 answers a missing id with a 500, as the real server does.
+fn sub_get(state: &State, id: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let Ok(id) = id.parse::<u64>() else {
+        return bad_int(dialect, "path", "subscribe_id");
+    };
+    let data = state.data();
+    match (data.subs.get(&id), dialect) {
+        (Some(sub), _) => ok_payload(dialect, sub_json(dialect, sub)),
+        // A MoviePilot bug, faithfully reproduced.
+        (None, Dialect::V2) => {
+            text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+        }
+        (None, Dialect::V3) => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
+    }
+}
+
+/// `DELETE /api/v1/subscribe/{id}`.
+fn sub_delete(state: &State, id: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let Ok(id) = id.parse::<u64>() else {
+        return bad_int(dialect, "path", "subscribe_id");
+    };
+    let removed = state.data().subs.remove(&id).is_some();
+    match (dialect, removed) {
+        (Dialect::V2, _) => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": {}}),
+        ),
+        (Dialect::V3, true) => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": {"status": "deleted"}}),
+        ),
+        (Dialect::V3, false) => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
+    }
+}
+
+/// `/api/v1/subscribe/search/{id}` (GET in v2, POST in v3): counts the search a subscription
+/// asks for.
+fn sub_search(state: &State, id: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let Ok(id) = id.parse::<u64>() else {
+        return bad_int(dialect, "path", "subscribe_id");
+    };
+    let mut data = state.data();
+    let known = data.subs.contains_key(&id);
+    let runs = known && !data.search_no_op;
+    if runs {
+        *data.searches.entry(id).or_insert(0) += 1;
+    }
+    match dialect {
+        Dialect::V2 => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": {}}),
+        ),
+        Dialect::V3 if !known => error_resp(dialect, StatusCode::NOT_FOUND, "订阅不存在"),
+        Dialect::V3 => {
+            let batch = format!("sim-{:016x}", rand::random::<u64>());
+            json_resp(
+                StatusCode::OK,
+                &json!({"success": true, "message": null, "data": {
+                    "batch_id": batch, "batch_ids": [batch], "target_count": 1,
+                    "queued_count": u8::from(runs), "ongoing_count": u8::from(!runs),
+                    "single": true
+                }}),
+            )
+        }
+    }
+}
+
+/// `GET /api/v1/download/`: the downloads the client is running.
+fn downloads(state: &State) -> Resp {
+    let dialect = state.opts.dialect;
+    let data = state.data();
+    let rows: Vec<Value> = data
+        .downloads
+        .iter()
+        .map(|d| download_json(dialect, d))
+        .collect();
+    ok_payload(dialect, Value::Array(rows))
+}
+
+fn login(state: &State, req: &Req) -> Resp {
+    let opts = &state.opts;
+    let dialect = opts.dialect;
+    let is_form = req
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
+    let fields: Vec<(String, String)> = if is_form {
+        serde_urlencoded::from_bytes(&req.body).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let missing: Vec<&str> = ["username", "password"]
+        .into_iter()
+        .filter(|f| field(f).is_none())
+        .collect();
+    if !missing.is_empty() {
+        return validation_error(
+            dialect,
+            missing
+                .iter()
+                .map(|f| {
+                    (
+                        "body",
+                        f.to_string(),
+                        "field required",
+                        "value_error.missing",
+                    )
+                })
+                .collect(),
+        );
+    }
+    if field("username") != Some(opts.username.as_str())
+        || field("password") != Some(opts.password.as_str())
+    {
+        return error_resp(
+            dialect,
+            StatusCode::UNAUTHORIZED,
+            "用户名或密码或二次校验码不正确",
+        );
+    }
+    let token = format!("eyJsim.{:032x}", rand::random::<u128>());
+    {
+        let mut data = state.data();
+        data.tokens.insert(token.clone());
+        data.logins += 1;
+    }
+    let mut body = template(TOKEN);
+    body["access_token"] = json!(token);
+    body["user_name"] = json!(opts.username);
+    // The login answer keeps its OAuth2 shape in v3 too.
+    json_resp(StatusCode::OK, &body)
+}
+
+fn create(state: &State, req: &Req, user: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) | Err(_) => {
+            return validation_error(
+                dialect,
+                vec![(
+                    "body",
+                    "0".into(),
+                    "Expecting value",
+                    "value_error.jsondecode",
+                )],
+            );
+        }
+    };
+    let refuse = |message: &str| {
+        json_resp(
+            StatusCode::OK,
+            &json!({"success": false, "message": message, "data": {"id": null}}),
+        )
+    };
+    let kind = match body
+        .get("type")
+        .and_then(Value::as_str)
+        .map(|t| parse_type(dialect, t))
+    {
+        Some(Some(kind)) => kind,
+        // v2.5.6: `MediaType(value)` raises, nobody catches it.
+        _ if dialect == Dialect::V2 => {
+            return text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+        }
+        _ => return bad_type(dialect, "body", "type"),
+    };
+    let tmdb_id = match dialect {
+        Dialect::V2 => body.get("tmdbid").and_then(lenient_u64),
+        Dialect::V3 => {
+            let source = body
+                .get("media_source")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty());
+            let id = body.get("media_id").filter(|v| !v.is_null());
+            match (source, id) {
+                (Some(source), Some(id)) => {
+                    if !matches!(source, "themoviedb" | "tmdb") {
+                        return refuse("未识别到媒体信息");
+                    }
+                    lenient_u64(id)
+                }
+                (None, None) => None,
+                _ => return refuse("新增订阅时必须同时提供有效的 media_source 和 media_id"),
+            }
+        }
+    };
+    let mut data = state.data();
+    let Some(media) = tmdb_id
+        .and_then(|id| {
+            data.media
+                .iter()
+                .find(|m| m.tmdb_id == id && m.kind == kind)
+        })
+        .cloned()
+    else {
+        return refuse("未识别到媒体信息");
+    };
+    let season = match kind {
+        MediaKind::Movie => None,
+        MediaKind::Tv => {
+            let asked = body.get("season").and_then(lenient_u64).unwrap_or(0);
+            let season = if asked == 0 { 1 } else { asked as u32 };
+            if !media.seasons.iter().any(|(n, _)| *n == season) {
+                return refuse(&format!("未获取到第 {season} 季的总集数"));
+            }
+            Some(season)
+        }
+    };
+    let (id, created) = match exists(&data, media.tmdb_id, season) {
+        Some(existing) => (existing.id, false),
+        None => (insert(&mut data, &media, season, user), true),
+    };
+    let message = match (dialect, created) {
+        // v2's chain drops the oper's message.
+        (Dialect::V2, _) => "",
+        (Dialect::V3, true) => "新增订阅成功",
+        (Dialect::V3, false) => "订阅已存在",
+    };
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": message, "data": {"id": id}}),
+    )
+}
+
+/// MoviePilot's `Subscribe.exists`: same TMDB id, and the same season only when a season is
+/// given and non-zero; the type is not compared.
+fn exists(data: &Data, tmdb_id: u64, season: Option<u32>) -> Option<&SimSubscription> {
+    let season = season.filter(|s| *s > 0);
+    data.subs
+        .values()
+        .find(|s| s.tmdb_id == tmdb_id && season.is_none_or(|n| s.season == Some(n)))
+}
+
+/// A new row's id is one more than the largest in the table, as SQLite gives a table without
+/// AUTOINCREMENT (MoviePilot's): after the newest subscription is deleted, the next one gets
+/// its id again.
+fn insert(data: &mut Data, media: &SimMedia, season: Option<u32>, user: &str) -> u64 {
+    let id = data.subs.keys().next_back().map_or(1, |last| last + 1);
+    let total_episode = season
+        .and_then(|n| media.seasons.iter().find(|(s, _)| *s == n))
+        .map_or(0, |(_, e)| *e);
+    data.subs.insert(
+        id,
+        SimSubscription {
+            id,
+            name: media.title.clone(),
+            year: media.year.clone(),
+            kind: media.kind,
+            tmdb_id: media.tmdb_id,
+            season,
+            total_episode,
+            state: "N".into(),
+            username: user.to_string(),
+            date: local_time_now(),
+        },
+    );
+    id
+}
+
+// ----- bodies -----
+
+fn template(text: &str) -> Value {
+    // The templates are compiled-in copies of real answers; a unit test parses each one.
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+fn sub_json(dialect: Dialect, sub: &SimSubscription) -> Value {
+    let mut row = template(SUBSCRIBE_ROW);
+    let fields = [
+        ("id", json!(sub.id)),
+        ("name", json!(sub.name)),
+        ("year", json!(sub.year)),
+        ("type", json!(sub.kind.wire_name())),
+        ("tmdbid", json!(sub.tmdb_id)),
+        ("season", json!(sub.season)),
+        (
+            "poster",
+            json!(format!(
+                "https://image.tmdb.org/t/p/w500/sim-{}.jpg",
+                sub.tmdb_id
+            )),
+        ),
+        (
+            "backdrop",
+            json!(format!(
+                "https://image.tmdb.org/t/p/w500/sim-{}-bg.jpg",
+                sub.tmdb_id
+            )),
+        ),
+        ("description", json!(format!("{} ({})", sub.name, sub.year))),
+        ("total_episode", json!(sub.total_episode)),
+        ("start_episode", json!(0)),
+        ("lack_episode", json!(sub.total_episode)),
+        ("state", json!(sub.state)),
+        ("username", json!(sub.username)),
+        ("date", json!(sub.date)),
+    ];
+    for (key, value) in fields {
+        row[key] = value;
+    }
+    if dialect == Dialect::V3 {
+        row["media_source"] = json!("themoviedb");
+        row["media_id"] = json!(sub.tmdb_id.to_string());
+    }
+    row
+}
+
+fn empty_sub(dialect: Dialect) -> Value {
+    let mut row = template(SUBSCRIBE_EMPTY);
+    if dialect == Dialect::V3 {
+        row["media_source"] = Value::Null;
+        row["media_id"] = Value::Null;
+    }
+    row
+}
+
+fn media_json(dialect: Dialect, m: &SimMedia) -> Value {
+    let mut v = template(MEDIA_EMPTY);
+    let tv = m.kind == MediaKind::Tv;
+    let section = if tv { "tv" } else { "movie" };
+    let seasons: Map<String, Value> = m
+        .seasons
+        .iter()
+        .map(|(n, eps)| (n.to_string(), json!((1..=*eps).collect::<Vec<_>>())))
+        .collect();
+    let season_info: Vec<Value> = m
+        .seasons
+        .iter()
+        .map(|(n, eps)| {
+            json!({"season_number": n, "episode_count": eps, "name": format!("第 {n} 季"),
+                   "air_date": null, "overview": "", "poster_path": null})
+        })
+        .collect();
+    let fields = [
+        ("source", json!("themoviedb")),
+        ("type", json!(m.kind.wire_name())),
+        ("title", json!(m.title)),
+        ("en_title", json!(m.original_title)),
+        ("year", json!(m.year)),
+        ("title_year", json!(format!("{} ({})", m.title, m.year))),
+        ("tmdb_id", json!(m.tmdb_id)),
+        ("mediaid_prefix", json!("tmdb")),
+        ("media_id", json!(m.tmdb_id.to_string())),
+        ("original_title", json!(m.original_title)),
+        (
+            "poster_path",
+            json!(format!(
+                "https://image.tmdb.org/t/p/w500/sim-{}.jpg",
+                m.tmdb_id
+            )),
+        ),
+        (
+            "backdrop_path",
+            json!(format!(
+                "https://image.tmdb.org/t/p/w500/sim-{}-bg.jpg",
+                m.tmdb_id
+            )),
+        ),
+        ("vote_average", json!(7.5)),
+        ("overview", json!(m.overview)),
+        ("seasons", Value::Object(seasons)),
+        ("season_info", Value::Array(season_info)),
+        ("names", json!([m.title])),
+        (
+            "detail_link",
+            json!(format!(
+                "https://www.themoviedb.org/{section}/{}",
+                m.tmdb_id
+            )),
+        ),
+        ("number_of_seasons", json!(m.seasons.len())),
+        (
+            "number_of_episodes",
+            json!(m.seasons.iter().map(|(_, e)| e).sum::<u32>()),
+        ),
+    ];
+    for (key, value) in fields {
+        v[key] = value;
+    }
+    if tv {
+        v["first_air_date"] = json!(format!("{}-01-01", m.year));
+        v["original_name"] = json!(m.original_title);
+    } else {
+        v["release_date"] = json!(format!("{}-01-01", m.year));
+    }
+    if dialect == Dialect::V3 {
+        to_v3_media(&mut v);
+    }
+    v
+}
+
+fn empty_media(dialect: Dialect) -> Value {
+    let mut v = template(MEDIA_EMPTY);
+    if dialect == Dialect::V3 {
+        to_v3_media(&mut v);
+    }
+    v
+}
+
+/// v3 renamed `source` to `media_source` and dropped `mediaid_prefix`.
+fn to_v3_media(v: &mut Value) {
+    if let Some(map) = v.as_object_mut() {
+        let source = map.remove("source").unwrap_or(Value::Null);
+        map.insert("media_source".into(), source);
+        map.remove("mediaid_prefix");
+    }
+}
+
+fn download_json(dialect: Dialect, d: &SimDownload) -> Value {
+    let mut v = json!({
+        "downloader": "qbittorrent",
+        "hash": d.hash,
+        "title": d.title,
+        "name": d.name,
+        "year": d.year,
+        "season_episode": d.season_episode,
+        "size": 4.2e9,
+        "progress": d.progress,
+        "state": d.state,
+        "upspeed": "0.0B",
+        "dlspeed": "1.2M",
+        "media": {"tmdbid": null, "type": null, "title": d.name, "season": null, "episode": null, "image": null},
+        "userid": null,
+        "username": null,
+        "left_time": "10分钟",
+    });
+    if dialect == Dialect::V3 {
+        v["site_name"] = json!("SimSite");
+        v["save_path"] = json!("/downloads");
+    }
+    v
+}
+
+/// A 200 with `payload` bare (v2) or enveloped (v3).
+fn ok_payload(dialect: Dialect, payload: Value) -> Resp {
+    match dialect {
+        Dialect::V2 => json_resp(StatusCode::OK, &payload),
+        Dialect::V3 => json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": null, "data": payload}),
+        ),
+    }
+}
+
+/// FastAPI's `{"detail": …}` (v2) or v3's `{success:false, message, data:null}`.
+fn error_resp(dialect: Dialect, status: StatusCode, message: &str) -> Resp {
+    match dialect {
+        Dialect::V2 => json_resp(status, &json!({"detail": message})),
+        Dialect::V3 => json_resp(
+            status,
+            &json!({"success": false, "message": message, "data": null}),
+        ),
+    }
+}
+
+/// 422 in each dialect's shape; each entry is `(location, field, msg, type)`.
+fn validation_error(dialect: Dialect, problems: Vec<(&str, String, &str, &str)>) -> Resp {
+    let body = match dialect {
+        Dialect::V2 => json!({"detail": problems.iter().map(|(loc, field, msg, kind)| {
+            let field = field.parse::<u64>().map_or_else(|_| json!(field), |n| json!(n));
+            json!({"loc": [loc, field], "msg": msg, "type": kind})
+        }).collect::<Vec<_>>()}),
+        Dialect::V3 => json!({
+            "success": false,
+            "message": "请求参数不正确",
+            "data": problems.iter().map(|(loc, field, msg, kind)| json!({
+                "location": format!("{loc}.{field}"), "message": msg,
+                "error_type": kind.rsplit('.').next().unwrap_or(kind)
+            })).collect::<Vec<_>>()
+        }),
+    };
+    json_resp(StatusCode::UNPROCESSABLE_ENTITY, &body)
+}
+
+fn missing_param(dialect: Dialect, location: &str, field: &str) -> Resp {
+    validation_error(
+        dialect,
+        vec![(
+            location,
+            field.into(),
+            "field required",
+            "value_error.missing",
+        )],
+    )
+}
+
+fn bad_int(dialect: Dialect, location: &str, field: &str) -> Resp {
+    validation_error(
+        dialect,
+        vec![(
+            location,
+            field.into(),
+            "value is not a valid integer",
+            "type_error.integer",
+        )],
+    )
+}
+
+/// A type MoviePilot cannot read: v2.5.6 fails with an unhandled 500, v3 validates (422).
+fn bad_type(dialect: Dialect, location: &str, field: &str) -> Resp {
+    match dialect {
+        Dialect::V2 => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+        Dialect::V3 => validation_error(
+            dialect,
+            vec![(
+                location,
+                field.into(),
+                "Input should be '电影' or '电视剧'",
+                "enum",
+            )],
+        ),
+    }
+}
+
+/// v2.5.6 knows only the Chinese values; v3 also takes `movie`/`tv`.
+fn parse_type(dialect: Dialect, value: &str) -> Option<MediaKind> {
+    match (dialect, value) {
+        (_, "电影") => Some(MediaKind::Movie),
+        (_, "电视剧") => Some(MediaKind::Tv),
+        (Dialect::V3, v) => MediaKind::from_wire(v),
+        (Dialect::V2, _) => None,
+    }
+}
+
+/// The TMDB id a media path names: v2 `tmdb:<id>`, v3 `<id>` plus the required
+/// `media_source=themoviedb`. `Ok(None)`: another source, which this TMDB-only catalogue lacks.
+fn media_id(dialect: Dialect, segment: &str, req: &Req) -> Result<Option<u64>, Early> {
+    match dialect {
+        Dialect::V2 => Ok(segment
+            .strip_prefix("tmdb:")
+            .and_then(|id| id.trim().parse().ok())),
+        Dialect::V3 => match req.param("media_source") {
+            None => Err(early(missing_param(dialect, "query", "media_source"))),
+            Some("themoviedb" | "tmdb") => Ok(segment.trim().parse().ok()),
+            Some(_) => Ok(None),
+        },
+    }
+}
+
+fn lenient_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Versions before v2.9 (v2.5.6 as measured, and v2.6 to v2.8 as seen on real servers) answer
+/// `/system/global` without `BACKEND_VERSION`.
+fn reports_backend_version(version: &str) -> bool {
+    let mut parts = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    let major = parts.next().flatten();
+    let minor = parts.next().flatten().unwrap_or(0);
+    match major {
+        Some(m) if m < 2 => false,
+        Some(2) => minor >= 9,
+        _ => true,
+    }
+}
+
+fn json_resp(status: StatusCode, body: &Value) -> Resp {
+    bytes_resp(status, serde_json::to_vec(body).unwrap_or_default())
+}
+
+/// A JSON answer already serialised.
+fn bytes_resp(status: StatusCode, body: impl Into<Bytes>) -> Resp {
+    let mut resp = http::Response::new(body.into());
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn text_resp(status: StatusCode, body: &str) -> Resp {
+    let mut resp = http::Response::new(Bytes::copy_from_slice(body.as_bytes()));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+/// `%Y-%m-%d %H:%M:%S`, as MoviePilot writes `date` (its local time; UTC here).
+fn local_time_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_the_real_shapes() {
+        for text in [
+            SUBSCRIBE_ROW,
+            SUBSCRIBE_EMPTY,
+            MEDIA_EMPTY,
+            TOKEN,
+            SERVARR_STATUS,
+        ] {
+            assert!(template(text).is_object());
+        }
+        let empty = template(SUBSCRIBE_EMPTY);
+        assert!(empty.as_object().unwrap().values().all(Value::is_null));
+        assert_eq!(
+            template(SUBSCRIBE_ROW).as_object().unwrap().len(),
+            empty.as_object().unwrap().len()
+        );
+    }
+
+    #[test]
+    fn only_versions_from_2_9_report_backend_version() {
+        assert!(!reports_backend_version("v2.5.6"));
+        assert!(!reports_backend_version("v1.9.19"));
+        assert!(!reports_backend_version("v2.8.9"));
+        assert!(reports_backend_version("v2.9.0"));
+        assert!(reports_backend_version("v2.14.0"));
+        assert!(reports_backend_version("v3.1.0"));
+        assert!(reports_backend_version("v4.0.0"));
+    }
+
+    #[test]
+    fn media_ids_are_percent_decoded() {
+        assert_eq!(percent_decode("tmdb%3A108545"), "tmdb:108545");
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+
+    #[test]
+    fn dates_look_like_moviepilots() {
+        let date = local_time_now();
+        assert_eq!(date.len(), 19, "{date}");
+        assert_eq!(&date[4..5], "-");
+        assert_eq!(&date[10..11], " ");
+    }
+}
