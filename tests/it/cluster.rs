@@ -5,10 +5,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimMedia, SimOptions};
 use oncebot_tools::sim::telegram::TelegramSim;
+use tokio_util::sync::CancellationToken;
 
 use crate::support::app::{app, free_port, run_oncebot};
 use crate::support::child::Oncebot;
@@ -267,13 +266,13 @@ struct Answered {
 
 /// Sends `/subscribe` updates on `lanes` parallel lanes until `stop`, each one again (as
 /// Telegram does after a 503) until it is answered 200. Returns how many it sent.
-async fn load(poster: Poster, lanes: u64, stop: Arc<AtomicBool>, seen: Arc<Answered>) -> u64 {
+async fn load(poster: Poster, lanes: u64, stop: CancellationToken, seen: Arc<Answered>) -> u64 {
     let mut tasks = Vec::new();
     for lane in 0..lanes {
         let (rig, stop, seen) = (poster.clone(), stop.clone(), seen.clone());
         tasks.push(tokio::spawn(async move {
             let mut n = lane;
-            while !stop.load(Ordering::Relaxed) && n < FILMS {
+            while !stop.is_cancelled() && n < FILMS {
                 let user = if lane % 2 == 0 { ALICE } else { BOB };
                 loop {
                     match rig.post(1000 + n as i64, user, &subscribe(n)).await {
@@ -319,8 +318,9 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
         ],
     );
     let mut bot = rig.start_pipeline(&env).await;
+    let pid = bot.pid();
 
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = CancellationToken::new();
     let seen = Arc::new(Answered::default());
     let loader = tokio::spawn(load(rig.poster(), 2, stop.clone(), seen.clone()));
     let answered = |n: usize| {
@@ -357,9 +357,10 @@ async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     rig.cluster.restart(replica).await;
     rig.ready_is(200, CLUSTER_DEADLINE).await;
     answered(stalled + 30).await;
-    stop.store(true, Ordering::Relaxed);
+    stop.cancel();
     loader.await.unwrap();
     assert!(bot.is_running(), "the process carried on");
+    assert_eq!(bot.pid(), pid);
     assert!(
         *seen.unavailable.lock().unwrap() > 0,
         "the failover was felt"

@@ -354,7 +354,7 @@ impl RedisSettings {
             ));
         }
         if self.cluster {
-            let nodes = crate::ledger::cluster_nodes(self.url.expose());
+            let nodes = cluster_nodes(self.url.expose());
             if nodes.is_empty()
                 || nodes
                     .iter()
@@ -710,6 +710,14 @@ impl MoviePilotSettings {
 /// core" counts.
 pub fn cpu_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
+pub fn cluster_nodes(url: &str) -> Vec<&str> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 /// The environment variable that sets `section.key`.

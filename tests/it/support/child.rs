@@ -37,6 +37,10 @@ impl Oncebot {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.0.pid().expect("the child is still running")
+    }
+
     /// Asks for a graceful shutdown, as `docker stop` or systemd would.
     pub fn sigterm(&self) {
         self.signal("TERM");

@@ -214,13 +214,7 @@ fn goes_home(cmd: &Cmd) -> bool {
     }
 }
 
-/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
-pub fn cluster_nodes(url: &str) -> Vec<&str> {
-    url.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .collect()
-}
+pub use crate::config::cluster_nodes;
 
 /// Where connections come from: one Redis's client, or the cluster's two clients (one with the
 /// command timeout for the shared connection, one without for blocking reads: redis-rs fixes

@@ -187,6 +187,7 @@ impl Ledger {
         retention: Duration,
     ) -> Result<Begin, LedgerError> {
         let call = self.reply_begin_call(reply, consumer, retention);
+        // Durable: a `sending` lost in a failover would send the message again.
         let mut conn = self.durable();
         let out: Vec<String> = call
             .send(&mut conn)

@@ -305,12 +305,6 @@ async fn releases_and_notes() {
     holds(&l.note_call(&attempt(), &[("grab_hash", "h".into())]), true);
 }
 
-#[tokio::test]
-async fn ready() {
-    let l = ledger();
-    holds(&super::scripts::ready_call(l.keys()), true);
-}
-
 /// The header reader itself: a description after ", " counts, a mention inside another's
 /// description does not override a line of its own.
 #[test]
@@ -325,4 +319,9 @@ fn the_header_reader_finds_every_position_once() {
     let (_, args) = header("reply_begin.lua");
     assert!(args[&6].starts_with("job id"), "{args:?}");
     assert!(args[&7].starts_with("kind"), "{args:?}");
+}
+
+#[tokio::test]
+async fn ready() {
+    holds(&scripts::ready_call(ledger().keys()), true);
 }

@@ -239,6 +239,12 @@ impl ScriptCall {
         }
     }
 
+    /// The command, for a pipeline (which then owns NOSCRIPT handling).
+    pub fn cmd(&self) -> &redis::Cmd {
+        debug_assert_eq!(self.keys_written, self.numkeys, "{}: keys", self.lua.file);
+        &self.cmd
+    }
+
     /// The script this calls (tests hold the names to its header).
     #[cfg(test)]
     pub fn file(&self) -> &'static str {
@@ -255,7 +261,7 @@ pub(crate) async fn load_all(conn: &mut impl ConnectionLike) -> redis::RedisResu
     Ok(())
 }
 
-/// ready.lua's call: a key of the deployment's slot.
+/// `ready.lua`'s call on a key of the deployment's slot.
 pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
     let mut call = ScriptCall::new(&READY, 1, 0, 64);
     call.key("job sequence", keys.job_seq());
@@ -263,9 +269,9 @@ pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
 }
 
 /// Whether the node that owns the deployment's slot has every script and runs them on its
-/// keys, in one round trip: SCRIPT EXISTS of every script, ready.lua on a key of the slot (a
-/// standalone connection to another node of a cluster meets MOVED: an error), and with `wait`
-/// a WAIT behind them (too few replicas: an error, as for an admission).
+/// keys, in one round trip: SCRIPT EXISTS of every script, EVALSHA of `ready.lua` on a key of
+/// the slot (a standalone connection to another node of a cluster meets MOVED: an error), and
+/// with `wait` a WAIT behind them (too few replicas: an error, as for an admission).
 pub(crate) async fn loaded(
     conn: &mut Conn,
     keys: &Keys,
@@ -276,9 +282,9 @@ pub(crate) async fn loaded(
     for (_, lua) in all() {
         exists.arg(lua.script.get_hash());
     }
+    let probe = ready_call(keys);
     let mut pipe = redis::pipe();
-    pipe.add_command(exists)
-        .add_command(ready_call(keys).cmd.clone());
+    pipe.add_command(exists).add_command(probe.cmd().clone());
     if let Some(wait) = wait {
         pipe.add_command(wait.cmd());
     }
