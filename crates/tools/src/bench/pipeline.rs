@@ -629,7 +629,7 @@ impl Pipeline {
         let secret = HeaderValue::from_str(&self.secret)?;
         let base = self.next_update_id;
         self.next_update_id += i64::try_from(timing.max_requests).unwrap_or(i64::MAX / 4);
-        let waiters: Arc<Mutex<HashMap<i64, oneshot::Sender<Instant>>>> = Arc::default();
+        let waiters: Waiters = Arc::default();
         let window = Window::start(timing);
         let cpu = cpu_during(&self.ledger, &window);
         let commands = {
@@ -650,96 +650,25 @@ impl Pipeline {
         let done = CancellationToken::new();
         // Taken before any caller starts: a reply that arrives before the watcher first runs
         // must still be matched.
-        let mut seen = self.tg.observe(|o| o.sent().len());
-        let watcher = {
-            let (waiters, done, tg) = (waiters.clone(), done.clone(), &self.tg);
-            async move {
-                while !done.is_cancelled() {
-                    let _ = tg
-                        .wait_for(Duration::from_millis(50), |o| o.sent().len() > seen)
-                        .await;
-                    let new: Vec<(i64, Instant)> = tg
-                        .observe(|o| o.sent()[seen..].iter().map(|m| (m.chat_id, m.at)).collect());
-                    seen += new.len();
-                    let mut waiting = waiters.lock().unwrap_or_else(|p| p.into_inner());
-                    for (chat, at) in new {
-                        if let Some(tx) = waiting.remove(&chat) {
-                            let _ = tx.send(at);
-                        }
-                    }
-                }
-            }
-        };
+        let seen = self.tg.observe(|o| o.sent().len());
+        let watcher = match_replies(&self.tg, seen, waiters.clone(), done.clone());
         let chats_each = CHATS / E2E_CALLERS as i64;
         let bodies: Arc<[E2eBody]> = TITLES.iter().map(|t| E2eBody::new(t)).collect();
         let mut callers = Vec::with_capacity(E2E_CALLERS);
         for c in 0..E2E_CALLERS as i64 {
             let (window, waiters, bodies) = (window.clone(), waiters.clone(), bodies.clone());
             let (host, secret) = (host.clone(), secret.clone());
-            let mut conn = Conn::open(addr).await?;
-            callers.push(tokio::spawn(async move {
-                let mut stats = CallerStats::new();
-                let mut k = 0i64;
-                while let Some(n) = window.next() {
-                    let chat = FIRST_CHAT + c + E2E_CALLERS as i64 * (k % chats_each);
-                    k += 1;
-                    let body = bodies[(n % bodies.len() as u64) as usize].render(
-                        chat,
-                        base + n as i64,
-                        1 + n as i64,
-                    );
-                    let mut req = Request::new(Full::new(Bytes::from(body)));
-                    *req.method_mut() = Method::POST;
-                    *req.uri_mut() = hyper::Uri::from_static("/telegram/webhook");
-                    let headers = req.headers_mut();
-                    headers.insert(HOST, host.clone());
-                    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-                    headers.insert(SECRET_HEADER, secret.clone());
-                    let (tx, rx) = oneshot::channel();
-                    waiters
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(chat, tx);
-                    let sent = Instant::now();
-                    let posted = conn.post(req).await;
-                    let accepted = matches!(posted, Ok(StatusCode::OK));
-                    let arrived = if accepted {
-                        tokio::time::timeout(Duration::from_secs(10), rx)
-                            .await
-                            .ok()
-                            .and_then(Result::ok)
-                    } else {
-                        None
-                    };
-                    match arrived {
-                        Some(at) => window.record_done(&mut stats, sent, at, true),
-                        None => {
-                            tracing::warn!(
-                                chat,
-                                update_id = base + n as i64,
-                                accepted,
-                                "an e2e update got no reply within 10 s"
-                            );
-                            waiters
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .remove(&chat);
-                            window.record(&mut stats, sent, false);
-                            if posted.is_err() {
-                                match Conn::open(addr).await {
-                                    Ok(fresh) => std::mem::replace(&mut conn, fresh).close().await,
-                                    Err(e) => {
-                                        tracing::warn!(error = %e, "an e2e caller cannot reconnect");
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                conn.close().await;
-                stats
-            }));
+            let conn = Conn::open(addr).await?;
+            let caller = E2eCaller {
+                first_chat: FIRST_CHAT + c,
+                chats_each,
+                base,
+                host,
+                secret,
+            };
+            callers.push(tokio::spawn(
+                caller.run(addr, conn, window, waiters, bodies),
+            ));
         }
         let run_callers = async {
             let mut out = Vec::with_capacity(callers.len());
@@ -769,6 +698,120 @@ impl Pipeline {
             None => None,
         };
         Ok((stats, cpu, commands, instructions))
+    }
+}
+
+/// Callers waiting for the reply to their chat's update, by chat id.
+type Waiters = Arc<Mutex<HashMap<i64, oneshot::Sender<Instant>>>>;
+
+/// Until `done`: hands each message the Bot API simulator got (from the `seen`-th on) to the
+/// caller waiting on its chat, with the instant it arrived.
+async fn match_replies(
+    tg: &TelegramSim,
+    mut seen: usize,
+    waiters: Waiters,
+    done: CancellationToken,
+) {
+    while !done.is_cancelled() {
+        let _ = tg
+            .wait_for(Duration::from_millis(50), |o| o.sent().len() > seen)
+            .await;
+        let new: Vec<(i64, Instant)> =
+            tg.observe(|o| o.sent()[seen..].iter().map(|m| (m.chat_id, m.at)).collect());
+        seen += new.len();
+        let mut waiting = waiters.lock().unwrap_or_else(|p| p.into_inner());
+        for (chat, at) in new {
+            if let Some(tx) = waiting.remove(&chat) {
+                let _ = tx.send(at);
+            }
+        }
+    }
+}
+
+/// One closed-loop e2e caller: its chats (every `E2E_CALLERS`-th from `first_chat`), the
+/// first update id of the run, and the headers of its webhook posts.
+struct E2eCaller {
+    first_chat: i64,
+    chats_each: i64,
+    base: i64,
+    host: HeaderValue,
+    secret: HeaderValue,
+}
+
+impl E2eCaller {
+    /// While the window lasts: posts an update, and times it until its reply reaches the Bot
+    /// API simulator (a post that failed, or no reply within 10 s, counts as an error).
+    async fn run(
+        self,
+        addr: std::net::SocketAddr,
+        mut conn: Conn,
+        window: Arc<Window>,
+        waiters: Waiters,
+        bodies: Arc<[E2eBody]>,
+    ) -> CallerStats {
+        let mut stats = CallerStats::new();
+        let mut k = 0i64;
+        while let Some(n) = window.next() {
+            let chat = self.first_chat + E2E_CALLERS as i64 * (k % self.chats_each);
+            k += 1;
+            let update_id = self.base + n as i64;
+            let body =
+                bodies[(n % bodies.len() as u64) as usize].render(chat, update_id, 1 + n as i64);
+            let (tx, rx) = oneshot::channel();
+            waiters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(chat, tx);
+            let sent = Instant::now();
+            let posted = conn.post(self.request(body)).await;
+            let accepted = matches!(posted, Ok(StatusCode::OK));
+            let arrived = if accepted {
+                tokio::time::timeout(Duration::from_secs(10), rx)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            } else {
+                None
+            };
+            if let Some(at) = arrived {
+                window.record_done(&mut stats, sent, at, true);
+                continue;
+            }
+            tracing::warn!(
+                chat,
+                update_id,
+                accepted,
+                "an e2e update got no reply within 10 s"
+            );
+            waiters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&chat);
+            window.record(&mut stats, sent, false);
+            if posted.is_err() {
+                match Conn::open(addr).await {
+                    Ok(fresh) => std::mem::replace(&mut conn, fresh).close().await,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "an e2e caller cannot reconnect");
+                        break;
+                    }
+                }
+            }
+        }
+        conn.close().await;
+        stats
+    }
+
+    /// The webhook post of one update, as Telegram sends it.
+    fn request(&self, body: String) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(Bytes::from(body)));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = hyper::Uri::from_static("/telegram/webhook");
+        let headers = req.headers_mut();
+        headers.insert(HOST, self.host.clone());
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(SECRET_HEADER, self.secret.clone());
+        req
     }
 }
 
