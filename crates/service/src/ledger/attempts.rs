@@ -305,11 +305,7 @@ impl Ledger {
         ttl: Duration,
     ) -> Result<bool, LedgerError> {
         let call = self.lock_media_call(tmdb_id, season, owner, ttl);
-        let mut conn = self.conn.clone();
-        let held: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("locking a media"))?;
+        let held: i64 = self.send(&call, "locking a media").await?;
         Ok(held == 1)
     }
 
@@ -336,11 +332,7 @@ impl Ledger {
         lasts: Duration,
     ) -> Result<bool, LedgerError> {
         let call = self.raise_notice_call(condition, text, lasts);
-        let mut conn = self.conn.clone();
-        let told: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("telling the admin chats"))?;
+        let told: i64 = self.send(&call, "telling the admin chats").await?;
         Ok(told == 1)
     }
 
@@ -369,11 +361,7 @@ impl Ledger {
     /// notice.lua: `condition` is over; its next occurrence is told again. True if it was on.
     pub async fn clear_notice(&self, condition: &str) -> Result<bool, LedgerError> {
         let call = self.clear_notice_call(condition);
-        let mut conn = self.conn.clone();
-        let cleared: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("ending an admin notice"))?;
+        let cleared: i64 = self.send(&call, "ending an admin notice").await?;
         Ok(cleared == 1)
     }
 
@@ -394,11 +382,7 @@ impl Ledger {
         owner: &str,
     ) -> Result<(), LedgerError> {
         let call = self.unlock_media_call(tmdb_id, season, owner);
-        let mut conn = self.conn.clone();
-        let _: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("unlocking a media"))?;
+        let _: i64 = self.send(&call, "unlocking a media").await?;
         Ok(())
     }
 
@@ -518,11 +502,7 @@ impl Ledger {
     ) -> Result<Vec<Vec<String>>, LedgerError> {
         // Durable: a claim (the attempt counted) and an outcome must survive a failover before
         // the worker acts on them (`Ledger::durable`).
-        let mut conn = self.durable();
-        let answers: Vec<Vec<String>> = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis(doing))?;
+        let answers: Vec<Vec<String>> = self.send_durable(call, doing).await?;
         if answers.len() != items {
             return Err(LedgerError::Corrupt {
                 doing,
@@ -542,10 +522,7 @@ impl Ledger {
             return Ok(Vec::new());
         }
         let call = self.extend_call(consumer, running);
-        let mut conn = self.conn.clone();
-        call.send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("renewing leases"))
+        self.send(&call, "renewing leases").await
     }
 
     pub(super) fn extend_call(&self, consumer: &str, running: &[Attempt]) -> ScriptCall {
@@ -569,10 +546,7 @@ impl Ledger {
     /// promote.lua: due retries back on the jobs stream; returns how many.
     pub async fn promote_due(&self, limit: u32) -> Result<u64, LedgerError> {
         let call = self.promote_due_call(limit);
-        let mut conn = self.conn.clone();
-        call.send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("promoting due retries"))
+        self.send(&call, "promoting due retries").await
     }
 
     pub(super) fn promote_due_call(&self, limit: u32) -> ScriptCall {
@@ -596,11 +570,7 @@ impl Ledger {
         retention: Duration,
     ) -> Result<Resolved, LedgerError> {
         let call = self.resolve_call(job_id, decision, note, reply, retention);
-        let mut conn = self.durable();
-        let out: Vec<String> = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("resolving a job"))?;
+        let out: Vec<String> = self.send_durable(&call, "resolving a job").await?;
         let state = out.get(1).and_then(|s| s.parse::<JobState>().ok());
         match (
             out.first().map(String::as_str),

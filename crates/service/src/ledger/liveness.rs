@@ -45,11 +45,7 @@ impl Ledger {
     /// liveness.lua `beat`: `consumer` is alive for `ttl` more, and listed for the reapers.
     pub async fn beat(&self, role: Role, consumer: &str, ttl: Duration) -> Result<(), LedgerError> {
         let call = self.beat_call(role, consumer, ttl);
-        let mut conn = self.conn.clone();
-        let _: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("renewing the liveness key"))?;
+        let _: i64 = self.send(&call, "renewing the liveness key").await?;
         Ok(())
     }
 
@@ -92,10 +88,7 @@ impl Ledger {
     /// others, and it is removed from the group if nothing is. Returns the entries left.
     pub async fn retire(&self, role: Role, consumer: &str) -> Result<u64, LedgerError> {
         let call = self.retire_call(role, consumer);
-        let mut conn = self.conn.clone();
-        call.send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("retiring a consumer"))
+        self.send(&call, "retiring a consumer").await
     }
 
     pub(super) fn retire_call(&self, role: Role, consumer: &str) -> ScriptCall {
@@ -122,11 +115,7 @@ impl Ledger {
         forget_after: Duration,
     ) -> Result<Reaped, LedgerError> {
         let call = self.reap_call(role, consumer, count, forget_after);
-        let mut conn = self.conn.clone();
-        let answer: Vec<redis::Value> = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("taking dead consumers' entries"))?;
+        let answer: Vec<redis::Value> = self.send(&call, "taking dead consumers' entries").await?;
         let corrupt = |detail: String| LedgerError::Corrupt {
             doing: "taking dead consumers' entries",
             detail,

@@ -352,6 +352,28 @@ impl Ledger {
         conn::Durable::new(self.conn.clone(), self.wait)
     }
 
+    /// Sends a script call on the shared connection; `doing` says what failed.
+    pub(super) async fn send<T: redis::FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+        doing: &'static str,
+    ) -> Result<T, LedgerError> {
+        call.send(&mut self.conn.clone())
+            .await
+            .map_err(LedgerError::redis(doing))
+    }
+
+    /// The same on the durable connection (`Ledger::durable`: WAIT for the replicas asked for).
+    pub(super) async fn send_durable<T: redis::FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+        doing: &'static str,
+    ) -> Result<T, LedgerError> {
+        call.send(&mut self.durable())
+            .await
+            .map_err(LedgerError::redis(doing))
+    }
+
     /// Loads the scripts and creates the consumer groups; safe to call on every start.
     pub async fn prepare(&self) -> Result<(), LedgerError> {
         let mut conn = self.conn.clone();
@@ -399,11 +421,8 @@ impl Ledger {
     /// the job's creation (or the reply) happen in one atomic step.
     pub async fn admit(&self, a: &Admission) -> Result<Admitted, LedgerError> {
         let call = self.admit_call(a);
-        let mut conn = self.durable();
-        let (outcome, job, state): (String, String, String) = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("admitting an update"))?;
+        let (outcome, job, state): (String, String, String) =
+            self.send_durable(&call, "admitting an update").await?;
         admitted_from(&outcome, &job, &state)
     }
 

@@ -46,11 +46,7 @@ impl Ledger {
         releases: &[Value],
     ) -> Result<(), LedgerError> {
         let call = self.store_releases_call(job_id, ttl, text, markup, media_info, releases);
-        let mut conn = self.conn.clone();
-        let _: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("storing a release list"))?;
+        let _: i64 = self.send(&call, "storing a release list").await?;
         Ok(())
     }
 
@@ -123,11 +119,7 @@ impl Ledger {
         fields: &[(&str, String)],
     ) -> Result<bool, LedgerError> {
         let call = self.note_call(attempt, fields);
-        let mut conn = self.conn.clone();
-        let written: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("noting a download's intent"))?;
+        let written: i64 = self.send(&call, "noting a download's intent").await?;
         Ok(written == 1)
     }
 

@@ -145,10 +145,7 @@ impl Ledger {
             return Ok(Vec::new());
         }
         let call = self.renew_lane_call(lane, consumer, entries);
-        let mut conn = self.conn.clone();
-        call.send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("renewing reply leases"))
+        self.send(&call, "renewing reply leases").await
     }
 
     pub(super) fn renew_lane_call(
@@ -174,11 +171,7 @@ impl Ledger {
     ) -> Result<Begin, LedgerError> {
         let call = self.reply_begin_call(reply, consumer, retention);
         // Durable: a `sending` lost in a failover would send the message again.
-        let mut conn = self.durable();
-        let out: Vec<String> = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("recording a send"))?;
+        let out: Vec<String> = self.send_durable(&call, "recording a send").await?;
         match out.first().map(String::as_str) {
             Some("send") => Ok(Begin::Send {
                 attempts: out.get(1).and_then(|a| a.parse().ok()).unwrap_or(1),
@@ -228,11 +221,9 @@ impl Ledger {
         retention: Duration,
     ) -> Result<(), LedgerError> {
         let call = self.reply_end_call(reply, &sent, retention);
-        let mut conn = self.durable();
-        let _: Vec<String> = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("recording a reply's outcome"))?;
+        let _: Vec<String> = self
+            .send_durable(&call, "recording a reply's outcome")
+            .await?;
         Ok(())
     }
 
@@ -297,11 +288,7 @@ impl Ledger {
         text: &str,
     ) -> Result<bool, LedgerError> {
         let call = self.queue_progress_call(job_id, attempt, text);
-        let mut conn = self.conn.clone();
-        let queued: i64 = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("queueing a progress message"))?;
+        let queued: i64 = self.send(&call, "queueing a progress message").await?;
         Ok(queued == 1)
     }
 

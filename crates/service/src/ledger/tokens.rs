@@ -437,11 +437,8 @@ impl Ledger {
     pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {
         let call = self.tap_call(tap);
         // Durable, as an admission: the webhook answers 200 only once replicas have the tap.
-        let mut conn = self.durable();
-        let (outcome, job, state): (String, String, String) = call
-            .send(&mut conn)
-            .await
-            .map_err(LedgerError::redis("recording a button tap"))?;
+        let (outcome, job, state): (String, String, String) =
+            self.send_durable(&call, "recording a button tap").await?;
         let corrupt = |detail: String| LedgerError::Corrupt {
             doing: "recording a button tap",
             detail,
