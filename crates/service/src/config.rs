@@ -589,9 +589,14 @@ impl TelegramSettings {
 }
 
 impl HttpSettings {
+    /// The parsed `http.listen`.
+    pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
+        self.listen.parse()
+    }
+
     /// For the roles that take updates: the listener.
     fn validate(&self) -> Result<(), SettingError> {
-        if self.listen.parse::<SocketAddr>().is_err() {
+        if self.listen_addr().is_err() {
             return Err(SettingError::new(
                 "http.listen",
                 format!("is {:?}, not an address", self.listen),
@@ -889,7 +894,7 @@ impl Settings {
 
     /// The parsed `http.listen`.
     pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
-        self.http.listen.parse()
+        self.http.listen_addr()
     }
 
     /// The operator page's own address: `None` when it shares `http.listen`.

@@ -260,7 +260,7 @@ impl Ledger {
             .arg("retention", limits.retention.as_secs());
         for (job_id, entry) in delivered {
             // Only the script knows whether it holds the job; the buttons are ready in case.
-            call.args([entry.clone(), self.review.for_job(*job_id)]);
+            call.args([entry.as_str(), self.review.for_job(*job_id).as_str()]);
         }
         call
     }

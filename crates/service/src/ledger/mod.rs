@@ -34,8 +34,8 @@ pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
-use scripts::ScriptCall;
 pub use scripts::hashes as script_hashes;
+use scripts::{OrEmpty, ScriptCall};
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
 /// A Redis failure, said with what oncebot was doing.
@@ -508,10 +508,7 @@ impl Ledger {
             .arg("update retention", self.update_retention_secs)
             .arg("chat_id", a.chat_id)
             .arg("user_id", a.user_id)
-            .arg(
-                "message_id",
-                a.message_id.map(|m| m.to_string()).unwrap_or_default(),
-            )
+            .arg("message_id", OrEmpty(a.message_id))
             .arg("command", command)
             .arg("arguments", args)
             .arg("idempotency key", &idem)

@@ -7,7 +7,7 @@ use std::time::Duration;
 use redis::streams::StreamId;
 
 use super::reader::LaneEntry;
-use super::scripts::ScriptCall;
+use super::scripts::{OrEmpty, ScriptCall};
 use super::{Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::ReplyKind;
 
@@ -204,10 +204,7 @@ impl Ledger {
             .arg("consumer name", consumer)
             .arg("retention of the reply HASH", retention.as_secs())
             .arg("chat id", reply.chat_id)
-            .arg(
-                "job id",
-                reply.job_id.map(|j| j.to_string()).unwrap_or_default(),
-            )
+            .arg("job id", OrEmpty(reply.job_id))
             .arg("kind", &reply.kind);
         call
     }
@@ -247,10 +244,7 @@ impl Ledger {
             .arg("state", state)
             .arg("Telegram's message_id", message_id)
             .arg("error", error)
-            .arg(
-                "job id",
-                reply.job_id.map(|j| j.to_string()).unwrap_or_default(),
-            )
+            .arg("job id", OrEmpty(reply.job_id))
             .arg("\"progress\" if", if progress { "progress" } else { "" })
             .arg("retention of a reply HASH", retention.as_secs());
         call

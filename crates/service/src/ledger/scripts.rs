@@ -156,6 +156,19 @@ pub(crate) struct ScriptCall {
     pub named: Named,
 }
 
+/// An optional number as one argument: the number, or "" for none (`Option`'s own
+/// `ToRedisArgs` writes no argument at all for `None`, which would shift every later one).
+pub(crate) struct OrEmpty<T>(pub Option<T>);
+
+impl<T: redis::ToRedisArgs> redis::ToRedisArgs for OrEmpty<T> {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        match &self.0 {
+            Some(value) => value.write_redis_args(out),
+            None => "".write_redis_args(out),
+        }
+    }
+}
+
 /// The names a call gave its fixed keys and arguments, in order (tests only).
 #[cfg(test)]
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -310,4 +323,17 @@ pub(crate) async fn loaded(
         wait.check(acks.extract_error()?)?;
     }
     Ok(probed && present.into_iter().all(|p| p))
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::ToRedisArgs as _;
+
+    use super::OrEmpty;
+
+    #[test]
+    fn an_optional_number_is_always_one_argument() {
+        assert_eq!(OrEmpty(Some(-42i64)).to_redis_args(), vec![b"-42".to_vec()]);
+        assert_eq!(OrEmpty::<u64>(None).to_redis_args(), vec![Vec::<u8>::new()]);
+    }
 }

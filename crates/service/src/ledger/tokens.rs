@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::scripts::ScriptCall;
+use super::scripts::{OrEmpty, ScriptCall};
 use super::{JobState, Ledger, LedgerError, Resolution, keys, scripts};
 use crate::commands::{self, Command};
 use crate::i18n::Texts;
@@ -397,7 +397,6 @@ impl Ledger {
             Some(t) => ("token", t.as_str()),
             None => ("unknown", "-"),
         };
-        let chat = tap.chat_id.map(|c| c.to_string()).unwrap_or_default();
         let mut call = ScriptCall::new(&scripts::TAP, 12, 15, 512 + self.tap_texts.len());
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
@@ -416,11 +415,8 @@ impl Ledger {
             .arg("update retention", self.update_retention_secs)
             .arg("callback_query_id", &tap.callback_query_id)
             .arg("id of the user who tapped", tap.user_id)
-            .arg("id of the chat", chat)
-            .arg(
-                "id of the button's message",
-                tap.message_id.map(|m| m.to_string()).unwrap_or_default(),
-            )
+            .arg("id of the chat", OrEmpty(tap.chat_id))
+            .arg("id of the button's message", OrEmpty(tap.message_id))
             .arg("\"1\" if the user", if tap.allowed { "1" } else { "0" })
             .arg("chat index length", self.chat_index_len)
             .arg("jobs index length", self.jobs_index_len)

@@ -928,15 +928,8 @@ fn media_search(state: &State, req: &Req) -> Resp {
         return missing_param(dialect, "query", "title");
     };
     let kind = req.param("type").unwrap_or("media");
-    let page = req
-        .param("page")
-        .and_then(|p| p.parse::<usize>().ok())
-        .unwrap_or(1)
-        .max(1);
-    let count = req
-        .param("count")
-        .and_then(|c| c.parse::<usize>().ok())
-        .unwrap_or(8);
+    let page = number_param(req, "page", 1).max(1);
+    let count = number_param(req, "count", 8);
     let needle = title.trim().to_lowercase();
     let mut data = state.data();
     let key = (dialect == Dialect::V2, needle.clone(), page, count);
@@ -1004,16 +997,8 @@ fn sub_list(state: &State, req: &Req) -> Resp {
     let paged =
         dialect == Dialect::V3 && (req.param("page").is_some() || req.param("count").is_some());
     if paged {
-        let page = req
-            .param("page")
-            .and_then(|p| p.parse::<usize>().ok())
-            .unwrap_or(1)
-            .max(1);
-        let count = req
-            .param("count")
-            .and_then(|c| c.parse::<usize>().ok())
-            .unwrap_or(50)
-            .clamp(1, 200);
+        let page = number_param(req, "page", 1).max(1);
+        let count = number_param(req, "count", 50).clamp(1, 200);
         rows = rows
             .into_iter()
             .skip((page - 1) * count)
@@ -1056,8 +1041,9 @@ fn sub_by_media(state: &State, mediaid: &str, req: &Req) -> Resp {
 /// `GET /api/v1/subscribe/{id}`: v2 answers a missing id with a 500, as the real server does.
 fn sub_get(state: &State, id: &str) -> Resp {
     let dialect = state.opts.dialect;
-    let Ok(id) = id.parse::<u64>() else {
-        return bad_int(dialect, "path", "subscribe_id");
+    let id = match subscribe_id(dialect, id) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
     };
     let data = state.data();
     match (data.subs.get(&id), dialect) {
@@ -1073,8 +1059,9 @@ fn sub_get(state: &State, id: &str) -> Resp {
 /// `DELETE /api/v1/subscribe/{id}`.
 fn sub_delete(state: &State, id: &str) -> Resp {
     let dialect = state.opts.dialect;
-    let Ok(id) = id.parse::<u64>() else {
-        return bad_int(dialect, "path", "subscribe_id");
+    let id = match subscribe_id(dialect, id) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
     };
     let removed = state.data().subs.remove(&id).is_some();
     match (dialect, removed) {
@@ -1094,8 +1081,9 @@ fn sub_delete(state: &State, id: &str) -> Resp {
 /// asks for.
 fn sub_search(state: &State, id: &str) -> Resp {
     let dialect = state.opts.dialect;
-    let Ok(id) = id.parse::<u64>() else {
-        return bad_int(dialect, "path", "subscribe_id");
+    let id = match subscribe_id(dialect, id) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
     };
     let mut data = state.data();
     let known = data.subs.contains_key(&id);
@@ -1546,6 +1534,21 @@ fn missing_param(dialect: Dialect, location: &str, field: &str) -> Resp {
             "value_error.missing",
         )],
     )
+}
+
+/// The `subscribe_id` of a path, or the validation error MoviePilot answers for one that is not
+/// a number.
+fn subscribe_id(dialect: Dialect, id: &str) -> Result<u64, Early> {
+    id.parse::<u64>()
+        .map_err(|_| Box::new(bad_int(dialect, "path", "subscribe_id")))
+}
+
+/// A numeric query parameter; `default` when it is missing or not a number (as MoviePilot's
+/// paging falls back to its defaults).
+fn number_param(req: &Req, name: &str, default: usize) -> usize {
+    req.param(name)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn bad_int(dialect: Dialect, location: &str, field: &str) -> Resp {
