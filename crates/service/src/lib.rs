@@ -10,7 +10,8 @@
 //! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
-//! - `i18n`: every text a user reads.
+//! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
+//!   reads them.
 //! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
 //! - `app`: roles, start-up and graceful shutdown.
 
@@ -32,5 +33,6 @@ pub mod moviepilot;
 pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;
+pub mod untrusted;
 pub mod vocabulary;
 pub mod worker;
