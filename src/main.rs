@@ -28,7 +28,8 @@ struct Cli {
 enum Cmd {
     /// Run the bot: every role in this process, or the ones given with --role.
     Serve {
-        /// Run only this role (repeatable): ingress, worker, dispatcher.
+        /// Run only this role (repeatable): ingress, worker, dispatcher, notify (the relay of
+        /// MoviePilot's notifications; needs notify.enabled).
         #[arg(long = "role", value_enum)]
         roles: Vec<Role>,
         /// Take updates with getUpdates (long polling) instead of the webhook.

@@ -17,6 +17,7 @@ use crate::dispatch::Dispatcher;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
 use crate::moviepilot::{MoviePilot, Unreachable};
+use crate::notify::Relay;
 use crate::shutdown::{Signals, sleep_or_stop};
 use crate::telegram::api::BotApi;
 use crate::worker::Worker;
@@ -30,6 +31,8 @@ pub enum Role {
     Worker,
     /// Delivers replies to Telegram.
     Dispatcher,
+    /// Relays MoviePilot's notifications (needs notify.enabled).
+    Notify,
 }
 
 /// What `oncebot serve` was asked to run.
@@ -46,8 +49,14 @@ impl ServeOptions {
         self.roles.is_empty() || self.roles.contains(&role)
     }
 
-    /// The settings these roles need.
-    pub fn needs(&self) -> Needs {
+    /// Whether the relay runs: asked for (or every role), and `notify.enabled`.
+    fn runs_notify(&self, settings: &Settings) -> bool {
+        settings.notify.enabled && self.runs(Role::Notify)
+    }
+
+    /// The settings these roles need (`notify_enabled`: `notify.enabled`, without which a plain
+    /// `serve` does not relay).
+    pub fn needs(&self, notify_enabled: bool) -> Needs {
         let ingress = self.runs(Role::Ingress);
         Needs {
             ingress,
@@ -55,6 +64,7 @@ impl ServeOptions {
             bot_api: (ingress && self.poll) || self.runs(Role::Dispatcher),
             moviepilot: self.runs(Role::Worker),
             dispatcher: self.runs(Role::Dispatcher),
+            notify: notify_enabled && self.runs(Role::Notify),
         }
     }
 }
@@ -84,7 +94,18 @@ impl Running {
 
 /// Validates the settings for the chosen roles and starts them.
 pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Running> {
-    settings.validate(opts.needs())?;
+    if opts.roles.contains(&Role::Notify) && !settings.notify.enabled {
+        return Err(crate::config::SettingError {
+            key: "notify.enabled",
+            problem: "is false, but --role notify was asked for".into(),
+            fix: format!(
+                "set {}=true to relay MoviePilot's notifications",
+                crate::config::env_name("notify.enabled")
+            ),
+        }
+        .into());
+    }
+    settings.validate(opts.needs(settings.notify.enabled))?;
     let ledger = Ledger::connect(&settings)?;
     match tokio::time::timeout(Duration::from_secs(5), ledger.prepare()).await {
         Ok(Ok(())) => {}
@@ -111,6 +132,10 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         secret: settings.telegram.webhook_secret.clone(),
         max_body_bytes: settings.http.max_body_bytes,
     });
+    // The wake-up path answers on every process whose deployment relays (the relay polls
+    // through Redis, whichever process got the call).
+    let wake = (settings.notify.enabled && !settings.notify.webhook_secret.is_empty())
+        .then(|| settings.notify.webhook_secret.clone());
     // The operator's page: on its own address when admin.listen is set, else next to the
     // webhook; nowhere without a password.
     let admin = AdminWeb::from_settings(&settings, ledger.clone());
@@ -141,6 +166,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         hook,
         runs_ingress,
         shared_admin,
+        wake,
         async move { stop.cancelled().await },
     );
     tasks.push(tokio::spawn(async move {
@@ -173,6 +199,9 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
         let dispatcher = Dispatcher::new(&settings, ledger.clone(), api);
         tasks.push(tokio::spawn(dispatcher.run(shutdown.clone())));
+    }
+    if opts.runs_notify(&settings) {
+        tasks.push(start_relay(&settings, ledger.clone(), shutdown.clone()).await?);
     }
 
     let stop = shutdown.clone();
@@ -209,43 +238,74 @@ async fn start_worker(
     ledger: Ledger,
     shutdown: CancellationToken,
 ) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
-    let first = MoviePilot::connect(&settings.moviepilot).await;
-    let first = match first {
-        Ok(mp) => Some(mp),
-        Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
-            tracing::warn!(error = %e, "MoviePilot is not reachable yet; jobs wait until it is");
-            None
-        }
-        Err(e) => return Err(e),
-    };
+    let first = first_connect(settings, "jobs wait until it is").await?;
     let settings = settings.clone();
     Ok(tokio::spawn(async move {
-        let mp = match first {
-            Some(mp) => mp,
-            None => {
-                let mut backoff = Backoff::new(backoff::MOVIEPILOT_CONNECT);
-                let mut wait = backoff.next_delay();
-                loop {
-                    if sleep_or_stop(wait, &shutdown).await {
-                        return Ok(());
-                    }
-                    match MoviePilot::connect(&settings.moviepilot).await {
-                        Ok(mp) => break mp,
-                        Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
-                            wait = backoff.next_delay();
-                            tracing::warn!(error = %e, retry_in = ?wait, "MoviePilot still unreachable");
-                        }
-                        Err(e) => {
-                            shutdown.cancel();
-                            return Err(e);
-                        }
-                    }
-                }
-            }
+        let Some(mp) = connect_eventually(&settings, first, &shutdown).await? else {
+            return Ok(());
         };
         tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
         Worker::new(&settings, ledger, mp).run(shutdown).await
     }))
+}
+
+/// Connects to MoviePilot and runs the notification relay, as [`start_worker`] does.
+async fn start_relay(
+    settings: &Settings,
+    ledger: Ledger,
+    shutdown: CancellationToken,
+) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
+    let first = first_connect(settings, "notifications are relayed once it is").await?;
+    let settings = settings.clone();
+    Ok(tokio::spawn(async move {
+        let Some(mp) = connect_eventually(&settings, first, &shutdown).await? else {
+            return Ok(());
+        };
+        Relay::new(&settings, ledger, mp)?.run(shutdown).await
+    }))
+}
+
+/// The first connection, at start-up: `None` when MoviePilot is not reachable yet (`meanwhile`
+/// says what waits), an error for a setting it refuses.
+async fn first_connect(settings: &Settings, meanwhile: &str) -> anyhow::Result<Option<MoviePilot>> {
+    match MoviePilot::connect(&settings.moviepilot).await {
+        Ok(mp) => Ok(Some(mp)),
+        Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
+            tracing::warn!(error = %e, "MoviePilot is not reachable yet; {meanwhile}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `first`, or connections tried with backoff until one works; `None` when stopped first. A
+/// setting MoviePilot refuses meanwhile stops the process.
+async fn connect_eventually(
+    settings: &Settings,
+    first: Option<MoviePilot>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<MoviePilot>> {
+    if let Some(mp) = first {
+        return Ok(Some(mp));
+    }
+    let mut backoff = Backoff::new(backoff::MOVIEPILOT_CONNECT);
+    let mut wait = backoff.next_delay();
+    loop {
+        if sleep_or_stop(wait, shutdown).await {
+            return Ok(None);
+        }
+        match MoviePilot::connect(&settings.moviepilot).await {
+            Ok(mp) => return Ok(Some(mp)),
+            Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
+                wait = backoff.next_delay();
+                tracing::warn!(error = %e, retry_in = ?wait, "MoviePilot still unreachable");
+            }
+            Err(e) => {
+                shutdown.cancel();
+                return Err(e);
+            }
+        }
+    }
 }
 
 /// Runs until SIGTERM or SIGINT, then shuts down gracefully.

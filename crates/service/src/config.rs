@@ -11,6 +11,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::vocabulary::NotificationType;
+
 /// The defaults, documented key by key; the same file is committed as `config/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
 
@@ -30,6 +32,7 @@ pub struct Settings {
     pub dispatcher: DispatcherSettings,
     pub commands: CommandSettings,
     pub moviepilot: MoviePilotSettings,
+    pub notify: NotifySettings,
     pub log: LogSettings,
     pub runtime: RuntimeSettings,
 }
@@ -248,6 +251,153 @@ pub struct MoviePilotSettings {
     /// After an interrupted add, how long from that attempt's start to wait for MoviePilot to
     /// finish the request (and write its history row) before the add is sent again.
     pub download_settle_secs: u64,
+}
+
+/// The relay of MoviePilot's notifications (see `notify`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifySettings {
+    pub enabled: bool,
+    /// Chats for every type without a route; empty: `telegram.admin_chats`.
+    #[serde(deserialize_with = "user_list")]
+    pub chats: Vec<i64>,
+    /// `type=chat[,chat];...`, kept as written and read by [`NotifySettings::parsed_routes`], so
+    /// a mistake is reported with the key, its variable and the fix.
+    pub routes: String,
+    pub poll_interval_secs: u64,
+    pub max_pages: u32,
+    pub backfill: u32,
+    pub duplicate_window_secs: u64,
+    /// In the wake-up path; a secret because anyone who knows it can make the relay poll.
+    pub webhook_secret: Secret,
+    /// How often the polling process renews its lease.
+    pub heartbeat_interval_ms: u64,
+    /// The lease's expiry: how soon another process takes over when the poller dies.
+    pub liveness_ttl_ms: u64,
+}
+
+/// Most pages one poll may read (`notify.max_pages`).
+pub const NOTIFY_MAX_PAGES: u32 = 200;
+
+impl NotifySettings {
+    /// `notify.routes` as (type, chats) pairs, in the order written; a type named twice takes
+    /// the chats of both.
+    pub fn parsed_routes(&self) -> Result<Vec<(NotificationType, Vec<i64>)>, SettingError> {
+        let bad = |problem: String| {
+            SettingError::new(
+                "notify.routes",
+                problem,
+                format!(
+                    "set {} to type=chat[,chat];... with a type such as 整理入库 or Organize, e.g. \
+                     \"整理入库=-1001234567890;SiteMessage=123\"",
+                    env_name("notify.routes")
+                ),
+            )
+        };
+        let mut routes: Vec<(NotificationType, Vec<i64>)> = Vec::new();
+        for part in self
+            .routes
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let Some((kind, chats)) = part.split_once('=') else {
+                return Err(bad(format!("has {part:?} without '='")));
+            };
+            let Some(kind) = NotificationType::parse(kind) else {
+                return Err(bad(format!(
+                    "names {:?}, which is not a MoviePilot notification type",
+                    kind.trim()
+                )));
+            };
+            let mut ids = Vec::new();
+            for chat in chats.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                let id = chat.parse::<i64>().map_err(|_| {
+                    bad(format!(
+                        "has {chat:?} for {}, not a chat id (a number)",
+                        kind.value()
+                    ))
+                })?;
+                ids.push(id);
+            }
+            if ids.is_empty() {
+                return Err(bad(format!("routes {} to no chat", kind.value())));
+            }
+            match routes.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, known)) => known.extend(ids),
+                None => routes.push((kind, ids)),
+            }
+        }
+        Ok(routes)
+    }
+
+    /// When the relay runs: routes that parse, a poll interval, a page limit, a lease that one
+    /// slow heartbeat cannot outlive, a wake-up secret Telegram-style.
+    fn validate(&self, command_timeout_ms: u64) -> Result<(), SettingError> {
+        self.parsed_routes()?;
+        nonzero(
+            &[("notify.poll_interval_secs", self.poll_interval_secs)],
+            ", which would ask MoviePilot without pause",
+            "at least 1 (default 15)",
+        )?;
+        if !(1..=NOTIFY_MAX_PAGES).contains(&self.max_pages) {
+            return Err(SettingError::new(
+                "notify.max_pages",
+                format!("is {}, not 1 to {NOTIFY_MAX_PAGES}", self.max_pages),
+                format!(
+                    "set {} to how many pages of 50 rows one poll may read (default 10)",
+                    env_name("notify.max_pages")
+                ),
+            ));
+        }
+        let secret = self.webhook_secret.expose();
+        if !secret.is_empty()
+            && (secret.len() > 256
+                || !secret
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            return Err(SettingError::new(
+                "notify.webhook_secret",
+                "is not 1-256 characters of A-Z a-z 0-9 _ -",
+                format!(
+                    "set {} to a random string such as the output of `openssl rand -hex 32`, or \
+                     leave it empty to turn the wake-up endpoint off",
+                    env_name("notify.webhook_secret")
+                ),
+            ));
+        }
+        if self.heartbeat_interval_ms < 50 {
+            return Err(SettingError::new(
+                "notify.heartbeat_interval_ms",
+                format!(
+                    "is {}, more often than Redis should be asked",
+                    self.heartbeat_interval_ms
+                ),
+                format!(
+                    "set {} to at least 50 (default 1000)",
+                    env_name("notify.heartbeat_interval_ms")
+                ),
+            ));
+        }
+        let least = self.heartbeat_interval_ms + command_timeout_ms;
+        if self.liveness_ttl_ms <= least {
+            return Err(SettingError::new(
+                "notify.liveness_ttl_ms",
+                format!(
+                    "is {}, not more than notify.heartbeat_interval_ms + \
+                     redis.command_timeout_ms ({least}), so one slow renewal would hand the \
+                     poll to a second process",
+                    self.liveness_ttl_ms
+                ),
+                format!(
+                    "set {} above {least} (default 3500)",
+                    env_name("notify.liveness_ttl_ms")
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -743,6 +893,8 @@ pub struct Needs {
     pub moviepilot: bool,
     /// Sends replies (the dispatcher): its liveness must outlast a slow Redis call.
     pub dispatcher: bool,
+    /// Relays MoviePilot's notifications: needs MoviePilot and the `notify` settings.
+    pub notify: bool,
 }
 
 impl Settings {
@@ -835,11 +987,34 @@ impl Settings {
             self.telegram.validate_updates()?;
             self.http.validate()?;
         }
-        if needs.moviepilot {
+        if needs.moviepilot || needs.notify {
             self.moviepilot.validate()?;
+        }
+        if needs.notify {
+            self.notify.validate(self.redis.command_timeout_ms)?;
+            self.validate_notify_targets()?;
         }
         self.admin.validate()?;
         self.validate_liveness(needs)
+    }
+
+    /// The relay must have somewhere to send: a default, the admin chats, or a route.
+    fn validate_notify_targets(&self) -> Result<(), SettingError> {
+        let n = &self.notify;
+        if n.chats.is_empty() && self.telegram.admin_chats.is_empty() && n.routes.trim().is_empty()
+        {
+            return Err(SettingError::new(
+                "notify.chats",
+                "is empty, and so are telegram.admin_chats and notify.routes: every notification \
+                 would go nowhere",
+                format!(
+                    "set {} (or {}) to the chats that get MoviePilot's notifications, e.g. 123456789",
+                    env_name("notify.chats"),
+                    env_name("telegram.admin_chats")
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The liveness of the consumer roles that run: an expiry that one slow heartbeat could
@@ -997,6 +1172,7 @@ mod tests {
         bot_api: true,
         moviepilot: false,
         dispatcher: true,
+        notify: false,
     };
 
     const WORKER: Needs = Needs {
@@ -1005,7 +1181,102 @@ mod tests {
         bot_api: false,
         moviepilot: true,
         dispatcher: false,
+        notify: false,
     };
+
+    const NOTIFY: Needs = Needs {
+        ingress: false,
+        webhook: false,
+        bot_api: false,
+        moviepilot: false,
+        dispatcher: false,
+        notify: true,
+    };
+
+    fn notify_env() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("ONCEBOT__MOVIEPILOT__URL", "http://127.0.0.1:3001"),
+            ("ONCEBOT__MOVIEPILOT__API_KEY", "k"),
+            ("ONCEBOT__NOTIFY__ENABLED", "true"),
+            ("ONCEBOT__TELEGRAM__ADMIN_CHATS", "42"),
+        ]
+    }
+
+    #[test]
+    fn notify_defaults_are_the_issues() {
+        let s = load(&[]).unwrap();
+        assert!(!s.notify.enabled);
+        assert_eq!(s.notify.poll_interval_secs, 15);
+        assert_eq!(s.notify.max_pages, 10);
+        assert_eq!(s.notify.backfill, 0);
+        assert_eq!(s.notify.duplicate_window_secs, 120);
+        assert!(s.notify.chats.is_empty());
+        load(&notify_env()).unwrap().validate(NOTIFY).unwrap();
+    }
+
+    #[test]
+    fn notify_routes_take_both_spellings_and_name_their_variable_when_wrong() {
+        let mut env = notify_env();
+        env.push((
+            "ONCEBOT__NOTIFY__ROUTES",
+            "整理入库=-1001, 7; SiteMessage=7;organize=8",
+        ));
+        let s = load(&env).unwrap();
+        s.validate(NOTIFY).unwrap();
+        assert_eq!(
+            s.notify.parsed_routes().unwrap(),
+            vec![
+                (NotificationType::Organize, vec![-1001, 7, 8]),
+                (NotificationType::SiteMessage, vec![7]),
+            ]
+        );
+        for bad in ["下载=1", "Organize", "Organize=abc", "Organize="] {
+            let mut env = notify_env();
+            env.push(("ONCEBOT__NOTIFY__ROUTES", bad));
+            let e = load(&env).unwrap().validate(NOTIFY).unwrap_err();
+            assert_eq!(e.key, "notify.routes", "{bad}");
+            assert!(e.to_string().contains("ONCEBOT__NOTIFY__ROUTES"), "{e}");
+        }
+    }
+
+    #[test]
+    fn notify_settings_are_checked_only_when_the_relay_runs() {
+        for (var, value, key) in [
+            (
+                "ONCEBOT__NOTIFY__POLL_INTERVAL_SECS",
+                "0",
+                "notify.poll_interval_secs",
+            ),
+            ("ONCEBOT__NOTIFY__MAX_PAGES", "0", "notify.max_pages"),
+            (
+                "ONCEBOT__NOTIFY__WEBHOOK_SECRET",
+                "has space",
+                "notify.webhook_secret",
+            ),
+            (
+                "ONCEBOT__NOTIFY__LIVENESS_TTL_MS",
+                "2000",
+                "notify.liveness_ttl_ms",
+            ),
+            ("ONCEBOT__TELEGRAM__ADMIN_CHATS", "", "notify.chats"),
+        ] {
+            let mut env = notify_env();
+            env.retain(|(k, _)| *k != var);
+            env.push((var, value));
+            let s = load(&env).unwrap();
+            let e = s.validate(NOTIFY).unwrap_err();
+            assert_eq!(e.key, key);
+            assert!(
+                e.fix.contains("ONCEBOT__NOTIFY__") || e.fix.contains("ONCEBOT__TELEGRAM__"),
+                "{e}"
+            );
+            s.validate(Needs::default()).unwrap();
+        }
+        let mut env = notify_env();
+        env.push(("ONCEBOT__NOTIFY__WEBHOOK_SECRET", "s3cret-value"));
+        let s = load(&env).unwrap();
+        assert!(!format!("{s:?}").contains("s3cret-value"));
+    }
 
     #[test]
     fn a_liveness_expiry_one_slow_heartbeat_could_outlive_is_refused() {

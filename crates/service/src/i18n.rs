@@ -235,6 +235,19 @@ impl Texts {
              Plain text is a search.",
         )
     }
+
+    /// To the admin chats, once per outage longer than the relay reads back: how many of
+    /// MoviePilot's notifications it did not forward, and how to read them.
+    pub fn notify_skipped(&self, count: u64, max_pages: u32) -> String {
+        match self.locale {
+            Locale::Zh => format!(
+                "MoviePilot 的通知中断太久：oncebot 最多回读 {max_pages} 页（每页 50 条），约有 {count} 条更早的通知没有转发。请在 MoviePilot 的消息中心查看；之后的通知照常送达。"
+            ),
+            Locale::En => format!(
+                "MoviePilot's notifications were out of reach too long: oncebot reads back at most {max_pages} pages of 50, so about {count} older notifications were not forwarded. See them in MoviePilot's message centre; later ones arrive as usual."
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

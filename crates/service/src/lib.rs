@@ -9,6 +9,7 @@
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
 //! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
+//! - `notify`: the relay of MoviePilot's notifications (its message history → replies).
 //! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
 //! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
 //!   reads them.
@@ -30,6 +31,7 @@ pub mod ledger;
 mod liveness;
 pub mod metrics;
 pub mod moviepilot;
+pub mod notify;
 pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;

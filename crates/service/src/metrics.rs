@@ -50,6 +50,21 @@ pub struct Metrics {
     /// oncebot_moviepilot_credentials_refused: 1 while MoviePilot refuses this process's
     /// credentials (jobs wait in retry_wait). Alert on it: an operator must fix a setting.
     credentials_refused: Gauge,
+    /// oncebot_notify_forwarded_total: MoviePilot notifications the relay queued (once each,
+    /// whatever the number of chats).
+    pub notify_forwarded: Counter,
+    /// oncebot_notify_collapsed_total: MoviePilot's own repeats within the duplicate window.
+    pub notify_collapsed: Counter,
+    /// oncebot_notify_unrouted_total: notifications whose type has no route and no default.
+    pub notify_unrouted: Counter,
+    /// oncebot_notify_skipped_total: rows beyond `notify.max_pages` after a long outage.
+    pub notify_skipped: Counter,
+    /// oncebot_notify_poll_errors_total{kind}: polls that failed (MoviePilot's error kind, or
+    /// `redis`).
+    pub notify_poll_errors: Family<Labels, Counter>,
+    /// oncebot_notify_lag_seconds: since the relay's last successful poll (read from Redis at
+    /// scrape time): the oldest a notification can be while not yet forwarded.
+    notify_lag: Gauge<f64, AtomicU64>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -77,6 +92,12 @@ impl Metrics {
             needs_review: Gauge::default(),
             retry_scheduled: Gauge::default(),
             credentials_refused: Gauge::default(),
+            notify_forwarded: Counter::default(),
+            notify_collapsed: Counter::default(),
+            notify_unrouted: Counter::default(),
+            notify_skipped: Counter::default(),
+            notify_poll_errors: Family::default(),
+            notify_lag: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -144,7 +165,49 @@ impl Metrics {
             "1 while MoviePilot refuses this process's credentials (jobs wait for an operator)",
             m.credentials_refused.clone(),
         );
+        registry.register(
+            "notify_forwarded",
+            "MoviePilot notifications forwarded by the relay (once each)",
+            m.notify_forwarded.clone(),
+        );
+        registry.register(
+            "notify_collapsed",
+            "MoviePilot's repeated notifications collapsed within the duplicate window",
+            m.notify_collapsed.clone(),
+        );
+        registry.register(
+            "notify_unrouted",
+            "MoviePilot notifications with no route and no default chat",
+            m.notify_unrouted.clone(),
+        );
+        registry.register(
+            "notify_skipped",
+            "MoviePilot notifications skipped after an outage longer than notify.max_pages",
+            m.notify_skipped.clone(),
+        );
+        registry.register(
+            "notify_poll_errors",
+            "Polls of MoviePilot's message history that failed, by kind",
+            m.notify_poll_errors.clone(),
+        );
+        registry.register(
+            "notify_lag_seconds",
+            "Seconds since the relay's last successful poll of MoviePilot's message history",
+            m.notify_lag.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Counts a failed poll of the message history.
+    pub fn notify_poll_error(&self, kind: &str) {
+        self.notify_poll_errors
+            .get_or_create(&vec![("kind", kind.to_string())])
+            .inc();
+    }
+
+    /// Sets the relay's lag (see `notify_lag`).
+    pub fn set_notify_lag(&self, lag: Duration) {
+        self.notify_lag.set(lag.as_secs_f64());
     }
 
     /// Whether MoviePilot refuses this process's credentials now (set by its client).

@@ -1,5 +1,6 @@
 //! The HTTP front door: `POST /telegram/webhook`, `GET /healthz`, `GET /readyz`, `GET
-//! /metrics`, and the operator's page under `/admin` when it shares this listener.
+//! /metrics`, the relay's wake-up `POST|GET /moviepilot/notify/<secret>`, and the operator's
+//! page under `/admin` when it shares this listener.
 //!
 //! The order of checks is the contract: secret (401, nothing read), size (413, also for a
 //! chunked body), shape (400), then one admission script and an **empty** 200. A 200 body with
@@ -40,13 +41,24 @@ pub struct WebhookConfig {
 /// The routes: the webhook, when `webhook` is given (long polling serves only the probes), the
 /// health probes, and the operator's page when `admin` is given (else `/admin` is a 404).
 /// `admits`: this process runs ingress (webhook or polling), so `/readyz`'s status is about
-/// admission alone.
+/// admission alone. `wake`: `notify.webhook_secret` when the relay is on (else the wake-up path
+/// is a 404 like any unknown path).
 pub fn routes(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
     admits: bool,
     admin: Option<AdminWeb>,
+    wake: Option<Secret>,
 ) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
+    let wake_ledger = ingress.ledger().clone();
+    let notify = warp::path!("moviepilot" / "notify" / String)
+        .and(warp::post().or(warp::get()).unify())
+        .and(warp::body::stream())
+        .then(move |given: String, body| {
+            let ledger = wake_ledger.clone();
+            let wake = wake.clone();
+            async move { wake_up(&ledger, wake.as_ref(), &given, body).await }
+        });
     let healthz = warp::path!("healthz")
         .and(warp::get())
         .map(|| warp::reply::Reply::into_response("ok\n"));
@@ -102,6 +114,8 @@ pub fn routes(
         .unify()
         .or(hook)
         .unify()
+        .or(notify)
+        .unify()
         .or(admin_web::routes(admin))
         .unify()
         .recover(|rejection: warp::Rejection| async move {
@@ -133,9 +147,10 @@ pub async fn serve(
     webhook: Option<WebhookConfig>,
     admits: bool,
     admin: Option<AdminWeb>,
+    wake: Option<Secret>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(routes(ingress, webhook, admits, admin))
+    warp::serve(routes(ingress, webhook, admits, admin, wake))
         .incoming(listener)
         .graceful(shutdown)
         .run()
@@ -211,6 +226,55 @@ where
             resp
         }
     }
+}
+
+/// Most of a wake-up call's body that is read (and dropped unparsed).
+const WAKE_BODY_LIMIT: u64 = 64 * 1024;
+
+/// `/moviepilot/notify/<given>`: with the right secret (constant time), 204 and the relay polls
+/// now, whatever the body; otherwise 404 with nothing read. The body, the path and the query
+/// can hold a site's login cookie (the Webhook plugin sends every event, `download.added` with
+/// `torrent_info.site_cookie`, and its GET puts the event in the query string), so none of them
+/// is stored, logged or echoed: the only trace is a log line without them.
+async fn wake_up<S, B>(ledger: &Ledger, secret: Option<&Secret>, given: &str, body: S) -> Response
+where
+    S: Stream<Item = Result<B, warp::Error>> + Unpin,
+    B: Buf,
+{
+    let Some(secret) = secret else {
+        return status(StatusCode::NOT_FOUND, "");
+    };
+    if !bool::from(given.as_bytes().ct_eq(secret.expose().as_bytes())) {
+        tracing::warn!("wake-up call for the notification relay with a wrong secret refused (404)");
+        return status(StatusCode::NOT_FOUND, "");
+    }
+    drain(body, WAKE_BODY_LIMIT).await;
+    match ledger.notify_wake().await {
+        Ok(()) => tracing::debug!("wake-up call: the notification relay polls now"),
+        // The relay polls on its interval anyway; the caller (which never retries) is not told.
+        Err(e) => {
+            tracing::warn!(error = %e, "could not wake the notification relay; it polls on its interval")
+        }
+    }
+    status(StatusCode::NO_CONTENT, "")
+}
+
+/// Reads and drops at most `limit` bytes of `body` (within a few seconds).
+async fn drain<S, B>(mut body: S, limit: u64)
+where
+    S: Stream<Item = Result<B, warp::Error>> + Unpin,
+    B: Buf,
+{
+    let read = async {
+        let mut seen = 0u64;
+        while seen < limit {
+            match body.next().await {
+                Some(Ok(chunk)) => seen += chunk.remaining() as u64,
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
 }
 
 enum BodyError {
@@ -295,5 +359,8 @@ async fn metrics_text(ledger: &Ledger) -> Result<String, LedgerError> {
         METRICS.set_stream(s.name, s.length, s.pending, s.oldest_pending);
     }
     METRICS.set_waiting(stats.needs_review, stats.retry_scheduled);
+    if let Some(polled_at) = ledger.notify_position().await?.and_then(|p| p.polled_at) {
+        METRICS.set_notify_lag(crate::notify::lag(polled_at));
+    }
     Ok(METRICS.render())
 }

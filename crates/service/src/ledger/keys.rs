@@ -174,6 +174,37 @@ impl Keys {
         format!("{}consumers:{group}", self.base)
     }
 
+    /// HASH, no expiry (one key): the notification relay's position, the newest MoviePilot
+    /// history row handled (`id`, `reg_time`, `identity`), when it last polled (`polled_at`,
+    /// ms) and its totals (`forwarded`, `collapsed`, `unrouted`, `skipped`). notify.lua alone
+    /// writes it.
+    pub fn notify_position(&self) -> String {
+        format!("{}notify:position", self.base)
+    }
+
+    /// ZSET, trimmed by age and count in notify.lua: identities (`<id>|<reg_time>|<digest>`)
+    /// of the history rows handled, scored by when (ms).
+    pub fn notify_seen(&self) -> String {
+        format!("{}notify:seen", self.base)
+    }
+
+    /// ZSET, trimmed to twice the duplicate window in notify.lua: a digest of type, title and
+    /// text per notification sent, scored by its `reg_time` (s), to collapse MoviePilot's repeats.
+    pub fn notify_recent(&self) -> String {
+        format!("{}notify:recent", self.base)
+    }
+
+    /// STRING, PX = `notify.liveness_ttl_ms`: the process that polls MoviePilot (lock.lua).
+    pub fn notify_lease(&self) -> String {
+        format!("{}notify:lease", self.base)
+    }
+
+    /// LIST of at most one element, EX 60: a wake-up call arrived, the relay polls now. Written
+    /// by the `/moviepilot/notify/<secret>` route, taken with BLPOP by the poller; holds no state.
+    pub fn notify_wake(&self) -> String {
+        format!("{}notify:wake", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -209,6 +240,11 @@ mod tests {
             k.alive("host-1-abcd"),
             k.consumers(JOBS_GROUP),
             k.releases(3),
+            k.notify_position(),
+            k.notify_seen(),
+            k.notify_recent(),
+            k.notify_lease(),
+            k.notify_wake(),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

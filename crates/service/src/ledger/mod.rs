@@ -7,6 +7,7 @@ mod attempts;
 mod conn;
 pub mod keys;
 mod liveness;
+mod notify;
 mod overview;
 mod reader;
 mod releases;
@@ -30,6 +31,7 @@ pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outco
 pub use conn::{Conn, cluster_nodes};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
+pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::StoredList;

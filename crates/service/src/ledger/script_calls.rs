@@ -325,3 +325,34 @@ fn the_header_reader_finds_every_position_once() {
 async fn ready() {
     holds(&scripts::ready_call(ledger().keys()), true);
 }
+
+#[tokio::test]
+async fn notify_relay() {
+    let l = ledger();
+    let row = NotifyRow {
+        identity: "1|2026-01-01 00:00:00|ab".into(),
+        digest: "cd".into(),
+        reg_secs: 1,
+        id: 1,
+        reg_time: "2026-01-01 00:00:00".into(),
+        text: "t".into(),
+        photo: None,
+        chats: vec![1, 2],
+    };
+    let rows = [row.clone()];
+    let window = Duration::from_secs(120);
+    holds(
+        &l.notify_record_call(NotifyMode::Start { newest: &row }, &rows, None, window),
+        true,
+    );
+    let skipped = Skipped {
+        count: 3,
+        notice: "n",
+    };
+    holds(
+        &l.notify_record_call(NotifyMode::Rows, &rows, Some(skipped), window),
+        true,
+    );
+    holds(&l.notify_lease_call("h", Duration::from_secs(3)), true);
+    holds(&l.notify_release_call("h"), true);
+}

@@ -108,8 +108,12 @@ pub(crate) static RELEASES: LazyLock<Lua> = LazyLock::new(|| lua!("releases.lua"
 /// `lua/ready.lua`: `/readyz`'s probe, run on a key of the deployment's slot.
 pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
 
+/// `lua/notify.lua`: a batch of MoviePilot history rows seen, collapsed, queued, and the
+/// relay's position advanced, in one step.
+pub(crate) static NOTIFY: LazyLock<Lua> = LazyLock::new(|| lua!("notify.lua", "common.lua"));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 19] {
+fn all() -> [(&'static str, &'static Lua); 20] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -130,6 +134,7 @@ fn all() -> [(&'static str, &'static Lua); 19] {
         ("note", &NOTE),
         ("releases", &RELEASES),
         ("ready", &READY),
+        ("notify", &NOTIFY),
     ]
 }
 

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::error::{MpError, Unreachable};
+use super::messages::HistoryMessage;
 use super::releases::{HistoryRow, RawJson, Release, ReleaseList};
 use super::types::{
     CreatedId, Dialect, Download, Envelope, MediaItem, MediaKind, NewSubscription, Subscription,
@@ -477,6 +478,44 @@ impl MoviePilot {
         };
         let rows: Vec<WireDownload> = self.inner.fetch_list(&call).await?;
         Ok(rows.into_iter().map(WireDownload::into_download).collect())
+    }
+}
+
+/// The notification relay's source (see `messages`).
+impl MoviePilot {
+    /// One page of the message history (`GET /api/v1/message/web?page=&count=`), as answered:
+    /// every row that parses, and how many rows the page had (a page shorter than `count` is
+    /// the last; a row that does not parse still counts).
+    pub async fn message_history(
+        &self,
+        page: usize,
+        count: usize,
+    ) -> Result<(Vec<HistoryMessage>, usize), MpError> {
+        let call = Call {
+            what: format!("reading the message history, page {page}"),
+            method: Method::GET,
+            path: "/api/v1/message/web".into(),
+            query: vec![("page", page.to_string()), ("count", count.to_string())],
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let rows: Vec<Box<serde_json::value::RawValue>> =
+            self.inner.decode(&call, &answer)?.unwrap_or_default();
+        let total = rows.len();
+        let parsed: Vec<HistoryMessage> = rows
+            .iter()
+            .filter_map(|row| serde_json::from_str(row.get()).ok())
+            .collect();
+        if parsed.len() != total {
+            tracing::warn!(
+                skipped = total - parsed.len(),
+                "{call}: some rows were not in the expected shape"
+            );
+        }
+        Ok((parsed, total))
     }
 }
 

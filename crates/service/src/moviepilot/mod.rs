@@ -13,11 +13,13 @@
 
 mod client;
 mod error;
+mod messages;
 mod releases;
 mod types;
 
 pub use crate::config::MoviePilotSettings;
 pub use client::MoviePilot;
 pub use error::{MpError, Unreachable};
+pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
 pub use types::{Dialect, Download, MediaItem, MediaKind, NewSubscription, Subscription};

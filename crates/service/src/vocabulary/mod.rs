@@ -7,9 +7,11 @@
 //! pages can all use it without depending on each other.
 
 mod job_state;
+mod notification_type;
 mod reply_kind;
 
 pub use job_state::JobState;
+pub use notification_type::NotificationType;
 pub use reply_kind::ReplyKind;
 
 /// A person's decision on a `needs_review` job.

@@ -845,7 +845,7 @@ fn now_ms() -> u64 {
 }
 
 /// The admin notice that MoviePilot refuses oncebot's credentials (`notice:credentials`).
-const CREDENTIALS_NOTICE: &str = "credentials";
+pub(crate) const CREDENTIALS_NOTICE: &str = "credentials";
 
 /// The longest wait between two tries of a job waiting for its credentials: once an operator
 /// fixes them, waiting jobs run within this.

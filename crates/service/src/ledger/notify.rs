@@ -1,0 +1,276 @@
+//! The notification relay's side of the ledger: its position in MoviePilot's message history,
+//! the one script that records a batch of rows (notify.lua), the lease that lets one process
+//! poll at a time (lock.lua / unlock.lua, as the media lock), and the wake-up signal.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::AsyncCommands as _;
+
+use super::scripts::ScriptCall;
+use super::{Conn, Ledger, LedgerError, keys, scripts};
+
+/// How long a handled row's identity is remembered: far longer than a row can take to leave
+/// the pages a poll reads (the position moves past it at once), so a clock that jumps back or a
+/// second poller never brings one back.
+pub const SEEN_RETENTION: Duration = Duration::from_secs(7 * 86_400);
+
+/// Most identities the seen-set keeps, whatever their age.
+pub const SEEN_MAX: u64 = 100_000;
+
+/// One history row as notify.lua takes it (ARGV[12..], eight per row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyRow {
+    /// `<id>|<reg_time>|<digest of title and text>`.
+    pub identity: String,
+    /// A digest of type, title and text: what makes two rows "the same notification".
+    pub digest: String,
+    /// `reg_time` in seconds (read as if UTC: only differences matter).
+    pub reg_secs: i64,
+    pub id: u64,
+    pub reg_time: String,
+    /// The message as the chats get it (already cleaned of control and bidi characters).
+    pub text: String,
+    /// The poster URL, if the row has one.
+    pub photo: Option<String>,
+    /// Each target chat once; empty: no route, counted as unrouted.
+    pub chats: Vec<i64>,
+}
+
+/// Where the relay stands, as notify.lua keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NotifyPosition {
+    pub id: u64,
+    pub reg_time: String,
+    pub identity: String,
+    /// When the last poll was recorded (ms since the epoch, Redis's clock).
+    pub polled_at: Option<u64>,
+    pub forwarded: u64,
+    pub collapsed: u64,
+    pub unrouted: u64,
+    pub skipped: u64,
+}
+
+/// How notify.lua is asked to record a batch.
+#[derive(Debug, Clone, Copy)]
+pub enum NotifyMode<'a> {
+    /// The first poll: the position becomes `newest` unless one exists meanwhile.
+    Start { newest: &'a NotifyRow },
+    /// Every later batch.
+    Rows,
+}
+
+/// Rows a poll could not read (beyond `notify.max_pages`), told to the admin chats with the
+/// batch that forwards what it did read.
+#[derive(Debug, Clone, Copy)]
+pub struct Skipped<'a> {
+    pub count: u64,
+    pub notice: &'a str,
+}
+
+/// What notify.lua did with a batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotifyRecorded {
+    /// Mode start met a position another process had set: nothing changed.
+    pub position_existed: bool,
+    pub forwarded: u64,
+    pub collapsed: u64,
+    pub unrouted: u64,
+    pub seen_before: u64,
+    /// Replies-stream entries queued (one per chat per forwarded row).
+    pub messages: u64,
+}
+
+impl Ledger {
+    /// The relay's position, `None` before its first poll.
+    pub async fn notify_position(&self) -> Result<Option<NotifyPosition>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let h: BTreeMap<String, String> =
+            conn.hgetall(self.keys.notify_position())
+                .await
+                .map_err(LedgerError::redis(
+                    "reading the notification relay's position",
+                ))?;
+        if !h.contains_key("reg_time") {
+            return Ok(None);
+        }
+        let num = |k: &str| h.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        Ok(Some(NotifyPosition {
+            id: num("id"),
+            reg_time: h.get("reg_time").cloned().unwrap_or_default(),
+            identity: h.get("identity").cloned().unwrap_or_default(),
+            polled_at: h.get("polled_at").and_then(|v| v.parse().ok()),
+            forwarded: num("forwarded"),
+            collapsed: num("collapsed"),
+            unrouted: num("unrouted"),
+            skipped: num("skipped"),
+        }))
+    }
+
+    /// notify.lua: records `rows` (oldest first) and advances the position, in one step; on the
+    /// durable connection, since it queues replies.
+    pub async fn notify_record(
+        &self,
+        mode: NotifyMode<'_>,
+        rows: &[NotifyRow],
+        skipped: Option<Skipped<'_>>,
+        window: Duration,
+    ) -> Result<NotifyRecorded, LedgerError> {
+        let call = self.notify_record_call(mode, rows, skipped, window);
+        let (outcome, forwarded, collapsed, unrouted, seen_before, messages): (
+            String,
+            u64,
+            u64,
+            u64,
+            u64,
+            u64,
+        ) = self
+            .send_durable(&call, "recording MoviePilot notifications")
+            .await?;
+        match outcome.as_str() {
+            "ok" | "exists" => Ok(NotifyRecorded {
+                position_existed: outcome == "exists",
+                forwarded,
+                collapsed,
+                unrouted,
+                seen_before,
+                messages,
+            }),
+            other => Err(LedgerError::Corrupt {
+                doing: "recording MoviePilot notifications",
+                detail: format!("notify.lua answered {other:?}"),
+            }),
+        }
+    }
+
+    pub(super) fn notify_record_call(
+        &self,
+        mode: NotifyMode<'_>,
+        rows: &[NotifyRow],
+        skipped: Option<Skipped<'_>>,
+        window: Duration,
+    ) -> ScriptCall {
+        let bytes: usize = rows.iter().map(|r| 128 + r.text.len()).sum();
+        let (name, newest) = match mode {
+            NotifyMode::Start { newest } => ("start", Some(newest)),
+            NotifyMode::Rows => ("rows", None),
+        };
+        let (count, notice) = skipped.map_or((0, ""), |s| (s.count, s.notice));
+        let admins = join(&self.review.admin_chats);
+        let mut call = ScriptCall::new(&scripts::NOTIFY, 4, 11 + 8 * rows.len(), 256 + bytes);
+        call.key("position hash", self.keys.notify_position())
+            .key("seen zset", self.keys.notify_seen())
+            .key("recent zset", self.keys.notify_recent())
+            .key("replies stream", self.keys.replies_stream())
+            .arg("mode", name)
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("seen retention", SEEN_RETENTION.as_millis() as u64)
+            .arg("seen entries kept at most", SEEN_MAX)
+            .arg("duplicate window", window.as_secs())
+            .arg("skipped: rows beyond", count)
+            .arg("skipped: the notice", notice)
+            .arg("skipped: the admin chat ids", admins)
+            .arg("start: the newest row's id", newest.map_or(0, |r| r.id))
+            .arg(
+                "start: its reg_time",
+                newest.map_or("", |r| r.reg_time.as_str()),
+            )
+            .arg(
+                "start: its identity",
+                newest.map_or("", |r| r.identity.as_str()),
+            );
+        for row in rows {
+            call.args([
+                row.identity.as_str(),
+                row.digest.as_str(),
+                &row.reg_secs.to_string(),
+                &row.id.to_string(),
+                row.reg_time.as_str(),
+                row.text.as_str(),
+                row.photo.as_deref().unwrap_or(""),
+                &join(&row.chats),
+            ]);
+        }
+        call
+    }
+
+    /// lock.lua on the relay's lease: true if `holder` polls for `ttl` more (taken or renewed).
+    pub async fn notify_lease(&self, holder: &str, ttl: Duration) -> Result<bool, LedgerError> {
+        let call = self.notify_lease_call(holder, ttl);
+        let held: i64 = self.send(&call, "taking the relay's lease").await?;
+        Ok(held == 1)
+    }
+
+    pub(super) fn notify_lease_call(&self, holder: &str, ttl: Duration) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::LOCK, 1, 2, 64);
+        call.key("lock key", self.keys.notify_lease())
+            .arg("owner", holder)
+            .arg("lease", ttl.as_millis() as u64);
+        call
+    }
+
+    /// unlock.lua: a graceful stop hands the poll on at once.
+    pub async fn notify_release(&self, holder: &str) -> Result<(), LedgerError> {
+        let call = self.notify_release_call(holder);
+        let _: i64 = self.send(&call, "releasing the relay's lease").await?;
+        Ok(())
+    }
+
+    pub(super) fn notify_release_call(&self, holder: &str) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::UNLOCK, 1, 1, 64);
+        call.key("lock key", self.keys.notify_lease())
+            .arg("owner", holder);
+        call
+    }
+
+    /// A wake-up call arrived: the poller (whichever process holds the lease) polls now. One
+    /// element at most, expiring, carrying nothing of the call.
+    pub async fn notify_wake(&self) -> Result<(), LedgerError> {
+        let key = self.keys.notify_wake();
+        let mut pipe = redis::pipe();
+        pipe.lpush(&key, "1")
+            .ignore()
+            .ltrim(&key, 0, 0)
+            .ignore()
+            .expire(&key, 60)
+            .ignore();
+        let mut conn = self.conn.clone();
+        pipe.query_async::<()>(&mut conn)
+            .await
+            .map_err(LedgerError::redis("waking the notification relay"))
+    }
+
+    /// Waits up to `timeout` for a wake-up call (BLPOP on `conn`, a connection of its own with
+    /// no response timeout); true when one came.
+    pub async fn notify_wait(
+        &self,
+        conn: &mut Conn,
+        timeout: Duration,
+    ) -> Result<bool, LedgerError> {
+        let got: Option<(String, String)> = redis::cmd("BLPOP")
+            .arg(self.keys.notify_wake())
+            .arg(timeout.as_secs_f64())
+            .query_async(conn)
+            .await
+            .map_err(LedgerError::redis("waiting for a wake-up call"))?;
+        Ok(got.is_some())
+    }
+
+    /// A connection for [`Ledger::notify_wait`] (a blocking command must not stall the shared one).
+    pub async fn notify_wait_connection(&self) -> Result<Conn, LedgerError> {
+        self.stream_connection()
+            .await
+            .map_err(LedgerError::redis("opening the relay's wake-up connection"))
+    }
+}
+
+fn join(ids: &[i64]) -> String {
+    let mut out = String::new();
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&id.to_string());
+    }
+    out
+}
