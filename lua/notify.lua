@@ -31,7 +31,8 @@
   ARGV[11] start: its identity
   ARGV[12..] eight per row, oldest first: identity, duplicate digest, reg_time in seconds, id,
             reg_time as MoviePilot wrote it, the message text, the poster URL ("" none), the
-            target chat ids comma-separated ("" : no route, counted as unrouted)
+            target chat ids comma-separated ("" : no route, counted as unrouted; "-" : record
+            as seen only, as the first start does for the rows it does not backfill)
 
   Includes: common.lua (now_ms, ensure_group, queue_reply).
 
@@ -82,7 +83,9 @@ for i = 12, #ARGV, 8 do
     redis.call('ZADD', seen, now, identity)
     local last = window > 0 and redis.call('ZSCORE', recent, digest)
     local sent_at = last and tonumber(last)
-    if chats == '' then
+    if chats == '-' then
+      -- Known, not sent: older than where the relay starts.
+    elseif chats == '' then
       unrouted = unrouted + 1
     elseif sent_at and math.abs(secs - sent_at) <= window then
       collapsed = collapsed + 1

@@ -56,6 +56,11 @@ mod admin_web;
 /// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
 mod admin_cli;
 
+/// The relay of MoviePilot's notifications as processes: routing and each chat once, repeats
+/// collapsed, ids reused after a purge, first start and backfill, a long outage announced, a
+/// burst, MoviePilot down, the wake-up endpoint and the site cookie, two relays, SIGKILLs.
+mod notify;
+
 /// The dispatcher as a process against the simulated Bot API: 429/5xx/403, a SIGKILL mid-send,
 /// rate limits under a burst, long texts, progress edited in place, the callback fast lane.
 mod dispatch;

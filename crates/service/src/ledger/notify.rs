@@ -35,6 +35,8 @@ pub struct NotifyRow {
     pub photo: Option<String>,
     /// Each target chat once; empty: no route, counted as unrouted.
     pub chats: Vec<i64>,
+    /// Record as seen without sending (the first start's rows older than where it begins).
+    pub seen_only: bool,
 }
 
 /// Where the relay stands, as notify.lua keeps it.
@@ -188,7 +190,11 @@ impl Ledger {
                 row.reg_time.as_str(),
                 row.text.as_str(),
                 row.photo.as_deref().unwrap_or(""),
-                &join(&row.chats),
+                &if row.seen_only {
+                    "-".to_string()
+                } else {
+                    join(&row.chats)
+                },
             ]);
         }
         call

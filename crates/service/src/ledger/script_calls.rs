@@ -339,6 +339,7 @@ async fn notify_relay() {
         text: "t".into(),
         photo: None,
         chats: vec![1, 2],
+        seen_only: false,
     };
     let rows = [row.clone()];
     let window = Duration::from_secs(120);

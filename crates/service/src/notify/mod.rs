@@ -369,11 +369,22 @@ impl Relay {
                 text: String::new(),
                 photo: None,
                 chats: Vec::new(),
+                seen_only: false,
             },
         };
         let notes: Vec<&HistoryMessage> = read.iter().filter(|r| r.is_notification()).collect();
         let from = notes.len().saturating_sub(self.cfg.backfill as usize);
-        let rows: Vec<NotifyRow> = notes[from..].iter().map(|r| self.row(r)).collect();
+        // Rows of the newest row's second that are not backfilled are recorded as seen: later
+        // polls look at that whole second again (ids alone cannot say what is new there).
+        let mut rows: Vec<NotifyRow> = notes[..from]
+            .iter()
+            .filter(|r| r.reg_time == newest.reg_time)
+            .map(|r| NotifyRow {
+                seen_only: true,
+                ..self.row(r)
+            })
+            .collect();
+        rows.extend(notes[from..].iter().map(|r| self.row(r)));
         if !self.lease.holds() {
             return Err(PollError::LostLease);
         }

@@ -27,6 +27,7 @@ pub(super) fn row(row: &HistoryMessage, chats: Vec<i64>) -> NotifyRow {
         text: message(title, text, row.link.as_deref()),
         photo: poster(row.image.as_deref()),
         chats,
+        seen_only: false,
     }
 }
 

@@ -35,7 +35,11 @@ use warp::Filter;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 
+mod messages;
 mod releases;
+pub use messages::{
+    SimMessage, SimNotification, download_added_payload, notice_payload, send_webhook,
+};
 pub use releases::{SIM_MAGNET_HASH, SimRelease, builtin_releases};
 
 const SUBSCRIBE_ROW: &str = include_str!("moviepilot/subscribe_row.json");
@@ -69,6 +73,8 @@ pub mod routes {
     /// Adding a download (`media_in`, `torrent_in`, `downloader`).
     pub const DOWNLOAD_ADD: &str = "POST /api/v1/download/";
     pub const DOWNLOAD_HISTORY: &str = "GET /api/v1/history/download";
+    /// The message history (notifications sent, messages received).
+    pub const MESSAGE_WEB: &str = "GET /api/v1/message/web";
 }
 
 /// How the simulated server behaves.
@@ -275,6 +281,8 @@ struct Data {
     search_answers: HashMap<SearchKey, (usize, Bytes)>,
     /// The resource search, the downloader and the download history.
     releases: releases::ReleaseData,
+    /// The message table.
+    messages: Vec<SimMessage>,
 }
 
 impl State {
@@ -451,6 +459,29 @@ impl MoviePilotSim {
         });
     }
 
+    /// Writes a notification as MoviePilot stores one before routing it; returns its id (the
+    /// highest + 1). The same notice written twice is two rows, as MoviePilot's repeats are.
+    pub fn notify(&self, n: SimNotification) -> u64 {
+        messages::notify(&mut self.state.data(), n)
+    }
+
+    /// A message a user sent MoviePilot (`action` 0), which the history lists too.
+    pub fn user_message(&self, text: &str) -> u64 {
+        messages::user_message(&mut self.state.data(), text)
+    }
+
+    /// Deletes the `n` newest rows of the message history; their ids are given again.
+    pub fn purge_newest_messages(&self, n: usize) {
+        messages::purge_newest(&mut self.state.data(), n);
+    }
+
+    /// The message history, oldest first.
+    pub fn messages(&self) -> Vec<SimMessage> {
+        let mut all = self.state.data().messages.clone();
+        all.sort_by_key(|m| m.id);
+        all
+    }
+
     fn lock_listening(&self) -> MutexGuard<'_, CancellationToken> {
         self.listening.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -577,6 +608,7 @@ enum Route {
     ResourceSearch(String),
     DownloadAdd,
     DownloadHistory,
+    MessageWeb,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -687,6 +719,7 @@ fn resolve(
         Some("/history/download") => {
             Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
         }
+        Some("/message/web") => Some((get, Route::MessageWeb, routes::MESSAGE_WEB, Jwt)),
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -888,6 +921,7 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         Route::DownloadAdd => releases::add(state, req, user),
         Route::DownloadHistory => releases::history(state, req),
         Route::Downloads => downloads(state),
+        Route::MessageWeb => messages::history(&state.data(), dialect, &opts.version, req),
     }
 }
 

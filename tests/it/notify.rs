@@ -1,0 +1,627 @@
+//! The relay of MoviePilot's notifications as real processes: the MoviePilot simulator writes
+//! its message history (duplicates, purges that reuse ids, a long outage), the relay forwards
+//! through the replies stream, and the Bot API simulator shows what each chat got. Crashes are
+//! SIGKILLs at the relay's and the dispatcher's named crash points.
+
+use std::time::Duration;
+
+use oncebot::vocabulary::NotificationType::{self, Download, Organize, SiteMessage};
+use oncebot_tools::sim::moviepilot::{
+    Fault as MpFault, SimNotification, SimOptions, download_added_payload, notice_payload, routes,
+    send_webhook,
+};
+use redis::AsyncCommands as _;
+
+use crate::support::child::Oncebot;
+use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+use crate::support::{ALICE, BOB, GROUP, eventually};
+
+/// `notify.webhook_secret` in these tests.
+const WAKE_SECRET: &str = "wake-secret_0123456789";
+
+/// A site cookie as `download.added` carries it: it must appear nowhere oncebot writes.
+const COOKIE: &str = "uid=4242; pass=cookie-marker-5f3a9c";
+
+/// A rig for the relay: MoviePilot `opts`, admin chat ALICE, short poll, lease and limits.
+async fn relay_rig(opts: SimOptions, overrides: &[(&str, &str)]) -> Rig {
+    let mut env = vec![
+        ("ONCEBOT__NOTIFY__ENABLED", "true"),
+        ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "1"),
+        ("ONCEBOT__NOTIFY__HEARTBEAT_INTERVAL_MS", "200"),
+        ("ONCEBOT__NOTIFY__LIVENESS_TTL_MS", "2500"),
+        ("ONCEBOT__NOTIFY__WEBHOOK_SECRET", WAKE_SECRET),
+        ("ONCEBOT__TELEGRAM__ADMIN_CHATS", "1001"),
+        ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0"),
+        ("ONCEBOT__DISPATCHER__GROUP_INTERVAL_MS", "0"),
+        ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000"),
+        ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
+        ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "200"),
+    ];
+    env.extend_from_slice(overrides);
+    Rig::with_sim(opts, &env).await
+}
+
+/// A process with `roles` on a port of its own, once it logs `ready_line`.
+async fn spawn(rig: &Rig, roles: &[&str], failpoint: Option<&str>, ready_line: &str) -> Oncebot {
+    let mut env = rig.env.clone();
+    env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
+    env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
+    if let Some(point) = failpoint {
+        env.push(("FAILPOINTS".into(), format!("{point}=return")));
+    }
+    let mut args = vec!["serve"];
+    for role in roles {
+        args.extend(["--role", role]);
+    }
+    let child = Oncebot::spawn(&args, &env);
+    child
+        .wait_for_stderr(ready_line, Duration::from_secs(15))
+        .await;
+    child
+}
+
+/// The relay alone, once its first poll has set (or found) the position.
+async fn relay(rig: &Rig) -> Oncebot {
+    let bot = spawn(rig, &["notify"], None, "this process now polls").await;
+    position(rig).await;
+    bot
+}
+
+async fn dispatcher(rig: &Rig) -> Oncebot {
+    spawn(rig, &["dispatcher"], None, "dispatcher started").await
+}
+
+/// Waits until the relay's position exists; returns it.
+async fn position(rig: &Rig) -> std::collections::BTreeMap<String, String> {
+    let store = rig.store.clone();
+    eventually("the relay's position", RECOVERY_DEADLINE, || {
+        let store = store.clone();
+        async move {
+            let mut conn = store.conn().await;
+            let h: std::collections::BTreeMap<String, String> =
+                conn.hgetall(store.keys.notify_position()).await.unwrap();
+            h.contains_key("reg_time").then_some(h)
+        }
+    })
+    .await
+}
+
+/// Texts (or captions) Telegram accepted for `chat`, in order.
+fn delivered(rig: &Rig, chat: i64) -> Vec<String> {
+    rig.tg
+        .calls()
+        .into_iter()
+        .filter(|c| {
+            matches!(c.method.as_str(), "sendMessage" | "sendPhoto")
+                && c.status() == Some(200)
+                && c.params.get("chat_id").and_then(|v| v.as_i64()) == Some(chat)
+        })
+        .map(|c| {
+            c.params
+                .get("text")
+                .or_else(|| c.params.get("caption"))
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// How many of `chat`'s deliveries contain `needle`.
+fn got(rig: &Rig, chat: i64, needle: &str) -> usize {
+    delivered(rig, chat)
+        .iter()
+        .filter(|t| t.contains(needle))
+        .count()
+}
+
+/// Waits until `chat` got at least `n` messages containing `needle`.
+async fn wait_got(rig: &Rig, chat: i64, needle: &str, n: usize) {
+    eventually(
+        &format!("{n} × {needle:?} to {chat}"),
+        RECOVERY_DEADLINE,
+        || async move { (got(rig, chat, needle) >= n).then_some(()) },
+    )
+    .await;
+}
+
+fn note(kind: NotificationType, title: &str) -> SimNotification {
+    SimNotification::new(kind, title, "来自 MoviePilot")
+}
+
+#[tokio::test]
+async fn each_notification_reaches_each_routed_chat_once() {
+    let rig = relay_rig(
+        SimOptions::v2_5_6(),
+        &[
+            // ALICE named by a route twice and as a default: still once per notification.
+            (
+                "ONCEBOT__NOTIFY__ROUTES",
+                "整理入库=-1001234567890,1001,1001;Download=1002",
+            ),
+            ("ONCEBOT__NOTIFY__CHATS", "1001"),
+        ],
+    )
+    .await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    rig.mp.notify(note(Organize, "沙丘2 已入库"));
+    rig.mp.notify(note(Download, "沙丘2 开始下载"));
+    rig.mp.notify(note(SiteMessage, "站点签到成功"));
+    rig.mp.user_message("/subscriptions");
+    wait_got(&rig, GROUP, "已入库", 1).await;
+    wait_got(&rig, ALICE, "已入库", 1).await;
+    wait_got(&rig, BOB, "开始下载", 1).await;
+    wait_got(&rig, ALICE, "站点签到成功", 1).await;
+    // Let later polls run: nothing more arrives.
+    let polled = rig.mp.calls(routes::MESSAGE_WEB);
+    eventually("two more polls", RECOVERY_DEADLINE, || async {
+        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
+    })
+    .await;
+    assert_eq!(
+        got(&rig, ALICE, "已入库"),
+        1,
+        "{:#?}",
+        delivered(&rig, ALICE)
+    );
+    assert_eq!(got(&rig, GROUP, "已入库"), 1);
+    assert_eq!(got(&rig, BOB, "开始下载"), 1);
+    assert_eq!(
+        got(&rig, ALICE, "开始下载"),
+        0,
+        "a route replaces the default"
+    );
+    assert_eq!(got(&rig, BOB, "站点签到成功"), 0);
+    assert!(
+        delivered(&rig, ALICE)
+            .iter()
+            .all(|t| !t.contains("/subscriptions")),
+        "a user's own message is not a notification"
+    );
+}
+
+#[tokio::test]
+async fn a_type_without_route_or_default_goes_nowhere_and_is_counted() {
+    let rig = relay_rig(
+        SimOptions::late_v2(),
+        &[
+            ("ONCEBOT__NOTIFY__ROUTES", "Download=1002"),
+            ("ONCEBOT__TELEGRAM__ADMIN_CHATS", ""),
+        ],
+    )
+    .await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    rig.mp.notify(note(SiteMessage, "站点签到成功"));
+    rig.mp.notify(note(Download, "开始下载 沙丘2"));
+    wait_got(&rig, BOB, "开始下载", 1).await;
+    let p = position(&rig).await;
+    assert_eq!(p["unrouted"], "1", "{p:?}");
+    assert_eq!(p["forwarded"], "1");
+}
+
+/// MoviePilot's own repeat (the same 开始下载 notice twice) is one message, with its poster; a
+/// row whose id MoviePilot gave again after a purge is a new notification.
+#[tokio::test]
+async fn repeats_collapse_and_an_id_reused_after_a_purge_is_forwarded_as_new() {
+    let rig = relay_rig(SimOptions::v3(), &[]).await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    let poster = "https://image.tmdb.org/t/p/w500/dune2.jpg";
+    let first = rig
+        .mp
+        .notify(note(Download, "沙丘2 开始下载").with_image(poster));
+    rig.mp
+        .notify(note(Download, "沙丘2 开始下载").with_image(poster));
+    rig.mp.notify(note(Organize, "marker-after-the-repeat"));
+    wait_got(&rig, ALICE, "marker-after-the-repeat", 1).await;
+    assert_eq!(
+        got(&rig, ALICE, "沙丘2 开始下载"),
+        1,
+        "{:#?}",
+        delivered(&rig, ALICE)
+    );
+    let p = position(&rig).await;
+    assert_eq!(p["collapsed"], "1", "{p:?}");
+    let entry = rig
+        .store
+        .replies()
+        .await
+        .into_iter()
+        .find(|r| r.get("text").is_some_and(|t| t.contains("沙丘2 开始下载")));
+    if let Some(entry) = entry {
+        assert_eq!(entry["photo"], poster, "the poster goes with it");
+    }
+
+    // The newest row is deleted and its id given again, to different content.
+    rig.mp.purge_newest_messages(1);
+    let reused = rig.mp.notify(note(Organize, "reused-id-notice"));
+    assert_eq!(reused, first + 2, "MoviePilot gives the deleted id again");
+    wait_got(&rig, ALICE, "reused-id-notice", 1).await;
+}
+
+#[tokio::test]
+async fn the_first_start_does_not_flood_and_backfill_forwards_the_newest_once() {
+    let rig = relay_rig(SimOptions::v2_5_6(), &[("ONCEBOT__NOTIFY__BACKFILL", "2")]).await;
+    for i in 1..=5 {
+        rig.mp.notify(note(Organize, &format!("old-{i}")));
+    }
+    let _dispatcher = dispatcher(&rig).await;
+    let mut relay1 = relay(&rig).await;
+    wait_got(&rig, ALICE, "old-5", 1).await;
+    wait_got(&rig, ALICE, "old-4", 1).await;
+    relay1.sigkill().await;
+    let _relay2 = relay(&rig).await;
+    rig.mp.notify(note(Organize, "new-after-restart"));
+    wait_got(&rig, ALICE, "new-after-restart", 1).await;
+    let texts = delivered(&rig, ALICE);
+    assert_eq!(
+        texts.iter().filter(|t| t.contains("old-")).count(),
+        2,
+        "{texts:#?}"
+    );
+    assert_eq!(got(&rig, ALICE, "old-5"), 1, "backfill happens once");
+}
+
+/// Three pages behind with a limit of one: the newest page is forwarded, the rest counted and
+/// announced once to the admin chats, nothing silently.
+#[tokio::test]
+async fn a_long_outage_over_max_pages_is_counted_and_announced_once() {
+    let rig = relay_rig(
+        SimOptions::late_v2(),
+        &[("ONCEBOT__NOTIFY__MAX_PAGES", "1")],
+    )
+    .await;
+    rig.mp.notify(note(Organize, "before"));
+    let mut first = relay(&rig).await;
+    first.sigkill().await;
+    for i in 1..=120 {
+        rig.mp.notify(note(Organize, &format!("outage-{i:03}")));
+    }
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    wait_got(&rig, ALICE, "outage-120", 1).await;
+    wait_got(&rig, ALICE, "70", 1).await;
+    let p = position(&rig).await;
+    assert_eq!(p["skipped"], "70", "{p:?}");
+    assert_eq!(p["forwarded"], "50");
+    let texts = delivered(&rig, ALICE);
+    assert_eq!(texts.iter().filter(|t| t.contains("outage-")).count(), 50);
+    assert_eq!(
+        got(&rig, ALICE, "outage-071"),
+        1,
+        "the newest page, oldest first"
+    );
+    assert_eq!(got(&rig, ALICE, "outage-070"), 0);
+    let notices: Vec<_> = texts
+        .iter()
+        .filter(|t| t.contains("70") && !t.contains("outage-"))
+        .collect();
+    assert_eq!(notices.len(), 1, "one admin notice: {notices:#?}");
+}
+
+#[tokio::test]
+async fn a_burst_of_200_is_delivered_once_each() {
+    let rig = relay_rig(SimOptions::v3(), &[]).await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    for i in 1..=200 {
+        rig.mp.notify(note(Organize, &format!("burst-{i:03}")));
+    }
+    wait_got(&rig, ALICE, "burst-", 200).await;
+    let texts = delivered(&rig, ALICE);
+    for i in 1..=200 {
+        let t = format!("burst-{i:03}");
+        assert_eq!(texts.iter().filter(|x| x.contains(&t)).count(), 1, "{t}");
+    }
+}
+
+/// MoviePilot refusing connections (a restart) and answering 500: polls fail and are counted,
+/// nothing advances, and everything written meanwhile arrives afterwards.
+#[tokio::test]
+async fn moviepilot_down_then_every_notification_arrives_after() {
+    let rig = relay_rig(SimOptions::v2_5_6(), &[]).await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    rig.mp.fail_next(
+        routes::MESSAGE_WEB,
+        MpFault::Status(500, "Internal Server Error".into()),
+    );
+    rig.mp
+        .restart_refusing_connections_for(Duration::from_secs(3));
+    for i in 1..=5 {
+        rig.mp.notify(note(Organize, &format!("while-down-{i}")));
+    }
+    for i in 1..=5 {
+        wait_got(&rig, ALICE, &format!("while-down-{i}"), 1).await;
+    }
+    assert_eq!(got(&rig, ALICE, "while-down-"), 5);
+}
+
+/// The wake-up endpoint: the right secret answers 204 whatever the body and a poll follows at
+/// once (the interval here is a minute); anything else 404. The Webhook plugin's site cookie is
+/// then found nowhere: logs, Redis, replies, metrics, the operator's page.
+#[tokio::test]
+async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
+    let rig = relay_rig(
+        SimOptions::v2_5_6(),
+        &[
+            ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "60"),
+            ("ONCEBOT__ADMIN__PASSWORD", "admin-pw"),
+        ],
+    )
+    .await;
+    let bot = rig
+        .start_roles(&["ingress", "dispatcher", "notify"], None)
+        .await;
+    position(&rig).await;
+    let base = format!("http://127.0.0.1:{}/moviepilot/notify", rig.port);
+    let id = rig.mp.notify(note(Download, "woken-up-notice"));
+    let m = rig.mp.messages().into_iter().find(|m| m.id == id).unwrap();
+    assert_eq!(
+        send_webhook(&format!("{base}/{WAKE_SECRET}"), &notice_payload(&m), false)
+            .await
+            .unwrap(),
+        204
+    );
+    // Delivered long before the minute's poll.
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        wait_got(&rig, ALICE, "woken-up-notice", 1),
+    )
+    .await
+    .expect("the wake-up call made the relay poll at once");
+    let cookie = download_added_payload(COOKIE);
+    for get in [false, true] {
+        let right = send_webhook(&format!("{base}/{WAKE_SECRET}"), &cookie, get)
+            .await
+            .unwrap();
+        assert_eq!(right, 204, "get: {get}");
+        let wrong = send_webhook(&format!("{base}/not-the-secret"), &cookie, get)
+            .await
+            .unwrap();
+        assert_eq!(wrong, 404);
+    }
+    assert_eq!(
+        send_webhook(&format!("{base}/"), &cookie, false)
+            .await
+            .unwrap(),
+        404
+    );
+    let big = serde_json::json!({"type": "x", "data": "a".repeat(200 * 1024)});
+    assert_eq!(
+        send_webhook(&format!("{base}/{WAKE_SECRET}"), &big, false)
+            .await
+            .unwrap(),
+        204,
+        "whatever the body"
+    );
+
+    let needle = "cookie-marker";
+    assert!(!bot.stderr().contains(needle), "the log holds the cookie");
+    assert!(
+        !bot.stderr().contains(WAKE_SECRET),
+        "the log holds the secret"
+    );
+    for (key, value) in every_value(&rig).await {
+        assert!(!value.contains(needle), "{key} holds the cookie");
+    }
+    for text in delivered(&rig, ALICE) {
+        assert!(!text.contains(needle));
+    }
+    let http = reqwest::Client::new();
+    let metrics = http
+        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!metrics.contains(needle) && !metrics.contains(WAKE_SECRET));
+    assert!(
+        metrics.contains("oncebot_notify_forwarded_total"),
+        "{metrics}"
+    );
+    let page = http
+        .get(format!("http://127.0.0.1:{}/admin/", rig.port))
+        .basic_auth("admin", Some("admin-pw"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains(needle) && !page.contains(WAKE_SECRET));
+}
+
+/// Every key of the rig's Redis (SCAN) with its whole value as text, by type.
+async fn every_value(rig: &Rig) -> Vec<(String, String)> {
+    let mut conn = rig.store.conn().await;
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let value: redis::Value = match kind.as_str() {
+            "string" => redis::cmd("GET")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "hash" => redis::cmd("HGETALL")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "list" => redis::cmd("LRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "set" => redis::cmd("SMEMBERS")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "zset" => redis::cmd("ZRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(-1)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            "stream" => redis::cmd("XRANGE")
+                .arg(&key)
+                .arg("-")
+                .arg("+")
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+            other => panic!("{key} is a {other}"),
+        };
+        out.push((key, format!("{value:?}")));
+    }
+    out
+}
+
+/// Two relay processes: one polls; when it is killed the other takes over within the lease, and
+/// every notification is forwarded once.
+#[tokio::test]
+async fn two_relays_poll_one_at_a_time_and_the_survivor_takes_over() {
+    let rig = relay_rig(SimOptions::v3(), &[]).await;
+    let _dispatcher = dispatcher(&rig).await;
+    let mut a = relay(&rig).await;
+    let b = spawn(&rig, &["notify"], None, "notification relay started").await;
+    rig.mp.notify(note(Organize, "with-two-relays"));
+    wait_got(&rig, ALICE, "with-two-relays", 1).await;
+    assert!(a.stderr().contains("this process now polls"));
+    assert!(
+        !b.stderr().contains("this process now polls"),
+        "only one polls"
+    );
+    a.sigkill().await;
+    b.wait_for_stderr("this process now polls", Duration::from_secs(10))
+        .await;
+    rig.mp.notify(note(Organize, "after-the-takeover"));
+    wait_got(&rig, ALICE, "after-the-takeover", 1).await;
+    assert_eq!(got(&rig, ALICE, "with-two-relays"), 1);
+    assert_eq!(got(&rig, ALICE, "after-the-takeover"), 1);
+}
+
+/// SIGKILL after the history was read and before the script: the restart reads it again and
+/// forwards it once.
+#[tokio::test]
+async fn a_crash_after_reading_the_history_loses_nothing_and_repeats_nothing() {
+    crash_then_restart("notify.after_read").await;
+}
+
+/// SIGKILL after the script and before the send: the restart knows the row; the dispatcher
+/// delivers the queued entry once.
+#[tokio::test]
+async fn a_crash_after_recording_repeats_nothing() {
+    crash_then_restart("notify.after_record").await;
+}
+
+async fn crash_then_restart(point: &str) {
+    let rig = relay_rig(SimOptions::v2_5_6(), &[]).await;
+    let mut first = relay(&rig).await;
+    first.sigkill().await;
+    for i in 1..=3 {
+        rig.mp.notify(note(Organize, &format!("crash-{i}")));
+    }
+    let mut frozen = spawn(&rig, &["notify"], Some(point), "this process now polls").await;
+    frozen
+        .wait_for_stderr(
+            &format!("crash point {point} reached"),
+            Duration::from_secs(15),
+        )
+        .await;
+    frozen.sigkill().await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    for i in 1..=3 {
+        wait_got(&rig, ALICE, &format!("crash-{i}"), 1).await;
+    }
+    let polled = rig.mp.calls(routes::MESSAGE_WEB);
+    eventually("two more polls", RECOVERY_DEADLINE, || async {
+        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
+    })
+    .await;
+    for i in 1..=3 {
+        assert_eq!(got(&rig, ALICE, &format!("crash-{i}")), 1, "crash-{i}");
+    }
+}
+
+/// SIGKILL of the dispatcher between Telegram's answer and its record: the one documented
+/// extra copy at most, and it shows in the reply's delivery record.
+#[tokio::test]
+async fn a_dispatcher_crash_after_the_send_repeats_at_most_the_last_hop() {
+    let rig = relay_rig(SimOptions::late_v2(), &[]).await;
+    let _relay = relay(&rig).await;
+    let mut frozen = spawn(
+        &rig,
+        &["dispatcher"],
+        Some("dispatch.after_send"),
+        "dispatcher started",
+    )
+    .await;
+    rig.mp.notify(note(Organize, "last-hop"));
+    frozen
+        .wait_for_stderr(
+            "crash point dispatch.after_send reached",
+            Duration::from_secs(15),
+        )
+        .await;
+    frozen.sigkill().await;
+    let _dispatcher = dispatcher(&rig).await;
+    wait_got(&rig, ALICE, "last-hop", 1).await;
+    let store = rig.store.clone();
+    let record = eventually("the reply's delivery record", RECOVERY_DEADLINE, || {
+        let store = store.clone();
+        async move {
+            let mut conn = store.conn().await;
+            let keys: Vec<String> = conn.keys(store.keys.reply("*")).await.unwrap();
+            for key in keys {
+                let h: std::collections::BTreeMap<String, String> =
+                    conn.hgetall(&key).await.unwrap();
+                if h.get("state").map(String::as_str) == Some("sent") {
+                    return Some(h);
+                }
+            }
+            None
+        }
+    })
+    .await;
+    let copies = got(&rig, ALICE, "last-hop");
+    assert!((1..=2).contains(&copies), "{copies}");
+    let attempts: u64 = record
+        .get("attempts")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(
+        attempts as usize, copies,
+        "each copy is an attempt in the record: {record:?}"
+    );
+}
