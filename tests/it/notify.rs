@@ -434,6 +434,11 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
         .await
         .unwrap();
     assert!(!page.contains(needle) && !page.contains(WAKE_SECRET));
+    assert!(page.contains("MoviePilot notifications (relay)"), "{page}");
+    assert!(
+        page.contains("history row "),
+        "the relay's position is shown"
+    );
 }
 
 /// Every key of the rig's Redis (SCAN) with its whole value as text, by type.

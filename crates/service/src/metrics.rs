@@ -185,6 +185,17 @@ impl Metrics {
             "MoviePilot notifications skipped after an outage longer than notify.max_pages",
             m.notify_skipped.clone(),
         );
+        // Every kind at 0 from the start, so a rate over the first failure shows it.
+        for kind in [
+            "transient",
+            "credentials",
+            "permanent",
+            "uncertain",
+            "redis",
+        ] {
+            m.notify_poll_errors
+                .get_or_create(&vec![("kind", kind.to_string())]);
+        }
         registry.register(
             "notify_poll_errors",
             "Polls of MoviePilot's message history that failed, by kind",

@@ -192,8 +192,9 @@ impl AdminWeb {
             l.consumers(),
             l.jobs_needing_review(REVIEW_SHOWN),
             recent,
+            l.notify_position(),
         );
-        let (counts, queues, consumers, review, recent) = match read {
+        let (counts, queues, consumers, review, recent, relay) = match read {
             Ok(all) => all,
             Err(e) => return self.unavailable(&e),
         };
@@ -204,6 +205,7 @@ impl AdminWeb {
                 counts: &counts,
                 queues: &queues,
                 consumers: &consumers,
+                relay: relay.as_ref(),
                 review: &review,
                 recent: &recent,
                 filter: &form,

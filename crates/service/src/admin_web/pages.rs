@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use maud::{DOCTYPE, Markup, html};
 
-use crate::ledger::{ConsumerInfo, Job, JobState, QueueStats, StateCounts};
+use crate::ledger::{ConsumerInfo, Job, JobState, NotifyPosition, QueueStats, StateCounts};
 use crate::vocabulary::Resolution;
 
 /// The decisions a person may take on a `needs_review` job: form value and button label.
@@ -34,6 +34,8 @@ pub struct Dashboard<'a> {
     pub counts: &'a StateCounts,
     pub queues: &'a QueueStats,
     pub consumers: &'a [ConsumerInfo],
+    /// The notification relay's position (`None`: it never polled).
+    pub relay: Option<&'a NotifyPosition>,
     pub review: &'a [Job],
     pub recent: &'a [Job],
     pub filter: &'a FilterForm,
@@ -148,6 +150,31 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                         }
                     }
                 }
+            }
+        }
+        section #relay data-refresh="relay" {
+            h2 { "MoviePilot notifications (relay)" }
+            @match d.relay {
+                None => p.muted { "The relay has not polled MoviePilot yet (notify.enabled)." },
+                Some(r) => dl {
+                    dt { "position" }
+                    dd #relay-position {
+                        @if r.reg_time.is_empty() { "before the first row" }
+                        @else { "history row " (r.id) " of " (r.reg_time) }
+                    }
+                    dt { "last poll" } dd #relay-polled { (when(r.polled_at.unwrap_or(0))) }
+                    dt { "lag" }
+                    dd #relay-lag {
+                        @match r.polled_at {
+                            Some(at) => (age(Duration::from_millis(now_ms().saturating_sub(at)))),
+                            None => "-",
+                        }
+                    }
+                    dt { "forwarded / collapsed / unrouted / skipped" }
+                    dd #relay-totals {
+                        (r.forwarded) " / " (r.collapsed) " / " (r.unrouted) " / " (r.skipped)
+                    }
+                },
             }
         }
         section #recent {
