@@ -193,8 +193,10 @@ impl Metrics {
             "uncertain",
             "redis",
         ] {
-            m.notify_poll_errors
-                .get_or_create(&vec![("kind", kind.to_string())]);
+            drop(
+                m.notify_poll_errors
+                    .get_or_create(&vec![("kind", kind.to_string())]),
+            );
         }
         registry.register(
             "notify_poll_errors",
