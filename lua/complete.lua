@@ -43,8 +43,9 @@
     +13 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
     then n name, value pairs
 
-  A `succeeded` job keeps an earlier attempt's error as `last_attempt_error`, not as its
-  `error`. The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
+  A `succeeded` job keeps an earlier attempt's error as `last_attempt_error` and its kind as
+  `last_attempt_error_kind`, not as its `error` and `mp_error_kind` (which describe the
+  outcome). The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
   only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
   The entries of the recorded outcomes are acknowledged together at the end, with one XACK
   (Lua's unpack bounds a call to a few thousand outcomes; the worker sends at most 64), and the
@@ -77,7 +78,7 @@ local function complete_one(job_key, at)
   local next_at = at + 13 + 2 * extra
 
   local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
-    'message_id', 'id', 'command', 'args', 'error')
+    'message_id', 'id', 'command', 'args', 'error', 'mp_error_kind')
   local status, attempts, owner = job[1], job[2], job[3]
   if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
     return {'stale', status or 'missing', attempts or ''}, next_at
@@ -98,6 +99,11 @@ local function complete_one(job_key, at)
     -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.
     redis.call('HSET', job_key, 'last_attempt_error', job[10])
     redis.call('HDEL', job_key, 'error')
+  end
+  if new_status == 'succeeded' and job[11] then
+    -- Its kind too, beside it: the outcome has none.
+    redis.call('HSET', job_key, 'last_attempt_error_kind', job[11])
+    redis.call('HDEL', job_key, 'mp_error_kind')
   end
 
   if tokens ~= '' then

@@ -37,6 +37,12 @@ mod moviepilot;
 /// that refuses connections (waited out), with plain words for users.
 mod moviepilot_trouble;
 
+/// What MoviePilot answers, read safely: the byte limit (a 45 MB search, memory bounded),
+/// `success` before `data` in each version's real refusals, the locale, v3's 403, two-factor
+/// login and v3.0.0's search trigger, control characters kept from Telegram, one login at a
+/// time for the deployment while refused, `/downloading` telling torrents apart.
+mod moviepilot_answers;
+
 /// Liveness: dead workers' and dispatchers' entries taken within seconds, slow live ones left
 /// alone, dead consumers removed from the groups.
 mod liveness;

@@ -43,6 +43,7 @@ fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         resource_search_timeout_secs: 5,
         download_timeout_secs: 5,
         download_settle_secs: 2,
+        max_body_bytes: 8 * 1024 * 1024,
     }
 }
 

@@ -245,6 +245,8 @@ async fn start_worker(
             return Ok(());
         };
         tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
+        // Logins go through the deployment's gate: one at a time, none while refused.
+        mp.share_logins(std::sync::Arc::new(ledger.clone()));
         Worker::new(&settings, ledger, mp).run(shutdown).await
     }))
 }

@@ -251,6 +251,10 @@ pub struct MoviePilotSettings {
     /// After an interrupted add, how long from that attempt's start to wait for MoviePilot to
     /// finish the request (and write its history row) before the add is sent again.
     pub download_settle_secs: u64,
+    /// The most bytes of one MoviePilot answer oncebot reads: a release list is cut there, any
+    /// other answer over it fails (the process's memory stays bounded, whatever the server
+    /// sends).
+    pub max_body_bytes: u64,
 }
 
 /// The relay of MoviePilot's notifications (see `notify`).
@@ -857,9 +861,26 @@ impl MoviePilotSettings {
             ],
             ", so every call would time out at once",
             "a number of seconds, e.g. 15",
-        )
+        )?;
+        if mp.max_body_bytes < MIN_MP_BODY_BYTES {
+            return Err(SettingError::new(
+                "moviepilot.max_body_bytes",
+                format!(
+                    "is {}, less than {MIN_MP_BODY_BYTES} bytes (a single release can be larger)",
+                    mp.max_body_bytes
+                ),
+                format!(
+                    "set {} to a number of bytes, e.g. 8388608 (8 MiB, the default)",
+                    env_name("moviepilot.max_body_bytes")
+                ),
+            ));
+        }
+        Ok(())
     }
 }
+
+/// The least `moviepilot.max_body_bytes` may be: one release with its media info is a few KiB.
+const MIN_MP_BODY_BYTES: u64 = 64 * 1024;
 
 /// The cores this process may use (affinity and cgroup quota included): what "one thread per
 /// core" counts.

@@ -313,12 +313,13 @@ where
     }
 }
 
-/// 200 when Redis answers with the scripts loaded. MoviePilot refusing the credentials is
-/// said in the body; it makes a process 503 only when it does not admit updates (a worker
-/// alone), since the webhook keeps recording them meanwhile.
+/// 200 when Redis answers with the scripts loaded. MoviePilot refusing the credentials (seen by
+/// this process, or by any worker of the deployment: the shared notice) is said in the body; it
+/// makes a process 503 only when it does not admit updates (a worker alone), since the webhook
+/// keeps recording them meanwhile.
 async fn readiness(ingress: &Ingress, admits: bool) -> Response {
     match ingress.ledger().ready().await {
-        Ok(()) if METRICS.credentials_are_refused() => {
+        Ok(ready) if ready.credentials_refused || METRICS.credentials_are_refused() => {
             let why = "MoviePilot refuses oncebot's credentials; jobs wait (see the log)";
             if admits {
                 status(StatusCode::OK, &format!("ready\nmoviepilot: {why}\n"))
@@ -329,7 +330,7 @@ async fn readiness(ingress: &Ingress, admits: bool) -> Response {
                 )
             }
         }
-        Ok(()) => status(StatusCode::OK, "ready\n"),
+        Ok(_) => status(StatusCode::OK, "ready\n"),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");
             status(

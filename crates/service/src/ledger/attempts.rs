@@ -344,21 +344,53 @@ impl Ledger {
     ) -> ScriptCall {
         let mut call = ScriptCall::new(
             &scripts::NOTICE,
-            2,
+            3,
             4 + self.review.admin_chats.len(),
             64 + text.len(),
         );
         call.key("notice key", self.keys.notice(condition))
             .key("replies stream", self.keys.replies_stream())
-            .arg("raise | clear", "raise")
+            .key("told set", self.keys.notice_told(condition))
+            .arg("raise | tell | clear", "raise")
             .arg("replies consumer group", keys::REPLIES_GROUP)
-            .arg("raise: seconds the notice lasts", lasts.as_secs().max(1))
-            .arg("raise: the text", text)
+            .arg("seconds the notice lasts", lasts.as_secs().max(1))
+            .arg("text or user", text)
             .args(&self.review.admin_chats);
         call
     }
 
-    /// notice.lua: `condition` is over; its next occurrence is told again. True if it was on.
+    /// notice.lua: whether `user_id` is to be told about `condition` now (true once per user
+    /// while it lasts, `lasts` at most): the caller's reply tells them.
+    pub async fn tell_user_once(
+        &self,
+        condition: &str,
+        user_id: i64,
+        lasts: Duration,
+    ) -> Result<bool, LedgerError> {
+        let call = self.tell_user_call(condition, user_id, lasts);
+        let new: i64 = self.send(&call, "noting a user told").await?;
+        Ok(new == 1)
+    }
+
+    pub(super) fn tell_user_call(
+        &self,
+        condition: &str,
+        user_id: i64,
+        lasts: Duration,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::NOTICE, 3, 4, 64);
+        call.key("notice key", self.keys.notice(condition))
+            .key("replies stream", self.keys.replies_stream())
+            .key("told set", self.keys.notice_told(condition))
+            .arg("raise | tell | clear", "tell")
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("seconds the notice lasts", lasts.as_secs().max(1))
+            .arg("text or user", user_id);
+        call
+    }
+
+    /// notice.lua: `condition` is over (and the users told about it forgotten); its next
+    /// occurrence is told again. True if it was on.
     pub async fn clear_notice(&self, condition: &str) -> Result<bool, LedgerError> {
         let call = self.clear_notice_call(condition);
         let cleared: i64 = self.send(&call, "ending an admin notice").await?;
@@ -366,10 +398,11 @@ impl Ledger {
     }
 
     pub(super) fn clear_notice_call(&self, condition: &str) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::NOTICE, 2, 2, 64);
+        let mut call = ScriptCall::new(&scripts::NOTICE, 3, 2, 64);
         call.key("notice key", self.keys.notice(condition))
             .key("replies stream", self.keys.replies_stream())
-            .arg("raise | clear", "clear")
+            .key("told set", self.keys.notice_told(condition))
+            .arg("raise | tell | clear", "clear")
             .arg("replies consumer group", keys::REPLIES_GROUP);
         call
     }

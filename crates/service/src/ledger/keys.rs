@@ -159,6 +159,19 @@ impl Keys {
         format!("{}notice:{condition}", self.base)
     }
 
+    /// SET, EX = the notice's: the users told about `condition` while it lasts (each once,
+    /// however many of their jobs meet it). Ended with the notice.
+    pub fn notice_told(&self, condition: &str) -> String {
+        format!("{}notice:{condition}:told", self.base)
+    }
+
+    /// HASH, PX = how long refusals are remembered: the deployment's MoviePilot login gate
+    /// (login_gate.lua): no login before `until`, `step` refusals in a row, their `reason`, and
+    /// the `holder` of the login in progress with its `lease_until`.
+    pub fn mp_login(&self) -> String {
+        format!("{}mp_login", self.base)
+    }
+
     /// STRING, PX = the liveness expiry: `consumer` (a worker or dispatcher process) is alive.
     pub fn alive(&self, consumer: &str) -> String {
         format!("{}{consumer}", self.alive_prefix())
@@ -237,6 +250,8 @@ mod tests {
             k.callbacks_stream(),
             k.review_index(),
             k.notice("credentials"),
+            k.notice_told("credentials"),
+            k.mp_login(),
             k.alive("host-1-abcd"),
             k.consumers(JOBS_GROUP),
             k.releases(3),

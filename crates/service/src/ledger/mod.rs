@@ -7,6 +7,7 @@ mod attempts;
 mod conn;
 pub mod keys;
 mod liveness;
+mod mp_login;
 mod notify;
 mod overview;
 mod reader;
@@ -36,7 +37,15 @@ pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, QueueStats, ReplyEntry, StreamStats};
-pub use scripts::hashes as script_hashes;
+pub use scripts::{CREDENTIALS_NOTICE, hashes as script_hashes};
+
+/// What [`Ledger::ready`] found besides a working admission path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ready {
+    /// A worker raised the admin notice that MoviePilot refuses oncebot's credentials (jobs
+    /// wait): shared, so every process's `/readyz` says it.
+    pub credentials_refused: bool,
+}
 use scripts::{OrEmpty, ScriptCall};
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 
@@ -401,22 +410,27 @@ impl Ledger {
     /// The admission path works (what `/readyz` reports): the node that owns the deployment's
     /// slot runs a script on its keys (a node of a cluster that does not own it answers MOVED
     /// to a standalone connection), the scripts are loaded there, and with
-    /// `redis.wait_replicas` as many replicas confirm a write as an admission needs.
-    pub async fn ready(&self) -> Result<(), LedgerError> {
+    /// `redis.wait_replicas` as many replicas confirm a write as an admission needs. Also says
+    /// whether a worker of the deployment found MoviePilot refusing oncebot's credentials.
+    pub async fn ready(&self) -> Result<Ready, LedgerError> {
         let mut conn = self.conn.clone();
         let loaded = scripts::loaded(&mut conn, &self.keys, self.wait)
             .await
             .map_err(LedgerError::redis(
                 "checking that the slot's node runs the scripts",
             ))?;
-        if !loaded {
+        let Some(credentials_refused) = loaded else {
             // Redis restarted (scripts are not persisted), SCRIPT FLUSH, or a failover to a
-            // replica that never loaded them: load them again.
+            // replica that never loaded them: load them again. (The notice, if any, is read
+            // at the next probe.)
             scripts::load_all(&mut conn)
                 .await
                 .map_err(LedgerError::redis("loading the Lua scripts"))?;
-        }
-        Ok(())
+            return Ok(Ready::default());
+        };
+        Ok(Ready {
+            credentials_refused,
+        })
     }
 
     /// Runs `lua/enqueue.lua` for one update: the transport check, the business check and

@@ -272,6 +272,27 @@ async fn locks_and_notices() {
     );
     // `clear` leaves out what only `raise` reads.
     holds(&l.clear_notice_call("mp_auth"), false);
+    holds(
+        &l.tell_user_call("mp_auth", 42, Duration::from_secs(60)),
+        false,
+    );
+}
+
+#[tokio::test]
+async fn the_moviepilot_login_gate() {
+    let l = ledger();
+    holds(&l.login_begin_call("p1", Duration::from_secs(20)), false);
+    holds(
+        &l.login_refused_call(
+            "p1",
+            "refused",
+            Duration::from_secs(5),
+            Duration::from_secs(60),
+            Duration::from_secs(3600),
+        ),
+        true,
+    );
+    holds(&l.login_ended_call("p1", true), false);
 }
 
 #[tokio::test]

@@ -105,6 +105,10 @@ pub(crate) static NOTE: LazyLock<Lua> = LazyLock::new(|| lua!("note.lua"));
 /// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
 pub(crate) static RELEASES: LazyLock<Lua> = LazyLock::new(|| lua!("releases.lua"));
 
+/// `lua/login_gate.lua`: one MoviePilot login at a time for the deployment, none while refused.
+pub(crate) static LOGIN_GATE: LazyLock<Lua> =
+    LazyLock::new(|| lua!("login_gate.lua", "common.lua"));
+
 /// `lua/ready.lua`: `/readyz`'s probe, run on a key of the deployment's slot.
 pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
 
@@ -113,7 +117,7 @@ pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
 pub(crate) static NOTIFY: LazyLock<Lua> = LazyLock::new(|| lua!("notify.lua", "common.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 20] {
+fn all() -> [(&'static str, &'static Lua); 21] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -135,6 +139,7 @@ fn all() -> [(&'static str, &'static Lua); 20] {
         ("releases", &RELEASES),
         ("ready", &READY),
         ("notify", &NOTIFY),
+        ("login_gate", &LOGIN_GATE),
     ]
 }
 
@@ -279,22 +284,28 @@ pub(crate) async fn load_all(conn: &mut impl ConnectionLike) -> redis::RedisResu
     Ok(())
 }
 
+/// The condition of the admin notice that MoviePilot refuses oncebot's credentials
+/// (`notice:credentials`), which `/readyz` reads.
+pub const CREDENTIALS_NOTICE: &str = "credentials";
+
 /// `ready.lua`'s call on a key of the deployment's slot.
 pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
-    let mut call = ScriptCall::new(&READY, 1, 0, 64);
-    call.key("job sequence", keys.job_seq());
+    let mut call = ScriptCall::new(&READY, 2, 0, 64);
+    call.key("job sequence", keys.job_seq())
+        .key("credentials notice", keys.notice(CREDENTIALS_NOTICE));
     call
 }
 
 /// Whether the node that owns the deployment's slot has every script and runs them on its
 /// keys, in one round trip: SCRIPT EXISTS of every script, EVALSHA of `ready.lua` on a key of
 /// the slot (a standalone connection to another node of a cluster meets MOVED: an error), and
-/// with `wait` a WAIT behind them (too few replicas: an error, as for an admission).
+/// with `wait` a WAIT behind them (too few replicas: an error, as for an admission). `None`:
+/// not loaded; else whether the credentials notice is raised.
 pub(crate) async fn loaded(
     conn: &mut Conn,
     keys: &Keys,
     wait: Option<Wait>,
-) -> redis::RedisResult<bool> {
+) -> redis::RedisResult<Option<bool>> {
     let mut exists = redis::cmd("SCRIPT");
     exists.arg("EXISTS");
     for (_, lua) in all() {
@@ -318,16 +329,13 @@ pub(crate) async fn loaded(
     };
     let present: Vec<bool> = redis::FromRedisValue::from_redis_value(exists.extract_error()?)?;
     let probed = match probe {
-        Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => false,
-        other => {
-            other.extract_error()?;
-            true
-        }
+        Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => None,
+        other => Some(matches!(other.extract_error()?, Value::Int(2))),
     };
     if let (Some(wait), Some(acks)) = (wait, answers.next()) {
         wait.check(acks.extract_error()?)?;
     }
-    Ok(probed && present.into_iter().all(|p| p))
+    Ok(probed.filter(|_| present.into_iter().all(|p| p)))
 }
 
 #[cfg(test)]

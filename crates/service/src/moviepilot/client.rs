@@ -6,10 +6,23 @@
 //!   major version is refused at start-up rather than half-understood.
 //! - **Credentials.** The API key goes in `X-API-KEY`; a username and password buy a bearer token
 //!   from `POST /api/v1/login/access-token`. There is one token per process. When MoviePilot
-//!   refuses it (401/403: it restarted with a new secret, or the token expired) exactly one
-//!   caller logs in again while the others wait for that login (a generation counter tells
-//!   them it happened), and every refused call is sent once more. A refused call did not run,
-//!   so sending it again is safe even when it has a side effect.
+//!   refuses it (v2: 401/403; v3: 401, its 403 means "not allowed" and is a permanent error)
+//!   exactly one caller logs in again while the others wait for that login (a generation
+//!   counter tells them it happened), and every refused call is sent once more. A refused call
+//!   did not run, so sending it again is safe even when it has a side effect. While logins are
+//!   refused, the next one waits out a backoff (`gate`), deployment-wide when a [`LoginGate`]
+//!   is shared ([`MoviePilot::share_logins`]). An account with two-factor login cannot log in
+//!   (v3 says so with `X-MFA-Required`): the error says to use the API key.
+//! - **Locale.** Every request asks for `zh-CN` (`X-MoviePilot-Locale` and `Accept-Language`):
+//!   v3 translates `message` into the request's locale, and the few messages oncebot reads
+//!   (未搜索到任何资源) are matched in Chinese.
+//! - **Size.** Every body is read through `moviepilot.max_body_bytes`: a resource search's list
+//!   is cut there (the results before the cut are kept and the list says it was cut), any other
+//!   successful answer over it is a permanent error naming the setting. An error answer over it
+//!   is classified by its status, its body cut.
+//! - **Envelopes.** `success` is read first: `false` is a refusal with MoviePilot's message
+//!   whatever `data` holds (v2.5.6 answers `data: {}` there), and only `success: true` has its
+//!   `data` decoded.
 //! - **Timeouts.** Every request has one. Media search and detail, which make MoviePilot ask
 //!   TMDB, get the longer `search_timeout_secs`.
 //! - **Classification** ([`MpError`]): a refusal (4xx, `success:false`) is permanent; a
@@ -35,16 +48,24 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::error::{MpError, Unreachable};
+use super::gate::{LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff};
 use super::messages::HistoryMessage;
-use super::releases::{HistoryRow, RawJson, Release, ReleaseList};
+use super::releases::{HistoryRow, RawJson, ReleaseList, SearchAnswer};
 use super::types::{
-    CreatedId, Dialect, Download, Envelope, MediaItem, MediaKind, NewSubscription, Subscription,
-    WireDownload, WireMedia, WireSubscribe, WireToken,
+    CreatedId, Dialect, Download, EnvelopeHead, MediaItem, MediaKind, NewSubscription,
+    Subscription, WireDownload, WireMedia, WireSubscribe, WireToken,
 };
 use crate::config::{MoviePilotSettings, Secret, env_name};
 
 /// The fixed literal `/system/global` wants; it is not a secret (MoviePilot's frontend sends it).
 const GLOBAL_TOKEN: &str = "moviepilot";
+
+/// The locale every request asks for: the one oncebot matches MoviePilot's messages in. V3 reads
+/// `X-MoviePilot-Locale` first, then `Accept-Language` (its web client sends both).
+const LOCALE: &str = "zh-CN";
+
+/// What v3 answers when nothing was found, in [`LOCALE`] (v2 answers it untranslated).
+const NOTHING_FOUND: &str = "未搜索到";
 
 /// A connected MoviePilot. Cheap to clone; every clone shares the HTTP pool and the token.
 #[derive(Clone)]
@@ -80,6 +101,15 @@ struct Inner {
     search_timeout: Duration,
     resource_search_timeout: Duration,
     download_timeout: Duration,
+    /// `moviepilot.max_body_bytes`.
+    max_body: usize,
+    /// The deployment's login gate, once shared (`share_logins`).
+    gate: std::sync::OnceLock<Arc<dyn LoginGate>>,
+    /// This process's name at the gate.
+    holder: String,
+    /// How long the gate counts refusals in a row (`moviepilot.auth_wait_secs`, at least a
+    /// minute).
+    remember_refusals: Duration,
     auth: Auth,
     /// Why MoviePilot refuses oncebot's credentials, from the last call that was refused, until
     /// a call gets through. Text for operators (it may name settings), never for users.
@@ -107,6 +137,10 @@ struct TokenState {
     /// The last failed login and when it ended: callers that were already waiting for that
     /// login get its error instead of each trying again.
     last_failure: Option<(Instant, MpError)>,
+    /// While logins are refused: no login before this instant, and this refusal instead.
+    refused_until: Option<(Instant, MpError)>,
+    /// Logins refused in a row (this process's count; the gate keeps the deployment's).
+    refusals: u32,
 }
 
 enum Credential {
@@ -170,7 +204,10 @@ impl fmt::Display for Call {
 struct Answer {
     status: StatusCode,
     retry_after: Option<String>,
+    /// At most `moviepilot.max_body_bytes`.
     body: Bytes,
+    /// The body was longer than the limit: `body` is its beginning.
+    cut: bool,
 }
 
 impl MoviePilot {
@@ -189,8 +226,15 @@ impl MoviePilot {
         let (api_key, login) = credentials(settings)?;
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
         let search_timeout = Duration::from_secs(settings.search_timeout_secs.max(1));
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("x-moviepilot-locale", HeaderValue::from_static(LOCALE));
+        headers.insert(
+            reqwest::header::ACCEPT_LANGUAGE,
+            HeaderValue::from_static(LOCALE),
+        );
         let http = reqwest::Client::builder()
             .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .default_headers(headers)
             .build()
             .map_err(|e| anyhow!("building the MoviePilot HTTP client: {}", e.without_url()))?;
         let mut inner = Inner {
@@ -206,6 +250,10 @@ impl MoviePilot {
                 settings.resource_search_timeout_secs.max(1),
             ),
             download_timeout: Duration::from_secs(settings.download_timeout_secs.max(1)),
+            max_body: usize::try_from(settings.max_body_bytes).unwrap_or(usize::MAX),
+            gate: std::sync::OnceLock::new(),
+            holder: format!("{}-{:08x}", std::process::id(), rand::random::<u32>()),
+            remember_refusals: Duration::from_secs(settings.auth_wait_secs.max(60)),
             auth: Auth {
                 api_key,
                 login,
@@ -247,6 +295,12 @@ impl MoviePilot {
     /// The version MoviePilot reported (e.g. `v2.5.6`), or a description when it reported none.
     pub fn version(&self) -> &str {
         &self.inner.version
+    }
+
+    /// Makes this process's logins go through `gate`, the deployment's: one login at a time
+    /// across processes, none while a refusal's backoff runs. Set once; later calls are ignored.
+    pub fn share_logins(&self, gate: Arc<dyn LoginGate>) {
+        let _ = self.inner.gate.set(gate);
     }
 
     /// Why MoviePilot refuses oncebot's credentials now (operator text, naming the setting to
@@ -442,24 +496,35 @@ impl MoviePilot {
         Ok(())
     }
 
-    /// Asks MoviePilot to search for a subscription now (v2 `GET`, v3 `POST
-    /// /api/v1/subscribe/search/{id}`). Success only means the job was queued: MoviePilot skips
-    /// it silently when a search is already running or the subscription is under a minute old.
+    /// Asks MoviePilot to search for a subscription now (v2 and v3.0.0 `GET`, v3.0.1 on `POST
+    /// /api/v1/subscribe/search/{id}`; a v3 that answers the POST 405 is asked with GET, since a
+    /// 405 did not run). Success only means the job was queued: MoviePilot skips it silently
+    /// when a search is already running or the subscription is under a minute old.
     pub async fn search_subscription_now(&self, id: u64) -> Result<(), MpError> {
-        let (method, json) = match self.inner.dialect {
-            Dialect::V2 => (Method::GET, None),
-            Dialect::V3 => (Method::POST, Some(json!({}))),
-        };
-        let call = Call {
+        let post = self.inner.dialect == Dialect::V3 && !search_trigger_is_get(&self.inner.version);
+        let call = |method: Method| Call {
             what: format!("starting a search for subscription {id}"),
+            json: (method == Method::POST).then(|| json!({})),
             method,
             path: format!("/api/v1/subscribe/search/{id}"),
             query: Vec::new(),
-            json,
             effect: Effect::SideEffect,
             timeout: self.inner.timeout,
         };
-        let answer = self.inner.call(&call).await?;
+        let mut call = call(if post { Method::POST } else { Method::GET });
+        let mut answer = self.inner.call(&call).await?;
+        if post && answer.status == StatusCode::METHOD_NOT_ALLOWED {
+            tracing::info!(
+                version = %self.inner.version,
+                "MoviePilot has no POST search trigger (v3.0.0 has only GET); asking with GET"
+            );
+            call = Call {
+                method: Method::GET,
+                json: None,
+                ..call
+            };
+            answer = self.inner.call(&call).await?;
+        }
         let answer = self.inner.check_status(&call, answer)?;
         let _: Option<Value> = self.inner.accepted(&call, &answer)?;
         Ok(())
@@ -500,22 +565,7 @@ impl MoviePilot {
             effect: Effect::ReadOnly,
             timeout: self.inner.timeout,
         };
-        let answer = self.inner.call(&call).await?;
-        let answer = self.inner.check_status(&call, answer)?;
-        let rows: Vec<Box<serde_json::value::RawValue>> =
-            self.inner.decode(&call, &answer)?.unwrap_or_default();
-        let total = rows.len();
-        let parsed: Vec<HistoryMessage> = rows
-            .iter()
-            .filter_map(|row| serde_json::from_str(row.get()).ok())
-            .collect();
-        if parsed.len() != total {
-            tracing::warn!(
-                skipped = total - parsed.len(),
-                "{call}: some rows were not in the expected shape"
-            );
-        }
-        Ok((parsed, total))
+        self.inner.fetch_rows(&call).await
     }
 }
 
@@ -528,13 +578,17 @@ const HISTORY_MAX_PAGES: usize = 500;
 impl MoviePilot {
     /// A resource search for one media (`GET /api/v1/search/media/tmdb:<id>?mtype=&season=`,
     /// v3 `/<id>?media_source=themoviedb`). Synchronous at MoviePilot: it answers after every
-    /// indexer site has, so it has its own long timeout. MoviePilot's "nothing found" refusal
-    /// is an empty list.
+    /// indexer site has, so it has its own long timeout. Keeps the first `keep` releases and
+    /// counts the rest; an answer over `moviepilot.max_body_bytes` is cut there (the list says
+    /// so). `success` decides before `data` is looked at: MoviePilot's "nothing found"
+    /// (`success:false`, 未搜索到任何资源) is an empty list, any other refusal (未识别到TMDB媒体信息,
+    /// 未知的媒体ID, 媒体ID格式无效) a permanent error with MoviePilot's message.
     pub async fn search_releases(
         &self,
         tmdb_id: u64,
         kind: MediaKind,
         season: Option<u32>,
+        keep: usize,
     ) -> Result<ReleaseList, MpError> {
         let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
         query.push(("mtype", kind.wire_name().into()));
@@ -553,38 +607,44 @@ impl MoviePilot {
             timeout: self.inner.resource_search_timeout,
         };
         let answer = self.inner.call(&call).await?;
-        let answer = self.inner.check_status(&call, answer)?;
-        let envelope: Envelope<Vec<Value>> = self.inner.envelope(&call, &answer)?;
-        let empty = ReleaseList {
-            media_info: RawJson(Value::Null),
-            releases: Vec::new(),
+        // A list cut at the limit is still a list: the size check is this route's own.
+        let answer = self.inner.check_code(&call, answer)?;
+        let read = SearchAnswer::read(&answer.body, keep);
+        let listed = match read.success {
+            Some(true) => true,
+            // Cut before `success` (the real server puts it first, serde_json's maps last):
+            // a list of results is a success.
+            None if answer.cut && read.data_is_list => true,
+            Some(false) => {
+                let message = read.message.unwrap_or_default();
+                if message.contains(NOTHING_FOUND) {
+                    return Ok(ReleaseList::empty());
+                }
+                return Err(self.inner.refused(&call, Some(&message)));
+            }
+            None => false,
         };
-        if !envelope.success {
-            let message = envelope.message.unwrap_or_default();
-            if message.contains("未搜索到") {
-                return Ok(empty);
-            }
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused: {}",
-                refusal_text(Some(&message))
-            )));
+        if !listed || (read.broken && !answer.cut) {
+            return Err(if answer.cut {
+                self.inner.too_large(&call)
+            } else {
+                self.inner.unexpected_body(&call, &answer)
+            });
         }
-        let mut list = empty;
-        for mut row in envelope.data.unwrap_or_default() {
-            if list.media_info.0.is_null()
-                && let Some(media) = row.get_mut("media_info").map(Value::take)
-            {
-                list.media_info = RawJson(media);
-            }
-            if let Some(release) = row
-                .get_mut("torrent_info")
-                .map(Value::take)
-                .and_then(Release::from_torrent_info)
-            {
-                list.releases.push(release);
-            }
+        if answer.cut {
+            tracing::warn!(
+                read = read.total,
+                limit = self.inner.max_body,
+                "{call}: the answer is larger than {}; kept the results before the cut",
+                env_name("moviepilot.max_body_bytes")
+            );
         }
-        Ok(list)
+        Ok(ReleaseList {
+            media_info: RawJson(read.media_info.unwrap_or(Value::Null)),
+            releases: read.releases,
+            total: read.total,
+            cut: answer.cut,
+        })
     }
 
     /// Adds a download (`POST /api/v1/download/` with `media_in`, `torrent_in` and `downloader`
@@ -737,7 +797,7 @@ impl Inner {
         let started = Instant::now();
         let (credential, generation) = self.auth.credential().await;
         let answer = self.send(call, &credential).await?;
-        if !refused_credentials(answer.status) {
+        if !self.refuses_credentials(answer.status) {
             return Ok(answer);
         }
         if self.auth.login.is_none() {
@@ -760,7 +820,7 @@ impl Inner {
             .map_err(|e| with_context(e, &format!("{call}: logging in again failed")))?;
         let (credential, _) = self.auth.credential().await;
         let answer = self.send(call, &credential).await?;
-        if refused_credentials(answer.status) {
+        if self.refuses_credentials(answer.status) {
             return Err(MpError::CredentialsRefused(format!(
                 "{call}: MoviePilot refused a fresh login (HTTP {}{}): check that user {:?} may do this",
                 answer.status.as_u16(),
@@ -771,7 +831,9 @@ impl Inner {
         Ok(answer)
     }
 
-    /// Logs in unless someone already did since `seen_generation`; one login at a time.
+    /// Logs in unless someone already did since `seen_generation`; one login at a time in the
+    /// process, and (with a shared gate) in the deployment. While logins are refused, none is
+    /// tried before the backoff has run: callers get the last refusal instead.
     async fn renew(&self, seen_generation: u64, started: Instant) -> Result<(), MpError> {
         let Some(login) = &self.auth.login else {
             return Err(MpError::Permanent(
@@ -787,19 +849,120 @@ impl Inner {
         {
             return Err(error.clone());
         }
+        if let Some((until, error)) = &state.refused_until
+            && Instant::now() < *until
+        {
+            return Err(error.clone());
+        }
+        let gate = self.gate.get();
+        if let Some(gate) = gate {
+            self.wait_for_turn(gate.as_ref(), &mut state).await?;
+        }
         if state.bearer.is_some() {
             tracing::info!("MoviePilot no longer accepts oncebot's token; logging in again");
         }
-        match self.login(login).await {
+        let result = self.login(login).await;
+        match &result {
+            Ok(_) => {
+                if let Some(gate) = gate
+                    && let Err(e) = gate.accepted().await
+                {
+                    tracing::warn!(error = %e, "could not tell the other processes that the MoviePilot login works again");
+                }
+            }
+            Err(MpError::CredentialsRefused(why)) => {
+                state.refusals += 1;
+                let mut backoff = login_backoff(state.refusals);
+                if let Some(gate) = gate {
+                    match gate
+                        .refused(
+                            &self.holder,
+                            why,
+                            LOGIN_BACKOFF_FIRST,
+                            LOGIN_BACKOFF_MAX,
+                            self.remember_refusals,
+                        )
+                        .await
+                    {
+                        Ok(shared) => backoff = shared,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not tell the other processes that the MoviePilot login was refused")
+                        }
+                    }
+                }
+                tracing::warn!(
+                    next_login_in = ?backoff,
+                    "MoviePilot refused the login; no login before the backoff has run"
+                );
+                state.refused_until = Some((
+                    Instant::now() + backoff,
+                    MpError::CredentialsRefused(why.clone()),
+                ));
+            }
+            Err(_) => {
+                if let Some(gate) = gate
+                    && let Err(e) = gate.release(&self.holder).await
+                {
+                    tracing::warn!(error = %e, "could not release the MoviePilot login lease");
+                }
+            }
+        }
+        match result {
             Ok(token) => {
                 state.bearer = Some(token);
                 state.generation += 1;
                 state.last_failure = None;
+                state.refused_until = None;
+                state.refusals = 0;
                 Ok(())
             }
             Err(error) => {
                 state.last_failure = Some((Instant::now(), error.clone()));
                 Err(error)
+            }
+        }
+    }
+
+    /// Waits until the deployment's gate lets this process log in: a refusal elsewhere is
+    /// returned (and remembered until its backoff has run), another process's login is waited
+    /// for (at most about the login's own timeout). A gate that cannot be asked (Redis away) is
+    /// logged and passed: the process's own backoff still holds.
+    async fn wait_for_turn(
+        &self,
+        gate: &dyn LoginGate,
+        state: &mut TokenState,
+    ) -> Result<(), MpError> {
+        let lease = self.timeout + Duration::from_secs(5);
+        let give_up = Instant::now() + lease;
+        loop {
+            match gate.begin(&self.holder, lease).await {
+                Ok(Turn::Go) => return Ok(()),
+                Ok(Turn::Refused { wait, reason }) => {
+                    let error = MpError::CredentialsRefused(if reason.is_empty() {
+                        "MoviePilot refused oncebot's login (another oncebot process tried it)"
+                            .to_string()
+                    } else {
+                        reason
+                    });
+                    state.refused_until = Some((Instant::now() + wait, error.clone()));
+                    return Err(error);
+                }
+                Ok(Turn::Busy { wait }) => {
+                    if Instant::now() >= give_up {
+                        return Err(MpError::Transient(
+                            "another oncebot process is logging in to MoviePilot; trying again later"
+                                .into(),
+                        ));
+                    }
+                    tokio::time::sleep(
+                        wait.clamp(Duration::from_millis(50), Duration::from_millis(500)),
+                    )
+                    .await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not ask the other processes whether a MoviePilot login may be tried; trying it");
+                    return Ok(());
+                }
             }
         }
     }
@@ -822,9 +985,23 @@ impl Inner {
                 MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
             })?;
         let status = response.status();
-        let body = response.bytes().await.map_err(|e| {
+        let two_factor = response.headers().contains_key("x-mfa-required");
+        let (body, _) = read_body(response, self.max_body).await.map_err(|e| {
             MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
         })?;
+        if two_factor {
+            return Err(MpError::CredentialsRefused(format!(
+                "{what}: MoviePilot user {:?} has two-factor login on (HTTP {} with X-MFA-Required), \
+                 which oncebot cannot answer: set {} to MoviePilot's API_TOKEN (its settings \
+                 page; v3 takes it on every route) and leave {} and {} empty, or turn two-factor \
+                 login off for that user",
+                login.username,
+                status.as_u16(),
+                env_name("moviepilot.api_key"),
+                env_name("moviepilot.username"),
+                env_name("moviepilot.password")
+            )));
+        }
         if matches!(status.as_u16(), 401 | 403) {
             return Err(MpError::CredentialsRefused(format!(
                 "{what}: MoviePilot refused the username or password (HTTP {}{}): check {} and {}",
@@ -895,15 +1072,25 @@ impl Inner {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .map(|v| short(v, 20));
-        let body = response
-            .bytes()
+        let (body, cut) = read_body(response, self.max_body)
             .await
             .map_err(|e| self.transport_error(call, e))?;
         Ok(Answer {
             status,
             retry_after,
             body,
+            cut,
         })
+    }
+
+    /// Whether `status` means MoviePilot refused oncebot's credential: 401 in both dialects,
+    /// and 403 in v2 (its answer to a bad JWT). V3 answers 403 only for "not allowed" (无权删除该
+    /// 订阅), a permanent refusal of that call, not of the credential.
+    fn refuses_credentials(&self, status: StatusCode) -> bool {
+        match self.dialect {
+            Dialect::V2 => matches!(status.as_u16(), 401 | 403),
+            Dialect::V3 => status == StatusCode::UNAUTHORIZED,
+        }
     }
 
     /// Connection refused means the request never left: transient. Anything after that (a
@@ -919,8 +1106,40 @@ impl Inner {
         }
     }
 
-    /// Passes 2xx answers; turns the rest into an error of the right kind.
+    /// Passes 2xx answers read whole; turns the rest (and a 2xx over `moviepilot.max_body_bytes`)
+    /// into an error of the right kind.
     fn check_status(&self, call: &Call, answer: Answer) -> Result<Answer, MpError> {
+        let answer = self.check_code(call, answer)?;
+        if answer.cut {
+            return Err(self.too_large(call));
+        }
+        Ok(answer)
+    }
+
+    /// A successful answer longer than `moviepilot.max_body_bytes`: permanent, naming the setting.
+    fn too_large(&self, call: &Call) -> MpError {
+        let error = MpError::Permanent(format!(
+            "{call}: MoviePilot's answer is larger than moviepilot.max_body_bytes ({} bytes), so \
+             it was not read; if such answers are expected, raise {}",
+            self.max_body,
+            env_name("moviepilot.max_body_bytes")
+        ));
+        crate::metrics::METRICS.moviepilot_error(&route_label(call), error.kind());
+        error
+    }
+
+    /// `success: false`: a permanent refusal with MoviePilot's message.
+    fn refused(&self, call: &Call, message: Option<&str>) -> MpError {
+        let error = MpError::Permanent(format!(
+            "{call}: MoviePilot refused: {}",
+            refusal_text(message)
+        ));
+        crate::metrics::METRICS.moviepilot_error(&route_label(call), error.kind());
+        error
+    }
+
+    /// Passes 2xx answers (cut or not); turns the rest into an error of the right kind.
+    fn check_code(&self, call: &Call, answer: Answer) -> Result<Answer, MpError> {
         let status = answer.status;
         if status.is_success() {
             return Ok(answer);
@@ -931,6 +1150,10 @@ impl Inner {
         }
         let error = match status.as_u16() {
             408 | 425 | 429 => MpError::Transient(format!("{call}: {why}")),
+            403 if self.dialect == Dialect::V3 => MpError::Permanent(format!(
+                "{call}: MoviePilot does not allow it ({why}): the MoviePilot user oncebot acts \
+                 as lacks the right (the API key acts as the superuser)"
+            )),
             502 | 504 if call.effect == Effect::SideEffect => MpError::Uncertain(format!(
                 "{call}: {why}: a proxy gave up waiting; MoviePilot may or may not have done it"
             )),
@@ -958,33 +1181,37 @@ impl Inner {
     }
 
     /// The `data` of a `{success: true, ...}` envelope; `success: false` is a permanent refusal
-    /// with MoviePilot's message.
+    /// with MoviePilot's message. `success` is read before `data` is decoded: a refusal's `data`
+    /// is whatever the server put there (`{}`, `null`, a partial object).
     fn accepted<T: DeserializeOwned>(
         &self,
         call: &Call,
         answer: &Answer,
     ) -> Result<Option<T>, MpError> {
-        let envelope: Envelope<T> = self.envelope(call, answer)?;
-        if !envelope.success {
-            return Err(MpError::Permanent(format!(
-                "{call}: MoviePilot refused: {}",
-                refusal_text(envelope.message.as_deref())
-            )));
+        let head: EnvelopeHead<'_> =
+            serde_json::from_slice(&answer.body).map_err(|_| self.unexpected_body(call, answer))?;
+        if !head.success {
+            return Err(self.refused(call, head.message.as_deref()));
         }
-        Ok(envelope.data)
-    }
-
-    /// `{success, message, data}`, which both dialects use for actions.
-    fn envelope<T: DeserializeOwned>(
-        &self,
-        call: &Call,
-        answer: &Answer,
-    ) -> Result<Envelope<T>, MpError> {
-        serde_json::from_slice(&answer.body).map_err(|_| self.unexpected_body(call, answer))
+        match head.data {
+            None => Ok(None),
+            Some(raw) => serde_json::from_str(raw.get())
+                .map(Some)
+                .map_err(|_| self.unexpected_body(call, answer)),
+        }
     }
 
     /// A list, each row read on its own so one odd row does not hide the others.
     async fn fetch_list<T: DeserializeOwned>(&self, call: &Call) -> Result<Vec<T>, MpError> {
+        Ok(self.fetch_rows(call).await?.0)
+    }
+
+    /// [`Self::fetch_list`], with how many rows the answer had (a row that does not parse still
+    /// counts: a page shorter than asked is the last one only by the server's count).
+    async fn fetch_rows<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+    ) -> Result<(Vec<T>, usize), MpError> {
         let answer = self.call(call).await?;
         let answer = self.check_status(call, answer)?;
         // Each row as its text, parsed on its own: a `Value` tree per row (maps of every field
@@ -1002,7 +1229,7 @@ impl Inner {
                 "{call}: some rows were not in the expected shape"
             );
         }
-        Ok(parsed)
+        Ok((parsed, total))
     }
 
     /// A 2xx whose body is not what this call answers. The body is not quoted: it may hold
@@ -1101,7 +1328,7 @@ impl Inner {
             if answer.status.is_success() {
                 return Ok(answer);
             }
-            if !refused_credentials(answer.status) {
+            if !self.refuses_credentials(answer.status) {
                 return Err(anyhow!(
                     self.check_status(&probe, answer)
                         .err()
@@ -1199,9 +1426,42 @@ fn takes_api_key(version: &str) -> Option<bool> {
     Some((major, minor, patch) >= (2, 9, 3))
 }
 
-/// 401 (no/bad credential; v3's bad JWT) and 403 (v2's bad JWT).
-fn refused_credentials(status: StatusCode) -> bool {
-    matches!(status.as_u16(), 401 | 403)
+/// Whether MoviePilot `version` has only `GET /subscribe/search/{id}` (v3.0.0; POST from
+/// v3.0.1, MoviePilot-TV PR #40).
+fn search_trigger_is_get(version: &str) -> bool {
+    let mut parts = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    let (major, minor, patch) = (
+        parts.next().flatten(),
+        parts.next().flatten(),
+        parts.next().flatten(),
+    );
+    (major, minor, patch) == (Some(3), Some(0), Some(0))
+}
+
+/// At most `limit` bytes of `response`'s body, and whether there was more: the rest is never
+/// read (dropping the response closes its connection), so an answer of any size costs at most
+/// `limit` bytes of memory.
+async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(Bytes, bool), reqwest::Error> {
+    // Sized once when the length is known (MoviePilot's answers carry it): growing by doubling
+    // would copy and, at its peak, hold about three times the limit.
+    let expected = response.content_length().map_or(16 * 1024, |n| n as usize);
+    let mut body = bytes::BytesMut::with_capacity(expected.min(limit));
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - body.len();
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body.freeze(), true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body.freeze(), false))
 }
 
 /// `2`, `3`, … from `v2.5.6`, `3.0.1-1`, `V3.1`.
@@ -1222,9 +1482,11 @@ fn media_label(tmdb_id: u64, season: Option<u32>) -> String {
     }
 }
 
+/// MoviePilot's message of a refusal, short and without control characters (it reaches logs,
+/// the ledger and the admin chats).
 fn refusal_text(message: Option<&str>) -> String {
     match message.map(str::trim) {
-        Some(m) if !m.is_empty() => short(m, 200),
+        Some(m) if !m.is_empty() => short(&crate::untrusted::clean_line(m), 200),
         _ => "no reason given".into(),
     }
 }
@@ -1265,6 +1527,7 @@ fn detail_suffix(body: &[u8]) -> String {
             _ => String::new(),
         },
     };
+    let text = crate::untrusted::clean_line(text.trim());
     if text.is_empty() {
         String::new()
     } else {
@@ -1452,6 +1715,15 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn only_v3_0_0_searches_now_with_get() {
+        assert!(search_trigger_is_get("v3.0.0"));
+        assert!(search_trigger_is_get("3.0.0-1"));
+        assert!(!search_trigger_is_get("v3.0.1"));
+        assert!(!search_trigger_is_get("v3.1.0"));
+        assert!(!search_trigger_is_get("unknown"));
+    }
 
     #[test]
     fn the_api_key_is_taken_from_v2_9_3_on() {

@@ -6,6 +6,8 @@
 //!   the lenient wire shapes behind them.
 //! - `error`: [`MpError`], whose kind (permanent, transient, uncertain) is the worker's retry
 //!   decision.
+//! - `gate`: [`LoginGate`], how the processes of a deployment make one login at a time and back
+//!   off while logins are refused (the ledger implements it in Redis).
 //!
 //! The facts this follows (paths, bodies, duplicate behaviour, what v2.5.6 really answered) are
 //! in the project's MoviePilot reference notes; `sim::moviepilot` is a server that answers the
@@ -13,6 +15,7 @@
 
 mod client;
 mod error;
+mod gate;
 mod messages;
 mod releases;
 mod types;
@@ -20,6 +23,9 @@ mod types;
 pub use crate::config::MoviePilotSettings;
 pub use client::MoviePilot;
 pub use error::{MpError, Unreachable};
+pub use gate::{
+    GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,
+};
 pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
 pub use types::{Dialect, Download, MediaItem, MediaKind, NewSubscription, Subscription};

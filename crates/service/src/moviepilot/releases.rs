@@ -21,11 +21,180 @@ impl fmt::Debug for RawJson {
 }
 
 /// A resource search's answer: the `media_info` every result shares (stored once) and the
-/// releases in MoviePilot's order.
+/// first releases in MoviePilot's order (as many as the caller keeps).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReleaseList {
     pub media_info: RawJson,
     pub releases: Vec<Release>,
+    /// Results MoviePilot's answer holds (or, when `cut`, the part of it that was read).
+    pub total: usize,
+    /// The answer was longer than `moviepilot.max_body_bytes`: only its first `total` results
+    /// were read.
+    pub cut: bool,
+}
+
+impl ReleaseList {
+    /// No results.
+    pub fn empty() -> ReleaseList {
+        ReleaseList {
+            media_info: RawJson(Value::Null),
+            releases: Vec::new(),
+            total: 0,
+            cut: false,
+        }
+    }
+}
+
+/// What a resource search's body says, read in one pass without building what is not kept:
+/// the first `keep` results become [`Release`]s, the rest are only counted (a `Value` tree per
+/// result of a 45 MB answer was most of the worker's memory). A body cut short (at the byte
+/// limit) keeps whatever was complete before the cut.
+#[derive(Debug, Default)]
+pub(crate) struct SearchAnswer {
+    /// `None`: the body had no `success`, or was cut before it.
+    pub success: Option<bool>,
+    pub message: Option<String>,
+    /// `data` began as a list (so, for a cut body, the results that were read are results).
+    pub data_is_list: bool,
+    pub media_info: Option<Value>,
+    pub releases: Vec<Release>,
+    pub total: usize,
+    /// The body is not one JSON object (or was cut short).
+    pub broken: bool,
+}
+
+impl SearchAnswer {
+    pub(crate) fn read(body: &[u8], keep: usize) -> SearchAnswer {
+        use serde::de::DeserializeSeed as _;
+        let mut answer = SearchAnswer::default();
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let read = Top {
+            answer: &mut answer,
+            keep,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+        answer.broken = read.is_err();
+        answer
+    }
+}
+
+/// The envelope's object: `success`, `message` and `data`, in whatever order they come.
+struct Top<'a> {
+    answer: &'a mut SearchAnswer,
+    keep: usize,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Top<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Top<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MoviePilot's {success, message, data}")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "success" => self.answer.success = map.next_value::<Option<bool>>()?,
+                "message" => {
+                    self.answer.message = match map.next_value::<Value>()? {
+                        Value::String(m) => Some(m),
+                        _ => None,
+                    }
+                }
+                "data" => map.next_value_seed(Data {
+                    answer: &mut *self.answer,
+                    keep: self.keep,
+                })?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `data`: a list of `Context` dicts, or anything else (`{}`, `null`), which holds no results.
+struct Data<'a> {
+    answer: &'a mut SearchAnswer,
+    keep: usize,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Data<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Data<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of search results")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let answer = self.answer;
+        answer.data_is_list = true;
+        loop {
+            if answer.releases.len() < self.keep {
+                let Some(mut row) = seq.next_element::<Value>()? else {
+                    return Ok(());
+                };
+                answer.total += 1;
+                if answer.media_info.is_none()
+                    && let Some(media) = row.get_mut("media_info").map(Value::take)
+                {
+                    answer.media_info = Some(media);
+                }
+                if let Some(release) = row
+                    .get_mut("torrent_info")
+                    .map(Value::take)
+                    .and_then(Release::from_torrent_info)
+                {
+                    answer.releases.push(release);
+                }
+            } else {
+                let Some(serde::de::IgnoredAny) = seq.next_element()? else {
+                    return Ok(());
+                };
+                answer.total += 1;
+            }
+        }
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
 }
 
 /// One release (a `Context`'s `torrent_info`), with what a reply shows read out of it.
@@ -181,6 +350,54 @@ mod tests {
         assert_eq!(release.seeders, Some(12));
         assert_eq!(release.site_downloader.as_deref(), Some("qb2"));
         assert!(!format!("{release:?}").contains("MARKER"));
+    }
+
+    fn context(n: usize) -> Value {
+        json!({"meta_info": {}, "media_info": {"title": "Dune", "year": "2021"},
+            "torrent_info": {"site_name": "S", "title": format!("Dune {n}"), "description": ""}})
+    }
+
+    #[test]
+    fn a_search_answer_keeps_the_first_releases_and_counts_the_rest() {
+        let rows: Vec<Value> = (1..=50).map(context).collect();
+        let body =
+            serde_json::to_vec(&json!({"data": rows, "message": null, "success": true})).unwrap();
+        let answer = SearchAnswer::read(&body, 8);
+        assert!(!answer.broken);
+        assert_eq!(answer.success, Some(true));
+        assert_eq!(answer.total, 50);
+        assert_eq!(answer.releases.len(), 8);
+        assert_eq!(answer.releases[7].title, "Dune 8");
+        assert_eq!(answer.media_info.unwrap()["title"], "Dune");
+    }
+
+    #[test]
+    fn a_cut_search_answer_keeps_what_was_complete_before_the_cut() {
+        let rows: Vec<Value> = (1..=50).map(context).collect();
+        let body =
+            serde_json::to_vec(&json!({"data": rows, "message": null, "success": true})).unwrap();
+        let cut = &body[..body.len() / 2];
+        let answer = SearchAnswer::read(cut, 8);
+        assert!(answer.broken && answer.data_is_list);
+        assert_eq!(answer.success, None, "cut before it");
+        assert!(answer.total > 8 && answer.total < 50, "{}", answer.total);
+        assert_eq!(answer.releases.len(), 8);
+    }
+
+    #[test]
+    fn a_refusal_is_read_whatever_shape_its_data_has() {
+        for body in [
+            r#"{"success":false,"message":"未搜索到任何资源","data":{}}"#,
+            r#"{"success":false,"message":"未搜索到任何资源","data":null}"#,
+            r#"{"data":{},"message":"未搜索到任何资源","success":false}"#,
+        ] {
+            let answer = SearchAnswer::read(body.as_bytes(), 8);
+            assert!(!answer.broken, "{body}");
+            assert_eq!(answer.success, Some(false));
+            assert_eq!(answer.message.as_deref(), Some("未搜索到任何资源"));
+            assert!(!answer.data_is_list && answer.releases.is_empty());
+        }
+        assert!(SearchAnswer::read(b"<html>", 8).broken);
     }
 
     #[test]

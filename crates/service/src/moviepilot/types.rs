@@ -96,8 +96,12 @@ pub struct Subscription {
 /// One torrent MoviePilot's downloader is working on, reduced to what a reply may show.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Download {
-    /// The recognised media name when MoviePilot has one, else the torrent's title.
+    /// The recognised media name when MoviePilot has one (the row's `name`, else its
+    /// `media.title`), else the torrent's title.
     pub title: String,
+    /// The torrent's own title when `title` is the media's: what tells apart several torrents
+    /// of one series (the same name and season, other episodes or releases).
+    pub torrent: Option<String>,
     /// Percent, 0 to 100.
     pub progress: Option<f64>,
     pub state: Option<String>,
@@ -249,10 +253,14 @@ impl WireSubscribe {
 /// deliberately not read.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct WireDownload {
+    /// The torrent's title, as the downloader names it.
     #[serde(default)]
     title: Option<String>,
+    /// The media MoviePilot recognised in it.
     #[serde(default)]
     name: Option<String>,
+    #[serde(default)]
+    media: Option<WireDownloadMedia>,
     #[serde(default, deserialize_with = "lenient_string")]
     year: Option<String>,
     #[serde(default)]
@@ -263,16 +271,31 @@ pub(crate) struct WireDownload {
     state: Option<String>,
 }
 
+/// `DownloadingTorrent.media`: the recognised media, of which only the title is read.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct WireDownloadMedia {
+    #[serde(default)]
+    title: Option<String>,
+}
+
 impl WireDownload {
     pub(crate) fn into_download(self) -> Download {
-        let name = self.name.filter(|n| !n.trim().is_empty());
-        let title = match (name, self.year.filter(|y| !y.is_empty())) {
-            (Some(name), Some(year)) => format!("{name} ({year})"),
-            (Some(name), None) => name,
-            (None, _) => self.title.unwrap_or_default(),
+        let nonblank = |t: Option<String>| t.filter(|t| !t.trim().is_empty());
+        let name = nonblank(self.name).or_else(|| nonblank(self.media.and_then(|m| m.title)));
+        let torrent = nonblank(self.title);
+        let (title, torrent) = match (name, self.year.filter(|y| !y.is_empty())) {
+            (Some(name), year) => {
+                let torrent = torrent.filter(|t| t.trim() != name.trim());
+                match year {
+                    Some(year) => (format!("{name} ({year})"), torrent),
+                    None => (name, torrent),
+                }
+            }
+            (None, _) => (torrent.unwrap_or_default(), None),
         };
         Download {
             title,
+            torrent,
             progress: self.progress,
             state: self.state,
             season_episode: self.season_episode.filter(|s| !s.is_empty()),
@@ -280,14 +303,15 @@ impl WireDownload {
     }
 }
 
-/// `schemas.Response`: `{success, message, data}`.
+/// `schemas.Response`: `{success, message, data}`, with `data` left unread until `success`
+/// says it is one (a refusal's `data` is `{}` in v2.5.6, `null` in v3).
 #[derive(Debug, Deserialize)]
-pub(crate) struct Envelope<T> {
+pub(crate) struct EnvelopeHead<'a> {
     pub(crate) success: bool,
     #[serde(default)]
     pub(crate) message: Option<String>,
-    /// A missing `data` reads as `None` (serde's rule for `Option` fields).
-    pub(crate) data: Option<T>,
+    #[serde(default, borrow)]
+    pub(crate) data: Option<&'a serde_json::value::RawValue>,
 }
 
 /// `data` of a create answer: `{"id": 12}` or `{"id": null}`.
@@ -439,6 +463,7 @@ mod tests {
         .unwrap();
         let d = wire.into_download();
         assert_eq!(d.title, "Dune (2021)");
+        assert_eq!(d.torrent.as_deref(), Some("Dune.2021.2160p.WEB-DL"));
         assert_eq!(d.progress, Some(42.5));
         assert_eq!(d.season_episode, None);
         assert!(!format!("{d:?}").contains("abcdef"));

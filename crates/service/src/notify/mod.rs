@@ -301,7 +301,7 @@ impl Relay {
             .credentials_notice(why, self.auth_wait.as_secs());
         if let Err(e) = self
             .ledger
-            .raise_notice(crate::worker::CREDENTIALS_NOTICE, &notice, self.auth_wait)
+            .raise_notice(crate::ledger::CREDENTIALS_NOTICE, &notice, self.auth_wait)
             .await
         {
             tracing::warn!(error = %e, "could not tell the admin chats about the refused credentials");

@@ -527,7 +527,8 @@ impl Worker {
 
     /// MoviePilot refused oncebot's credentials: the operator's to fix, so the job waits in
     /// `retry_wait` without spending an attempt, for at most `moviepilot.auth_wait_secs` from
-    /// its first refusal; the admin chats are told once, the user once per job.
+    /// its first refusal; the admin chats are told once, each user once (at the first of their
+    /// jobs that waits), however many jobs and workers meet it.
     async fn wait_for_credentials(&self, job: &Job, error: &MpError) -> Outcome {
         self.credentials_refused.store(true, Ordering::Relaxed);
         let kind = error.kind();
@@ -576,10 +577,23 @@ impl Worker {
             .min(self.auth_wait - waited);
         tracing::warn!(reason = %error, retry_in = ?delay, "MoviePilot refused oncebot's credentials; the job waits without using an attempt");
         let first = !job.extra.contains_key("auth_wait_since");
+        let tell = first
+            && match self
+                .ledger
+                .tell_user_once(CREDENTIALS_NOTICE, job.user_id, self.auth_wait)
+                .await
+            {
+                Ok(new) => new,
+                Err(e) => {
+                    // Better told twice than never.
+                    tracing::warn!(error = %e, "could not check whether the user was told about the refused credentials");
+                    true
+                }
+            };
         Outcome {
             status: JobState::RetryWait,
             error: error.to_string(),
-            reply: if first {
+            reply: if tell {
                 self.render.waiting_for_credentials(job.id)
             } else {
                 String::new()
@@ -844,8 +858,9 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The admin notice that MoviePilot refuses oncebot's credentials (`notice:credentials`).
-pub(crate) const CREDENTIALS_NOTICE: &str = "credentials";
+/// The admin notice that MoviePilot refuses oncebot's credentials (`notice:credentials`), which
+/// `/readyz` reads too.
+use crate::ledger::CREDENTIALS_NOTICE;
 
 /// The longest wait between two tries of a job waiting for its credentials: once an operator
 /// fixes them, waiting jobs run within this.

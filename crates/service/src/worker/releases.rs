@@ -104,7 +104,9 @@ pub fn release_search_button(
 }
 
 /// A resource search: the list (at most `commands.resources_shown`, in MoviePilot's order),
-/// stored with its `下载 k` buttons for `commands.resources_window_secs`.
+/// stored with its `下载 k` buttons for `commands.resources_window_secs`. Nothing found is a
+/// result (the job succeeds and its window absorbs repeats); an answer cut at
+/// `moviepilot.max_body_bytes` is listed from what was read, and the list says so.
 pub async fn search(
     cx: &Context<'_>,
     job: &Job,
@@ -113,7 +115,11 @@ pub async fn search(
     season: Option<u32>,
 ) -> Result<Done, MpError> {
     let r = &cx.render;
-    let found = match cx.mp.search_releases(tmdb_id, kind, season).await {
+    let found = match cx
+        .mp
+        .search_releases(tmdb_id, kind, season, cx.releases.shown)
+        .await
+    {
         Ok(found) => found,
         // The sites were asked; a lost answer is not asked again by itself.
         Err(MpError::Uncertain(reason)) => {
@@ -130,10 +136,10 @@ pub async fn search(
         Err(e) => return Err(e),
     };
     let media = media_name(&found, tmdb_id, season);
-    let total = found.releases.len();
-    if total == 0 {
+    let total = found.total;
+    if found.releases.is_empty() {
         return Ok(Done {
-            reply: r.release_list(&media, &[], 0),
+            reply: r.release_list(&media, &[], 0, false),
             result: "0 releases".into(),
             ..Done::default()
         });
@@ -145,7 +151,7 @@ pub async fn search(
         .cloned()
         .collect();
     loop {
-        let (text, keyboard, group) = release_buttons(cx, job, &media, &shown, total);
+        let (text, keyboard, group) = release_buttons(cx, job, &media, &shown, total, found.cut);
         let markup = keyboard.to_json();
         let infos: Vec<Value> = shown.iter().map(|r| r.torrent_info.0.clone()).collect();
         let bytes = found.media_info.0.to_string().len()
@@ -172,9 +178,10 @@ pub async fn search(
             )
             .await
             .map_err(ledger_error)?;
+        let read = if found.cut { " (list cut)" } else { "" };
         return Ok(Done {
             reply: text,
-            result: format!("{total} releases, {} shown", shown.len()),
+            result: format!("{total} releases{read}, {} shown", shown.len()),
             fields: vec![("releases_shown".into(), shown.len().to_string())],
             buttons: Some(Buttons {
                 markup,
@@ -214,6 +221,7 @@ fn release_buttons(
     media: &str,
     shown: &[Release],
     total: usize,
+    cut: bool,
 ) -> (String, Keyboard, TokenGroup) {
     let r = &cx.render;
     let mut group = TokenGroup::new(cx.releases.list_ttl);
@@ -240,7 +248,7 @@ fn release_buttons(
         }
     }
     keyboard = keyboard.row(row);
-    (r.release_list(media, shown, total), keyboard, group)
+    (r.release_list(media, shown, total, cut), keyboard, group)
 }
 
 /// What an earlier attempt of this download noted before its add.

@@ -1,13 +1,17 @@
 //! The worker's replies, in the configured locale. Pure functions: no I/O.
 //!
 //! Only the fields a user needs are shown: never raw MoviePilot answers (torrent results carry
-//! site cookies).
+//! site cookies). Every text that comes from MoviePilot (titles, names, sites, states) goes
+//! through [`clean_line`] here, the one place replies are written: a site's title cannot carry a
+//! control or bidi character into Telegram (a U+202E that makes one release read as another, a
+//! NUL that makes Telegram refuse the whole list), nor a line break that fakes a line.
 
 use crate::config::Locale;
 use crate::i18n::Texts;
 use crate::ledger::{Job, JobState};
 use crate::moviepilot::{Download, MediaItem, MediaKind, Release, Subscription};
 use crate::telegram::keyboard::button_text;
+use crate::untrusted::clean_line;
 
 /// What `/subscribe` needs for a search result: `tmdb:<id>` for a movie, `tmdb:<id> S<n>` for a
 /// series with exactly one known season, `tmdb:<id> tv` (choose the season) for any other series.
@@ -80,12 +84,12 @@ impl Render {
             let year = item
                 .year
                 .as_deref()
-                .map(|y| format!(" ({y})"))
+                .map(|y| format!(" ({})", clean_line(y)))
                 .unwrap_or_default();
             out.push_str(&format!(
                 "{}. {}{year} · {}",
                 i + 1,
-                item.title,
+                clean_line(&item.title),
                 self.kind(Some(item.kind))
             ));
             if let Some(args) = subscribe_args(item) {
@@ -106,13 +110,17 @@ impl Render {
         let year = item
             .year
             .as_deref()
-            .map(|y| format!(" ({y})"))
+            .map(|y| format!(" ({})", clean_line(y)))
             .unwrap_or_default();
-        button_text(&format!("{n}. {verb} {}{year}", item.title), 40)
+        button_text(
+            &format!("{n}. {verb} {}{year}", clean_line(&item.title)),
+            40,
+        )
     }
 
     /// The question above the season buttons of a series.
     pub fn choose_season(&self, name: &str, seasons: usize) -> String {
+        let name = clean_line(name);
         if self.zh() {
             format!("「{name}」共 {seasons} 季，请选择要订阅的季：")
         } else {
@@ -134,6 +142,7 @@ impl Render {
     }
 
     pub fn subscribed(&self, name: &str, season: Option<u32>, id: u64) -> String {
+        let name = clean_line(name);
         let s = self.season(season);
         if self.zh() {
             format!("已订阅「{name}」{s}（订阅 #{id}）。")
@@ -143,6 +152,7 @@ impl Render {
     }
 
     pub fn already_subscribed(&self, name: &str, season: Option<u32>, id: u64) -> String {
+        let name = clean_line(name);
         let s = self.season(season);
         if self.zh() {
             format!("「{name}」{s}已在订阅中（订阅 #{id}），没有重复添加。")
@@ -158,6 +168,7 @@ impl Render {
         season: Option<u32>,
         id: u64,
     ) -> String {
+        let name = clean_line(name);
         let s = self.season(season);
         if self.zh() {
             format!(
@@ -179,6 +190,7 @@ impl Render {
     }
 
     pub fn no_such_season(&self, name: &str, season: u32) -> String {
+        let name = clean_line(name);
         if self.zh() {
             format!("「{name}」没有第 {season} 季")
         } else {
@@ -197,7 +209,7 @@ impl Render {
             let year = s
                 .year
                 .as_deref()
-                .map(|y| format!(" ({y})"))
+                .map(|y| format!(" ({})", clean_line(y)))
                 .unwrap_or_default();
             let lack = match (s.lack_episode, self.zh()) {
                 (Some(n), true) if n > 0 => format!(" · 缺 {n} 集"),
@@ -207,7 +219,7 @@ impl Render {
             out.push_str(&format!(
                 "#{} {}{year}{}{lack}\n",
                 s.id,
-                s.name,
+                clean_line(&s.name),
                 self.season(s.season)
             ));
         }
@@ -215,6 +227,7 @@ impl Render {
     }
 
     pub fn unsubscribed(&self, id: u64, name: &str, season: Option<u32>) -> String {
+        let name = clean_line(name);
         let s = self.season(season);
         if self.zh() {
             format!("已取消订阅 #{id}「{name}」{s}。")
@@ -225,6 +238,7 @@ impl Render {
 
     /// The question under Confirm / Cancel, naming what would be deleted.
     pub fn confirm_unsubscribe(&self, id: u64, name: &str, season: Option<u32>) -> String {
+        let name = clean_line(name);
         let s = self.season(season);
         if self.zh() {
             format!("确认取消订阅 #{id}「{name}」{s}？此操作不可撤销。")
@@ -267,6 +281,7 @@ impl Render {
 
     /// The id now names another subscription (MoviePilot reuses ids): nothing was deleted.
     pub fn subscription_replaced(&self, id: u64, now: &str) -> String {
+        let now = clean_line(now);
         if self.zh() {
             format!(
                 "订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"
@@ -288,6 +303,8 @@ impl Render {
         }
     }
 
+    /// One line per torrent: the media's name, season and episodes, progress, and under it the
+    /// torrent's own title (three torrents of one series differ only there).
     pub fn downloading(&self, downloads: &[Download]) -> String {
         if downloads.is_empty() {
             return self
@@ -299,13 +316,16 @@ impl Render {
             let se = d
                 .season_episode
                 .as_deref()
-                .map(|s| format!(" {s}"))
+                .map(|s| format!(" {}", clean_line(s)))
                 .unwrap_or_default();
             let progress = d
                 .progress
                 .map(|p| format!(" · {p:.0}%"))
                 .unwrap_or_default();
-            out.push_str(&format!("{}{se}{progress}\n", d.title));
+            out.push_str(&format!("{}{se}{progress}\n", clean_line(&d.title)));
+            if let Some(torrent) = d.torrent.as_deref() {
+                out.push_str(&format!("   {}\n", clean_line(torrent)));
+            }
         }
         out.trim_end().to_string()
     }
@@ -340,12 +360,15 @@ impl Render {
     /// (the recorded error itself is for operators).
     fn status_detail(&self, j: &Job) -> Option<String> {
         if let Some(result) = &j.result {
-            return Some(result.clone());
+            // It may quote MoviePilot (a download's hash).
+            return Some(clean_line(result).into_owned());
         }
         j.error.as_ref()?;
         let kind = j.extra.get("mp_error_kind").map(String::as_str);
         Some(match kind {
-            Some("declined") => j.error.clone().unwrap_or_default(),
+            Some("declined") => {
+                crate::untrusted::clean(j.error.as_deref().unwrap_or_default()).into_owned()
+            }
             Some(kind) => self.error_sentence(kind).to_string(),
             // Held or failed by claim.lua after its worker stopped: the state says it.
             None => return None,
@@ -484,6 +507,7 @@ impl Render {
     /// The admin chats' notice that MoviePilot refuses the credentials (told once while it
     /// lasts). For operators: `detail` may name the setting to fix, never a secret.
     pub fn credentials_notice(&self, detail: &str, wait_secs: u64) -> String {
+        let detail = clean_line(detail);
         if self.zh() {
             format!(
                 "MoviePilot 拒绝了 oncebot 的登录凭据，任务正在等待（最多 {wait_secs} 秒，不消耗重试次数）。\n{detail}\n修正后任务会自动继续。"
@@ -565,12 +589,12 @@ impl Render {
             let year = item
                 .year
                 .as_deref()
-                .map(|y| format!(" ({y})"))
+                .map(|y| format!(" ({})", clean_line(y)))
                 .unwrap_or_default();
             out.push_str(&format!(
                 "{}. {}{year} · {}\n",
                 i + 1,
-                item.title,
+                clean_line(&item.title),
                 self.kind(Some(item.kind))
             ));
         }
@@ -602,8 +626,16 @@ impl Render {
     }
 
     /// A resource search's list: one numbered line per release (site, title, size, seeders,
-    /// promotion), nothing else of MoviePilot's answer.
-    pub fn release_list(&self, media: &str, releases: &[Release], total: usize) -> String {
+    /// promotion), nothing else of MoviePilot's answer. `cut`: MoviePilot's answer was larger
+    /// than oncebot reads, and `total` results were read of it.
+    pub fn release_list(
+        &self,
+        media: &str,
+        releases: &[Release],
+        total: usize,
+        cut: bool,
+    ) -> String {
+        let media = clean_line(media);
         if releases.is_empty() {
             return if self.zh() {
                 format!("没有找到「{media}」的资源。")
@@ -611,20 +643,32 @@ impl Render {
                 format!("No releases found for {media}.")
             };
         }
-        let mut out = match (self.zh(), releases.len() < total) {
-            (true, false) => format!("「{media}」找到 {total} 个资源，点按钮下载：\n"),
-            (true, true) => format!(
-                "「{media}」找到 {total} 个资源，以下是前 {} 个，点按钮下载：\n",
-                releases.len()
+        let shown = releases.len();
+        let mut out = match (self.zh(), cut, shown < total) {
+            (true, true, _) => format!(
+                "「{media}」的资源太多，MoviePilot 的回答超过了读取上限：读取了其中 {total} 个，以下是前 {shown} 个，点按钮下载：\n"
             ),
-            (false, false) => format!("{total} releases of {media}; tap a button to download:\n"),
-            (false, true) => format!(
-                "{total} releases of {media}, the first {} shown; tap a button to download:\n",
-                releases.len()
+            (true, false, false) => format!("「{media}」找到 {total} 个资源，点按钮下载：\n"),
+            (true, false, true) => {
+                format!("「{media}」找到 {total} 个资源，以下是前 {shown} 个，点按钮下载：\n")
+            }
+            (false, true, _) => format!(
+                "{media} has more releases than oncebot reads from one answer: {total} were read, the first {shown} shown; tap a button to download:\n"
+            ),
+            (false, false, false) => {
+                format!("{total} releases of {media}; tap a button to download:\n")
+            }
+            (false, false, true) => format!(
+                "{total} releases of {media}, the first {shown} shown; tap a button to download:\n"
             ),
         };
         for (i, r) in releases.iter().enumerate() {
-            let mut line = format!("{}. 【{}】{}", i + 1, r.site_name, r.title);
+            let mut line = format!(
+                "{}. 【{}】{}",
+                i + 1,
+                clean_line(&r.site_name),
+                clean_line(&r.title)
+            );
             if let Some(size) = r.size.filter(|s| *s > 0.0) {
                 line.push_str(&format!(" · {}", human_size(size)));
             }
@@ -636,7 +680,7 @@ impl Render {
                 .as_deref()
                 .filter(|p| *p != "普通" && *p != "未知")
             {
-                line.push_str(&format!(" · {promo}"));
+                line.push_str(&format!(" · {}", clean_line(promo)));
             }
             out.push_str(&line);
             out.push('\n');
@@ -656,6 +700,7 @@ impl Render {
 
     /// A download MoviePilot took (or, after an interruption, was verified to have taken).
     pub fn download_started(&self, title: &str, site: &str) -> String {
+        let (title, site) = (clean_line(title), clean_line(site));
         if self.zh() {
             format!("已开始下载「{title}」（站点：{site}）。")
         } else {
@@ -665,6 +710,7 @@ impl Render {
 
     /// MoviePilot answered `success:false` to an add.
     pub fn download_refused(&self, title: &str, site: &str) -> String {
+        let (title, site) = (clean_line(title), clean_line(site));
         if self.zh() {
             format!(
                 "MoviePilot 没有添加「{title}」（站点：{site}）：站点或下载器拒绝了它。可以换一个资源再试。"
@@ -697,6 +743,7 @@ impl Render {
 
     /// Why a download is held for a person.
     pub fn download_undecided(&self, title: &str, site: &str) -> String {
+        let (title, site) = (clean_line(title), clean_line(site));
         if self.zh() {
             format!(
                 "无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"

@@ -4,7 +4,10 @@
 //! `moviepilot/*.json` are verbatim copies used as templates; bare lists and objects, FastAPI's
 //! `{"detail": …}` errors, 403 for a bad JWT, 500 `text/plain` for `GET /subscribe/{missing}`),
 //! or v3 (`{success, message, data}` everywhere, `media_source` + `media_id`, POST search
-//! trigger, 401 for a bad JWT, 404 for deleting a missing subscription).
+//! trigger (GET only at v3.0.0), 401 for a bad JWT, 404 for deleting a missing subscription,
+//! `message` translated into the request's locale (`X-MoviePilot-Locale`, then
+//! `Accept-Language`, else [`SimOptions::default_locale`]), 401 with `X-MFA-Required` for a
+//! user with two-factor login).
 //!
 //! State: a media catalogue (built-in titles plus [`MoviePilotSim::add_media`]), subscriptions
 //! with MoviePilot's real duplicate check (same TMDB id, and season only when the season is
@@ -94,6 +97,12 @@ pub struct SimOptions {
     /// v2.5.x, which (like the real v2.5.6) answer their settings without that key; and by v2's
     /// `/api/v3/system/status`.
     pub version: String,
+    /// v3: the locale of a request that names none (the real server's is `zh-CN`; an operator
+    /// may run it in another).
+    pub default_locale: String,
+    /// The user has two-factor login on: v3 answers the right password 401 with
+    /// `X-MFA-Required` (v2.5.6 as for a wrong password), since oncebot sends no code.
+    pub two_factor: bool,
 }
 
 impl SimOptions {
@@ -106,6 +115,8 @@ impl SimOptions {
             api_token: "sim-api-token-0123456789".into(),
             api_key_accepted_on_jwt_routes: false,
             version: "v2.5.6".into(),
+            default_locale: "zh-CN".into(),
+            two_factor: false,
         }
     }
 
@@ -270,6 +281,10 @@ struct Data {
     tokens: HashSet<String>,
     /// The `API_TOKEN` in force: `SimOptions::api_token` until [`MoviePilotSim::rotate_api_token`].
     api_token: String,
+    /// The user's password in force: `SimOptions::password` until [`MoviePilotSim::set_password`].
+    password: String,
+    /// `SimOptions::two_factor` until [`MoviePilotSim::set_two_factor`].
+    two_factor: bool,
     calls: HashMap<String, u64>,
     logins: u64,
     faults: HashMap<String, VecDeque<Fault>>,
@@ -315,6 +330,8 @@ impl MoviePilotSim {
             data: Mutex::new(Data {
                 media: builtin_media(),
                 api_token: opts.api_token.clone(),
+                password: opts.password.clone(),
+                two_factor: opts.two_factor,
                 releases: releases::ReleaseData {
                     catalogue: builtin_releases(),
                     ..Default::default()
@@ -420,6 +437,22 @@ impl MoviePilotSim {
     /// a MoviePilot without a fixed SECRET_KEY.
     pub fn invalidate_tokens(&self) {
         self.state.data().tokens.clear();
+    }
+
+    /// The operator changed the user's password in MoviePilot (and MoviePilot forgot its
+    /// tokens, as after the restart that usually follows): logins with the old one are refused.
+    pub fn set_password(&self, password: &str) {
+        let mut data = self.state.data();
+        data.password = password.to_string();
+        data.tokens.clear();
+    }
+
+    /// The user turned two-factor login on (or off) in MoviePilot; its tokens die with the
+    /// change, as after a restart.
+    pub fn set_two_factor(&self, on: bool) {
+        let mut data = self.state.data();
+        data.two_factor = on;
+        data.tokens.clear();
     }
 
     /// A MoviePilot restart: tokens die, the database (subscriptions) survives.
@@ -624,7 +657,66 @@ enum Access {
 
 async fn handle(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
     let dialect = state.opts.dialect;
-    let (route, key, access) = match resolve(dialect, &req.method, &req.path) {
+    let locale = request_locale(&state.opts, &req);
+    let resp = answer(state, req, kill).await;
+    match dialect {
+        Dialect::V3 => localized(resp, &locale),
+        Dialect::V2 => resp,
+    }
+}
+
+/// The request's locale as v3 reads it: `X-MoviePilot-Locale`, then `Accept-Language`'s first
+/// tag, else the server's default.
+fn request_locale(opts: &SimOptions, req: &Req) -> String {
+    req.header("x-moviepilot-locale")
+        .or_else(|| {
+            req.header("accept-language")
+                .and_then(|v| v.split([',', ';']).next())
+        })
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .unwrap_or(&opts.default_locale)
+        .to_string()
+}
+
+/// MoviePilot's English for the messages the simulator answers (the en-US texts are the
+/// simulator's own wording: the real table was not read). A message without a translation
+/// stays as it is, as on the real server.
+const EN_US: &[(&str, &str)] = &[
+    ("未搜索到任何资源", "No resources found"),
+    ("媒体ID格式无效", "Invalid media ID format"),
+    ("订阅不存在", "Subscription does not exist"),
+    ("无权删除该订阅", "Not allowed to delete this subscription"),
+    ("用户名或密码错误", "Incorrect username or password"),
+    ("需要二次验证", "Two-factor verification required"),
+    ("任务添加失败", "Failed to add the task"),
+    ("未识别到媒体信息", "No media information recognized"),
+];
+
+/// v3 translates the top-level `message` of its JSON answers into the request's locale (small
+/// answers only: a list of results has no message worth reading).
+fn localized(mut resp: Resp, locale: &str) -> Resp {
+    if !locale.to_ascii_lowercase().starts_with("en") || resp.body().len() > 64 * 1024 {
+        return resp;
+    }
+    let Ok(Value::Object(mut body)) = serde_json::from_slice::<Value>(resp.body()) else {
+        return resp;
+    };
+    let Some(english) = body
+        .get("message")
+        .and_then(Value::as_str)
+        .and_then(|m| EN_US.iter().find(|(zh, _)| *zh == m))
+        .map(|(_, en)| *en)
+    else {
+        return resp;
+    };
+    body.insert("message".into(), json!(english));
+    *resp.body_mut() = Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+    resp
+}
+
+async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
+    let (route, key, access) = match resolve(&state.opts, &req.method, &req.path) {
         Ok(found) => found,
         Err(resp) => return *resp,
     };
@@ -645,6 +737,16 @@ async fn handle(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         .and_then(VecDeque::pop_front);
     let slow = releases::delay(&state.data(), key);
     match fault {
+        // The answers that can be tens of MB (a site listing thousands of releases, a downloader
+        // with thousands of torrents) are built off the runtime, so a test's own tasks (its Redis
+        // connection) are not starved meanwhile.
+        None if slow.is_zero() && matches!(key, routes::RESOURCE_SEARCH | routes::DOWNLOADS) => {
+            let task = tokio::task::spawn_blocking(move || execute(&state, &route, &req, &user));
+            match task.await {
+                Ok(resp) => resp,
+                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+            }
+        }
         None if slow.is_zero() => execute(&state, &route, &req, &user),
         // A slow route (a resource search, an add) as a late answer: the effect happens even
         // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
@@ -700,11 +802,13 @@ async fn drop_connection(kill: Option<ConnKill>) -> Resp {
 /// Which route a request is for, FastAPI-style: unknown path 404, known path with another
 /// method 405, `/api/v1/subscribe` without the slash 307.
 fn resolve(
-    dialect: Dialect,
+    opts: &SimOptions,
     method: &Method,
     path: &str,
 ) -> Result<(Route, &'static str, Access), Early> {
     use Access::*;
+    let dialect = opts.dialect;
+    let get_search_trigger = dialect == Dialect::V3 && opts.version.trim() == "v3.0.0";
     let get = *method == Method::GET;
     let post = *method == Method::POST;
     let delete = *method == Method::DELETE;
@@ -747,7 +851,11 @@ fn resolve(
                 Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
             } else if let Some(id) = single_segment(rest, "/subscribe/search/") {
                 match dialect {
+                    // v3.0.0 (71147c1d) still had only GET, answering `{success: true}`.
                     Dialect::V2 => {
+                        Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt))
+                    }
+                    Dialect::V3 if get_search_trigger => {
                         Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt))
                     }
                     Dialect::V3 => {
@@ -1194,14 +1302,31 @@ fn login(state: &State, req: &Req) -> Resp {
                 .collect(),
         );
     }
-    if field("username") != Some(opts.username.as_str())
-        || field("password") != Some(opts.password.as_str())
-    {
-        return error_resp(
-            dialect,
+    let (password, two_factor) = {
+        let data = state.data();
+        (data.password.clone(), data.two_factor)
+    };
+    let right = field("username") == Some(opts.username.as_str())
+        && field("password") == Some(password.as_str());
+    let code = field("otp_password").filter(|c| !c.is_empty());
+    if !right || (two_factor && code.is_none() && dialect == Dialect::V2) {
+        // v2.5.6 says the same for a wrong password and a missing second factor.
+        let message = match dialect {
+            Dialect::V2 => "用户名或密码或二次校验码不正确",
+            Dialect::V3 => "用户名或密码错误",
+        };
+        return error_resp(dialect, StatusCode::UNAUTHORIZED, message);
+    }
+    if two_factor && code.is_none() {
+        // v3 (login.py @1d806f88): only once the password is right does it say a second factor
+        // is needed, and which.
+        let mut resp = json_resp(
             StatusCode::UNAUTHORIZED,
-            "用户名或密码或二次校验码不正确",
+            &json!({"success": false, "message": "需要二次验证", "data": {"mfa_methods": ["otp"]}}),
         );
+        resp.headers_mut()
+            .insert("x-mfa-required", http::HeaderValue::from_static("true"));
+        return resp;
     }
     let token = format!("eyJsim.{:032x}", rand::random::<u128>());
     {

@@ -5,6 +5,10 @@
 //!   a list of `Context` dicts (`meta_info`, `torrent_info` with the site's cookie,
 //!   `media_info`), after a configurable delay (MoviePilot answers only after every site has).
 //!   `mtype` must be `电影` or `电视剧` in v2 (anything else: 500), v3 also takes `movie`/`tv`.
+//!   Refusals are HTTP 200 `success:false` with each version's texts and `data`: v2.5.6
+//!   (`search.py` at the tag) `data: {}` and 未搜索到任何资源 / 未识别到TMDB媒体信息 / 未知的媒体ID;
+//!   v3 (`search.py` @e5e25585) `data: null` and 未搜索到任何资源 (unknown media too: its chain
+//!   finds nothing) / 媒体ID格式无效.
 //! - **Add** (`POST /api/v1/download/`): after a configurable delay (3 to 27 s for real), the
 //!   effect happens even if the caller has gone. A `.torrent` added again answers success with
 //!   the same hash and writes a second history row (qBittorrent's name and size match); a
@@ -163,9 +167,13 @@ pub(super) fn delay(data: &Data, key: &str) -> Duration {
 pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
     let dialect = state.opts.dialect;
     let refuse = |message: &str| {
+        let data = match dialect {
+            Dialect::V2 => json!({}),
+            Dialect::V3 => Value::Null,
+        };
         json_resp(
             StatusCode::OK,
-            &json!({"success": false, "message": message, "data": {}}),
+            &json!({"success": false, "message": message, "data": data}),
         )
     };
     let kind = match (dialect, req.param("mtype")) {
@@ -179,6 +187,7 @@ pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
     };
     let tmdb_id = match media_id(dialect, segment, req) {
         Ok(Some(id)) => id,
+        Ok(None) if dialect == Dialect::V3 => return refuse("媒体ID格式无效"),
         Ok(None) => return refuse("未知的媒体ID"),
         Err(resp) => return *resp,
     };
@@ -196,7 +205,10 @@ pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
         .find(|m| m.tmdb_id == tmdb_id && m.kind == kind)
         .cloned()
     else {
-        return refuse("未识别到TMDB媒体信息");
+        return refuse(match dialect {
+            Dialect::V2 => "未识别到TMDB媒体信息",
+            Dialect::V3 => "未搜索到任何资源",
+        });
     };
     data.releases.searches_run += 1;
     let mut media_info = super::media_json(Dialect::V2, &media);
@@ -367,6 +379,11 @@ impl super::MoviePilotSim {
     /// Adds a release to the catalogue the resource search reads.
     pub fn add_release(&self, release: SimRelease) {
         self.state.data().releases.catalogue.push(release);
+    }
+
+    /// Adds many releases at once (a site that lists thousands).
+    pub fn add_releases(&self, releases: impl IntoIterator<Item = SimRelease>) {
+        self.state.data().releases.catalogue.extend(releases);
     }
 
     /// How long a resource search takes before it answers.
