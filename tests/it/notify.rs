@@ -630,3 +630,87 @@ async fn a_dispatcher_crash_after_the_send_repeats_at_most_the_last_hop() {
         "each copy is an attempt in the record: {record:?}"
     );
 }
+
+// ----- notify.lua through the ledger: every answer of its header -----
+
+fn ledger_row(id: u64, text: &str, chats: &[i64]) -> oncebot::ledger::NotifyRow {
+    oncebot::ledger::NotifyRow {
+        identity: format!("{id}|2026-01-01 10:00:00|{text}"),
+        digest: format!("digest-{text}"),
+        reg_secs: 1_767_261_600,
+        id,
+        reg_time: "2026-01-01 10:00:00".into(),
+        text: text.into(),
+        photo: None,
+        chats: chats.to_vec(),
+        seen_only: false,
+    }
+}
+
+/// "ok" and "exists": a start that meets a position changes nothing; a row recorded twice (two
+/// pollers at once) is queued once, and a chat named twice in a row gets one entry.
+#[tokio::test]
+async fn the_script_queues_each_row_once_per_chat_however_often_it_is_recorded() {
+    use oncebot::ledger::{NotifyMode, Skipped};
+    let (_redis, ledger, store, _) =
+        crate::support::app::spawn_ledger(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "1001")]).await;
+    let window = Duration::from_secs(120);
+    let newest = ledger_row(7, "newest", &[]);
+    let first = ledger
+        .notify_record(NotifyMode::Start { newest: &newest }, &[], None, window)
+        .await
+        .unwrap();
+    assert!(!first.position_existed);
+    let again = ledger
+        .notify_record(
+            NotifyMode::Start {
+                newest: &ledger_row(9, "other", &[]),
+            },
+            &[],
+            None,
+            window,
+        )
+        .await
+        .unwrap();
+    assert!(again.position_existed, "a second start changes nothing");
+    assert_eq!(ledger.notify_position().await.unwrap().unwrap().id, 7);
+
+    let rows = [ledger_row(8, "a", &[ALICE, ALICE, BOB])];
+    let (one, two) = tokio::join!(
+        ledger.notify_record(NotifyMode::Rows, &rows, None, window),
+        ledger.notify_record(NotifyMode::Rows, &rows, None, window),
+    );
+    let (one, two) = (one.unwrap(), two.unwrap());
+    assert_eq!(one.forwarded + two.forwarded, 1, "{one:?} {two:?}");
+    assert_eq!(one.seen_before + two.seen_before, 1);
+    assert_eq!(one.messages + two.messages, 2, "ALICE once, BOB once");
+    let replies = store.replies().await;
+    assert_eq!(replies.len(), 2, "{replies:#?}");
+    assert!(replies.iter().all(|r| r["kind"] == "notification"));
+
+    // A repeat within the window is collapsed; a row with no chat is unrouted; a skip queues
+    // one notice per admin chat.
+    let more = [ledger_row(10, "a", &[ALICE]), ledger_row(11, "b", &[])];
+    let skipped = Skipped {
+        count: 5,
+        notice: "5 skipped",
+    };
+    let r = ledger
+        .notify_record(NotifyMode::Rows, &more, Some(skipped), window)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.forwarded, r.collapsed, r.unrouted, r.messages),
+        (0, 1, 1, 0)
+    );
+    let p = ledger.notify_position().await.unwrap().unwrap();
+    assert_eq!((p.id, p.skipped, p.collapsed, p.unrouted), (11, 5, 1, 1));
+    let notices: Vec<_> = store
+        .replies()
+        .await
+        .into_iter()
+        .filter(|r| r["kind"] == "notice")
+        .collect();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0]["chat_id"], ALICE.to_string());
+}
