@@ -37,13 +37,14 @@ use tokio::task::JoinHandle;
 
 use crate::redis_server::{Persistence, RedisServer};
 use crate::rig::{Oncebot, OncebotCommand, OncebotEnv, wait};
-use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
+use crate::sim::moviepilot::{Fault, MoviePilotSim, SimNotification, SimOptions, routes};
 use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
 use oncebot::app::{self, Role, Running, ServeOptions};
 use oncebot::config::{Locale, Settings};
 use oncebot::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
 use oncebot::moviepilot::Dialect;
 use oncebot::shutdown::Signals;
+use oncebot::vocabulary::NotificationType;
 
 /// The user in the story: a private chat, so the chat id is the user id.
 const YOU: i64 = 5_550_001;
@@ -412,6 +413,10 @@ impl Stage {
                 // Telegram's one message a second per chat, scaled down for a simulated chat.
                 ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "100".into()),
                 ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "200".into()),
+                // The relay of MoviePilot's notifications, polling every second, to your chat.
+                ("ONCEBOT__NOTIFY__ENABLED", "true".into()),
+                ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "1".into()),
+                ("ONCEBOT__NOTIFY__CHATS", YOU.to_string()),
                 // The worker processes log warnings only, unless RUST_LOG (passed on) says more.
                 ("ONCEBOT__LOG__LEVEL", "warn".into()),
             ]);
@@ -443,7 +448,7 @@ impl Stage {
         let running = app::start(
             self.settings.clone(),
             ServeOptions {
-                roles: vec![Role::Ingress, Role::Dispatcher],
+                roles: vec![Role::Ingress, Role::Dispatcher, Role::Notify],
                 poll: false,
             },
         )
@@ -490,6 +495,7 @@ impl Stage {
         self.crash_mid_subscribe().await?;
         self.crash_mid_search().await?;
         self.crash_mid_download().await?;
+        self.repeated_notice().await?;
         self.final_ledger().await
     }
 
@@ -844,6 +850,83 @@ impl Stage {
             "job #{job_id} ended succeeded with mp_outcome = verified_existing, from the history;\n\
              MoviePilot got {sent} adds for 2 releases and holds {} torrents",
             self.mp.torrents()
+        ));
+        Ok(())
+    }
+
+    /// Scene 3, after the commands: MoviePilot's own notice, sent twice by MoviePilot.
+    async fn repeated_notice(&mut self) -> anyhow::Result<()> {
+        scene(
+            "3d. MoviePilot sends the same 开始下载 notice twice",
+            "MoviePilot stores every notification in its message history before it sends it, and\n\
+             it repeats itself (an operator who is also the admin gets pairs). oncebot's relay reads\n\
+             that history: each row once, and the same type, title and text within 120 s is one\n\
+             message.",
+        );
+        let title = "沙丘2 (2024) 开始下载";
+        let poster = "https://image.tmdb.org/t/p/w500/dune2-poster.jpg";
+        for _ in 0..2 {
+            let id = self.mp.notify(
+                SimNotification::new(
+                    NotificationType::Download,
+                    title,
+                    "站点：SimSite\n大小：20.0G",
+                )
+                .with_image(poster),
+            );
+            narrate(&format!("MoviePilot writes history row {id}: {title}"));
+        }
+        let tg = &self.tg;
+        let sent = wait("the notice delivered", Duration::from_secs(20))
+            .until(|| async move {
+                let got: Vec<_> = tg
+                    .calls()
+                    .into_iter()
+                    .filter(|c| {
+                        c.status() == Some(200)
+                            && matches!(c.method.as_str(), "sendMessage" | "sendPhoto")
+                            && [c.params.get("text"), c.params.get("caption")]
+                                .into_iter()
+                                .flatten()
+                                .any(|t| t.as_str().is_some_and(|t| t.contains(title)))
+                    })
+                    .collect();
+                (!got.is_empty()).then_some(got)
+            })
+            .await?;
+        let ledger = &self.ledger;
+        let position = wait("the repeat counted", Duration::from_secs(20))
+            .until(|| async move {
+                ledger
+                    .notify_position()
+                    .await
+                    .ok()
+                    .flatten()
+                    .filter(|p| p.collapsed >= 1)
+            })
+            .await?;
+        for call in &sent {
+            let text = [call.params.get("text"), call.params.get("caption")]
+                .into_iter()
+                .flatten()
+                .find_map(Value::as_str)
+                .unwrap_or_default();
+            match call.method.as_str() {
+                "sendPhoto" => speak("bot → you (the poster, with its caption): ", text),
+                _ => speak("bot → you: ", text),
+            }
+        }
+        self.shown = self.tg.calls().len();
+        anyhow::ensure!(
+            sent.len() == 1,
+            "the notice arrived {} times, not once",
+            sent.len()
+        );
+        let with_poster = sent[0].method == "sendPhoto";
+        check(&format!(
+            "MoviePilot wrote the notice twice; you got it once{}, and the relay counted {} repeat",
+            if with_poster { ", with its poster" } else { "" },
+            position.collapsed
         ));
         Ok(())
     }
