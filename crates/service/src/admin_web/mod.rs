@@ -500,15 +500,19 @@ pub fn standalone(
         .unify()
 }
 
-/// Serves the page alone on `listener` until `shutdown` resolves.
+/// Serves the page alone on `listener`, within `limits`, until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     admin: AdminWeb,
+    limits: crate::http_server::Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(standalone(admin))
-        .incoming(listener)
-        .graceful(shutdown)
-        .run()
-        .await;
+    crate::http_server::serve(
+        listener,
+        standalone(admin),
+        limits,
+        "admin.listen",
+        shutdown,
+    )
+    .await;
 }

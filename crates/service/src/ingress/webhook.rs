@@ -20,6 +20,7 @@ use warp::reply::Response;
 use super::{Handled, Ingress};
 use crate::admin_web::{self, AdminWeb};
 use crate::config::Secret;
+use crate::http_server;
 use crate::ledger::{Ledger, LedgerError};
 use crate::metrics::METRICS;
 use crate::telegram::types::Update;
@@ -126,20 +127,19 @@ fn secret_header() -> impl Filter<Extract = (Option<Bytes>,), Error = Infallible
         .unify()
 }
 
-/// Serves `routes` on `listener` until `shutdown` resolves; in-flight requests finish first.
+/// Serves `routes` on `listener` within `limits` until `shutdown` resolves; in-flight
+/// requests finish first.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
     admits: bool,
     admin: Option<AdminWeb>,
+    limits: http_server::Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(routes(ingress, webhook, admits, admin))
-        .incoming(listener)
-        .graceful(shutdown)
-        .run()
-        .await;
+    let routes = routes(ingress, webhook, admits, admin);
+    http_server::serve(listener, routes, limits, "http.listen", shutdown).await;
 }
 
 /// Binds `addr`, saying which setting to change when it is taken.
