@@ -75,7 +75,7 @@ pub fn routes(
                     tracing::warn!(error = %e, "metrics unavailable");
                     status(
                         StatusCode::SERVICE_UNAVAILABLE,
-                        &format!("metrics unavailable: {e}\n"),
+                        &format!("metrics unavailable: {}\n", e.public_reason()),
                     )
                 }
             }
@@ -249,7 +249,8 @@ where
     }
 }
 
-/// 200 when Redis answers with the scripts loaded. MoviePilot refusing the credentials is
+/// 200 when Redis answers with the scripts loaded; else 503 with a fixed reason (the route
+/// needs no auth, so Redis's own words stay in the log). MoviePilot refusing the credentials is
 /// said in the body; it makes a process 503 only when it does not admit updates (a worker
 /// alone), since the webhook keeps recording them meanwhile.
 async fn readiness(ingress: &Ingress, admits: bool) -> Response {
@@ -270,7 +271,7 @@ async fn readiness(ingress: &Ingress, admits: bool) -> Response {
             tracing::warn!(error = %e, "not ready");
             status(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("not ready: {e}\n"),
+                &format!("not ready: {}\n", e.public_reason()),
             )
         }
     }
