@@ -348,11 +348,11 @@ pub fn raise_open_files_limit(listeners: usize, max_connections: u32) {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let before = getrlimit(Resource::Nofile);
     let shown = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |n| n.to_string());
-    let mut now = before.clone();
+    let mut now = before;
     if before.current != before.maximum {
-        let mut raised = before.clone();
+        let mut raised = before;
         raised.current = before.maximum;
-        match setrlimit(Resource::Nofile, raised.clone()) {
+        match setrlimit(Resource::Nofile, raised) {
             Ok(()) => now = raised,
             Err(e) => tracing::warn!(
                 soft = %shown(before.current),
