@@ -251,3 +251,38 @@ async fn without_the_cap_the_same_sockets_exhaust_the_open_files_limit() {
         .await;
     drop(socks);
 }
+
+#[tokio::test]
+async fn admin_listen_has_the_same_limits() {
+    let admin = format!("127.0.0.1:{}", free_port());
+    let s = serve(
+        &[
+            ("ONCEBOT__HTTP__HEADER_READ_TIMEOUT_SECS", "1"),
+            ("ONCEBOT__HTTP__IDLE_TIMEOUT_SECS", "2"),
+            ("ONCEBOT__ADMIN__PASSWORD", "admin-pw-0123456789"),
+            ("ONCEBOT__ADMIN__LISTEN", &admin),
+        ],
+        None,
+    )
+    .await;
+    s.bot
+        .wait_for_stderr("operator page listening", DEADLINE)
+        .await;
+    let mut half = TcpStream::connect(&admin).await.unwrap();
+    half.write_all(b"GET /admin/ HT").await.unwrap();
+    let took = closed_within(&mut half, Duration::from_secs(5)).await;
+    assert!(took >= Duration::from_millis(700), "closed after {took:?}");
+    let mut idle = TcpStream::connect(&admin).await.unwrap();
+    idle.write_all(b"GET /admin/ HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    let n = idle.read(&mut buf).await.unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 401"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    let idled = closed_within(&mut idle, Duration::from_secs(6)).await;
+    assert!(idled >= Duration::from_millis(1500), "idle for {idled:?}");
+}
