@@ -4,9 +4,11 @@
 //! the same resolve.lua as the CLI and the Telegram review buttons, so the first one wins.
 //!
 //! Off unless `admin.password` is set (then every `/admin` path is a 404). Every request needs
-//! HTTP basic auth, compared in constant time; every action needs the same origin (Origin, else
-//! Referer, against Host) and a CSRF field only a signed-in page carries; read-only mode offers
-//! no action and refuses a posted one. The page never reads a setting's secret or a release
+//! HTTP basic auth, compared in constant time on the headers before any body is read, in the
+//! peer's turn (`throttle`: guessing is slowed per peer); every action needs the same origin
+//! (Origin, else Referer: scheme, host and port of `admin.public_url`, else `http://` and Host)
+//! and a CSRF field only a signed-in page carries; read-only mode offers no action and refuses a
+//! posted one. The page never reads a setting's secret or a release
 //! list (torrent data with site cookies), so it cannot show one.
 
 mod auth;
