@@ -19,6 +19,9 @@ use crate::support::{ALICE, BOB, GROUP, eventually};
 /// `notify.webhook_secret` in these tests.
 const WAKE_SECRET: &str = "wake-secret_0123456789";
 
+/// The operator page's password in the cookie test (at least 16 characters).
+const ADMIN_PASSWORD: &str = "admin-page-password-0123";
+
 /// A site cookie as `download.added` carries it: it must appear nowhere oncebot writes.
 const COOKIE: &str = "uid=4242; pass=cookie-marker-5f3a9c";
 
@@ -348,7 +351,7 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
         SimOptions::v2_5_6(),
         &[
             ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "60"),
-            ("ONCEBOT__ADMIN__PASSWORD", "admin-pw"),
+            ("ONCEBOT__ADMIN__PASSWORD", ADMIN_PASSWORD),
         ],
     )
     .await;
@@ -426,7 +429,7 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
     );
     let page = http
         .get(format!("http://127.0.0.1:{}/admin/", rig.port))
-        .basic_auth("admin", Some("admin-pw"))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
         .send()
         .await
         .unwrap()

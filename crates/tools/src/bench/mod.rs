@@ -22,6 +22,7 @@ mod load;
 mod phases;
 mod pipeline;
 mod recovery;
+mod relay;
 mod target;
 mod updates;
 
@@ -88,6 +89,16 @@ pub struct BenchArgs {
     /// with work in flight, and the time until it is settled (see `recovery`).
     #[arg(long)]
     pub recovery: bool,
+    /// Only measure the relay of MoviePilot's notifications instead: notifications per second
+    /// through to the Bot API simulator, and its idle cost (see `relay`).
+    #[arg(long, conflicts_with = "recovery")]
+    pub relay: bool,
+    /// Notifications written at once for `--relay`'s throughput.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub relay_notifications: u64,
+    /// Seconds `--relay` watches the idle relay.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub relay_idle_secs: u64,
     /// Kills per recovery scenario.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=200))]
     pub kills: u64,
@@ -221,6 +232,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.recovery {
         return run_recovery(&args).await;
     }
+    if args.relay {
+        return run_relay(&args).await;
+    }
     let connections = args.connections as usize;
     let timing = args.timing();
     tracing::info!(
@@ -271,6 +285,33 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         write_table(&mut out, &report)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `--relay`: the relay's throughput and idle cost, then the report.
+async fn run_relay(args: &BenchArgs) -> anyhow::Result<()> {
+    let r = relay::run(
+        args.relay_notifications as usize,
+        Duration::from_secs(args.relay_idle_secs),
+    )
+    .await?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &r)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "relay: {} notifications written at once, delivered to the Bot API simulator at {:.0}/s",
+            r.notifications, r.per_s
+        )?;
+        writeln!(
+            out,
+            "relay idle (poll every {} s, {:.0} s watched): {:.1} MoviePilot calls/min, {:.0} Redis commands/min",
+            r.poll_interval_secs, r.idle_secs, r.moviepilot_calls_per_min, r.redis_commands_per_min
+        )?;
     }
     out.flush()?;
     Ok(())
