@@ -57,7 +57,8 @@ mod admin_web;
 mod admin_cli;
 
 /// The dispatcher as a process against the simulated Bot API: 429/5xx/403, a SIGKILL mid-send,
-/// rate limits under a burst, long texts, progress edited in place, the callback fast lane.
+/// rate limits under a burst, long texts, progress edited in place, the callback fast lane, and
+/// one chat's replies in stream order when read together.
 mod dispatch;
 
 /// One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe

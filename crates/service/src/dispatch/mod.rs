@@ -12,13 +12,14 @@
 //!   (blocked, kicked, deactivated) and 400 (chat not found, ...): recorded as failed, never
 //!   retried unchanged. "message is not modified": success. A moved group: resent once to its
 //!   new id. 401: the token is wrong; nothing is marked failed, sending pauses.
-//! - **Order and rate.** One chat's replies go one after another, within Telegram's per-chat
-//!   and global limits (`limits`). Callback answers bypass both: Telegram shows a spinner until
-//!   they arrive and drops the query after about 150 s.
+//! - **Order and rate.** One chat's replies go one after another in stream order (`order`),
+//!   within Telegram's per-chat and global limits (`limits`). Callback answers bypass both:
+//!   Telegram shows a spinner until they arrive and drops the query after about 150 s.
 //! - **Progress in place.** A job's result edits its "working on it" message when there was one.
 //! - Messages over 4096 characters are split.
 
 mod limits;
+mod order;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -44,8 +45,8 @@ use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::vocabulary::ReplyKind;
-use crate::worker::KeyedLocks;
 pub use limits::RateLimiter;
+use order::{ChatOrder, Place};
 
 /// Telegram's limit on a message's text, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
@@ -60,13 +61,28 @@ pub struct Dispatcher {
     locale: Locale,
     consumer: String,
     limiter: RateLimiter,
-    chat_locks: KeyedLocks<i64>,
+    /// Each chat's replies in stream order, one at a time.
+    order: ChatOrder,
     /// Entries this process is working on, per lane: the leases it renews.
     in_flight: Mutex<HashSet<(bool, String)>>,
     permits: Arc<Semaphore>,
     tasks: TaskTracker,
     /// This process's liveness key in the `dispatchers` group.
     liveness: Arc<Liveness>,
+}
+
+/// An entry's task ending, however it ends: the entry leaves the in-flight set (its lease is no
+/// longer renewed) and its send permit is freed.
+struct Done {
+    dispatcher: Arc<Dispatcher>,
+    entry: (bool, String),
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.dispatcher.in_flight().remove(&self.entry);
+    }
 }
 
 /// How one send ended.
@@ -97,7 +113,7 @@ impl Dispatcher {
             locale: settings.telegram.locale,
             ledger,
             api,
-            chat_locks: KeyedLocks::default(),
+            order: ChatOrder::default(),
             in_flight: Mutex::default(),
             tasks: TaskTracker::new(),
             cfg,
@@ -172,32 +188,50 @@ impl Dispatcher {
         };
         let id = entry.id().to_string();
         self.in_flight().insert((is_reply, id.clone()));
+        let done = Done {
+            dispatcher: self.clone(),
+            entry: (is_reply, id.clone()),
+            _permit: permit,
+        };
         let this = self.clone();
-        self.tasks.spawn(async move {
-            match entry {
-                LaneEntry::Reply(reply) => {
-                    let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
-                    this.deliver(reply).instrument(span).await;
-                }
-                LaneEntry::Callback(cb) => this.answer_callback(cb).await,
-                LaneEntry::Malformed {
-                    lane: Lane::Replies,
-                    ..
-                } => {
+        match entry {
+            LaneEntry::Reply(reply) => {
+                // Its place in its chat's queue is taken here, in the order entries are read,
+                // not in the order their tasks happen to run.
+                let place = self.order.enter(reply.chat_id, &id);
+                let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
+                self.tasks.spawn(async move {
+                    this.deliver(reply, place).instrument(span).await;
+                    drop(done);
+                });
+            }
+            LaneEntry::Callback(cb) => {
+                self.tasks.spawn(async move {
+                    this.answer_callback(cb).await;
+                    drop(done);
+                });
+            }
+            LaneEntry::Malformed {
+                lane: Lane::Replies,
+                ..
+            } => {
+                self.tasks.spawn(async move {
                     tracing::error!(entry = %id, "reply without a chat id; dropping it");
                     let _ = this.ledger.drop_reply(&id).await;
-                }
-                LaneEntry::Malformed {
-                    lane: Lane::Callbacks,
-                    ..
-                } => {
+                    drop(done);
+                });
+            }
+            LaneEntry::Malformed {
+                lane: Lane::Callbacks,
+                ..
+            } => {
+                self.tasks.spawn(async move {
                     tracing::error!(entry = %id, "callback entry without an id; dropping it");
                     let _ = this.ledger.callback_done(&id).await;
-                }
+                    drop(done);
+                });
             }
-            this.in_flight().remove(&(is_reply, id));
-            drop(permit);
-        });
+        }
     }
 
     /// reply_begin.lua, tried again while Redis fails (`recorded`). Nothing was sent yet, so
@@ -209,10 +243,10 @@ impl Dispatcher {
         .await
     }
 
-    /// One reply: recorded `sending`, sent within the limits, recorded `sent` or `failed`.
-    async fn deliver(&self, reply: ReplyEntry) {
-        let chat_lock = self.chat_locks.get(reply.chat_id);
-        let _in_order = chat_lock.lock().await;
+    /// One reply: recorded `sending`, sent within the limits, recorded `sent` or `failed`, once
+    /// every earlier reply of its chat has been (`place`, held until the end).
+    async fn deliver(&self, reply: ReplyEntry, mut place: Place) {
+        place.wait().await;
         let retention = Duration::from_secs(self.cfg.reply_retention_secs);
         let progress = match self.begin(&reply, retention).await {
             Ok(Begin::Send {
