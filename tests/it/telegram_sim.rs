@@ -273,6 +273,29 @@ async fn a_callback_query_is_answered_once() {
     assert_eq!(status, 400);
 }
 
+/// A tap Telegram delivers by webhook is as known as one it serves by getUpdates (issue 25,
+/// item 13: the demo's taps were answered "query is too old"), is not queued for getUpdates, and
+/// a redelivery of the same update does not make an answered query answerable again.
+#[tokio::test]
+async fn a_callback_query_delivered_by_webhook_is_answered_once() {
+    let sim = TelegramSim::start().await.unwrap();
+    let update = sim.webhook_update(callback_update(10, 10, 1, "t:abc"));
+    assert!(update["update_id"].as_i64().is_some(), "{update}");
+    let query_id = update["callback_query"]["id"].as_str().unwrap().to_string();
+    let answer = json!({"callback_query_id": query_id});
+    assert_eq!(
+        post(&sim, "answerCallbackQuery", answer.clone()).await.0,
+        200
+    );
+    assert_eq!(sim.webhook_update(update.clone()), update, "a redelivery");
+    let (status, body) = post(&sim, "answerCallbackQuery", answer).await;
+    assert_eq!(
+        (status, body["description"].as_str()),
+        (400, Some(descriptions::QUERY_TOO_OLD))
+    );
+    assert_eq!(sim.observe(|o| o.pending_updates()), 0);
+}
+
 #[tokio::test]
 async fn a_webhook_blocks_get_updates_until_deleted() {
     let sim = TelegramSim::start().await.unwrap();

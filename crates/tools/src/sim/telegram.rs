@@ -22,7 +22,8 @@
 //!
 //! Not simulated (yet): rate limits (the call log's timestamps are what a limiter would read;
 //! it would answer 429 from `handle`, before the fault queue), `allowed_updates` filtering
-//! (recorded, not applied), webhook delivery, callback-query expiry by time, and files.
+//! (recorded, not applied), webhook delivery (the caller posts what
+//! [`TelegramSim::webhook_update`] completes), callback-query expiry by time, and files.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -317,6 +318,44 @@ impl State {
         chat.last_message_id
     }
 
+    /// Fills in what Telegram sets on an update it delivers and makes its callback query
+    /// answerable (once; a redelivered update keeps its query's state); returns its update_id.
+    fn complete(&mut self, update: &mut Value) -> i64 {
+        let id = match update.get("update_id").and_then(Value::as_i64) {
+            Some(id) => id,
+            None => self.next_update_id,
+        };
+        self.next_update_id = self.next_update_id.max(id + 1);
+        let Some(obj) = update.as_object_mut() else {
+            return id;
+        };
+        obj.insert("update_id".into(), json!(id));
+        for kind in ["message", "edited_message", "channel_post"] {
+            let Some(message) = obj.get_mut(kind).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            if !message.contains_key("message_id") {
+                let chat_id = message
+                    .get("chat")
+                    .and_then(|c| c.get("id"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                message.insert("message_id".into(), json!(self.next_message_id(chat_id)));
+            }
+            message.entry("date").or_insert_with(|| json!(unix_now()));
+        }
+        if let Some(query_id) = obj
+            .get("callback_query")
+            .and_then(|q| q.get("id"))
+            .and_then(Value::as_str)
+        {
+            self.callback_queries
+                .entry(query_id.to_string())
+                .or_insert(false);
+        }
+        id
+    }
+
     fn bot_user(&self) -> Value {
         json!({
             "id": self.bot_id,
@@ -498,40 +537,25 @@ impl TelegramSim {
     pub fn push_update(&self, mut update: Value) -> i64 {
         let id = {
             let mut st = self.shared.lock();
-            let id = match update.get("update_id").and_then(Value::as_i64) {
-                Some(id) => id,
-                None => st.next_update_id,
-            };
-            st.next_update_id = st.next_update_id.max(id + 1);
-            if let Some(obj) = update.as_object_mut() {
-                obj.insert("update_id".into(), json!(id));
-                for kind in ["message", "edited_message", "channel_post"] {
-                    let Some(message) = obj.get_mut(kind).and_then(Value::as_object_mut) else {
-                        continue;
-                    };
-                    if !message.contains_key("message_id") {
-                        let chat_id = message
-                            .get("chat")
-                            .and_then(|c| c.get("id"))
-                            .and_then(Value::as_i64)
-                            .unwrap_or(0);
-                        message.insert("message_id".into(), json!(st.next_message_id(chat_id)));
-                    }
-                    message.entry("date").or_insert_with(|| json!(unix_now()));
-                }
-                if let Some(query_id) = obj
-                    .get("callback_query")
-                    .and_then(|q| q.get("id"))
-                    .and_then(Value::as_str)
-                {
-                    st.callback_queries.insert(query_id.to_string(), false);
-                }
-            }
+            let id = st.complete(&mut update);
             st.updates.push_back(update);
             id
         };
         self.shared.changed.notify_waiters();
         id
+    }
+
+    /// An update Telegram is about to POST to a webhook, completed as [`push_update`] completes
+    /// one (`update_id`, a message's `message_id` and `date`, where missing), and known to the
+    /// sim as Telegram knows what it delivers: its callback query can be answered once. It is
+    /// not queued for getUpdates; the caller posts the returned update. Completing the same
+    /// update again (a redelivery) keeps its query's state.
+    ///
+    /// [`push_update`]: TelegramSim::push_update
+    pub fn webhook_update(&self, mut update: Value) -> Value {
+        self.shared.lock().complete(&mut update);
+        self.shared.changed.notify_waiters();
+        update
     }
 
     /// Makes the next call of `method` (any case) fail with `fault`; faults queue in order.
