@@ -61,6 +61,10 @@ mod admin_cli;
 /// one chat's replies in stream order when read together.
 mod dispatch;
 
+/// Notifications with posters: one sendPhoto fetched from a loopback image host, text when
+/// Telegram refuses the poster or the text is too long for a caption, retries as the photo.
+mod photos;
+
 /// One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe
 /// under search results and the season choice, review buttons in admin chats; a double tap, an
 /// expired button, another user's tap and a redelivered update each run nothing more.

@@ -17,6 +17,10 @@
 //!   Telegram shows a spinner until they arrive and drops the query after about 150 s.
 //! - **Progress in place.** A job's result edits its "working on it" message when there was one.
 //! - Messages over 4096 characters are split.
+//! - **Posters.** An entry with a `photo` (a relayed notification's poster) and a text of at most
+//!   1024 characters goes as one `sendPhoto`, the text its caption; a longer text goes as text
+//!   alone. A poster Telegram refuses (400) is sent as text at once; an uncertain failure is
+//!   retried as the photo, never switched to text, which could deliver both forms.
 
 mod limits;
 mod order;
@@ -50,6 +54,10 @@ use order::{ChatOrder, Place};
 
 /// Telegram's limit on a message's text, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
+
+/// Telegram's limit on a photo's caption, in characters: Unicode code points, as the Bot API
+/// server counts them (tdlib's `utf8_length` in `create_input_message_content`), as for a text.
+pub const MAX_CAPTION_CHARS: usize = 1024;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -312,9 +320,10 @@ impl Dispatcher {
         let mut failures = 0u32;
         let mut migrated = false;
         let mut edit_allowed = true;
+        let mut photo = poster(reply, edit_target);
         loop {
             let edit_target = edit_target.filter(|_| edit_allowed);
-            match self.send_once(reply, chat, edit_target).await {
+            match self.send_once(reply, chat, edit_target, photo).await {
                 Ok(id) => return Sent::Delivered(id),
                 Err(ApiError::RetryAfter(wait)) => {
                     METRICS.telegram_429.inc();
@@ -338,6 +347,21 @@ impl Dispatcher {
                     tracing::warn!(new_chat, "the group moved to a supergroup; sending there");
                     migrated = true;
                     chat = new_chat;
+                }
+                // A definite refusal of the poster (it could not be fetched, is no image, ...):
+                // nothing was sent, so the text goes now. Only a 400 is definite; a timeout or a
+                // 5xx may have delivered the photo and is retried as the photo above.
+                Err(ApiError::Api {
+                    code: 400,
+                    description,
+                }) if photo.is_some() => {
+                    METRICS.reply("poster_refused");
+                    tracing::warn!(
+                        poster = %url_for_log(photo.unwrap_or_default()),
+                        reason = %description,
+                        "Telegram refused the poster; sending the notification as text"
+                    );
+                    photo = None;
                 }
                 Err(ApiError::Api { description, .. }) if is_not_modified(&description) => {
                     return Sent::Delivered(reply.edit_message_id);
@@ -366,15 +390,19 @@ impl Dispatcher {
         backoff::nth(backoff::jittered(min, max), failures)
     }
 
-    /// One delivery attempt: an edit (of the given message, or of the job's progress message)
-    /// or new messages, split at 4096 characters; each Bot API call waits for its rate slot.
+    /// One delivery attempt: an edit (of the given message, or of the job's progress message),
+    /// a photo with the text as its caption, or new messages, split at 4096 characters; each
+    /// Bot API call waits for its rate slot.
     async fn send_once(
         &self,
         reply: &ReplyEntry,
         chat: i64,
         edit_target: Option<i64>,
+        photo: Option<&str>,
     ) -> Result<Option<i64>, ApiError> {
-        let result = self.send_once_unpaced(reply, chat, edit_target).await;
+        let result = self
+            .send_once_unpaced(reply, chat, edit_target, photo)
+            .await;
         self.limiter.sent(chat);
         result
     }
@@ -384,6 +412,7 @@ impl Dispatcher {
         reply: &ReplyEntry,
         chat: i64,
         edit_target: Option<i64>,
+        photo: Option<&str>,
     ) -> Result<Option<i64>, ApiError> {
         // Checked to be JSON and passed on as text: the stored markup is not rebuilt as a
         // `Value` tree and serialised again for every message.
@@ -409,6 +438,23 @@ impl Dispatcher {
                 .await?;
             return Ok(Some(message_id));
         }
+        let reply_parameters = reply.reply_to.map(|to| ReplyParameters {
+            allow_sending_without_reply: true,
+            message_id: to,
+        });
+        if let Some(photo) = photo {
+            // Plain text, as the text of a message: no parse_mode.
+            let body = PhotoBody {
+                chat_id: chat,
+                photo,
+                caption: (!reply.text.is_empty()).then_some(reply.text.as_str()),
+                reply_markup: markup.as_deref(),
+                reply_parameters,
+            };
+            self.limiter.acquire(chat).await;
+            let message: SentMessage = self.api.call("sendPhoto", &body, CALL_TIMEOUT).await?;
+            return Ok(message.message_id);
+        }
         let chunks = split_message(&reply.text);
         let mut first_id = None;
         for (i, chunk) in chunks.iter().enumerate() {
@@ -429,13 +475,8 @@ impl Dispatcher {
                         .await?
                 }
                 _ => {
-                    if i == 0
-                        && let Some(to) = reply.reply_to
-                    {
-                        body.reply_parameters = Some(ReplyParameters {
-                            allow_sending_without_reply: true,
-                            message_id: to,
-                        });
+                    if i == 0 {
+                        body.reply_parameters = reply_parameters;
                     }
                     self.api.call("sendMessage", &body, CALL_TIMEOUT).await?
                 }
@@ -624,7 +665,58 @@ struct TextBody<'a> {
     text: &'a str,
 }
 
+/// A `sendPhoto` body: the poster by URL (Telegram fetches it), the text as its caption.
 #[derive(Serialize)]
+struct PhotoBody<'a> {
+    chat_id: i64,
+    photo: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caption: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_markup: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_parameters: Option<ReplyParameters>,
+}
+
+/// The poster to send an entry with, if any: an http(s) URL, on a new message (an edit or a
+/// keyboard change stays text), with a text that fits a caption. A longer text goes as text
+/// alone: one message per notification, never a photo and then the text.
+fn poster(reply: &ReplyEntry, edit_target: Option<i64>) -> Option<&str> {
+    let url = reply.photo.as_deref()?;
+    if reply.op.is_some() || edit_target.is_some() {
+        return None;
+    }
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        tracing::warn!(
+            poster = %url_for_log(url),
+            "a poster that is not an http(s) URL; sending the notification as text"
+        );
+        return None;
+    }
+    if reply.text.chars().count() > MAX_CAPTION_CHARS {
+        tracing::info!(
+            "text over {MAX_CAPTION_CHARS} characters, longer than a caption; sending it without its poster"
+        );
+        return None;
+    }
+    Some(url)
+}
+
+/// A URL for the log: scheme, host and path, without credentials, query or fragment (a signed
+/// poster URL's token lives in its query).
+fn url_for_log(url: &str) -> String {
+    let bare = url.split(['?', '#']).next().unwrap_or_default();
+    match bare.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit('@').next().unwrap_or_default();
+            format!("{scheme}://{host}{path}")
+        }
+        None => "(not a URL)".to_string(),
+    }
+}
+
+#[derive(Serialize, Clone, Copy)]
 struct ReplyParameters {
     allow_sending_without_reply: bool,
     message_id: i64,
