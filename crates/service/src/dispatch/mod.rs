@@ -847,6 +847,43 @@ mod tests {
     }
 
     #[test]
+    fn a_poster_goes_with_a_new_message_whose_text_fits_a_caption() {
+        let reply = |text: String, photo: &str| ReplyEntry {
+            text,
+            photo: Some(photo.to_string()),
+            ..ReplyEntry::default()
+        };
+        let url = "https://image.tmdb.org/t/p/w500/d.jpg";
+        // Counted in characters (code points), not bytes: 1024 CJK characters are 3072 bytes.
+        let fits = reply("字".repeat(MAX_CAPTION_CHARS), url);
+        assert_eq!(poster(&fits, None), Some(url));
+        assert_eq!(poster(&fits, Some(5)), None, "an edit stays text");
+        let long = reply("字".repeat(MAX_CAPTION_CHARS + 1), url);
+        assert_eq!(poster(&long, None), None);
+        let not_a_url = reply("hi".into(), "AgACAgQAAxkBAAI");
+        assert_eq!(poster(&not_a_url, None), None);
+        let markup_op = ReplyEntry {
+            op: Some("clear_markup".into()),
+            ..reply("hi".into(), url)
+        };
+        assert_eq!(poster(&markup_op, None), None);
+        assert_eq!(poster(&ReplyEntry::default(), None), None);
+    }
+
+    #[test]
+    fn a_logged_url_has_no_credentials_query_or_fragment() {
+        assert_eq!(
+            url_for_log("https://user:pw@img.example.org/p/x.jpg?sig=s3cret#top"),
+            "https://img.example.org/p/x.jpg"
+        );
+        assert_eq!(
+            url_for_log("http://127.0.0.1:8080?token=t"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(url_for_log("AgACAgQ?x"), "(not a URL)");
+    }
+
+    #[test]
     fn short_messages_are_not_split() {
         assert_eq!(split_message("hi"), vec!["hi".to_string()]);
         assert_eq!(split_message(""), vec![String::new()]);
