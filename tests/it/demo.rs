@@ -39,7 +39,7 @@ const SCENE_PHRASES: &[&str] = &[
     "管理员已确认任务 #4 完成",
     // 3d. MoviePilot's repeated notice, relayed once.
     "MoviePilot writes history row 2: 沙丘2 (2024) 开始下载",
-    "MoviePilot wrote the notice twice; you got it once",
+    "MoviePilot wrote the notice twice; you got it once, with its poster",
     // 4. The ledger.
     "$ oncebot jobs list",
     "Every command took effect once.",

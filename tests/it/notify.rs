@@ -208,15 +208,18 @@ async fn a_type_without_route_or_default_goes_nowhere_and_is_counted() {
 /// row whose id MoviePilot gave again after a purge is a new notification.
 #[tokio::test]
 async fn repeats_collapse_and_an_id_reused_after_a_purge_is_forwarded_as_new() {
+    let posters = oncebot_tools::sim::posters::PosterServer::start()
+        .await
+        .unwrap();
     let rig = relay_rig(SimOptions::v3(), &[]).await;
     let _relay = relay(&rig).await;
     let _dispatcher = dispatcher(&rig).await;
-    let poster = "https://image.tmdb.org/t/p/w500/dune2.jpg";
+    let poster = posters.poster("dune2");
     let first = rig
         .mp
-        .notify(note(Download, "沙丘2 开始下载").with_image(poster));
+        .notify(note(Download, "沙丘2 开始下载").with_image(&poster));
     rig.mp
-        .notify(note(Download, "沙丘2 开始下载").with_image(poster));
+        .notify(note(Download, "沙丘2 开始下载").with_image(&poster));
     rig.mp.notify(note(Organize, "marker-after-the-repeat"));
     wait_got(&rig, ALICE, "marker-after-the-repeat", 1).await;
     assert_eq!(
@@ -716,4 +719,39 @@ async fn the_script_queues_each_row_once_per_chat_however_often_it_is_recorded()
         .collect();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0]["chat_id"], ALICE.to_string());
+}
+
+/// A notification with a poster goes as one photo; one whose poster cannot be fetched goes as
+/// text: once each, never both forms, never none.
+#[tokio::test]
+async fn a_poster_that_fails_still_delivers_the_notification_once_as_text() {
+    let posters = oncebot_tools::sim::posters::PosterServer::start()
+        .await
+        .unwrap();
+    let rig = relay_rig(SimOptions::v2_5_6(), &[]).await;
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    rig.mp
+        .notify(note(Download, "poster-loads").with_image(&posters.poster("dune2")));
+    rig.mp
+        .notify(note(Download, "poster-missing").with_image(&posters.missing("gone")));
+    wait_got(&rig, ALICE, "poster-loads", 1).await;
+    wait_got(&rig, ALICE, "poster-missing", 1).await;
+    let ok = |method: &str, needle: &str| {
+        rig.tg
+            .calls()
+            .into_iter()
+            .filter(|c| c.method == method && c.status() == Some(200))
+            .filter(|c| {
+                [c.params.get("caption"), c.params.get("text")]
+                    .into_iter()
+                    .flatten()
+                    .any(|t| t.as_str().is_some_and(|t| t.contains(needle)))
+            })
+            .count()
+    };
+    assert_eq!(ok("sendPhoto", "poster-loads"), 1, "{:#?}", rig.tg.calls());
+    assert_eq!(ok("sendMessage", "poster-loads"), 0, "never both forms");
+    assert_eq!(ok("sendPhoto", "poster-missing"), 0);
+    assert_eq!(ok("sendMessage", "poster-missing"), 1, "the text fallback");
 }

@@ -864,7 +864,9 @@ impl Stage {
              message.",
         );
         let title = "沙丘2 (2024) 开始下载";
-        let poster = "https://image.tmdb.org/t/p/w500/dune2-poster.jpg";
+        // A poster the simulated Bot API can fetch, as Telegram fetches a notification's image.
+        let posters = crate::sim::posters::PosterServer::start().await?;
+        let poster = posters.poster("dune2");
         for _ in 0..2 {
             let id = self.mp.notify(
                 SimNotification::new(
@@ -872,7 +874,7 @@ impl Stage {
                     title,
                     "站点：SimSite\n大小：20.0G",
                 )
-                .with_image(poster),
+                .with_image(&poster),
             );
             narrate(&format!("MoviePilot writes history row {id}: {title}"));
         }
