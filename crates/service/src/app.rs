@@ -140,10 +140,6 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         secret: settings.telegram.webhook_secret.clone(),
         max_body_bytes: settings.http.max_body_bytes,
     });
-    // The wake-up path answers on every process whose deployment relays (the relay polls
-    // through Redis, whichever process got the call).
-    let wake = (settings.notify.enabled && !settings.notify.webhook_secret.is_empty())
-        .then(|| settings.notify.webhook_secret.clone());
     // The operator's page: on its own address when admin.listen is set, else next to the
     // webhook; nowhere without a password.
     let admin = AdminWeb::from_settings(&settings, ledger.clone());
@@ -176,7 +172,6 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         runs_ingress,
         shared_admin,
         limits,
-        wake,
         async move { stop.cancelled().await },
     );
     tasks.push(tokio::spawn(async move {

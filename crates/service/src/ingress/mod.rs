@@ -78,6 +78,8 @@ struct Inner {
     bot_username: String,
     texts: Texts,
     commands: CommandSettings,
+    /// `notify.webhook_secret` while the relay is on: the wake-up path's secret (else it is 404).
+    wake_secret: Option<crate::config::Secret>,
 }
 
 impl Ingress {
@@ -93,12 +95,21 @@ impl Ingress {
                     .into(),
                 texts: Texts::new(settings.telegram.locale),
                 commands: settings.commands.clone(),
+                wake_secret: (settings.notify.enabled
+                    && !settings.notify.webhook_secret.is_empty())
+                .then(|| settings.notify.webhook_secret.clone()),
             }),
         }
     }
 
     pub fn ledger(&self) -> &Ledger {
         &self.inner.ledger
+    }
+
+    /// The relay's wake-up secret, when the relay is on and one is set: the wake-up path works
+    /// on every process of the deployment (the relay polls through Redis).
+    pub fn wake_secret(&self) -> Option<&crate::config::Secret> {
+        self.inner.wake_secret.as_ref()
     }
 
     /// Decides and records one update. An `Err` means Redis did not take it: the caller must

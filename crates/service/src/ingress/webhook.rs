@@ -42,16 +42,16 @@ pub struct WebhookConfig {
 /// The routes: the webhook, when `webhook` is given (long polling serves only the probes), the
 /// health probes, and the operator's page when `admin` is given (else `/admin` is a 404).
 /// `admits`: this process runs ingress (webhook or polling), so `/readyz`'s status is about
-/// admission alone. `wake`: `notify.webhook_secret` when the relay is on (else the wake-up path
-/// is a 404 like any unknown path).
+/// admission alone. The wake-up path's secret is `Ingress::wake_secret` (none: a 404 like any
+/// unknown path).
 pub fn routes(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
     admits: bool,
     admin: Option<AdminWeb>,
-    wake: Option<Secret>,
 ) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
     let wake_ledger = ingress.ledger().clone();
+    let wake = ingress.wake_secret().cloned();
     let notify = warp::path!("moviepilot" / "notify" / String)
         .and(warp::post().or(warp::get()).unify())
         .and(warp::body::stream())
@@ -150,10 +150,9 @@ pub async fn serve(
     admits: bool,
     admin: Option<AdminWeb>,
     limits: http_server::Limits,
-    wake: Option<Secret>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    let routes = routes(ingress, webhook, admits, admin, wake);
+    let routes = routes(ingress, webhook, admits, admin);
     http_server::serve(listener, routes, limits, "http.listen", shutdown).await;
 }
 
