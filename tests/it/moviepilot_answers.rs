@@ -500,6 +500,21 @@ async fn search_now_on_v3_0_0_uses_its_get_trigger() {
     assert_eq!(sim.searches(id), 1);
     assert_eq!(sim.calls(routes::SUBSCRIBE_SEARCH_V3), 0);
 
+    // A server with only v3.0.0's GET trigger, whatever version it reports (a build from
+    // source): the POST is answered 405 (it did not run), so it is asked again with GET, once.
+    let (sim, mp) = connected(SimOptions {
+        version: "v3.0.5".into(),
+        ..SimOptions::v3()
+    })
+    .await;
+    sim.set_get_search_trigger(true);
+    let id = sim
+        .insert_subscription(DUNE, MediaKind::Movie, None)
+        .unwrap();
+    mp.search_subscription_now(id).await.unwrap();
+    assert_eq!(sim.searches(id), 1);
+    assert_eq!(sim.calls(routes::SUBSCRIBE_SEARCH_V2), 1);
+
     // v3.0.1 and later: POST.
     let (sim, mp) = connected(SimOptions {
         version: "v3.0.1".into(),
