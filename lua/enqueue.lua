@@ -44,8 +44,8 @@
   ARGV[14] jobs index length
   ARGV[15] consumer group of the jobs stream
   ARGV[16] consumer group of the replies stream
-  ARGV[17] recovery policy of the command (rerun | verify | idempotent | review), stored in the
-           job for claim.lua to read after a crash
+  ARGV[17] recovery policy of the command (rerun | once | verify | idempotent | review | none),
+           stored in the job for claim.lua to read after a crash
   ARGV[18] mode "confirm": the buttons' token group (JSON, see include/tokens.lua); else ""
   ARGV[19] mode "confirm": the question asked; else ""
   ARGV[20] mode "confirm": the buttons (a Telegram InlineKeyboardMarkup, JSON); else ""

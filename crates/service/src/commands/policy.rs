@@ -7,51 +7,7 @@ use std::time::Duration;
 
 use super::Command;
 use crate::config::CommandSettings;
-
-/// What is safe to do with a job that was `running` when its worker died.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recovery {
-    /// Read-only: run it again.
-    Rerun,
-    /// Read-only at MoviePilot but costly elsewhere (a resource search asks every indexer
-    /// site): run it again after one crash, fail after a second.
-    RerunOnce,
-    /// A side effect MoviePilot can be asked about: look first, then retry only if absent.
-    VerifyThenRetry,
-    /// A side effect that is idempotent by nature (delete by id): run it again.
-    IdempotentRerun,
-    /// A side effect that can be neither verified nor safely repeated: hold for a person.
-    HoldForReview,
-    /// Answered at admission; never becomes a job.
-    NoJob,
-}
-
-impl Recovery {
-    /// The name stored in a job's `recovery` field, which claim.lua reads after a crash.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Recovery::Rerun => "rerun",
-            Recovery::RerunOnce => "once",
-            Recovery::VerifyThenRetry => "verify",
-            Recovery::IdempotentRerun => "idempotent",
-            Recovery::HoldForReview => "review",
-            Recovery::NoJob => "none",
-        }
-    }
-
-    /// Reads a job's stored `recovery` field ([`Recovery::as_str`]).
-    pub fn from_name(name: &str) -> Option<Recovery> {
-        [
-            Recovery::Rerun,
-            Recovery::VerifyThenRetry,
-            Recovery::IdempotentRerun,
-            Recovery::HoldForReview,
-            Recovery::NoJob,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == name)
-    }
-}
+pub use crate::vocabulary::Recovery;
 
 /// How one command behaves under repetition.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,6 @@
 //! The words Rust and the Lua scripts share, as types: where a job is (`JobState`), what a reply
-//! on the replies stream is (`ReplyKind`), a person's decision on a held job (`Resolution`) and
+//! on the replies stream is (`ReplyKind`), what may be done with a job found running after a
+//! crash (`Recovery`), a person's decision on a held job (`Resolution`) and
 //! what resolve.lua answered (`Resolved`). Each has one `as_str`, the exact string the scripts
 //! store and compare; nothing else in Rust spells those strings.
 //!
@@ -7,9 +8,11 @@
 //! pages can all use it without depending on each other.
 
 mod job_state;
+mod recovery;
 mod reply_kind;
 
 pub use job_state::JobState;
+pub use recovery::Recovery;
 pub use reply_kind::ReplyKind;
 
 /// A person's decision on a `needs_review` job.

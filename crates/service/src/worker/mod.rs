@@ -450,7 +450,9 @@ impl Worker {
                 Some(Recovery::VerifyThenRetry | Recovery::IdempotentRerun | Recovery::Rerun) => {
                     self.retry_or_fail(job, &e, used)
                 }
-                _ => {
+                // A costly read (`RerunOnce`: every indexer site again) is not repeated on a
+                // doubt either; an unknown policy is a person's call.
+                Some(Recovery::RerunOnce | Recovery::HoldForReview | Recovery::NoJob) | None => {
                     tracing::warn!(reason = %e, "uncertain outcome that cannot be verified; holding for a person");
                     Outcome {
                         status: JobState::NeedsReview,
@@ -845,9 +847,7 @@ impl Consumer for JobsReader {
 /// The job's own recovery policy, stored at admission (`None` for a value this release does
 /// not know, which is then held for a person).
 fn recovery_of(job: &Job) -> Option<Recovery> {
-    job.extra
-        .get("recovery")
-        .and_then(|name| Recovery::from_name(name))
+    job.extra.get("recovery").and_then(|name| name.parse().ok())
 }
 
 /// Milliseconds since the Unix epoch by this host's clock (for the credentials wait, which is
