@@ -1242,7 +1242,8 @@ impl Inner {
         {
             match data.get("BACKEND_VERSION").and_then(Value::as_str) {
                 Some(version) if !version.trim().is_empty() => {
-                    return Ok(Some(short(version.trim(), 40)));
+                    let version = crate::untrusted::clean_line(version.trim());
+                    return Ok(Some(short(&version, 40)));
                 }
                 _ => old_v2 = true,
             }
@@ -1273,8 +1274,8 @@ impl Inner {
             return None;
         }
         let body: Value = serde_json::from_slice(&answer.body).ok()?;
-        let version = body.get("version")?.as_str()?.trim();
-        (!version.is_empty()).then(|| short(version, 40))
+        let version = crate::untrusted::clean_line(body.get("version")?.as_str()?.trim());
+        (!version.is_empty()).then(|| short(&version, 40))
     }
 
     /// Makes sure some credential opens `GET /api/v1/subscribe/`, trying the API key first, and
