@@ -561,6 +561,8 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
     rig.send(1, "/subscriptions").await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
     let logins_before = rig.mp.calls(routes::LOGIN);
+    let asked = |rig: &Rig| rig.mp.calls(routes::SUBSCRIBE_LIST) + rig.mp.calls(routes::DOWNLOADS);
+    let asked_before = asked(&rig);
 
     rig.mp.set_password("changed-by-the-operator");
     let started = Instant::now();
@@ -603,6 +605,10 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
         "{logins} logins in {elapsed:?} (at most {} allowed)",
         logins_allowed(elapsed)
     );
+    // Nor is MoviePilot sent each retry's call with the dead token: a job's call waits for a
+    // login instead (at most the four first attempts, and one call per login that was let in).
+    let asked = asked(&rig) - asked_before;
+    assert!(asked <= 4 + logins, "{asked} calls refused one by one");
     // Each user told once, at their first waiting job; the admins once.
     let told: BTreeMap<u64, usize> = (2..=5)
         .map(|id| (id, 0))
