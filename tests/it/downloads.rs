@@ -613,3 +613,54 @@ async fn a_stored_list_stays_under_16_kib_and_expires_with_its_buttons() {
     let token_ttl: i64 = conn.ttl(store.keys.token(&token)).await.unwrap();
     assert!((ttl - token_ttl).abs() <= 1, "{ttl} vs {token_ttl}");
 }
+
+/// What the 16 KiB bound counts, measured at the bound (issue 25, item 14): the stored values of
+/// `media`, `r1`..`rN`, `text` and `markup` (the payload), not the key as `MEMORY USAGE`
+/// reports it, which adds field names, the hash's entries and the allocator's rounding.
+#[tokio::test]
+async fn at_the_bound_the_payload_is_16_kib_and_memory_usage_adds_at_most_a_quarter() {
+    let rig = rig(Dialect::V2).await;
+    // Releases with 2 KB cookies: the list is cut by the byte bound, not by resources_shown.
+    for n in 0..12 {
+        rig.mp.add_release(SimRelease {
+            site_cookie: format!("c_secure_uid=9{n}; c_secure_pass={}", "x".repeat(2000)),
+            ..SimRelease::movie(
+                DUNE,
+                &format!("PTSite{n}"),
+                &format!("Dune.2021.2160p.UHD.BluRay.REMUX.HDR.DV.TrueHD.Atmos.7.1-GRP{n}"),
+                "沙丘 | 4K UHD 原盘 REMUX | 杜比视界 | 国英双语",
+            )
+        });
+    }
+    let _bot = rig.start(None).await;
+    let list = dune_list(&rig, 1, 1).await;
+    let kept = buttons(&list).len();
+    assert!((1..8).contains(&kept), "cut by bytes: {kept} kept");
+    let store = &rig.store;
+    let mut conn = store.conn().await;
+    let key = store.keys.releases(1);
+    let fields: BTreeMap<String, String> = conn.hgetall(&key).await.unwrap();
+    let payload: usize = fields
+        .iter()
+        .filter(|(k, _)| {
+            matches!(k.as_str(), "media" | "text" | "markup")
+                || (k.starts_with('r') && k[1..].parse::<u32>().is_ok())
+        })
+        .map(|(_, v)| v.len())
+        .sum();
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&key)
+        .arg("SAMPLES")
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    println!(
+        "a list cut at the bound: {kept} releases, payload {payload} bytes, MEMORY USAGE {usage} bytes"
+    );
+    assert!(payload <= 16 * 1024, "payload {payload}");
+    // The next release would not have fitted: the list is at the bound, not far below it.
+    assert!(payload > 16 * 1024 - 2600, "payload {payload}");
+    assert!(usage as usize <= 20 * 1024, "MEMORY USAGE {usage}");
+}

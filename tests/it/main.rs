@@ -17,6 +17,14 @@ mod ingress;
 /// offset advances only after admission, a crash in between repeats nothing, 409 and 401.
 mod polling;
 
+/// The listener's limits against the real process: half-sent requests and idle kept-alive
+/// connections closed at their deadlines, the connection cap and the open-files limit.
+mod http_limits;
+
+/// What a caller without credentials can send and learn: smuggling, gzip, an oversized form, and
+/// the probes' fixed reasons.
+mod exposure;
+
 /// The Lua scripts called through the ledger: every outcome in a script's header, and every job
 /// state change checked against `JobState::can_transition`.
 mod lua_scripts;

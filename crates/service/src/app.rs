@@ -14,6 +14,7 @@ use crate::admin_web::{self, AdminWeb};
 use crate::backoff::{self, Backoff};
 use crate::config::{Needs, Settings};
 use crate::dispatch::Dispatcher;
+use crate::http_server;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
 use crate::moviepilot::{MoviePilot, Unreachable};
@@ -98,6 +99,13 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     }
     let shutdown = CancellationToken::new();
     let mut tasks: Vec<JoinHandle<anyhow::Result<()>>> = Vec::new();
+    let limits = http_server::Limits::from_settings(&settings.http);
+    let listeners = if settings.admin.enabled() && !settings.admin.listen.trim().is_empty() {
+        2
+    } else {
+        1
+    };
+    http_server::raise_open_files_limit(listeners, settings.http.max_connections);
 
     // Every process serves /healthz, /readyz and /metrics; only ingress adds the webhook.
     let runs_ingress = opts.runs(Role::Ingress);
@@ -122,8 +130,9 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
             let admin_listener = webhook::bind_for(addr, "ONCEBOT__ADMIN__LISTEN").await?;
             let admin_addr = admin_listener.local_addr()?;
             let stop = shutdown.clone();
-            let server =
-                admin_web::serve(admin_listener, page, async move { stop.cancelled().await });
+            let server = admin_web::serve(admin_listener, page, limits, async move {
+                stop.cancelled().await
+            });
             tasks.push(tokio::spawn(async move {
                 server.await;
                 Ok(())
@@ -141,6 +150,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         hook,
         runs_ingress,
         shared_admin,
+        limits,
         async move { stop.cancelled().await },
     );
     tasks.push(tokio::spawn(async move {

@@ -58,6 +58,13 @@ pub struct HttpSettings {
     pub listen: String,
     /// Bodies above this are refused with 413 before they are parsed.
     pub max_body_bytes: u64,
+    /// A request's head must arrive whole within this after its first byte (or the connection's
+    /// start): a client that sends half a request line is dropped, not waited for.
+    pub header_read_timeout_secs: u64,
+    /// A kept-alive connection with no request in flight is closed after this.
+    pub idle_timeout_secs: u64,
+    /// Connections served at once per listener; beyond it new ones wait in the listen backlog.
+    pub max_connections: u32,
 }
 
 /// The operator's page (`admin_web`): off while `password` is empty.
@@ -70,6 +77,10 @@ pub struct AdminSettings {
     pub read_only: bool,
     /// Its own address; empty serves it on `http.listen`.
     pub listen: String,
+    /// The page's address as the browser sees it (e.g. `https://bot.example.org` behind a TLS
+    /// proxy): a decision's Origin must name its scheme, host and port. Empty: `http://` and the
+    /// request's Host.
+    pub public_url: String,
 }
 
 impl AdminSettings {
@@ -103,6 +114,20 @@ impl AdminSettings {
                 ),
             ));
         }
+        if a.password.expose().chars().count() < MIN_ADMIN_PASSWORD_CHARS {
+            return Err(SettingError::new(
+                "admin.password",
+                format!(
+                    "is shorter than {MIN_ADMIN_PASSWORD_CHARS} characters, short enough to guess \
+                     over the network"
+                ),
+                format!(
+                    "set {} to at least {MIN_ADMIN_PASSWORD_CHARS} characters, e.g. the output of \
+                     `openssl rand -base64 24`",
+                    env_name("admin.password")
+                ),
+            ));
+        }
         if a.password.expose().chars().any(char::is_control) {
             return Err(SettingError::new(
                 "admin.password",
@@ -120,9 +145,50 @@ impl AdminSettings {
                 ),
             ));
         }
+        if let Err(why) = self.public_origin() {
+            return Err(SettingError::new(
+                "admin.public_url",
+                format!("is {:?}, {why}", a.public_url),
+                format!(
+                    "set {} to the page's address as the browser shows it, e.g. \
+                     https://bot.example.org (scheme, host and port only), or leave it empty",
+                    env_name("admin.public_url")
+                ),
+            ));
+        }
         Ok(())
     }
+
+    /// `admin.public_url` as an origin (`https://bot.example.org`, a port only when it is not
+    /// the scheme's default): `None` when empty.
+    pub fn public_origin(&self) -> Result<Option<String>, &'static str> {
+        let given = self.public_url.trim();
+        if given.is_empty() {
+            return Ok(None);
+        }
+        let url = reqwest::Url::parse(given).map_err(|_| "not a URL")?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err("not an http or https URL");
+        }
+        let Some(host) = url.host_str() else {
+            return Err("a URL without a host");
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("a URL with a user or password, which an origin never has");
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err("a URL with a path, query or fragment, which an origin never has");
+        }
+        Ok(Some(match url.port() {
+            Some(port) => format!("{}://{host}:{port}", url.scheme()),
+            None => format!("{}://{host}", url.scheme()),
+        }))
+    }
 }
+
+/// The shortest `admin.password` accepted: with the page's throttle (10 guesses a second per
+/// peer), 16 random characters are out of reach of online guessing.
+pub const MIN_ADMIN_PASSWORD_CHARS: usize = 16;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -616,6 +682,23 @@ impl HttpSettings {
         }
         Ok(())
     }
+
+    /// For every process (each serves `http.listen`, and `admin.listen` takes the same limits):
+    /// no limit may be 0, which would close every connection or accept none.
+    fn validate_limits(&self) -> Result<(), SettingError> {
+        nonzero(
+            &[
+                (
+                    "http.header_read_timeout_secs",
+                    self.header_read_timeout_secs,
+                ),
+                ("http.idle_timeout_secs", self.idle_timeout_secs),
+                ("http.max_connections", u64::from(self.max_connections)),
+            ],
+            ", which would leave no connection served",
+            "a positive number (defaults: 10, 60 and 1024)",
+        )
+    }
 }
 
 impl CommandSettings {
@@ -841,6 +924,7 @@ impl Settings {
     /// Checks what every command needs, plus what `needs` asks for.
     pub fn validate(&self, needs: Needs) -> Result<(), SettingError> {
         self.redis.validate()?;
+        self.http.validate_limits()?;
         self.ledger.validate()?;
         self.worker.validate()?;
         self.dispatcher.validate()?;
@@ -1108,14 +1192,14 @@ mod tests {
             .validate(Needs::default())
             .unwrap();
         let on = [
-            ("ONCEBOT__ADMIN__PASSWORD", "pw"),
+            ("ONCEBOT__ADMIN__PASSWORD", LONG_PW),
             ("ONCEBOT__ADMIN__LISTEN", "nowhere"),
         ];
         let e = load(&on).unwrap().validate(Needs::default()).unwrap_err();
         assert_eq!(e.key, "admin.listen");
         assert!(e.to_string().contains("ONCEBOT__ADMIN__LISTEN"), "{e}");
         let colon = [
-            ("ONCEBOT__ADMIN__PASSWORD", "pw"),
+            ("ONCEBOT__ADMIN__PASSWORD", LONG_PW),
             ("ONCEBOT__ADMIN__USER", "a:b"),
         ];
         let e = load(&colon)
@@ -1124,7 +1208,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.key, "admin.user");
         let own = load(&[
-            ("ONCEBOT__ADMIN__PASSWORD", "pw"),
+            ("ONCEBOT__ADMIN__PASSWORD", LONG_PW),
             ("ONCEBOT__ADMIN__LISTEN", "127.0.0.1:8081"),
             ("ONCEBOT__ADMIN__READ_ONLY", "true"),
         ])
@@ -1136,6 +1220,100 @@ mod tests {
             Ok(Some(([127, 0, 0, 1], 8081).into()))
         );
         assert_eq!(format!("{:?}", own.admin.password), "[redacted]");
+    }
+
+    const LONG_PW: &str = "sixteen-chars-ok";
+
+    #[test]
+    fn an_admin_password_shorter_than_16_characters_is_refused_with_how_to_make_one() {
+        let e = load(&[("ONCEBOT__ADMIN__PASSWORD", "fifteen-chars-x")])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap_err();
+        assert_eq!(e.key, "admin.password");
+        let said = e.to_string();
+        assert!(said.contains("16 characters"), "{said}");
+        assert!(said.contains("openssl rand -base64 24"), "{said}");
+        assert!(said.contains("ONCEBOT__ADMIN__PASSWORD"), "{said}");
+        assert!(
+            !said.contains("fifteen-chars-x"),
+            "the password is not repeated: {said}"
+        );
+        // Characters, not bytes: 16 Chinese characters are 16.
+        load(&[(
+            "ONCEBOT__ADMIN__PASSWORD",
+            "一二三四五六七八九十甲乙丙丁戊己",
+        )])
+        .unwrap()
+        .validate(Needs::default())
+        .unwrap();
+        load(&[("ONCEBOT__ADMIN__PASSWORD", LONG_PW)])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap();
+    }
+
+    #[test]
+    fn admin_public_url_is_an_origin_or_empty() {
+        let with = |url: &str| {
+            load(&[
+                ("ONCEBOT__ADMIN__PASSWORD", LONG_PW),
+                ("ONCEBOT__ADMIN__PUBLIC_URL", url),
+            ])
+            .unwrap()
+        };
+        assert_eq!(with("").admin.public_origin(), Ok(None));
+        for (given, origin) in [
+            ("https://bot.example.org", "https://bot.example.org"),
+            ("https://bot.example.org/", "https://bot.example.org"),
+            ("https://bot.example.org:443", "https://bot.example.org"),
+            (
+                "https://Bot.Example.org:8443",
+                "https://bot.example.org:8443",
+            ),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+        ] {
+            let s = with(given);
+            s.validate(Needs::default()).unwrap();
+            assert_eq!(
+                s.admin.public_origin(),
+                Ok(Some(origin.to_string())),
+                "{given}"
+            );
+        }
+        for bad in [
+            "bot.example.org",
+            "ftp://bot.example.org",
+            "https://bot.example.org/admin/",
+            "https://u:p@bot.example.org",
+            "https://bot.example.org/?a=1",
+        ] {
+            let e = with(bad).validate(Needs::default()).unwrap_err();
+            assert_eq!(e.key, "admin.public_url", "{bad}");
+            assert!(e.to_string().contains("ONCEBOT__ADMIN__PUBLIC_URL"), "{e}");
+        }
+    }
+
+    #[test]
+    fn http_limits_default_to_10_60_1024_and_0_is_refused_by_name() {
+        let s = load(&[]).unwrap();
+        assert_eq!(s.http.header_read_timeout_secs, 10);
+        assert_eq!(s.http.idle_timeout_secs, 60);
+        assert_eq!(s.http.max_connections, 1024);
+        for key in [
+            "http.header_read_timeout_secs",
+            "http.idle_timeout_secs",
+            "http.max_connections",
+        ] {
+            let var = env_name(key);
+            // Every process serves http.listen, so every role's check refuses it.
+            let e = load(&[(var.as_str(), "0")])
+                .unwrap()
+                .validate(Needs::default())
+                .unwrap_err();
+            assert_eq!(e.key, key);
+            assert!(e.to_string().contains(&var), "{e}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod config;
 mod consume;
 pub mod dispatch;
 pub mod failpoints;
+pub mod http_server;
 pub mod i18n;
 pub mod ingress;
 pub mod ledger;

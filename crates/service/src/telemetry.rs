@@ -6,9 +6,10 @@ use crate::config::{LogFormat, LogSettings};
 
 /// Installs the global subscriber. `RUST_LOG` overrides `log.level`.
 pub fn init(settings: &LogSettings) {
-    // warp reports every keep-alive connection its graceful shutdown cancels (Telegram's, a
-    // proxy's) as an ERROR "server connection error: Cancelled": noise at every stop, so that one
-    // target is off unless RUST_LOG asks for it.
+    // warp's own server (still used by the bench's HTTP floor; oncebot's listeners run on
+    // `http_server`) reports every keep-alive connection its graceful shutdown cancels as an
+    // ERROR "server connection error: Cancelled": noise at every stop, so that one target is off
+    // unless RUST_LOG asks for it.
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(format!("{},warp::server::run=off", settings.level)))
         .unwrap_or_else(|_| EnvFilter::new("info"));

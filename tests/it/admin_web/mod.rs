@@ -4,6 +4,7 @@
 //! CSRF and origin checks, the filter, consumers with their liveness, and no secret in any page.
 
 mod browser;
+mod guarding;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -501,12 +502,12 @@ async fn a_decision_from_another_origin_or_without_the_pages_csrf_field_is_refus
     };
     let forged = format!("{}.{}", csrf.split('.').next().unwrap(), "00".repeat(32));
     // A field signed for another deployment's password.
-    let other = deploy(&[("ONCEBOT__ADMIN__PASSWORD", "another")]).await;
+    let other = deploy(&[("ONCEBOT__ADMIN__PASSWORD", "another-password-16")]).await;
     other.job_in(1, ALICE, "needs_review").await;
     let other_page = other
         .http
         .get(other.page("/admin/"))
-        .basic_auth(USER, Some("another"))
+        .basic_auth(USER, Some("another-password-16"))
         .send()
         .await
         .unwrap()
@@ -530,6 +531,19 @@ async fn a_decision_from_another_origin_or_without_the_pages_csrf_field_is_refus
         (
             "another site's referer",
             Some(("referer", "http://evil.example/admin/".into())),
+            csrf.clone(),
+        ),
+        (
+            "this host and port over https (the listener is plain http)",
+            Some(("origin", d.origin().replacen("http://", "https://", 1))),
+            csrf.clone(),
+        ),
+        (
+            "this host over https by the referer",
+            Some((
+                "referer",
+                format!("{}/admin/", d.origin().replacen("http://", "https://", 1)),
+            )),
             csrf.clone(),
         ),
         (

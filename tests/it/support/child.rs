@@ -25,6 +25,22 @@ impl Oncebot {
         Oncebot(child)
     }
 
+    /// [`Oncebot::spawn`] with these open-files limits (soft, hard), as `LimitNOFILE=` gives them.
+    pub fn spawn_with_open_files(
+        args: &[&str],
+        env: &[(String, String)],
+        soft: u64,
+        hard: u64,
+    ) -> Oncebot {
+        let child = OncebotCommand::new(env!("CARGO_BIN_EXE_oncebot"))
+            .args(args)
+            .envs(env.iter().cloned())
+            .open_files_limit(soft, hard)
+            .spawn()
+            .expect("starting the oncebot binary");
+        Oncebot(child)
+    }
+
     /// Everything written to stderr so far.
     pub fn stderr(&self) -> String {
         self.0.stderr()

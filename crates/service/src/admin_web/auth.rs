@@ -137,37 +137,57 @@ pub fn challenge() -> Response {
     resp
 }
 
-/// A POST came from a page of this host: its Origin (or, without one, its Referer) names the
-/// same host and port as the Host header. Neither header: refused (every browser sends one of
-/// them with a form; a page that hides both is not one of ours). Behind a proxy, the proxy must
-/// pass the Host header on, as Caddy and nginx's `proxy_set_header Host $host` do.
-pub fn same_origin(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else {
-        return false;
+/// Whether the request carries credentials at all (else it is a browser's first request: ask).
+pub fn has_credentials(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::AUTHORIZATION)
+}
+
+/// A POST came from a page of this origin: its Origin (or, without one, its Referer) has the
+/// scheme, host and port of `public` (`admin.public_url`) or, without it, `http://` and the Host
+/// header (oncebot itself speaks plain HTTP; behind a TLS proxy the operator says the scheme).
+/// Neither header: refused (every browser sends one of them with a form; a page that hides both
+/// is not one of ours). Behind a proxy without `public`, the proxy must pass the Host header on,
+/// as Caddy and nginx's `proxy_set_header Host $host` do.
+pub fn same_origin(headers: &HeaderMap, public: Option<&str>) -> bool {
+    match (source_origin(headers), expected_origin(headers, public)) {
+        (Some(source), Some(expected)) => source == expected,
+        _ => false,
+    }
+}
+
+/// The origin a decision must come from, normalised as [`source_origin`] is.
+pub fn expected_origin(headers: &HeaderMap, public: Option<&str>) -> Option<String> {
+    let url = match public {
+        Some(origin) => origin.to_string(),
+        None => format!(
+            "http://{}",
+            headers.get(header::HOST).and_then(|v| v.to_str().ok())?
+        ),
     };
+    origin_of(&url)
+}
+
+/// The Origin header's origin, else the Referer's: `scheme://host[:port]`, lower case, the
+/// scheme's default port left out.
+pub fn source_origin(headers: &HeaderMap) -> Option<String> {
     let source = headers
         .get(header::ORIGIN)
         .or_else(|| headers.get(header::REFERER))
-        .and_then(|v| v.to_str().ok());
-    let Some(url) = source.and_then(|s| reqwest::Url::parse(s).ok()) else {
-        return false;
-    };
+        .and_then(|v| v.to_str().ok())?;
+    origin_of(source)
+}
+
+fn origin_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
     if !matches!(url.scheme(), "http" | "https") {
-        return false;
+        return None;
     }
-    let Some(source_host) = url.host_str() else {
-        return false;
-    };
-    let authority = match url.port() {
-        Some(port) => format!("{source_host}:{port}"),
-        None => source_host.to_string(),
-    };
-    let default_port = match url.scheme() {
-        "https" => ":443",
-        _ => ":80",
-    };
-    let host = host.strip_suffix(default_port).unwrap_or(host);
-    authority.eq_ignore_ascii_case(host)
+    let host = url.host_str()?;
+    // The URL's rules leave out the scheme's default port and lower-case the host.
+    Some(match url.port() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme()),
+        None => format!("{}://{host}", url.scheme()),
+    })
 }
 
 #[cfg(test)]
@@ -212,7 +232,7 @@ mod tests {
     }
 
     #[test]
-    fn same_origin_compares_origin_or_referer_with_host() {
+    fn same_origin_compares_the_scheme_host_and_port_of_origin_or_referer() {
         let h = |pairs: &[(header::HeaderName, &str)]| {
             let mut m = HeaderMap::new();
             for (k, v) in pairs {
@@ -221,27 +241,59 @@ mod tests {
             m
         };
         let host = (header::HOST, "127.0.0.1:8080");
-        assert!(same_origin(&h(&[
+        let plain = |pairs: &[(header::HeaderName, &str)]| same_origin(&h(pairs), None);
+        assert!(plain(&[
             host.clone(),
             (header::ORIGIN, "http://127.0.0.1:8080")
-        ])));
-        assert!(same_origin(&h(&[
+        ]));
+        assert!(plain(&[
             host.clone(),
             (header::REFERER, "http://127.0.0.1:8080/admin/jobs/3")
-        ])));
-        assert!(!same_origin(&h(&[
+        ]));
+        assert!(!plain(&[
             host.clone(),
             (header::ORIGIN, "http://evil.example")
-        ])));
-        assert!(!same_origin(&h(&[host.clone(), (header::ORIGIN, "null")])));
-        assert!(!same_origin(&h(std::slice::from_ref(&host))));
-        assert!(same_origin(&h(&[
+        ]));
+        assert!(!plain(&[host.clone(), (header::ORIGIN, "null")]));
+        assert!(!plain(std::slice::from_ref(&host)));
+        // The scheme counts: oncebot's own listener is plain HTTP.
+        assert!(!plain(&[
+            host.clone(),
+            (header::ORIGIN, "https://127.0.0.1:8080")
+        ]));
+        assert!(!plain(&[
+            host.clone(),
+            (header::REFERER, "https://127.0.0.1:8080/admin/")
+        ]));
+        assert!(!plain(&[
+            host.clone(),
+            (header::ORIGIN, "http://127.0.0.1:8081")
+        ]));
+        // Default ports and case are normalised.
+        assert!(plain(&[
+            (header::HOST, "Bot.Example.org:80"),
+            (header::ORIGIN, "http://bot.example.org")
+        ]));
+        assert!(!plain(&[
             (header::HOST, "bot.example.org"),
             (header::ORIGIN, "https://bot.example.org")
-        ])));
-        assert!(!same_origin(&h(&[
+        ]));
+        assert!(!plain(&[
             (header::HOST, "bot.example.org"),
-            (header::ORIGIN, "https://bot.example.org.evil.example")
-        ])));
+            (header::ORIGIN, "http://bot.example.org.evil.example")
+        ]));
+        // Behind a TLS proxy: the configured origin, whatever Host the proxy sends.
+        let public = Some("https://bot.example.org");
+        let proxied = |origin: &str| {
+            same_origin(
+                &h(&[(header::HOST, "127.0.0.1:8080"), (header::ORIGIN, origin)]),
+                public,
+            )
+        };
+        assert!(proxied("https://bot.example.org"));
+        assert!(proxied("https://bot.example.org:443"));
+        assert!(!proxied("http://bot.example.org"));
+        assert!(!proxied("https://bot.example.org:8443"));
+        assert!(!proxied("http://127.0.0.1:8080"));
     }
 }

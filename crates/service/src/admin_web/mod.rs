@@ -4,15 +4,20 @@
 //! the same resolve.lua as the CLI and the Telegram review buttons, so the first one wins.
 //!
 //! Off unless `admin.password` is set (then every `/admin` path is a 404). Every request needs
-//! HTTP basic auth, compared in constant time; every action needs the same origin (Origin, else
-//! Referer, against Host) and a CSRF field only a signed-in page carries; read-only mode offers
-//! no action and refuses a posted one. The page never reads a setting's secret or a release
+//! HTTP basic auth, compared in constant time on the headers before any body is read, in the
+//! peer's turn (`throttle`: guessing is slowed per peer); every action needs the same origin
+//! (Origin, else Referer: scheme, host and port of `admin.public_url`, else `http://` and Host)
+//! and a CSRF field only a signed-in page carries; read-only mode offers no action and refuses a
+//! posted one. The page never reads a setting's secret or a release
 //! list (torrent data with site cookies), so it cannot show one.
 
 mod auth;
 mod pages;
+mod throttle;
 
 use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, Bytes};
@@ -22,11 +27,13 @@ use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use warp::reply::Response;
 
 use crate::config::{Locale, Settings};
+use crate::http_server::Peer;
 use crate::ledger::{JobFilter, JobState, Ledger, Resolution, Resolved};
 use crate::worker::Render;
 use auth::Credentials;
 pub use pages::DECISIONS;
 use pages::{Dashboard, FilterForm, Frame};
+use throttle::{Throttle, Turn};
 
 /// The newest jobs the counts look at: one HGET each, every few seconds per open page.
 const COUNT_WINDOW: usize = 1000;
@@ -45,6 +52,10 @@ const JS: &str = include_str!("assets/admin.js");
 pub struct AdminWeb {
     ledger: Ledger,
     credentials: Credentials,
+    /// Guessing slowed per peer; one table for the page, shared by its clones.
+    throttle: Arc<Throttle>,
+    /// `admin.public_url` as an origin: the one a decision must come from, when set.
+    public_origin: Option<String>,
     read_only: bool,
     locale: Locale,
     job_retention: Duration,
@@ -57,6 +68,9 @@ impl AdminWeb {
         a.enabled().then(|| AdminWeb {
             ledger,
             credentials: Credentials::new(&a.user, a.password.expose()),
+            throttle: Arc::default(),
+            // Validated at start (`AdminSettings::validate`); a bad one cannot reach here.
+            public_origin: a.public_origin().ok().flatten(),
             read_only: a.read_only,
             locale: settings.telegram.locale,
             job_retention: Duration::from_secs(settings.worker.job_retention_secs),
@@ -81,7 +95,9 @@ struct Request {
     body: Bytes,
 }
 
-/// Every path under `/admin`; without a page (no password) each is a 404, as if absent.
+/// Every path under `/admin`; without a page (no password) each is a 404, as if absent. The
+/// credentials are checked on the headers before a body is read, so a stranger's form costs no
+/// read.
 pub fn routes(
     admin: Option<AdminWeb>,
 ) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
@@ -90,14 +106,23 @@ pub fn routes(
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
+        .and(warp::ext::optional::<Peer>())
         .and(warp::body::stream())
         .then(
-            move |method: Method, path: warp::path::FullPath, query: String, headers, body| {
+            move |method: Method,
+                  path: warp::path::FullPath,
+                  query: String,
+                  headers,
+                  peer: Option<Peer>,
+                  body| {
                 let admin = admin.clone();
                 async move {
                     let Some(admin) = admin else {
                         return plain(StatusCode::NOT_FOUND, "");
                     };
+                    if let Err(refused) = admin.sign_in(&headers, peer.map(|p| p.0.ip())).await {
+                        return secured(refused);
+                    }
                     let body = match read_form(body, &method).await {
                         Ok(body) => body,
                         Err(code) => return plain(code, "form too large or broken\n"),
@@ -116,15 +141,38 @@ pub fn routes(
 }
 
 impl AdminWeb {
-    async fn handle(&self, req: Request) -> Response {
-        match self.credentials.check(&req.headers) {
-            auth::Checked::Allowed => {}
-            auth::Checked::Missing => return auth::challenge(),
+    /// Basic auth, in the peer's turn: a slowed peer waits for it or gets 429, right password
+    /// or not (see `throttle`). A miss is counted and logged with the peer.
+    async fn sign_in(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Result<(), Response> {
+        if !auth::has_credentials(headers) {
+            return Err(auth::challenge());
+        }
+        match self.throttle.turn(peer) {
+            Turn::Now => {}
+            Turn::After(wait) => tokio::time::sleep(wait).await,
+            Turn::Refused(retry) => return Err(too_many(retry)),
+        }
+        match self.credentials.check(headers) {
+            auth::Checked::Allowed => Ok(()),
+            auth::Checked::Missing => Err(auth::challenge()),
             auth::Checked::Wrong => {
-                tracing::warn!("admin page: wrong user or password refused");
-                return auth::challenge();
+                if let Some(log) = self.throttle.missed(peer) {
+                    let peer = peer.map_or_else(|| "unknown".to_string(), |ip| ip.to_string());
+                    tracing::warn!(
+                        %peer,
+                        misses = log.misses,
+                        unlogged = log.unlogged,
+                        "admin page: wrong user or password refused (misses: this peer's within \
+                         10 s; unlogged: since its last line); after 5 its guesses are slowed to \
+                         10 a second"
+                    );
+                }
+                Err(auth::challenge())
             }
         }
+    }
+
+    async fn handle(&self, req: Request) -> Response {
         let segments: Vec<&str> = req
             .path
             .trim_start_matches("/admin")
@@ -259,10 +307,13 @@ impl AdminWeb {
                 "This page is read-only (ONCEBOT__ADMIN__READ_ONLY): it settles no job.",
             );
         }
-        if !auth::same_origin(&req.headers) {
+        if !auth::same_origin(&req.headers, self.public_origin.as_deref()) {
             tracing::warn!(
                 job = id,
-                "admin page: a decision from another origin refused"
+                origin = ?auth::source_origin(&req.headers),
+                expected = ?auth::expected_origin(&req.headers, self.public_origin.as_deref()),
+                "admin page: a decision from another origin refused (behind a TLS proxy, set \
+                 ONCEBOT__ADMIN__PUBLIC_URL to the page's https:// address)"
             );
             return self.message(
                 StatusCode::FORBIDDEN,
@@ -457,6 +508,18 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
     resp
 }
 
+/// 429 with `Retry-After` in whole seconds (rounded up).
+fn too_many(retry: Duration) -> Response {
+    let mut resp = plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many sign-in attempts from this address; wait and try again\n",
+    );
+    let secs = retry.as_secs() + u64::from(retry.subsec_nanos() > 0);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    resp
+}
+
 /// 303 See Other: after a POST the browser GETs the result, so a reload does not post again.
 fn redirect(to: &str) -> Response {
     let mut resp = plain(StatusCode::SEE_OTHER, "");
@@ -500,15 +563,19 @@ pub fn standalone(
         .unify()
 }
 
-/// Serves the page alone on `listener` until `shutdown` resolves.
+/// Serves the page alone on `listener`, within `limits`, until `shutdown` resolves.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     admin: AdminWeb,
+    limits: crate::http_server::Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(standalone(admin))
-        .incoming(listener)
-        .graceful(shutdown)
-        .run()
-        .await;
+    crate::http_server::serve(
+        listener,
+        standalone(admin),
+        limits,
+        "admin.listen",
+        shutdown,
+    )
+    .await;
 }

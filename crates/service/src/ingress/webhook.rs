@@ -20,6 +20,7 @@ use warp::reply::Response;
 use super::{Handled, Ingress};
 use crate::admin_web::{self, AdminWeb};
 use crate::config::Secret;
+use crate::http_server;
 use crate::ledger::{Ledger, LedgerError};
 use crate::metrics::METRICS;
 use crate::telegram::types::Update;
@@ -74,7 +75,7 @@ pub fn routes(
                     tracing::warn!(error = %e, "metrics unavailable");
                     status(
                         StatusCode::SERVICE_UNAVAILABLE,
-                        &format!("metrics unavailable: {e}\n"),
+                        &format!("metrics unavailable: {}\n", e.public_reason()),
                     )
                 }
             }
@@ -126,20 +127,19 @@ fn secret_header() -> impl Filter<Extract = (Option<Bytes>,), Error = Infallible
         .unify()
 }
 
-/// Serves `routes` on `listener` until `shutdown` resolves; in-flight requests finish first.
+/// Serves `routes` on `listener` within `limits` until `shutdown` resolves; in-flight
+/// requests finish first.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
     admits: bool,
     admin: Option<AdminWeb>,
+    limits: http_server::Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
-    warp::serve(routes(ingress, webhook, admits, admin))
-        .incoming(listener)
-        .graceful(shutdown)
-        .run()
-        .await;
+    let routes = routes(ingress, webhook, admits, admin);
+    http_server::serve(listener, routes, limits, "http.listen", shutdown).await;
 }
 
 /// Binds `addr`, saying which setting to change when it is taken.
@@ -249,10 +249,11 @@ where
     }
 }
 
-/// 200 when Redis answers with the scripts loaded. MoviePilot refusing the credentials (seen by
-/// this process, or by any worker of the deployment: the shared notice) is said in the body; it
-/// makes a process 503 only when it does not admit updates (a worker alone), since the webhook
-/// keeps recording them meanwhile.
+/// 200 when Redis answers with the scripts loaded; else 503 with a fixed reason (the route
+/// needs no auth, so Redis's own words stay in the log). MoviePilot refusing the credentials
+/// (seen by this process, or by any worker of the deployment: the shared notice) is said in the
+/// body; it makes a process 503 only when it does not admit updates (a worker alone), since the
+/// webhook keeps recording them meanwhile.
 async fn readiness(ingress: &Ingress, admits: bool) -> Response {
     match ingress.ledger().ready().await {
         Ok(ready) if ready.credentials_refused || METRICS.credentials_are_refused() => {
@@ -271,7 +272,7 @@ async fn readiness(ingress: &Ingress, admits: bool) -> Response {
             tracing::warn!(error = %e, "not ready");
             status(
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!("not ready: {e}\n"),
+                &format!("not ready: {}\n", e.public_reason()),
             )
         }
     }

@@ -86,6 +86,21 @@ pub enum LedgerError {
 }
 
 impl LedgerError {
+    /// The failure in fixed words for an answer anyone may read (`/readyz`, `/metrics`): Redis's
+    /// own text names node addresses and the auth state, so it stays in the log.
+    pub fn public_reason(&self) -> &'static str {
+        match self {
+            LedgerError::Unavailable { .. } => "redis unavailable",
+            LedgerError::Corrupt { .. } => "unexpected data in the ledger (see the log)",
+            LedgerError::NotACluster { .. } => {
+                "redis cluster misconfigured: set ONCEBOT__REDIS__CLUSTER=true"
+            }
+            LedgerError::NotReplicated { .. } => {
+                "redis replicas did not confirm the write in time (redis.wait_replicas)"
+            }
+        }
+    }
+
     fn redis(doing: &'static str) -> impl FnOnce(redis::RedisError) -> LedgerError {
         move |source| {
             if let Some((confirmed, wanted)) = conn::not_replicated(&source) {

@@ -24,8 +24,10 @@ use crate::ledger::{Job, LedgerError, Owner, Solo, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MediaKind, MpError, Release, ReleaseIdentity, ReleaseList};
 use crate::telegram::keyboard::Keyboard;
 
-/// The most Redis a stored list may take (media_info once, each release's torrent_info, the
-/// text and keyboard); releases at the end of the list are left out to stay under it.
+/// The most payload a stored list may hold: the bytes of the values written (media_info once,
+/// each release's torrent_info, the text and keyboard), not `MEMORY USAGE`, which adds field
+/// names, the hash's entries and the allocator's rounding (about 18 KB at this bound);
+/// releases at the end of the list are left out to stay under it.
 pub const LIST_BUDGET_BYTES: usize = 16 * 1024;
 
 /// Sends of one download after which a still-unverified add is held for a person.

@@ -23,6 +23,7 @@ pub struct OncebotCommand {
     args: Vec<OsString>,
     env: Vec<(String, String)>,
     forward_stderr: Option<String>,
+    open_files: Option<(u64, u64)>,
 }
 
 impl OncebotCommand {
@@ -34,6 +35,7 @@ impl OncebotCommand {
             args: Vec::new(),
             env: Vec::new(),
             forward_stderr: None,
+            open_files: None,
         }
     }
 
@@ -78,10 +80,29 @@ impl OncebotCommand {
         self
     }
 
+    /// Starts it with these open-files limits (RLIMIT_NOFILE, soft and hard), as a service
+    /// manager's `LimitNOFILE=` would: through `sh -c 'ulimit ...; exec ...'`, since setting a
+    /// limit between fork and exec needs unsafe code.
+    pub fn open_files_limit(mut self, soft: u64, hard: u64) -> Self {
+        self.open_files = Some((soft, hard));
+        self
+    }
+
     /// Starts it; stderr is read line by line as it comes (so the pipe never fills and blocks
     /// the child) and kept for [`Oncebot::stderr`].
     pub fn spawn(self) -> anyhow::Result<Oncebot> {
-        let mut cmd = Command::new(&self.exe);
+        let mut cmd = match self.open_files {
+            None => Command::new(&self.exe),
+            Some((soft, hard)) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!(
+                        "ulimit -S -n {soft} && ulimit -H -n {hard} && exec \"$0\" \"$@\""
+                    ))
+                    .arg(&self.exe);
+                sh
+            }
+        };
         cmd.args(&self.args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
