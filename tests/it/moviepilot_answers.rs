@@ -660,7 +660,10 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
 #[tokio::test]
 async fn a_job_that_succeeds_after_a_failed_attempt_keeps_that_kind_beside_its_error() {
     let rig = Rig::new(Dialect::V2).await;
-    let _bot = rig.start(None).await;
+    let bot = rig.start(None).await;
+    // Connected first: the start-up probe reads the same route.
+    bot.wait_for_stderr("worker started", Duration::from_secs(10))
+        .await;
     rig.mp.fail_next(
         routes::SUBSCRIBE_LIST,
         Fault::Status(500, "Internal Server Error".into()),
