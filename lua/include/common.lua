@@ -27,9 +27,12 @@
                                     start; idle, the stream ends empty as it did with XDEL
   queue_reply(stream, r)            XADD of one replies-stream entry, the one place its fields
                                     are written: r = {chat_id, reply_to, kind, job_id, text, now,
-                                    and when they apply markup, op, edit_message_id}; "" or nil
-                                    for reply_to, job_id and text stand for none. The caller
-                                    makes sure the group exists (ensure_group)
+                                    and when they apply markup, op, edit_message_id, photo (a
+                                    poster's http or https URL: the dispatcher sends it with
+                                    sendPhoto, text as its caption)}; "" or nil for reply_to,
+                                    job_id and text stand for none, and an optional field that
+                                    is "" or nil is left out. The caller makes sure the group
+                                    exists (ensure_group)
 ]]
 
 -- String work only: number arithmetic would end in tostring's float formatting, which costs
@@ -93,7 +96,7 @@ end
 local function queue_reply(stream, r)
   local fields = {'chat_id', r.chat_id, 'reply_to', r.reply_to or '', 'kind', r.kind,
     'job_id', r.job_id or '', 'text', r.text or ''}
-  for _, name in ipairs({'markup', 'op', 'edit_message_id'}) do
+  for _, name in ipairs({'markup', 'op', 'edit_message_id', 'photo'}) do
     local v = r[name]
     if v and v ~= '' then
       fields[#fields + 1] = name

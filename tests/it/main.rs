@@ -71,8 +71,13 @@ mod admin_web;
 mod admin_cli;
 
 /// The dispatcher as a process against the simulated Bot API: 429/5xx/403, a SIGKILL mid-send,
-/// rate limits under a burst, long texts, progress edited in place, the callback fast lane.
+/// rate limits under a burst, long texts, progress edited in place, the callback fast lane, and
+/// one chat's replies in stream order when read together.
 mod dispatch;
+
+/// Notifications with posters: one sendPhoto fetched from a loopback image host, text when
+/// Telegram refuses the poster or the text is too long for a caption, retries as the photo.
+mod photos;
 
 /// One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe
 /// under search results and the season choice, review buttons in admin chats; a double tap, an

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use oncebot::config::Secret;
 use oncebot::telegram::api::{ApiError, BotApi};
+use oncebot_tools::sim::posters::PosterServer;
 use oncebot_tools::sim::telegram::{
     Fault, Outcome, SIM_TOKEN, TelegramSim, callback_update, descriptions, text_update,
 };
@@ -271,6 +272,115 @@ async fn a_callback_query_is_answered_once() {
     )
     .await;
     assert_eq!(status, 400);
+}
+
+/// A tap Telegram delivers by webhook is as known as one it serves by getUpdates (issue 25,
+/// item 13: the demo's taps were answered "query is too old"), is not queued for getUpdates, and
+/// a redelivery of the same update does not make an answered query answerable again.
+#[tokio::test]
+async fn a_callback_query_delivered_by_webhook_is_answered_once() {
+    let sim = TelegramSim::start().await.unwrap();
+    let update = sim.webhook_update(callback_update(10, 10, 1, "t:abc"));
+    assert!(update["update_id"].as_i64().is_some(), "{update}");
+    let query_id = update["callback_query"]["id"].as_str().unwrap().to_string();
+    let answer = json!({"callback_query_id": query_id});
+    assert_eq!(
+        post(&sim, "answerCallbackQuery", answer.clone()).await.0,
+        200
+    );
+    assert_eq!(sim.webhook_update(update.clone()), update, "a redelivery");
+    let (status, body) = post(&sim, "answerCallbackQuery", answer).await;
+    assert_eq!(
+        (status, body["description"].as_str()),
+        (400, Some(descriptions::QUERY_TOO_OLD))
+    );
+    assert_eq!(sim.observe(|o| o.pending_updates()), 0);
+}
+
+/// sendPhoto fetches its URL as Telegram does and answers each refusal with the real body; a
+/// sent photo is a Message with a `photo` array and its caption, its file id can be sent again,
+/// and it has no text to edit.
+#[tokio::test]
+async fn send_photo_fetches_its_url_and_refuses_as_telegram_does() {
+    let sim = TelegramSim::start().await.unwrap();
+    let posters = PosterServer::start().await.unwrap();
+    let refused = |url: String| json!({"chat_id": 7, "photo": url, "caption": "x"});
+    for (body, description) in [
+        (
+            refused(posters.missing("a")),
+            descriptions::PHOTO_URL_FAILED,
+        ),
+        (refused(posters.page("b")), descriptions::PHOTO_WRONG_TYPE),
+        (
+            refused(posters.broken("c")),
+            descriptions::IMAGE_PROCESS_FAILED,
+        ),
+        // Nothing listens on port 1.
+        (
+            refused("http://127.0.0.1:1/d.jpg".into()),
+            descriptions::PHOTO_URL_FAILED,
+        ),
+        (
+            refused("AgACAgQAAxkBAAI".into()),
+            descriptions::WRONG_FILE_ID,
+        ),
+        (json!({"chat_id": 7}), descriptions::NO_PHOTO),
+        (
+            json!({"chat_id": 7, "photo": posters.poster("e"), "caption": "字".repeat(1025)}),
+            descriptions::CAPTION_TOO_LONG,
+        ),
+    ] {
+        let (status, answer) = post(&sim, "sendPhoto", body.clone()).await;
+        assert_eq!(
+            answer,
+            json!({"ok": false, "error_code": 400, "description": description}),
+            "{body}"
+        );
+        assert_eq!(status, 400);
+    }
+    assert!(sim.photos().is_empty());
+
+    let caption = "字".repeat(1024);
+    let (status, answer) = post(
+        &sim,
+        "sendPhoto",
+        json!({"chat_id": 7, "photo": posters.poster("ok"), "caption": caption}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let message = &answer["result"];
+    assert_eq!(message["caption"], caption.as_str());
+    assert!(message.get("text").is_none());
+    let sizes = message["photo"].as_array().unwrap();
+    assert!(
+        sizes
+            .iter()
+            .all(|s| s["file_id"].is_string() && s["width"].is_u64())
+    );
+    let file_id = sizes.last().unwrap()["file_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, _) = post(&sim, "sendPhoto", json!({"chat_id": 8, "photo": file_id})).await;
+    assert_eq!(status, 200, "a file id from an answer is sent again");
+    assert_eq!(
+        sim.photos().iter().map(|p| p.chat_id).collect::<Vec<_>>(),
+        [7, 8]
+    );
+    assert_eq!(sim.received(7).len(), 1);
+    assert_eq!(
+        sim.received(7)[0].photo.as_deref(),
+        Some(posters.poster("ok").as_str())
+    );
+
+    let message_id = message["message_id"].as_i64().unwrap();
+    let (_, answer) = post(
+        &sim,
+        "editMessageText",
+        json!({"chat_id": 7, "message_id": message_id, "text": "new"}),
+    )
+    .await;
+    assert_eq!(answer["description"], descriptions::NO_TEXT_TO_EDIT);
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot_tools::sim::moviepilot::{Fault as MpFault, routes};
+use oncebot_tools::sim::posters::PosterServer;
 use oncebot_tools::sim::telegram::{Call, Fault, Outcome, callback_update, text_update};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -21,7 +22,7 @@ use serde_json::{Value, json};
 use teloxide_core::payloads;
 use teloxide_core::requests::Payload;
 use teloxide_core::types::{
-    AllowedUpdate, BotCommand, BotCommandScope, CallbackQueryId, InlineKeyboardMarkup,
+    AllowedUpdate, BotCommand, BotCommandScope, CallbackQueryId, InlineKeyboardMarkup, InputFile,
     MaybeInaccessibleMessage, MessageId, Recipient, ReplyMarkup, ReplyParameters,
     ResponseParameters, UpdateKind,
 };
@@ -387,6 +388,17 @@ struct SendMessageBody {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct SendPhotoBody {
+    chat_id: Recipient,
+    /// A poster's URL (teloxide's `InputFile` serializes one as the plain string).
+    photo: reqwest::Url,
+    caption: Option<String>,
+    reply_markup: Option<ReplyMarkup>,
+    reply_parameters: Option<ReplyParameters>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct EditTextBody {
     chat_id: Recipient,
     message_id: i32,
@@ -452,6 +464,13 @@ fn check_call(call: &Call) {
     match call.method.as_str() {
         "sendMessage" => check(call, |b: SendMessageBody| {
             let mut p = payloads::SendMessage::new(b.chat_id, b.text);
+            p.reply_markup = b.reply_markup;
+            p.reply_parameters = b.reply_parameters;
+            p
+        }),
+        "sendPhoto" => check(call, |b: SendPhotoBody| {
+            let mut p = payloads::SendPhoto::new(b.chat_id, InputFile::url(b.photo));
+            p.caption = b.caption;
             p.reply_markup = b.reply_markup;
             p.reply_parameters = b.reply_parameters;
             p
@@ -605,6 +624,27 @@ async fn every_bot_api_request_and_every_simulator_answer_is_teloxide_typed() {
     }
     answered(&rig, "answerCallbackQuery", 2).await;
     answered(&rig, "editMessageReplyMarkup", 1).await;
+
+    // A relayed notification with its poster, fetched from a loopback image host.
+    let posters = PosterServer::start().await.unwrap();
+    let mut conn = rig.store.conn().await;
+    let _: String = redis::AsyncCommands::xadd(
+        &mut conn,
+        rig.store.keys.replies_stream(),
+        "*",
+        &[
+            ("chat_id", ALICE.to_string()),
+            ("reply_to", String::new()),
+            ("kind", "notification".into()),
+            ("job_id", String::new()),
+            ("text", "入库完成 沙丘".into()),
+            ("photo", posters.poster("dune")),
+            ("created_at", "0".into()),
+        ],
+    )
+    .await
+    .unwrap();
+    answered(&rig, "sendPhoto", 1).await;
     drop(bot);
 
     let info = run_oncebot(&["webhook", "info"], &env).await;
@@ -660,6 +700,7 @@ async fn every_bot_api_request_and_every_simulator_answer_is_teloxide_typed() {
         "getUpdates",
         "getWebhookInfo",
         "sendMessage",
+        "sendPhoto",
         "setMyCommands",
         "setWebhook",
     ];

@@ -908,13 +908,16 @@ impl Stage {
         )
     }
 
-    /// Posts `update` to oncebot's webhook as Telegram does; the HTTP status it answered.
+    /// Posts `update` to oncebot's webhook as Telegram does; the HTTP status it answered. The
+    /// simulated Bot API learns of it first, as Telegram knows every update it delivers, so a
+    /// tap's callback query can be answered.
     async fn deliver(&self, update: &Value) -> anyhow::Result<u16> {
+        let update = self.tg.webhook_update(update.clone());
         let resp = self
             .http
             .post(&self.webhook_url)
             .header("x-telegram-bot-api-secret-token", &self.webhook_secret)
-            .json(update)
+            .json(&update)
             .send()
             .await
             .context("posting an update to oncebot's webhook")?;

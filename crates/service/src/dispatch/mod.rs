@@ -12,13 +12,18 @@
 //!   (blocked, kicked, deactivated) and 400 (chat not found, ...): recorded as failed, never
 //!   retried unchanged. "message is not modified": success. A moved group: resent once to its
 //!   new id. 401: the token is wrong; nothing is marked failed, sending pauses.
-//! - **Order and rate.** One chat's replies go one after another, within Telegram's per-chat
-//!   and global limits (`limits`). Callback answers bypass both: Telegram shows a spinner until
-//!   they arrive and drops the query after about 150 s.
+//! - **Order and rate.** One chat's replies go one after another in stream order (`order`),
+//!   within Telegram's per-chat and global limits (`limits`). Callback answers bypass both:
+//!   Telegram shows a spinner until they arrive and drops the query after about 150 s.
 //! - **Progress in place.** A job's result edits its "working on it" message when there was one.
 //! - Messages over 4096 characters are split.
+//! - **Posters.** An entry with a `photo` (a relayed notification's poster) and a text of at most
+//!   1024 characters goes as one `sendPhoto`, the text its caption; a longer text goes as text
+//!   alone. A poster Telegram refuses (400) is sent as text at once; an uncertain failure is
+//!   retried as the photo, never switched to text, which could deliver both forms.
 
 mod limits;
+mod order;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -44,11 +49,15 @@ use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::vocabulary::ReplyKind;
-use crate::worker::KeyedLocks;
 pub use limits::RateLimiter;
+use order::{ChatOrder, Place};
 
 /// Telegram's limit on a message's text, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4096;
+
+/// Telegram's limit on a photo's caption, in characters: Unicode code points, as the Bot API
+/// server counts them (tdlib's `utf8_length` in `create_input_message_content`), as for a text.
+pub const MAX_CAPTION_CHARS: usize = 1024;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -60,13 +69,28 @@ pub struct Dispatcher {
     locale: Locale,
     consumer: String,
     limiter: RateLimiter,
-    chat_locks: KeyedLocks<i64>,
+    /// Each chat's replies in stream order, one at a time.
+    order: ChatOrder,
     /// Entries this process is working on, per lane: the leases it renews.
     in_flight: Mutex<HashSet<(bool, String)>>,
     permits: Arc<Semaphore>,
     tasks: TaskTracker,
     /// This process's liveness key in the `dispatchers` group.
     liveness: Arc<Liveness>,
+}
+
+/// An entry's task ending, however it ends: the entry leaves the in-flight set (its lease is no
+/// longer renewed) and its send permit is freed.
+struct Done {
+    dispatcher: Arc<Dispatcher>,
+    entry: (bool, String),
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.dispatcher.in_flight().remove(&self.entry);
+    }
 }
 
 /// How one send ended.
@@ -97,7 +121,7 @@ impl Dispatcher {
             locale: settings.telegram.locale,
             ledger,
             api,
-            chat_locks: KeyedLocks::default(),
+            order: ChatOrder::default(),
             in_flight: Mutex::default(),
             tasks: TaskTracker::new(),
             cfg,
@@ -172,32 +196,50 @@ impl Dispatcher {
         };
         let id = entry.id().to_string();
         self.in_flight().insert((is_reply, id.clone()));
+        let done = Done {
+            dispatcher: self.clone(),
+            entry: (is_reply, id.clone()),
+            _permit: permit,
+        };
         let this = self.clone();
-        self.tasks.spawn(async move {
-            match entry {
-                LaneEntry::Reply(reply) => {
-                    let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
-                    this.deliver(reply).instrument(span).await;
-                }
-                LaneEntry::Callback(cb) => this.answer_callback(cb).await,
-                LaneEntry::Malformed {
-                    lane: Lane::Replies,
-                    ..
-                } => {
+        match entry {
+            LaneEntry::Reply(reply) => {
+                // Its place in its chat's queue is taken here, in the order entries are read,
+                // not in the order their tasks happen to run.
+                let place = self.order.enter(reply.chat_id, &id);
+                let span = tracing::info_span!("reply", entry = %id, chat_id = reply.chat_id, job_id = reply.job_id);
+                self.tasks.spawn(async move {
+                    this.deliver(reply, place).instrument(span).await;
+                    drop(done);
+                });
+            }
+            LaneEntry::Callback(cb) => {
+                self.tasks.spawn(async move {
+                    this.answer_callback(cb).await;
+                    drop(done);
+                });
+            }
+            LaneEntry::Malformed {
+                lane: Lane::Replies,
+                ..
+            } => {
+                self.tasks.spawn(async move {
                     tracing::error!(entry = %id, "reply without a chat id; dropping it");
                     let _ = this.ledger.drop_reply(&id).await;
-                }
-                LaneEntry::Malformed {
-                    lane: Lane::Callbacks,
-                    ..
-                } => {
+                    drop(done);
+                });
+            }
+            LaneEntry::Malformed {
+                lane: Lane::Callbacks,
+                ..
+            } => {
+                self.tasks.spawn(async move {
                     tracing::error!(entry = %id, "callback entry without an id; dropping it");
                     let _ = this.ledger.callback_done(&id).await;
-                }
+                    drop(done);
+                });
             }
-            this.in_flight().remove(&(is_reply, id));
-            drop(permit);
-        });
+        }
     }
 
     /// reply_begin.lua, tried again while Redis fails (`recorded`). Nothing was sent yet, so
@@ -209,10 +251,10 @@ impl Dispatcher {
         .await
     }
 
-    /// One reply: recorded `sending`, sent within the limits, recorded `sent` or `failed`.
-    async fn deliver(&self, reply: ReplyEntry) {
-        let chat_lock = self.chat_locks.get(reply.chat_id);
-        let _in_order = chat_lock.lock().await;
+    /// One reply: recorded `sending`, sent within the limits, recorded `sent` or `failed`, once
+    /// every earlier reply of its chat has been (`place`, held until the end).
+    async fn deliver(&self, reply: ReplyEntry, mut place: Place) {
+        place.wait().await;
         let retention = Duration::from_secs(self.cfg.reply_retention_secs);
         let progress = match self.begin(&reply, retention).await {
             Ok(Begin::Send {
@@ -278,9 +320,10 @@ impl Dispatcher {
         let mut failures = 0u32;
         let mut migrated = false;
         let mut edit_allowed = true;
+        let mut photo = poster(reply, edit_target);
         loop {
             let edit_target = edit_target.filter(|_| edit_allowed);
-            match self.send_once(reply, chat, edit_target).await {
+            match self.send_once(reply, chat, edit_target, photo).await {
                 Ok(id) => return Sent::Delivered(id),
                 Err(ApiError::RetryAfter(wait)) => {
                     METRICS.telegram_429.inc();
@@ -304,6 +347,21 @@ impl Dispatcher {
                     tracing::warn!(new_chat, "the group moved to a supergroup; sending there");
                     migrated = true;
                     chat = new_chat;
+                }
+                // A definite refusal of the poster (it could not be fetched, is no image, ...):
+                // nothing was sent, so the text goes now. Only a 400 is definite; a timeout or a
+                // 5xx may have delivered the photo and is retried as the photo above.
+                Err(ApiError::Api {
+                    code: 400,
+                    description,
+                }) if photo.is_some() => {
+                    METRICS.reply("poster_refused");
+                    tracing::warn!(
+                        poster = %url_for_log(photo.unwrap_or_default()),
+                        reason = %description,
+                        "Telegram refused the poster; sending the notification as text"
+                    );
+                    photo = None;
                 }
                 Err(ApiError::Api { description, .. }) if is_not_modified(&description) => {
                     return Sent::Delivered(reply.edit_message_id);
@@ -332,15 +390,19 @@ impl Dispatcher {
         backoff::nth(backoff::jittered(min, max), failures)
     }
 
-    /// One delivery attempt: an edit (of the given message, or of the job's progress message)
-    /// or new messages, split at 4096 characters; each Bot API call waits for its rate slot.
+    /// One delivery attempt: an edit (of the given message, or of the job's progress message),
+    /// a photo with the text as its caption, or new messages, split at 4096 characters; each
+    /// Bot API call waits for its rate slot.
     async fn send_once(
         &self,
         reply: &ReplyEntry,
         chat: i64,
         edit_target: Option<i64>,
+        photo: Option<&str>,
     ) -> Result<Option<i64>, ApiError> {
-        let result = self.send_once_unpaced(reply, chat, edit_target).await;
+        let result = self
+            .send_once_unpaced(reply, chat, edit_target, photo)
+            .await;
         self.limiter.sent(chat);
         result
     }
@@ -350,6 +412,7 @@ impl Dispatcher {
         reply: &ReplyEntry,
         chat: i64,
         edit_target: Option<i64>,
+        photo: Option<&str>,
     ) -> Result<Option<i64>, ApiError> {
         // Checked to be JSON and passed on as text: the stored markup is not rebuilt as a
         // `Value` tree and serialised again for every message.
@@ -375,6 +438,23 @@ impl Dispatcher {
                 .await?;
             return Ok(Some(message_id));
         }
+        let reply_parameters = reply.reply_to.map(|to| ReplyParameters {
+            allow_sending_without_reply: true,
+            message_id: to,
+        });
+        if let Some(photo) = photo {
+            // Plain text, as the text of a message: no parse_mode.
+            let body = PhotoBody {
+                chat_id: chat,
+                photo,
+                caption: (!reply.text.is_empty()).then_some(reply.text.as_str()),
+                reply_markup: markup.as_deref(),
+                reply_parameters,
+            };
+            self.limiter.acquire(chat).await;
+            let message: SentMessage = self.api.call("sendPhoto", &body, CALL_TIMEOUT).await?;
+            return Ok(message.message_id);
+        }
         let chunks = split_message(&reply.text);
         let mut first_id = None;
         for (i, chunk) in chunks.iter().enumerate() {
@@ -395,13 +475,8 @@ impl Dispatcher {
                         .await?
                 }
                 _ => {
-                    if i == 0
-                        && let Some(to) = reply.reply_to
-                    {
-                        body.reply_parameters = Some(ReplyParameters {
-                            allow_sending_without_reply: true,
-                            message_id: to,
-                        });
+                    if i == 0 {
+                        body.reply_parameters = reply_parameters;
                     }
                     self.api.call("sendMessage", &body, CALL_TIMEOUT).await?
                 }
@@ -590,7 +665,58 @@ struct TextBody<'a> {
     text: &'a str,
 }
 
+/// A `sendPhoto` body: the poster by URL (Telegram fetches it), the text as its caption.
 #[derive(Serialize)]
+struct PhotoBody<'a> {
+    chat_id: i64,
+    photo: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caption: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_markup: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_parameters: Option<ReplyParameters>,
+}
+
+/// The poster to send an entry with, if any: an http(s) URL, on a new message (an edit or a
+/// keyboard change stays text), with a text that fits a caption. A longer text goes as text
+/// alone: one message per notification, never a photo and then the text.
+fn poster(reply: &ReplyEntry, edit_target: Option<i64>) -> Option<&str> {
+    let url = reply.photo.as_deref()?;
+    if reply.op.is_some() || edit_target.is_some() {
+        return None;
+    }
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        tracing::warn!(
+            poster = %url_for_log(url),
+            "a poster that is not an http(s) URL; sending the notification as text"
+        );
+        return None;
+    }
+    if reply.text.chars().count() > MAX_CAPTION_CHARS {
+        tracing::info!(
+            "text over {MAX_CAPTION_CHARS} characters, longer than a caption; sending it without its poster"
+        );
+        return None;
+    }
+    Some(url)
+}
+
+/// A URL for the log: scheme, host and path, without credentials, query or fragment (a signed
+/// poster URL's token lives in its query).
+fn url_for_log(url: &str) -> String {
+    let bare = url.split(['?', '#']).next().unwrap_or_default();
+    match bare.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit('@').next().unwrap_or_default();
+            format!("{scheme}://{host}{path}")
+        }
+        None => "(not a URL)".to_string(),
+    }
+}
+
+#[derive(Serialize, Clone, Copy)]
 struct ReplyParameters {
     allow_sending_without_reply: bool,
     message_id: i64,
@@ -718,6 +844,43 @@ mod tests {
         assert_eq!(message.message_id, Some(42));
         let edited_inline: SentMessage = serde_json::from_str("true").unwrap();
         assert_eq!(edited_inline.message_id, None);
+    }
+
+    #[test]
+    fn a_poster_goes_with_a_new_message_whose_text_fits_a_caption() {
+        let reply = |text: String, photo: &str| ReplyEntry {
+            text,
+            photo: Some(photo.to_string()),
+            ..ReplyEntry::default()
+        };
+        let url = "https://image.tmdb.org/t/p/w500/d.jpg";
+        // Counted in characters (code points), not bytes: 1024 CJK characters are 3072 bytes.
+        let fits = reply("字".repeat(MAX_CAPTION_CHARS), url);
+        assert_eq!(poster(&fits, None), Some(url));
+        assert_eq!(poster(&fits, Some(5)), None, "an edit stays text");
+        let long = reply("字".repeat(MAX_CAPTION_CHARS + 1), url);
+        assert_eq!(poster(&long, None), None);
+        let not_a_url = reply("hi".into(), "AgACAgQAAxkBAAI");
+        assert_eq!(poster(&not_a_url, None), None);
+        let markup_op = ReplyEntry {
+            op: Some("clear_markup".into()),
+            ..reply("hi".into(), url)
+        };
+        assert_eq!(poster(&markup_op, None), None);
+        assert_eq!(poster(&ReplyEntry::default(), None), None);
+    }
+
+    #[test]
+    fn a_logged_url_has_no_credentials_query_or_fragment() {
+        assert_eq!(
+            url_for_log("https://user:pw@img.example.org/p/x.jpg?sig=s3cret#top"),
+            "https://img.example.org/p/x.jpg"
+        );
+        assert_eq!(
+            url_for_log("http://127.0.0.1:8080?token=t"),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(url_for_log("AgACAgQ?x"), "(not a URL)");
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct ReplyEntry {
     pub edit_message_id: Option<i64>,
     /// `clear_markup`: remove the buttons of `edit_message_id`.
     pub op: Option<String>,
+    /// A poster's http(s) URL: the dispatcher sends it with sendPhoto, `text` as its caption.
+    pub photo: Option<String>,
 }
 
 /// One answerCallbackQuery for the fast lane.
@@ -65,6 +67,7 @@ impl ReplyEntry {
             text: f.remove("text").unwrap_or_default(),
             markup: f.remove("markup").filter(|m| !m.is_empty()),
             op: f.remove("op").filter(|o| !o.is_empty()),
+            photo: f.remove("photo").filter(|p| !p.is_empty()),
         })
     }
 }

@@ -149,6 +149,7 @@ fn reply_entry(kind: &str) -> ReplyEntry {
         markup: None,
         edit_message_id: None,
         op: None,
+        photo: None,
     }
 }
 

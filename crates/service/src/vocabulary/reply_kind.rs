@@ -37,10 +37,13 @@ pub enum ReplyKind {
     ClearMarkup,
     /// Replaces a message's buttons.
     EditMarkup,
+    /// A MoviePilot notification relayed to a chat (not a job's reply); sent as a photo when the
+    /// entry carries a poster (`photo`).
+    Notification,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 16] = [
+    pub const ALL: [ReplyKind; 17] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -57,6 +60,7 @@ impl ReplyKind {
         ReplyKind::Resolved,
         ReplyKind::ClearMarkup,
         ReplyKind::EditMarkup,
+        ReplyKind::Notification,
     ];
 
     /// The `kind` field's value.
@@ -78,6 +82,7 @@ impl ReplyKind {
             ReplyKind::Resolved => "resolved",
             ReplyKind::ClearMarkup => "clear_markup",
             ReplyKind::EditMarkup => "edit_markup",
+            ReplyKind::Notification => "notification",
         }
     }
 

@@ -6,10 +6,14 @@
 //! Each one records what it was asked, lets a test inject faults, and lets a test wait for an
 //! event instead of sleeping.
 //!
-//! - `telegram`: the Bot API (getUpdates, sendMessage, edits, callbacks, webhooks, faults).
+//! - `telegram`: the Bot API (getUpdates, sendMessage, sendPhoto, edits, callbacks, webhooks,
+//!   faults).
 //! - `moviepilot`: MoviePilot in its v2 (as v2.5.6 really answered) or v3 dialect.
+//! - `posters`: an image host for notification posters (one that loads, one that 404s, one that
+//!   answers a page, one that is no image), which `sendPhoto` fetches.
 
 pub mod moviepilot;
+pub mod posters;
 pub mod telegram;
 
 /// Why `text` is not fit for a Telegram user to read, or `None` when it is: it names a setting

@@ -7,7 +7,14 @@
 //!   `timeout` (capped at 50 s) until an update is pushed, answers 409 while a webhook is set,
 //!   and ends an older poll with 409 when a newer one arrives, as the real server does;
 //! - `sendMessage` numbers messages per chat; `editMessageText` / `editMessageReplyMarkup`
-//!   answer 400 "message is not modified" for an identical edit; `answerCallbackQuery` accepts
+//!   answer 400 "message is not modified" for an identical edit;
+//! - `sendPhoto` by URL fetches the photo as Telegram does (a GET with a short timeout, outside
+//!   the lock): a failed fetch or a status other than 200 answers "failed to get HTTP URL
+//!   content", a content type that is not `image/*` "wrong type of the web page content", bytes
+//!   that are no JPEG, PNG, GIF or WebP `IMAGE_PROCESS_FAILED`; a caption is at most 1024
+//!   characters; the answer is a Message with a `photo` array (two fixed sizes, not read from
+//!   the image) and its `caption`. A photo's `file_id` from such an answer can be sent again;
+//!   any other string is "wrong file identifier/HTTP URL specified"; `answerCallbackQuery` accepts
 //!   each pushed callback query once; `setWebhook` / `deleteWebhook` / `getWebhookInfo`,
 //!   `setMyCommands` / `getMyCommands` / `deleteMyCommands` and `getMe` keep their state;
 //! - a wrong token answers 401, an unknown method 404, both in the Bot API's envelope.
@@ -22,7 +29,9 @@
 //!
 //! Not simulated (yet): rate limits (the call log's timestamps are what a limiter would read;
 //! it would answer 429 from `handle`, before the fault queue), `allowed_updates` filtering
-//! (recorded, not applied), webhook delivery, callback-query expiry by time, and files.
+//! (recorded, not applied), webhook delivery (the caller posts what
+//! [`TelegramSim::webhook_update`] completes), callback-query expiry by time, uploads, and files
+//! other than photos by URL or by the sim's file ids.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -71,13 +80,30 @@ pub mod descriptions {
     pub const BOT_COMMAND_INVALID: &str = "Bad Request: BOT_COMMAND_INVALID";
     pub const HTTPS_URL_REQUIRED: &str =
         "Bad Request: bad webhook: An HTTPS URL must be provided for webhook";
+    // sendPhoto, as telegram-bot-api's Client.cpp words them (WEBPAGE_CURL_FAILED,
+    // WEBPAGE_MEDIA_EMPTY, MEDIA_EMPTY, MEDIA_CAPTION_TOO_LONG through tdlib).
+    pub const NO_PHOTO: &str = "Bad Request: there is no photo in the request";
+    pub const PHOTO_URL_FAILED: &str = "Bad Request: failed to get HTTP URL content";
+    pub const PHOTO_WRONG_TYPE: &str = "Bad Request: wrong type of the web page content";
+    pub const WRONG_FILE_ID: &str = "Bad Request: wrong file identifier/HTTP URL specified";
+    pub const IMAGE_PROCESS_FAILED: &str = "Bad Request: IMAGE_PROCESS_FAILED";
+    pub const CAPTION_TOO_LONG: &str = "Bad Request: message caption is too long";
+    pub const NO_TEXT_TO_EDIT: &str = "Bad Request: there is no text in the message to edit";
 }
+
+/// How long sendPhoto waits for a photo URL's answer (Telegram's own limit is not documented;
+/// a poster server slower than this is refused).
+const PHOTO_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest photo Telegram takes by URL ("5 MB max size for photos", Sending Files).
+const MAX_PHOTO_URL_BYTES: usize = 5 * 1024 * 1024;
 
 /// The methods the sim knows, in the Bot API's spelling. Lookup ignores case.
 const METHODS: &[&str] = &[
     "getMe",
     "getUpdates",
     "sendMessage",
+    "sendPhoto",
     "editMessageText",
     "editMessageReplyMarkup",
     "answerCallbackQuery",
@@ -176,12 +202,29 @@ pub struct SentMessage {
     pub at: Instant,
 }
 
+/// A photo the bot sent with `sendPhoto`, as the sim accepted it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentPhoto {
+    pub chat_id: i64,
+    pub message_id: i64,
+    /// The `photo` parameter as sent: the URL the sim fetched, or a file id.
+    pub photo: String,
+    /// Empty when it had none.
+    pub caption: String,
+    pub reply_markup: Option<Value>,
+    /// When the call arrived (for rate-limit checks).
+    pub at: Instant,
+}
+
 /// A bot message as it stands now, after any edits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredMessage {
     pub chat_id: i64,
     pub message_id: i64,
+    /// The text, or a photo's caption.
     pub text: String,
+    /// A photo message's `photo` as sent (its URL or file id); `None` for a text message.
+    pub photo: Option<String>,
     /// The inline keyboard, if the message has one.
     pub reply_markup: Option<Value>,
     /// How many edits changed it.
@@ -237,6 +280,8 @@ impl fmt::Debug for TelegramSim {
 
 struct Shared {
     state: Mutex<State>,
+    /// Fetches sendPhoto's URLs.
+    http: reqwest::Client,
     /// Woken on every change: pushed updates, calls, answers. Long polls and `wait_for` use it.
     changed: Notify,
     /// Cancelled when the sim is dropped: stops accepting and closes every connection.
@@ -274,6 +319,7 @@ struct State {
     faults: HashMap<&'static str, VecDeque<Fault>>,
     calls: Vec<Call>,
     sent: Vec<SentMessage>,
+    photos: Vec<SentPhoto>,
     /// `SimOptions::lean`.
     lean: bool,
     /// Texts sent to a chat that is not an operator's which a user should not read
@@ -305,6 +351,7 @@ impl State {
             faults: HashMap::new(),
             calls: Vec::new(),
             sent: Vec::new(),
+            photos: Vec::new(),
             lean,
             unfit_texts: Vec::new(),
             operator_chats: HashSet::new(),
@@ -315,6 +362,44 @@ impl State {
         let chat = self.chats.entry(chat_id).or_default();
         chat.last_message_id += 1;
         chat.last_message_id
+    }
+
+    /// Fills in what Telegram sets on an update it delivers and makes its callback query
+    /// answerable (once; a redelivered update keeps its query's state); returns its update_id.
+    fn complete(&mut self, update: &mut Value) -> i64 {
+        let id = match update.get("update_id").and_then(Value::as_i64) {
+            Some(id) => id,
+            None => self.next_update_id,
+        };
+        self.next_update_id = self.next_update_id.max(id + 1);
+        let Some(obj) = update.as_object_mut() else {
+            return id;
+        };
+        obj.insert("update_id".into(), json!(id));
+        for kind in ["message", "edited_message", "channel_post"] {
+            let Some(message) = obj.get_mut(kind).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            if !message.contains_key("message_id") {
+                let chat_id = message
+                    .get("chat")
+                    .and_then(|c| c.get("id"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                message.insert("message_id".into(), json!(self.next_message_id(chat_id)));
+            }
+            message.entry("date").or_insert_with(|| json!(unix_now()));
+        }
+        if let Some(query_id) = obj
+            .get("callback_query")
+            .and_then(|q| q.get("id"))
+            .and_then(Value::as_str)
+        {
+            self.callback_queries
+                .entry(query_id.to_string())
+                .or_insert(false);
+        }
+        id
     }
 
     fn bot_user(&self) -> Value {
@@ -393,6 +478,21 @@ impl Observed<'_> {
         &self.0.sent
     }
 
+    /// Photos sent with `sendPhoto`, oldest first.
+    pub fn photos(&self) -> &[SentPhoto] {
+        &self.0.photos
+    }
+
+    /// What `chat_id` holds from the bot, texts and photos, in message order, as each stands
+    /// now (after edits): what its user reads.
+    pub fn received(&self, chat_id: i64) -> Vec<&StoredMessage> {
+        self.0
+            .chats
+            .get(&chat_id)
+            .map(|c| c.messages.values().collect())
+            .unwrap_or_default()
+    }
+
     /// The highest offset a getUpdates call has confirmed (0: none yet).
     pub fn confirmed_offset(&self) -> i64 {
         self.0.confirmed_offset
@@ -469,7 +569,12 @@ impl TelegramSim {
             .await
             .with_context(|| format!("binding the simulated Bot API on {}", opts.bind))?;
         let addr = listener.local_addr()?;
+        let http = reqwest::Client::builder()
+            .timeout(PHOTO_FETCH_TIMEOUT)
+            .build()
+            .context("building the simulated Bot API's photo fetcher")?;
         let shared = Arc::new(Shared {
+            http,
             state: Mutex::new(State::new(opts.token, opts.lean)),
             changed: Notify::new(),
             stop: CancellationToken::new(),
@@ -498,40 +603,25 @@ impl TelegramSim {
     pub fn push_update(&self, mut update: Value) -> i64 {
         let id = {
             let mut st = self.shared.lock();
-            let id = match update.get("update_id").and_then(Value::as_i64) {
-                Some(id) => id,
-                None => st.next_update_id,
-            };
-            st.next_update_id = st.next_update_id.max(id + 1);
-            if let Some(obj) = update.as_object_mut() {
-                obj.insert("update_id".into(), json!(id));
-                for kind in ["message", "edited_message", "channel_post"] {
-                    let Some(message) = obj.get_mut(kind).and_then(Value::as_object_mut) else {
-                        continue;
-                    };
-                    if !message.contains_key("message_id") {
-                        let chat_id = message
-                            .get("chat")
-                            .and_then(|c| c.get("id"))
-                            .and_then(Value::as_i64)
-                            .unwrap_or(0);
-                        message.insert("message_id".into(), json!(st.next_message_id(chat_id)));
-                    }
-                    message.entry("date").or_insert_with(|| json!(unix_now()));
-                }
-                if let Some(query_id) = obj
-                    .get("callback_query")
-                    .and_then(|q| q.get("id"))
-                    .and_then(Value::as_str)
-                {
-                    st.callback_queries.insert(query_id.to_string(), false);
-                }
-            }
+            let id = st.complete(&mut update);
             st.updates.push_back(update);
             id
         };
         self.shared.changed.notify_waiters();
         id
+    }
+
+    /// An update Telegram is about to POST to a webhook, completed as [`push_update`] completes
+    /// one (`update_id`, a message's `message_id` and `date`, where missing), and known to the
+    /// sim as Telegram knows what it delivers: its callback query can be answered once. It is
+    /// not queued for getUpdates; the caller posts the returned update. Completing the same
+    /// update again (a redelivery) keeps its query's state.
+    ///
+    /// [`push_update`]: TelegramSim::push_update
+    pub fn webhook_update(&self, mut update: Value) -> Value {
+        self.shared.lock().complete(&mut update);
+        self.shared.changed.notify_waiters();
+        update
     }
 
     /// Makes the next call of `method` (any case) fail with `fault`; faults queue in order.
@@ -579,6 +669,16 @@ impl TelegramSim {
 
     pub fn sent(&self) -> Vec<SentMessage> {
         self.observe(|o| o.sent().to_vec())
+    }
+
+    pub fn photos(&self) -> Vec<SentPhoto> {
+        self.observe(|o| o.photos().to_vec())
+    }
+
+    /// What `chat_id` holds from the bot, texts and photos, in message order (see
+    /// [`Observed::received`]).
+    pub fn received(&self, chat_id: i64) -> Vec<StoredMessage> {
+        self.observe(|o| o.received(chat_id).into_iter().cloned().collect())
     }
 
     /// Texts sent to users that a user should not read (see [`super::not_for_users`]), each
@@ -880,6 +980,10 @@ async fn handle(shared: Arc<Shared>, hang_up: CancellationToken, req: Request) -
 
     let result = if method == "getUpdates" {
         get_updates(&shared, &params).await
+    } else if method == "sendPhoto" {
+        let result = send_photo(&shared, &params).await;
+        shared.changed.notify_waiters();
+        result
     } else {
         let result = {
             let mut st = shared.lock();
@@ -1049,8 +1153,15 @@ fn message_json(st: &State, m: &StoredMessage, edited: bool) -> Value {
         "from": st.bot_user(),
         "chat": chat(m.chat_id),
         "date": unix_now(),
-        "text": m.text,
     });
+    if m.photo.is_some() {
+        v["photo"] = photo_sizes(m.chat_id, m.message_id);
+        if !m.text.is_empty() {
+            v["caption"] = json!(m.text);
+        }
+    } else {
+        v["text"] = json!(m.text);
+    }
     if edited {
         v["edit_date"] = json!(unix_now());
     }
@@ -1075,10 +1186,12 @@ fn check_user_text(st: &mut State, p: &Map<String, Value>) {
     if chat.is_some_and(|c| st.operator_chats.contains(&c)) {
         return;
     }
-    if let Some(body) = text(p, "text")
-        && let Some(why) = super::not_for_users(&body)
-    {
-        st.unfit_texts.push(format!("{why}: {body:?}"));
+    for key in ["text", "caption"] {
+        if let Some(body) = text(p, key)
+            && let Some(why) = super::not_for_users(&body)
+        {
+            st.unfit_texts.push(format!("{why}: {body:?}"));
+        }
     }
 }
 
@@ -1239,6 +1352,7 @@ fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
         chat_id,
         message_id,
         text,
+        photo: None,
         reply_markup: inline_markup(p),
         edits: 0,
     };
@@ -1292,6 +1406,9 @@ fn edit_message(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer 
             descriptions::MESSAGE_TO_EDIT_NOT_FOUND,
         ));
     };
+    if new_text.is_some() && message.photo.is_some() {
+        return Err(Failure::bad_request(descriptions::NO_TEXT_TO_EDIT));
+    }
     let text_same = new_text.as_ref().is_none_or(|t| *t == message.text);
     if text_same && new_markup == message.reply_markup {
         return Err(Failure::bad_request(descriptions::NOT_MODIFIED));
@@ -1303,6 +1420,135 @@ fn edit_message(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer 
     message.edits += 1;
     let message = message.clone();
     Ok(message_json(st, &message, true).into())
+}
+
+/// The `photo` array of a photo message: two sizes, as the real API lists the sizes it made.
+/// Their ids name the message, so the sim can take them back as a `file_id`.
+fn photo_sizes(chat_id: i64, message_id: i64) -> Value {
+    let size = |tag: &str, width: u32, height: u32| {
+        json!({
+            "file_id": format!("{PHOTO_FILE_PREFIX}{chat_id}_{message_id}_{tag}"),
+            "file_unique_id": format!("simU{chat_id}_{message_id}_{tag}"),
+            "width": width,
+            "height": height,
+        })
+    };
+    json!([size("m", 213, 320), size("x", 533, 800)])
+}
+
+const PHOTO_FILE_PREFIX: &str = "simPhoto";
+
+/// Whether `file_id` names a photo message the sim holds.
+fn known_photo(st: &State, file_id: &str) -> bool {
+    let Some(rest) = file_id.strip_prefix(PHOTO_FILE_PREFIX) else {
+        return false;
+    };
+    let mut parts = rest.split('_');
+    let (Some(chat), Some(message)) = (
+        parts.next().and_then(|c| c.parse::<i64>().ok()),
+        parts.next().and_then(|m| m.parse::<i64>().ok()),
+    ) else {
+        return false;
+    };
+    st.chats
+        .get(&chat)
+        .and_then(|c| c.messages.get(&message))
+        .is_some_and(|m| m.photo.is_some())
+}
+
+/// sendPhoto: checks the call, fetches a URL (without the lock held), then records the photo.
+async fn send_photo(shared: &Shared, p: &Map<String, Value>) -> Answer {
+    let chat_id = chat_id(p)?;
+    let photo = text(p, "photo")
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| Failure::bad_request(descriptions::NO_PHOTO))?;
+    let caption = text(p, "caption").unwrap_or_default();
+    if caption.chars().count() > 1024 {
+        return Err(Failure::bad_request(descriptions::CAPTION_TOO_LONG));
+    }
+    if photo.starts_with("http://") || photo.starts_with("https://") {
+        fetch_photo(&shared.http, &photo).await?;
+    } else if !known_photo(&shared.lock(), &photo) {
+        return Err(Failure::bad_request(descriptions::WRONG_FILE_ID));
+    }
+    let mut st = shared.lock();
+    check_user_text(&mut st, p);
+    let message_id = st.next_message_id(chat_id);
+    let stored = StoredMessage {
+        chat_id,
+        message_id,
+        text: caption.clone(),
+        photo: Some(photo.clone()),
+        reply_markup: inline_markup(p),
+        edits: 0,
+    };
+    let sent = if st.lean {
+        SentPhoto {
+            chat_id,
+            message_id,
+            photo: String::new(),
+            caption: String::new(),
+            reply_markup: None,
+            at: Instant::now(),
+        }
+    } else {
+        SentPhoto {
+            chat_id,
+            message_id,
+            photo,
+            caption,
+            reply_markup: structured(p, "reply_markup"),
+            at: Instant::now(),
+        }
+    };
+    st.photos.push(sent);
+    let result = message_json(&st, &stored, false);
+    st.chats
+        .entry(chat_id)
+        .or_default()
+        .messages
+        .insert(message_id, stored);
+    Ok(result.into())
+}
+
+/// Gets a photo by URL as Telegram does before sending it, with its refusals.
+async fn fetch_photo(http: &reqwest::Client, url: &str) -> Result<(), Failure> {
+    let failed = || Failure::bad_request(descriptions::PHOTO_URL_FAILED);
+    let resp = http.get(url).send().await.map_err(|_| failed())?;
+    if resp.status() != reqwest::StatusCode::OK {
+        return Err(failed());
+    }
+    let is_image = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.trim().to_ascii_lowercase().starts_with("image/"));
+    if !is_image {
+        return Err(Failure::bad_request(descriptions::PHOTO_WRONG_TYPE));
+    }
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_PHOTO_URL_BYTES as u64)
+    {
+        return Err(failed());
+    }
+    let body = resp.bytes().await.map_err(|_| failed())?;
+    if body.len() > MAX_PHOTO_URL_BYTES {
+        return Err(failed());
+    }
+    if !is_image_file(&body) {
+        return Err(Failure::bad_request(descriptions::IMAGE_PROCESS_FAILED));
+    }
+    Ok(())
+}
+
+/// JPEG, PNG, GIF or WebP by their first bytes: what Telegram can make a photo of.
+fn is_image_file(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0xFF, 0xD8, 0xFF])
+        || bytes.starts_with(b"\x89PNG\r\n\x1a\n")
+        || bytes.starts_with(b"GIF87a")
+        || bytes.starts_with(b"GIF89a")
+        || (bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP")
 }
 
 /// Counts a waiting poll for as long as it waits, even if its connection goes away.
