@@ -12,9 +12,9 @@ use oncebot_tools::redis_server::{Persistence, RedisServer};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::support::app::{free_port, spawn_app};
+use crate::support::app::{child_env, free_port, spawn_app};
 use crate::support::child::Oncebot;
-use crate::support::{ALICE, BOB, DEADLINE, SECRET, Store, eventually, private_text};
+use crate::support::{ALICE, DEADLINE, SECRET, Store, eventually, private_text};
 
 /// Writes `raw` on a fresh connection and reads until the server closes it (or 5 s pass):
 /// every answer it gave, as text.
@@ -189,15 +189,7 @@ async fn a_form_over_16_kib_under_admin_is_413_and_settles_nothing() {
 async fn readyz_and_metrics_give_a_fixed_reason_and_keep_redis_words_in_the_log() {
     let redis = RedisServer::start(Persistence::None).unwrap();
     let port = free_port();
-    let env: Vec<(String, String)> = [
-        ("ONCEBOT__REDIS__URL", redis.url()),
-        ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
-        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.to_string()),
-        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let env = child_env(&redis.url(), port, &[]);
     let bot = Oncebot::spawn(&["serve", "--role", "ingress"], &env);
     bot.wait_for_stderr("HTTP listening", DEADLINE).await;
     let base = format!("http://127.0.0.1:{port}");

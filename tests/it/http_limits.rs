@@ -11,9 +11,9 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::support::app::free_port;
+use crate::support::app::{child_env, free_port};
 use crate::support::child::Oncebot;
-use crate::support::{ALICE, BOB, DEADLINE, SECRET, eventually};
+use crate::support::{DEADLINE, eventually};
 
 struct Served {
     _redis: RedisServer,
@@ -22,26 +22,12 @@ struct Served {
     addr: String,
 }
 
-fn env(redis_url: &str, port: u16, extra: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = [
-        ("ONCEBOT__REDIS__URL", redis_url.to_string()),
-        ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
-        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.to_string()),
-        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    env
-}
-
 /// An ingress process with `extra` settings, answering `/healthz`; `open_files` (soft, hard)
 /// as a service manager would set them.
 async fn serve(extra: &[(&str, &str)], open_files: Option<(u64, u64)>) -> Served {
     let redis = RedisServer::start(Persistence::None).unwrap();
     let port = free_port();
-    let env = env(&redis.url(), port, extra);
+    let env = child_env(&redis.url(), port, extra);
     let args = ["serve", "--role", "ingress"];
     let bot = match open_files {
         None => Oncebot::spawn(&args, &env),

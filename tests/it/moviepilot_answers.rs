@@ -500,6 +500,21 @@ async fn search_now_on_v3_0_0_uses_its_get_trigger() {
     assert_eq!(sim.searches(id), 1);
     assert_eq!(sim.calls(routes::SUBSCRIBE_SEARCH_V3), 0);
 
+    // A server with only v3.0.0's GET trigger, whatever version it reports (a build from
+    // source): the POST is answered 405 (it did not run), so it is asked again with GET, once.
+    let (sim, mp) = connected(SimOptions {
+        version: "v3.0.5".into(),
+        ..SimOptions::v3()
+    })
+    .await;
+    sim.set_get_search_trigger(true);
+    let id = sim
+        .insert_subscription(DUNE, MediaKind::Movie, None)
+        .unwrap();
+    mp.search_subscription_now(id).await.unwrap();
+    assert_eq!(sim.searches(id), 1);
+    assert_eq!(sim.calls(routes::SUBSCRIBE_SEARCH_V2), 1);
+
     // v3.0.1 and later: POST.
     let (sim, mp) = connected(SimOptions {
         version: "v3.0.1".into(),
@@ -546,6 +561,8 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
     rig.send(1, "/subscriptions").await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
     let logins_before = rig.mp.calls(routes::LOGIN);
+    let asked = |rig: &Rig| rig.mp.calls(routes::SUBSCRIBE_LIST) + rig.mp.calls(routes::DOWNLOADS);
+    let asked_before = asked(&rig);
 
     rig.mp.set_password("changed-by-the-operator");
     let started = Instant::now();
@@ -588,6 +605,10 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
         "{logins} logins in {elapsed:?} (at most {} allowed)",
         logins_allowed(elapsed)
     );
+    // Nor is MoviePilot sent each retry's call with the dead token: a job's call waits for a
+    // login instead (at most the four first attempts, and one call per login that was let in).
+    let asked = asked(&rig) - asked_before;
+    assert!(asked <= 4 + logins, "{asked} calls refused one by one");
     // Each user told once, at their first waiting job; the admins once.
     let told: BTreeMap<u64, usize> = (2..=5)
         .map(|id| (id, 0))
@@ -639,7 +660,10 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
 #[tokio::test]
 async fn a_job_that_succeeds_after_a_failed_attempt_keeps_that_kind_beside_its_error() {
     let rig = Rig::new(Dialect::V2).await;
-    let _bot = rig.start(None).await;
+    let bot = rig.start(None).await;
+    // Connected first: the start-up probe reads the same route.
+    bot.wait_for_stderr("worker started", Duration::from_secs(10))
+        .await;
     rig.mp.fail_next(
         routes::SUBSCRIBE_LIST,
         Fault::Status(500, "Internal Server Error".into()),

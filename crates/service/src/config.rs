@@ -1717,6 +1717,29 @@ mod tests {
     }
 
     #[test]
+    fn a_moviepilot_body_limit_too_small_for_one_release_is_rejected() {
+        let worker = |limit: &'static str| {
+            load(&[
+                ("ONCEBOT__MOVIEPILOT__URL", "http://127.0.0.1:3001"),
+                ("ONCEBOT__MOVIEPILOT__API_KEY", "k"),
+                ("ONCEBOT__MOVIEPILOT__MAX_BODY_BYTES", limit),
+            ])
+            .unwrap()
+            .validate(WORKER)
+        };
+        let err = worker("1000").unwrap_err();
+        assert_eq!(err.key, "moviepilot.max_body_bytes");
+        assert!(
+            err.to_string()
+                .contains("ONCEBOT__MOVIEPILOT__MAX_BODY_BYTES"),
+            "{err}"
+        );
+        worker("65536").unwrap();
+        let defaults = load(&[]).unwrap();
+        assert_eq!(defaults.moviepilot.max_body_bytes, 8 * 1024 * 1024);
+    }
+
+    #[test]
     fn moviepilot_needs_an_api_key_or_a_login() {
         let url = ("ONCEBOT__MOVIEPILOT__URL", "http://127.0.0.1:3001");
         let err = load(&[url]).unwrap().validate(WORKER).unwrap_err();

@@ -12,9 +12,9 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::{PASSWORD, USER, csrf_of, deploy};
-use crate::support::app::{free_port, run_oncebot};
+use crate::support::app::{child_env, free_port, run_oncebot};
 use crate::support::child::Oncebot;
-use crate::support::{ALICE, BOB, DEADLINE, SECRET, eventually};
+use crate::support::{ALICE, DEADLINE, SECRET, eventually};
 
 #[tokio::test]
 async fn a_password_shorter_than_16_characters_stops_start_up_saying_how_to_make_one() {
@@ -165,17 +165,14 @@ async fn misses_are_logged_with_the_peer_at_most_once_a_second() {
     )
     .unwrap();
     let port = free_port();
-    let env: Vec<(String, String)> = [
-        ("ONCEBOT__REDIS__URL", redis.url()),
-        ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
-        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.to_string()),
-        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
-        ("ONCEBOT__ADMIN__USER", USER.to_string()),
-        ("ONCEBOT__ADMIN__PASSWORD", PASSWORD.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let env = child_env(
+        &redis.url(),
+        port,
+        &[
+            ("ONCEBOT__ADMIN__USER", USER),
+            ("ONCEBOT__ADMIN__PASSWORD", PASSWORD),
+        ],
+    );
     let bot = Oncebot::spawn(&["serve", "--role", "ingress"], &env);
     bot.wait_for_stderr("HTTP listening", DEADLINE).await;
     let http = reqwest::Client::new();

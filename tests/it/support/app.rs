@@ -33,6 +33,16 @@ pub fn base_env(redis_url: &str) -> OncebotEnv {
     ])
 }
 
+/// `base_env` for a child process listening on `port`, with `extra` on top, as
+/// [`super::child::Oncebot::spawn`] takes it.
+pub fn child_env(redis_url: &str, port: u16, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    base_env(redis_url)
+        .set("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}"))
+        .set_all(extra.iter().copied())
+        .vars()
+        .to_vec()
+}
+
 /// Builds settings from `base_env` plus `overrides`, exactly as the binary would from its
 /// environment.
 pub fn settings(redis_url: &str, overrides: &[(String, String)]) -> Settings {

@@ -795,7 +795,15 @@ impl Inner {
     /// with every other caller that saw the same token) and sends it once more.
     async fn call_once_renewed(&self, call: &Call) -> Result<Answer, MpError> {
         let started = Instant::now();
-        let (credential, generation) = self.auth.credential().await;
+        let (mut credential, generation) = self.auth.credential().await;
+        if matches!(credential, Credential::None) && self.auth.login.is_some() {
+            // No token (the last login was refused): log in first (after the backoff) instead
+            // of sending a call MoviePilot can only refuse.
+            self.renew(generation, started)
+                .await
+                .map_err(|e| with_context(e, &format!("{call}: logging in failed")))?;
+            credential = self.auth.credential().await.0;
+        }
         let answer = self.send(call, &credential).await?;
         if !self.refuses_credentials(answer.status) {
             return Ok(answer);
@@ -898,6 +906,9 @@ impl Inner {
                     Instant::now() + backoff,
                     MpError::CredentialsRefused(why.clone()),
                 ));
+                // The token that brought this caller here was refused: it is dead, and until a
+                // login works calls wait for one instead of being refused one by one.
+                state.bearer = None;
             }
             Err(_) => {
                 if let Some(gate) = gate
@@ -938,6 +949,8 @@ impl Inner {
             match gate.begin(&self.holder, lease).await {
                 Ok(Turn::Go) => return Ok(()),
                 Ok(Turn::Refused { wait, reason }) => {
+                    // The token that brought this caller here was refused: it is dead.
+                    state.bearer = None;
                     let error = MpError::CredentialsRefused(if reason.is_empty() {
                         "MoviePilot refused oncebot's login (another oncebot process tried it)"
                             .to_string()
@@ -1275,7 +1288,8 @@ impl Inner {
         {
             match data.get("BACKEND_VERSION").and_then(Value::as_str) {
                 Some(version) if !version.trim().is_empty() => {
-                    return Ok(Some(short(version.trim(), 40)));
+                    let version = crate::untrusted::clean_line(version.trim());
+                    return Ok(Some(short(&version, 40)));
                 }
                 _ => old_v2 = true,
             }
@@ -1306,8 +1320,8 @@ impl Inner {
             return None;
         }
         let body: Value = serde_json::from_slice(&answer.body).ok()?;
-        let version = body.get("version")?.as_str()?.trim();
-        (!version.is_empty()).then(|| short(version, 40))
+        let version = crate::untrusted::clean_line(body.get("version")?.as_str()?.trim());
+        (!version.is_empty()).then(|| short(&version, 40))
     }
 
     /// Makes sure some credential opens `GET /api/v1/subscribe/`, trying the API key first, and

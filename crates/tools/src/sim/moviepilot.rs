@@ -285,6 +285,9 @@ struct Data {
     password: String,
     /// `SimOptions::two_factor` until [`MoviePilotSim::set_two_factor`].
     two_factor: bool,
+    /// v3's search trigger is GET only, as at v3.0.0 (from the version, or
+    /// [`MoviePilotSim::set_get_search_trigger`]).
+    get_search_trigger: bool,
     calls: HashMap<String, u64>,
     logins: u64,
     faults: HashMap<String, VecDeque<Fault>>,
@@ -332,6 +335,7 @@ impl MoviePilotSim {
                 api_token: opts.api_token.clone(),
                 password: opts.password.clone(),
                 two_factor: opts.two_factor,
+                get_search_trigger: opts.dialect == Dialect::V3 && opts.version.trim() == "v3.0.0",
                 releases: releases::ReleaseData {
                     catalogue: builtin_releases(),
                     ..Default::default()
@@ -453,6 +457,12 @@ impl MoviePilotSim {
         let mut data = self.state.data();
         data.two_factor = on;
         data.tokens.clear();
+    }
+
+    /// Serve v3's search trigger as GET only, as v3.0.0 did, whatever version is reported (a
+    /// build whose version does not say it, such as one built from source).
+    pub fn set_get_search_trigger(&self, on: bool) {
+        self.state.data().get_search_trigger = on;
     }
 
     /// A MoviePilot restart: tokens die, the database (subscriptions) survives.
@@ -716,7 +726,13 @@ fn localized(mut resp: Resp, locale: &str) -> Resp {
 }
 
 async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
-    let (route, key, access) = match resolve(&state.opts, &req.method, &req.path) {
+    let get_search_trigger = state.data().get_search_trigger;
+    let (route, key, access) = match resolve(
+        state.opts.dialect,
+        get_search_trigger,
+        &req.method,
+        &req.path,
+    ) {
         Ok(found) => found,
         Err(resp) => return *resp,
     };
@@ -802,13 +818,12 @@ async fn drop_connection(kill: Option<ConnKill>) -> Resp {
 /// Which route a request is for, FastAPI-style: unknown path 404, known path with another
 /// method 405, `/api/v1/subscribe` without the slash 307.
 fn resolve(
-    opts: &SimOptions,
+    dialect: Dialect,
+    get_search_trigger: bool,
     method: &Method,
     path: &str,
 ) -> Result<(Route, &'static str, Access), Early> {
     use Access::*;
-    let dialect = opts.dialect;
-    let get_search_trigger = dialect == Dialect::V3 && opts.version.trim() == "v3.0.0";
     let get = *method == Method::GET;
     let post = *method == Method::POST;
     let delete = *method == Method::DELETE;
