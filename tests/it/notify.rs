@@ -755,3 +755,52 @@ async fn a_poster_that_fails_still_delivers_the_notification_once_as_text() {
     assert_eq!(ok("sendPhoto", "poster-missing"), 0);
     assert_eq!(ok("sendMessage", "poster-missing"), 1, "the text fallback");
 }
+
+/// MoviePilot refusing the relay's credentials (its API key changed): the admin chats are told
+/// once, nothing advances, and once the key works again the notification written meanwhile
+/// arrives and the notice ends.
+#[tokio::test]
+async fn refused_credentials_are_announced_and_the_relay_catches_up_once_they_work() {
+    let opts = SimOptions::late_v2();
+    let key = opts.api_token.clone();
+    let rig = relay_rig(
+        opts,
+        &[
+            ("ONCEBOT__MOVIEPILOT__API_KEY", key.as_str()),
+            ("ONCEBOT__MOVIEPILOT__USERNAME", ""),
+            ("ONCEBOT__MOVIEPILOT__PASSWORD", ""),
+        ],
+    )
+    .await;
+    // ALICE is the admin chat here: the notice names settings, for the operator.
+    rig.tg.operator_chat(ALICE);
+    let _relay = relay(&rig).await;
+    let _dispatcher = dispatcher(&rig).await;
+    rig.mp.rotate_api_token("a-new-api-token");
+    rig.mp.notify(note(Organize, "while-refused"));
+    wait_got(&rig, ALICE, "API", 1).await;
+    assert_eq!(
+        got(&rig, ALICE, "while-refused"),
+        0,
+        "nothing while refused"
+    );
+    let notice = rig.store.get(&rig.store.keys.notice("credentials")).await;
+    assert!(
+        notice.is_some(),
+        "the deployment's credentials notice is raised"
+    );
+    rig.mp.rotate_api_token(&key);
+    wait_got(&rig, ALICE, "while-refused", 1).await;
+    let store = rig.store.clone();
+    eventually("the notice ended", RECOVERY_DEADLINE, || {
+        let store = store.clone();
+        async move {
+            store
+                .get(&store.keys.notice("credentials"))
+                .await
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+}

@@ -198,6 +198,8 @@ impl Relay {
         let interval = Duration::from_secs(self.cfg.poll_interval_secs.max(1));
         let mut failures = Backoff::new(backoff::MOVIEPILOT_CONNECT);
         let mut wake: Option<crate::ledger::Conn> = None;
+        // Whether this relay raised the credentials notice, to end it when a poll gets through.
+        let mut told_refused = false;
         tracing::info!(
             interval_secs = interval.as_secs(),
             max_pages = self.cfg.max_pages,
@@ -213,6 +215,16 @@ impl Relay {
             match self.poll().await {
                 Ok(p) => {
                     failures = Backoff::new(backoff::MOVIEPILOT_CONNECT);
+                    if told_refused {
+                        told_refused = false;
+                        if let Err(e) = self
+                            .ledger
+                            .clear_notice(crate::ledger::CREDENTIALS_NOTICE)
+                            .await
+                        {
+                            tracing::warn!(error = %e, "could not end the admin notice about refused credentials");
+                        }
+                    }
                     if p.forwarded + p.collapsed + p.unrouted + p.skipped > 0 {
                         tracing::info!(
                             forwarded = p.forwarded,
@@ -232,6 +244,7 @@ impl Relay {
                     METRICS.notify_poll_error(kind);
                     if let PollError::MoviePilot(MpError::CredentialsRefused(why)) = &e {
                         self.tell_refused(why).await;
+                        told_refused = true;
                     }
                     let wait = failures.next_delay().min(interval);
                     tracing::warn!(
