@@ -1,7 +1,9 @@
-# syntax=docker/dockerfile:1
-#
 # oncebot in two stages: a Rust builder, and a small Debian runtime that runs as a non-root user.
-#   docker build -t oncebot .
+#   docker buildx build -t oncebot .     (or DOCKER_BUILDKIT=1 docker build -t oncebot . on 20.10)
+# The build needs BuildKit (for the cache mounts below): Compose v2 and buildx use it; the legacy
+# builder stops with "the --mount option requires BuildKit". No `# syntax=` line: the cache
+# mounts are in the frontend built into BuildKit, and a syntax line makes every cold build fetch
+# a frontend image from a registry.
 #   docker run --rm -e ONCEBOT__TELEGRAM__TOKEN=... oncebot serve
 # docker-compose.yml next to this file runs it with Redis; README.md has the settings.
 
