@@ -117,6 +117,31 @@ mod tests {
         }
     }
 
+    /// The README's redis-cli reference lists exactly these kinds (it once missed
+    /// `edit_markup`): operators read that list to know what a replies entry can be.
+    #[test]
+    fn the_readme_lists_every_kind_and_no_other() {
+        let readme = include_str!("../../../../README.md");
+        let start = readme
+            .find("**Reply stream fields**")
+            .expect("the README has its reply stream fields");
+        let rest = &readme[start..];
+        let list = &rest[rest.find("`kind` (").expect("the kinds follow `kind`")..];
+        let list = &list[..list
+            .find("`job_id`")
+            .expect("the kinds end before `job_id`")];
+        let listed: std::collections::BTreeSet<&str> = list
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| w.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            .filter(|w| *w != "kind")
+            .collect();
+        let named: std::collections::BTreeSet<&str> =
+            ReplyKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(listed, named);
+    }
+
     /// Every kind a script writes is one of these (a kind added to a script without a variant
     /// here would be a string Rust cannot name).
     #[test]
