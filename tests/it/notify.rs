@@ -473,45 +473,23 @@ async fn every_value(rig: &Rig) -> Vec<(String, String)> {
             .query_async(&mut conn)
             .await
             .unwrap();
-        let value: redis::Value = match kind.as_str() {
-            "string" => redis::cmd("GET")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .unwrap(),
-            "hash" => redis::cmd("HGETALL")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .unwrap(),
-            "list" => redis::cmd("LRANGE")
-                .arg(&key)
-                .arg(0)
-                .arg(-1)
-                .query_async(&mut conn)
-                .await
-                .unwrap(),
-            "set" => redis::cmd("SMEMBERS")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .unwrap(),
-            "zset" => redis::cmd("ZRANGE")
-                .arg(&key)
-                .arg(0)
-                .arg(-1)
-                .query_async(&mut conn)
-                .await
-                .unwrap(),
-            "stream" => redis::cmd("XRANGE")
-                .arg(&key)
-                .arg("-")
-                .arg("+")
-                .query_async(&mut conn)
-                .await
-                .unwrap(),
+        // Each type's whole-value read; one query below.
+        let mut read = match kind.as_str() {
+            "string" => redis::cmd("GET"),
+            "hash" => redis::cmd("HGETALL"),
+            "list" => redis::cmd("LRANGE"),
+            "set" => redis::cmd("SMEMBERS"),
+            "zset" => redis::cmd("ZRANGE"),
+            "stream" => redis::cmd("XRANGE"),
             other => panic!("{key} is a {other}"),
         };
+        read.arg(&key);
+        match kind.as_str() {
+            "list" | "zset" => read.arg(0).arg(-1),
+            "stream" => read.arg("-").arg("+"),
+            _ => &mut read,
+        };
+        let value: redis::Value = read.query_async(&mut conn).await.unwrap();
         out.push((key, format!("{value:?}")));
     }
     out
