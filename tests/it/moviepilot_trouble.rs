@@ -200,3 +200,54 @@ async fn a_moviepilot_restart_that_refuses_connections_is_waited_out() {
         );
     }
 }
+
+async fn metric(rig: &Rig, name: &str) -> Option<String> {
+    let text = rig
+        .http
+        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
+}
+
+/// A wrong `moviepilot.url` (in compose: a host name the container cannot resolve, or 127.0.0.1,
+/// which is the container itself) must be obvious from outside: the webhook still admits, while
+/// `/readyz` and the metric say that MoviePilot is not reached and jobs wait; once it answers,
+/// both clear and the waiting job runs.
+#[tokio::test]
+async fn a_moviepilot_unreachable_at_start_shows_in_readyz_and_metrics_until_it_answers() {
+    let rig = Rig::new(Dialect::V2).await;
+    rig.mp
+        .restart_refusing_connections_for(Duration::from_secs(4));
+    let bot = rig.start(None).await;
+    bot.wait_for_stderr("MoviePilot is not reachable yet", Duration::from_secs(10))
+        .await;
+    rig.send(1, "/subscriptions").await;
+    let (status, body) = readyz(&rig).await;
+    assert_eq!(status, 200, "admission works: {body}");
+    assert!(
+        body.contains("MoviePilot is not reachable at moviepilot.url yet"),
+        "{body}"
+    );
+    assert_eq!(
+        metric(&rig, "oncebot_moviepilot_unreachable")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let (status, body) = readyz(&rig).await;
+    assert_eq!((status, body.as_str()), (200, "ready\n"));
+    assert_eq!(
+        metric(&rig, "oncebot_moviepilot_unreachable")
+            .await
+            .as_deref(),
+        Some("0")
+    );
+}

@@ -17,6 +17,7 @@ use crate::dispatch::Dispatcher;
 use crate::http_server;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
+use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, Unreachable};
 use crate::notify::Relay;
 use crate::shutdown::{Signals, sleep_or_stop};
@@ -278,10 +279,37 @@ async fn first_connect(settings: &Settings, meanwhile: &str) -> anyhow::Result<O
     match MoviePilot::connect(&settings.moviepilot).await {
         Ok(mp) => Ok(Some(mp)),
         Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
-            tracing::warn!(error = %e, "MoviePilot is not reachable yet; {meanwhile}");
+            METRICS.moviepilot_unreachable(true);
+            tracing::warn!(
+                error = %e,
+                hint = unreachable_hint(&settings.moviepilot.url),
+                "MoviePilot is not reachable yet; {meanwhile}"
+            );
             Ok(None)
         }
         Err(e) => Err(e),
+    }
+}
+
+/// What to check when MoviePilot cannot be reached at `url`: in a container, a loopback address
+/// is the container itself, the most common mistake of a compose deployment.
+fn unreachable_hint(url: &str) -> &'static str {
+    let host = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .split(['/', '?'])
+        .next()
+        .unwrap_or_default();
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let loopback =
+        host.starts_with("127.") || host.starts_with("localhost") || host.starts_with("[::1]");
+    if loopback && std::path::Path::new("/.dockerenv").exists() {
+        "this runs in a container, where 127.0.0.1 is the container itself: set \
+         ONCEBOT__MOVIEPILOT__URL to http://host.docker.internal:<port> or to MoviePilot's \
+         service name (README, \"Reaching MoviePilot\")"
+    } else {
+        "check ONCEBOT__MOVIEPILOT__URL: the host name, the port (MoviePilot's API is 3001, the \
+         web UI 3000) and that this machine or container can reach it"
     }
 }
 
@@ -302,7 +330,10 @@ async fn connect_eventually(
             return Ok(None);
         }
         match MoviePilot::connect(&settings.moviepilot).await {
-            Ok(mp) => return Ok(Some(mp)),
+            Ok(mp) => {
+                METRICS.moviepilot_unreachable(false);
+                return Ok(Some(mp));
+            }
             Err(e) if e.downcast_ref::<Unreachable>().is_some() => {
                 wait = backoff.next_delay();
                 tracing::warn!(error = %e, retry_in = ?wait, "MoviePilot still unreachable");

@@ -51,6 +51,9 @@ pub struct Metrics {
     /// oncebot_moviepilot_credentials_refused: 1 while MoviePilot refuses this process's
     /// credentials (jobs wait in retry_wait). Alert on it: an operator must fix a setting.
     credentials_refused: Gauge,
+    /// oncebot_moviepilot_unreachable: 1 while this process has not reached MoviePilot since it
+    /// started (a wrong `moviepilot.url` looks like this: jobs wait, the webhook still works).
+    unreachable: Gauge,
     /// oncebot_notify_forwarded_total: MoviePilot notifications the relay queued (once each,
     /// whatever the number of chats).
     pub notify_forwarded: Counter,
@@ -93,6 +96,7 @@ impl Metrics {
             needs_review: Gauge::default(),
             retry_scheduled: Gauge::default(),
             credentials_refused: Gauge::default(),
+            unreachable: Gauge::default(),
             notify_forwarded: Counter::default(),
             notify_collapsed: Counter::default(),
             notify_unrouted: Counter::default(),
@@ -167,6 +171,11 @@ impl Metrics {
             m.credentials_refused.clone(),
         );
         registry.register(
+            "moviepilot_unreachable",
+            "1 while this process has not reached MoviePilot since it started (jobs wait)",
+            m.unreachable.clone(),
+        );
+        registry.register(
             "notify_forwarded",
             "MoviePilot notifications forwarded by the relay (once each)",
             m.notify_forwarded.clone(),
@@ -232,6 +241,16 @@ impl Metrics {
     /// See [`Self::moviepilot_credentials_refused`]; read by `/readyz`.
     pub fn credentials_are_refused(&self) -> bool {
         self.credentials_refused.get() != 0
+    }
+
+    /// Whether this process is still waiting for its first connection to MoviePilot.
+    pub fn moviepilot_unreachable(&self, unreachable: bool) {
+        self.unreachable.set(i64::from(unreachable));
+    }
+
+    /// See [`Self::moviepilot_unreachable`]; read by `/readyz`.
+    pub fn moviepilot_is_unreachable(&self) -> bool {
+        self.unreachable.get() != 0
     }
 
     /// Counts an admission outcome.

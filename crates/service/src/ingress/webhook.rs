@@ -319,18 +319,30 @@ where
 /// webhook keeps recording them meanwhile.
 async fn readiness(ingress: &Ingress, admits: bool) -> Response {
     match ingress.ledger().ready().await {
-        Ok(ready) if ready.credentials_refused || METRICS.credentials_are_refused() => {
-            let why = "MoviePilot refuses oncebot's credentials; jobs wait (see the log)";
-            if admits {
-                status(StatusCode::OK, &format!("ready\nmoviepilot: {why}\n"))
+        Ok(ready) => {
+            let refused = ready.credentials_refused || METRICS.credentials_are_refused();
+            let why = if refused {
+                Some("MoviePilot refuses oncebot's credentials; jobs wait (see the log)")
+            } else if METRICS.moviepilot_is_unreachable() {
+                Some(
+                    "MoviePilot is not reachable at moviepilot.url yet; jobs wait until it is (see the log)",
+                )
             } else {
-                status(
+                None
+            };
+            match why {
+                None => status(StatusCode::OK, "ready\n"),
+                // Admission works whatever MoviePilot does: a 503 would make Telegram retry
+                // updates that are safe already, and a container orchestrator restart oncebot.
+                Some(why) if admits => {
+                    status(StatusCode::OK, &format!("ready\nmoviepilot: {why}\n"))
+                }
+                Some(why) => status(
                     StatusCode::SERVICE_UNAVAILABLE,
                     &format!("not ready: {why}\n"),
-                )
+                ),
             }
         }
-        Ok(_) => status(StatusCode::OK, "ready\n"),
         Err(e) => {
             tracing::warn!(error = %e, "not ready");
             status(
