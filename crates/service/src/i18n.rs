@@ -145,6 +145,19 @@ impl Texts {
         )
     }
 
+    /// An allowed user's command that needs `needs` (a role above theirs): one plain sentence.
+    pub fn forbidden(&self, needs: crate::vocabulary::Role) -> &'static str {
+        match needs {
+            crate::vocabulary::Role::Admin => {
+                self.pick("只有管理员可以这样做。", "Only an admin can do that.")
+            }
+            _ => self.pick(
+                "你只能查看：搜索、订阅列表、下载进度和任务状态。",
+                "You can only look: search, the subscription list, downloads and job status.",
+            ),
+        }
+    }
+
     pub fn unknown_command(&self, name: &str) -> String {
         match self.locale {
             Locale::Zh => format!("不认识的命令 /{name}。发送 /help 查看可用命令。"),
