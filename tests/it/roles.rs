@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use oncebot::moviepilot::Dialect;
 
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, eventually};
+use crate::support::{ALICE, BOB, eventually, private_text};
 
 /// `oncebot_updates_total{outcome}` as the bot's `/metrics` says it.
 async fn updates_counted(rig: &Rig, outcome: &str) -> f64 {
@@ -62,4 +62,27 @@ async fn with_nobody_mapped_subscriptions_all_runs_as_before() {
     rig.send(1, "/subscriptions all").await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(updates_counted(&rig, "forbidden").await, 0.0);
+}
+
+/// Once anyone is mapped, an unmapped allowed user is a `user`: `/subscriptions all` is refused
+/// them and runs for an admin.
+#[tokio::test]
+async fn subscriptions_all_is_an_admins_once_anyone_is_mapped() {
+    let users = format!("{BOB}=bob:admin");
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    let _bot = rig.start_pipeline().await;
+    rig.send(1, "/subscriptions all").await;
+    eventually("the refusal is sent", RECOVERY_DEADLINE, || {
+        let sent = rig.tg.sent();
+        async move {
+            sent.iter()
+                .any(|m| m.chat_id == ALICE && m.text.contains("Only an admin can do that."))
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(rig.store.jobs_on_stream().await.is_empty());
+    rig.post(&private_text(2, BOB, "/subscriptions all")).await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(updates_counted(&rig, "forbidden").await, 1.0);
 }
