@@ -21,6 +21,8 @@ pub struct TapTexts {
     pub cancelled: &'static str,
     pub resolved: &'static str,
     pub settled: &'static str,
+    /// A tap the user's role does not allow (issue 22).
+    pub forbidden: &'static str,
 }
 
 /// The texts of one locale.
@@ -98,6 +100,10 @@ impl Texts {
             settled: self.pick(
                 "任务 #{job} 已被处理过（{state}），未做改动",
                 "Job #{job} was already settled ({state}); nothing changed.",
+            ),
+            forbidden: self.pick(
+                "你的角色不能使用这个按钮",
+                "Your role does not allow this button.",
             ),
         }
     }

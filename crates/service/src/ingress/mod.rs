@@ -324,15 +324,13 @@ impl Ingress {
             update_id,
             callback_query_id: query.id.clone(),
             user_id: query.from.id,
-            // A viewer's taps act on nothing (every button but Cancel acts): taken as not
-            // allowed, so tap.lua answers "not for you" and the button stays for its owner.
-            allowed: !query.from.is_bot
-                && self.inner.allowed_users.contains(&query.from.id)
-                && self
-                    .inner
-                    .directory
-                    .identify(query.from.id)
-                    .is_some_and(|i| i.role > crate::vocabulary::Role::Viewer),
+            allowed: !query.from.is_bot && self.inner.allowed_users.contains(&query.from.id),
+            // tap.lua decides what the role allows (it alone reads the token).
+            role: self
+                .inner
+                .directory
+                .identify(query.from.id)
+                .map_or(crate::vocabulary::Role::Viewer, |i| i.role),
             chat_id: query.message.as_ref().map(|m| m.chat.id),
             message_id: query.message.as_ref().map(|m| m.message_id),
             token: query

@@ -56,4 +56,33 @@ mod tests {
         assert!(Role::Viewer < Role::User && Role::User < Role::Admin);
         assert!("Admin".parse::<Role>().is_err());
     }
+
+    /// tap.lua decides a tap by comparing the tapper's role with literals, and its header lists
+    /// the roles it may be given: each is a role Rust can send, and every role is listed.
+    #[test]
+    fn tap_lua_names_each_role_and_compares_only_roles() {
+        let path = format!("{}/../../lua/tap.lua", env!("CARGO_MANIFEST_DIR"));
+        let tap = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let header = tap
+            .lines()
+            .find(|l| l.contains("role of the user who tapped"))
+            .expect("tap.lua's header describes the tapper's role");
+        for r in Role::ALL {
+            assert!(
+                header.contains(r.as_str()),
+                "tap.lua's header misses {:?}",
+                r.as_str()
+            );
+        }
+        let compared: Vec<&str> = tap
+            .split("role == '")
+            .chain(tap.split("role ~= '").skip(1))
+            .skip(1)
+            .map(|rest| rest.split('\'').next().unwrap())
+            .collect();
+        assert!(!compared.is_empty(), "tap.lua compares no role");
+        for name in compared {
+            assert!(name.parse::<Role>().is_ok(), "tap.lua compares {name:?}");
+        }
+    }
 }
