@@ -41,9 +41,12 @@
   ARGV[12] replies consumer group
   ARGV[13] callbacks consumer group
   ARGV[14] retention of a finished job's HASH, seconds (a review decision finishes a job)
-  ARGV[15] texts (JSON): {"expired", "foreign", "unknown", "received", "duplicate", "already",
+  ARGV[15] texts (JSON): {"expired", "foreign", "forbidden", "unknown", "received", "duplicate", "already",
            "already_done", "cancelled", "resolved", "settled", "resolved_reply": {"succeeded",
            "failed", "retry"}, "labels": {state: label}}; "{job}" and "{state}" are filled in
+  ARGV[16] role of the user who tapped (viewer | user | admin; admin for everyone while nobody is
+           mapped, see crates/service/src/users): a review button needs admin, and a viewer's
+           tap on a button that runs a job is refused
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used
@@ -58,6 +61,8 @@
     {"expired", "", ""}               no such token (expired, or never made): nothing changed
     {"foreign", "", ""}               the token belongs to another user or chat, or the user is
                                       not allowed: nothing changed, the token stays usable
+    {"forbidden", "", ""}             the user's role (ARGV[16]) does not allow the button:
+                                      nothing changed, the token stays usable
     {"unknown", "", ""}               not one of our buttons: nothing changed
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
@@ -80,6 +85,7 @@ local seq_key, job_prefix, jobs_stream, replies = KEYS[5], KEYS[6], KEYS[7], KEY
 local callbacks, chat_index, jobs_index, review = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
+local role = ARGV[16]
 
 -- 1. Transport layer: a redelivered update_id writes nothing (its answer went out the first time).
 local seen = seen_update(updates_key, update_id, job_prefix)
@@ -142,6 +148,11 @@ end
 if not mine then
   answer(texts.foreign, true)
   return finish('-', 'foreign')
+end
+-- The role: a review button is an admin's; a viewer's tap runs no job (Cancel acts on nothing).
+if (tok.action == 'review' and role ~= 'admin') or (tok.action == 'run' and role == 'viewer') then
+  answer(texts.forbidden, true)
+  return finish('-', 'forbidden')
 end
 
 -- 3. The group: used before means this tap only learns what happened.

@@ -41,6 +41,13 @@ enum Cmd {
         #[command(subcommand)]
         command: JobsCmd,
     },
+    /// Each allowed user, their role, MoviePilot name and where that came from
+    /// (telegram.users); a bad telegram.users exits 2 with the entry and why.
+    Users {
+        /// One JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Register, inspect or remove the webhook with Telegram (setWebhook, getWebhookInfo,
     /// deleteWebhook).
     Webhook {
@@ -208,6 +215,7 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                 } => oncebot::admin::resolve(&ledger, &settings, id, decision, &note, json).await,
             }
         }
+        Cmd::Users { json } => oncebot::admin::users(&settings, json),
         Cmd::Webhook { command } => {
             let needs = Needs {
                 bot_api: true,

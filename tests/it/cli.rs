@@ -184,6 +184,46 @@ async fn a_bad_setting_exits_2_with_one_line_naming_its_variable() {
     );
 }
 
+/// Issue 22: `oncebot users --json` lists every allowed user with the source of their identity
+/// (needs no Redis), and a bad `telegram.users` exits 2 naming the entry.
+#[tokio::test]
+async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
+    let out = run_oncebot(
+        &["users", "--json"],
+        &[
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1,2"),
+            ("ONCEBOT__TELEGRAM__USERS", "1=alice:viewer"),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            {"user_id": 1, "role": "viewer", "requester": "alice", "source": "setting"},
+            {"user_id": 2, "role": "user", "requester": null, "source": "unmapped"},
+        ])
+    );
+    let nobody = run_oncebot(
+        &["users", "--json"],
+        &[("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1")],
+    )
+    .await;
+    assert!(nobody.stdout.contains("\"nobody_mapped\""), "{nobody:?}");
+    let bad = run_oncebot(
+        &["users"],
+        &[
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
+            ("ONCEBOT__TELEGRAM__USERS", "1=alice:boss"),
+        ],
+    )
+    .await;
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert_eq!(bad.stdout, "");
+    assert!(bad.stderr.contains("\"1=alice:boss\""), "{}", bad.stderr);
+}
+
 #[tokio::test]
 async fn jobs_list_with_redis_unreachable_exits_1_saying_so() {
     let dir = tempfile::tempdir().unwrap();

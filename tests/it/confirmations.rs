@@ -328,6 +328,7 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
         allowed: true,
         chat_id: Some(ALICE),
         message_id: Some(BOT_MESSAGE),
+        role: oncebot::vocabulary::Role::Admin,
         token: Some(token_of(&run).to_string()),
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
@@ -1139,8 +1140,17 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
         allowed: true,
         chat_id: Some(chat),
         message_id: Some(BOT_MESSAGE),
+        role: oncebot::vocabulary::Role::Admin,
         token: Some(token_of(data).to_string()),
     };
+    // Issue 22: a review button is an admin's; anyone else's tap changes nothing and leaves it.
+    let mut not_admin = decide(-100777, BOB, 9, &button(&notices[0], "Retry"));
+    not_admin.role = oncebot::vocabulary::Role::User;
+    let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&not_admin))
+        .await
+        .unwrap();
+    assert_eq!(tapped, Tapped::Forbidden);
+    assert_eq!(store.job(1).await["status"], "needs_review");
     let retry = decide(-100777, ALICE, 10, &button(&notices[0], "Retry"));
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&retry))
         .await
@@ -1234,6 +1244,7 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         allowed: true,
         chat_id: Some(-100777),
         message_id: Some(BOT_MESSAGE),
+        role: oncebot::vocabulary::Role::Admin,
         token: Some(token_of(&button(&notice, "Mark succeeded")).to_string()),
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
@@ -1294,6 +1305,7 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
         allowed: true,
         chat_id: Some(ALICE),
         message_id: Some(BOT_MESSAGE),
+        role: oncebot::vocabulary::Role::Admin,
         token: Some(token_of(data).to_string()),
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(1, &first)))

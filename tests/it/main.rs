@@ -95,6 +95,8 @@ mod downloads;
 
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
+/// Users and roles (`telegram.users`): refused commands, nothing changed while nobody is mapped.
+mod roles;
 
 /// `oncebot demo` as a process: every scene plays and checks itself, only its own
 /// `oncebot-demo-*` keys are touched and none remain, a private redis-server when none answers.

@@ -42,6 +42,34 @@ pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Re
     Ok(())
 }
 
+/// `oncebot users`: every allowed user with their role, MoviePilot name and its source. A bad
+/// `telegram.users` is the `SettingError` (exit status 2).
+pub fn users(settings: &Settings, json: bool) -> anyhow::Result<()> {
+    let rows = settings.directory()?.rows();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:>14}  {:<7}  {:<20}  {:<14}",
+        "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE"
+    )?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{:>14}  {:<7}  {:<20}  {:<14}",
+            r.user_id,
+            r.role,
+            r.requester.as_deref().unwrap_or("-"),
+            r.source
+        )?;
+    }
+    Ok(())
+}
+
 /// Prints one job; an unknown id is an error (exit status 1).
 pub async fn show(ledger: &Ledger, id: u64, json: bool) -> anyhow::Result<()> {
     let Some(job) = ledger.job(id).await? else {

@@ -202,6 +202,9 @@ pub struct TelegramSettings {
     pub webhook_url: String,
     #[serde(deserialize_with = "user_list")]
     pub allowed_users: Vec<i64>,
+    /// Who each allowed user is: `<id>=<MoviePilot name>:<role>`, comma-separated (see
+    /// `users::parse_users`). Empty maps nobody, so every allowed user keeps every right.
+    pub users: String,
     pub bot_username: String,
     pub poll_timeout_secs: u64,
     /// After getUpdates answers 409 (a webhook is set, or another poller), wait this long
@@ -1073,9 +1076,26 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The allowed users and who each is (`telegram.users`), or the entry that is wrong.
+    pub fn directory(&self) -> Result<crate::users::Directory, SettingError> {
+        let fix = || {
+            format!(
+                "set {} to <telegram id>=<MoviePilot name>:<viewer|user|admin>, comma-separated \
+                 (e.g. 111111111=alice:admin,222222222=:user), each id also in {}",
+                env_name("telegram.users"),
+                env_name("telegram.allowed_users")
+            )
+        };
+        let mappings = crate::users::parse_users(&self.telegram.users)
+            .map_err(|e| SettingError::new("telegram.users", e.to_string(), fix()))?;
+        crate::users::Directory::new(&self.telegram.allowed_users, mappings)
+            .map_err(|e| SettingError::new("telegram.users", e.to_string(), fix()))
+    }
+
     /// Checks what every command needs, plus what `needs` asks for.
     pub fn validate(&self, needs: Needs) -> Result<(), SettingError> {
         self.redis.validate()?;
+        self.directory()?;
         self.http.validate_limits()?;
         self.ledger.validate()?;
         self.worker.validate()?;
@@ -1305,6 +1325,38 @@ mod tests {
             ("ONCEBOT__NOTIFY__ENABLED", "true"),
             ("ONCEBOT__TELEGRAM__ADMIN_CHATS", "42"),
         ]
+    }
+
+    /// `telegram.users` is checked in every role (a worker records roles too), and a bad entry
+    /// is named with why.
+    #[test]
+    fn telegram_users_is_checked_in_every_role_naming_the_entry() {
+        let mut env = serving_env();
+        env.push(("ONCEBOT__TELEGRAM__USERS", "1=alice:admin,2=:user"));
+        let s = load(&env).unwrap();
+        s.validate(ALL).unwrap();
+        assert_eq!(s.directory().unwrap().rows().len(), 3);
+        for (users, says) in [
+            (
+                "1=alice:admin,2=bob:boss",
+                "\"2=bob:boss\" has an unknown role \"boss\"",
+            ),
+            (
+                "1=alice:admin,9=x:user",
+                "maps 9, who is not in telegram.allowed_users",
+            ),
+            ("1=alice:admin,1=bob:user", "maps 1 again"),
+        ] {
+            let mut env = serving_env();
+            env.push(("ONCEBOT__TELEGRAM__USERS", users));
+            for needs in [ALL, WORKER, NOTIFY, Needs::default()] {
+                let e = load(&env).unwrap().validate(needs).unwrap_err();
+                assert_eq!(e.key, "telegram.users");
+                let text = e.to_string();
+                assert!(text.contains(says), "{text}");
+                assert!(text.contains("ONCEBOT__TELEGRAM__USERS"), "{text}");
+            }
+        }
     }
 
     #[test]

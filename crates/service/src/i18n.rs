@@ -21,6 +21,8 @@ pub struct TapTexts {
     pub cancelled: &'static str,
     pub resolved: &'static str,
     pub settled: &'static str,
+    /// A tap the user's role does not allow (issue 22).
+    pub forbidden: &'static str,
 }
 
 /// The texts of one locale.
@@ -99,6 +101,10 @@ impl Texts {
                 "任务 #{job} 已被处理过（{state}），未做改动",
                 "Job #{job} was already settled ({state}); nothing changed.",
             ),
+            forbidden: self.pick(
+                "你的角色不能使用这个按钮",
+                "Your role does not allow this button.",
+            ),
         }
     }
 
@@ -143,6 +149,19 @@ impl Texts {
             "抱歉，你没有使用这个机器人的权限。请联系管理员把你的 Telegram 用户 ID 加入白名单。",
             "Sorry, you are not allowed to use this bot. Ask its owner to add your Telegram user id to the allow-list.",
         )
+    }
+
+    /// An allowed user's command that needs `needs` (a role above theirs): one plain sentence.
+    pub fn forbidden(&self, needs: crate::vocabulary::Role) -> &'static str {
+        match needs {
+            crate::vocabulary::Role::Admin => {
+                self.pick("只有管理员可以这样做。", "Only an admin can do that.")
+            }
+            _ => self.pick(
+                "你只能查看：搜索、订阅列表、下载进度和任务状态。",
+                "You can only look: search, the subscription list, downloads and job status.",
+            ),
+        }
     }
 
     pub fn unknown_command(&self, name: &str) -> String {

@@ -37,5 +37,6 @@ pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;
 pub mod untrusted;
+pub mod users;
 pub mod vocabulary;
 pub mod worker;

@@ -708,6 +708,30 @@ async fn the_page_shows_counts_streams_consumers_and_filters_recent_jobs() {
     assert_eq!(status, 404);
 }
 
+/// Issue 22: the page lists each allowed user with their role, MoviePilot name and its source,
+/// as `oncebot users` does.
+#[tokio::test]
+async fn the_page_lists_the_users_and_where_each_identity_came_from() {
+    let users = format!("{ALICE}=alice:viewer");
+    let d = deploy(&[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    let (status, page) = d.get("/admin/").await;
+    assert_eq!(status, 200);
+    let users = &page[page.find("<section id=\"users\"").expect("a users section")..];
+    let users = &users[..users.find("</section>").unwrap()];
+    assert!(
+        users.contains(&format!(
+            "<td>{ALICE}</td><td>viewer</td><td>alice</td><td>setting</td>"
+        )),
+        "{users}"
+    );
+    assert!(
+        users.contains(&format!(
+            "<td>{BOB}</td><td>user</td><td>-</td><td>unmapped</td>"
+        )),
+        "{users}"
+    );
+}
+
 #[tokio::test]
 async fn a_users_text_is_escaped_on_every_page() {
     let d = deploy(&[]).await;

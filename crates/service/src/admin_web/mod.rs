@@ -59,6 +59,8 @@ pub struct AdminWeb {
     read_only: bool,
     locale: Locale,
     job_retention: Duration,
+    /// Each allowed user and who they are (`telegram.users`), as `oncebot users` lists them.
+    users: Arc<Vec<crate::users::UserRow>>,
 }
 
 impl AdminWeb {
@@ -74,6 +76,8 @@ impl AdminWeb {
             read_only: a.read_only,
             locale: settings.telegram.locale,
             job_retention: Duration::from_secs(settings.worker.job_retention_secs),
+            // Validated at start (`Settings::validate`), like the origin above.
+            users: Arc::new(settings.directory().map(|d| d.rows()).unwrap_or_default()),
         })
     }
 
@@ -256,6 +260,7 @@ impl AdminWeb {
                 relay: relay.as_ref(),
                 review: &review,
                 recent: &recent,
+                users: &self.users,
                 filter: &form,
                 filter_error: filter_error.as_deref(),
                 csrf: &csrf,

@@ -38,6 +38,8 @@ pub struct Dashboard<'a> {
     pub relay: Option<&'a NotifyPosition>,
     pub review: &'a [Job],
     pub recent: &'a [Job],
+    /// Each allowed user's role, MoviePilot name and its source (`oncebot users`).
+    pub users: &'a [crate::users::UserRow],
     pub filter: &'a FilterForm,
     /// A filter value that could not be used, said plainly.
     pub filter_error: Option<&'a str>,
@@ -175,6 +177,22 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                         (r.forwarded) " / " (r.collapsed) " / " (r.unrouted) " / " (r.skipped)
                     }
                 },
+            }
+        }
+        section #users {
+            h2 { "Users" }
+            table {
+                thead { tr { th { "Telegram id" } th { "role" } th { "MoviePilot name" } th { "source" } } }
+                tbody {
+                    @for u in d.users {
+                        tr {
+                            td { (u.user_id) }
+                            td { (u.role) }
+                            td { (u.requester.as_deref().unwrap_or("-")) }
+                            td { (u.source) }
+                        }
+                    }
+                }
             }
         }
         section #recent {

@@ -174,6 +174,8 @@ fn with_args(command: Command, args: &str) -> Parsed {
         return Parsed::BadArgs { command };
     }
     let args = match command {
+        // `/subscriptions all`: everyone's, an admin's (see `Command::least_role`).
+        Command::Subscriptions if args.eq_ignore_ascii_case("all") => "all".to_string(),
         // Arguments these commands do not take are dropped, so `/jobs please` is `/jobs`.
         Command::Subscriptions
         | Command::Downloading
@@ -266,6 +268,18 @@ mod tests {
         assert_eq!(
             parse("订阅者", ChatKind::Private, ""),
             run(Command::Search, "订阅者")
+        );
+    }
+
+    #[test]
+    fn subscriptions_keeps_all_and_drops_anything_else() {
+        assert_eq!(
+            parse("/subscriptions ALL", ChatKind::Private, ""),
+            run(Command::Subscriptions, "all")
+        );
+        assert_eq!(
+            parse("/subscriptions please", ChatKind::Private, ""),
+            run(Command::Subscriptions, "")
         );
     }
 

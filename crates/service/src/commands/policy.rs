@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::Command;
 use crate::config::CommandSettings;
 pub use crate::vocabulary::Recovery;
+use crate::vocabulary::Role;
 
 /// How one command behaves under repetition.
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +23,10 @@ pub struct Policy {
     /// The duplicate window, read from the settings; `None` for commands that never have one.
     pub window: Option<fn(&CommandSettings) -> u64>,
     pub recovery: Recovery,
+    /// The least role that may run it (`users`): reads are a viewer's, anything that acts at
+    /// MoviePilot or asks the trackers a user's. `/subscriptions all` needs an admin
+    /// ([`Command::least_role`]).
+    pub least_role: Role,
 }
 
 /// The table. One row per command, in `Command::ALL` order.
@@ -32,6 +37,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::Rerun,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Subscribe,
@@ -39,6 +45,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: Some(|s| s.subscribe_window_secs),
         recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
     },
     Policy {
         command: Command::Subscriptions,
@@ -46,6 +53,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::Rerun,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Unsubscribe,
@@ -55,6 +63,7 @@ pub const POLICIES: [Policy; 13] = [
         // The delete looks the subscription up first (its id must still name its media), and
         // "gone" is what a crashed delete is verified by.
         recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
     },
     Policy {
         command: Command::SearchNow,
@@ -62,6 +71,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: Some(|s| s.searchnow_window_secs),
         recovery: Recovery::HoldForReview,
+        least_role: Role::User,
     },
     Policy {
         command: Command::Downloading,
@@ -69,6 +79,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::Rerun,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Status,
@@ -76,6 +87,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::Rerun,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Jobs,
@@ -83,6 +95,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::Rerun,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Help,
@@ -90,6 +103,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::NoJob,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Start,
@@ -97,6 +111,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::NoJob,
+        least_role: Role::Viewer,
     },
     Policy {
         command: Command::Download,
@@ -104,6 +119,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: None,
         recovery: Recovery::Rerun,
+        least_role: Role::User,
     },
     // The search hits every indexer site the user belongs to (rate limits), so it has a window
     // like a side effect, and is rerun at most once after a crash.
@@ -113,6 +129,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: Some(|s| s.resources_window_secs),
         recovery: Recovery::RerunOnce,
+        least_role: Role::User,
     },
     // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
     Policy {
@@ -121,6 +138,7 @@ pub const POLICIES: [Policy; 13] = [
         needs_confirmation: false,
         window: Some(|s| s.download_window_secs),
         recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
     },
 ];
 
@@ -128,6 +146,15 @@ impl Command {
     pub fn policy(self) -> &'static Policy {
         // The table is in `Command::ALL` order; a unit test holds it to that.
         &POLICIES[self as usize]
+    }
+
+    /// The least role that may run it with these arguments: the table's, except that the
+    /// whole subscription list (`/subscriptions all`) is an admin's.
+    pub fn least_role(self, args: &str) -> Role {
+        if self == Command::Subscriptions && args == "all" {
+            return Role::Admin;
+        }
+        self.policy().least_role
     }
 
     /// The duplicate window under these settings (zero: no business-layer check).
@@ -148,6 +175,22 @@ mod tests {
             assert_eq!(POLICIES[i].command, c);
             assert_eq!(c.policy().command, c);
         }
+    }
+
+    /// Issue 22: a viewer may only read; anything with a side effect (a resource search asks
+    /// every tracker) needs a user, and everyone's subscriptions an admin.
+    #[test]
+    fn viewers_only_read_and_the_whole_list_is_an_admins() {
+        for p in POLICIES {
+            let want = if p.side_effect || matches!(p.command, Command::Download) {
+                Role::User
+            } else {
+                Role::Viewer
+            };
+            assert_eq!(p.least_role, want, "{:?}", p.command);
+        }
+        assert_eq!(Command::Subscriptions.least_role(""), Role::Viewer);
+        assert_eq!(Command::Subscriptions.least_role("all"), Role::Admin);
     }
 
     #[test]

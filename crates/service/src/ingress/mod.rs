@@ -25,6 +25,7 @@ use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, T
 use crate::metrics::METRICS;
 use crate::telegram::keyboard;
 use crate::telegram::types::{CallbackQuery, Update};
+use crate::users::Directory;
 use crate::vocabulary::{JobState, ReplyKind};
 
 /// A stranger is told "not allowed" once per this window, however much they write.
@@ -75,6 +76,8 @@ pub struct Ingress {
 struct Inner {
     ledger: Ledger,
     allowed_users: HashSet<i64>,
+    /// Who each allowed user is (`telegram.users`): decided here, before admission.
+    directory: Directory,
     bot_username: String,
     texts: Texts,
     commands: CommandSettings,
@@ -88,6 +91,9 @@ impl Ingress {
             inner: Arc::new(Inner {
                 ledger,
                 allowed_users: settings.telegram.allowed_users.iter().copied().collect(),
+                // Settings are validated before any role starts (`Settings::validate` checks
+                // `telegram.users`); an empty directory would refuse everyone, never allow more.
+                directory: settings.directory().unwrap_or_default(),
                 bot_username: settings
                     .telegram
                     .bot_username
@@ -149,18 +155,24 @@ impl Ingress {
             }
         };
         let admitted = self.inner.ledger.admit(&admission).await?;
-        let refusal = matches!(
-            admission.action,
-            AdmissionAction::Reply {
-                kind: ReplyKind::Refusal,
-                ..
-            }
-        );
-        METRICS.update(if refusal {
-            "unauthorised"
-        } else {
-            admitted.outcome()
+        let refused = match &admission.action {
+            AdmissionAction::Reply { kind, .. } => Some(*kind),
+            _ => None,
+        };
+        METRICS.update(match refused {
+            Some(ReplyKind::Refusal) => "unauthorised",
+            Some(ReplyKind::Forbidden) => "forbidden",
+            _ => admitted.outcome(),
         });
+        if refused == Some(ReplyKind::Forbidden) {
+            tracing::info!(
+                update_id = update.update_id,
+                user_id = admission.user_id,
+                chat_id = admission.chat_id,
+                command = self.forbidden_command(update),
+                "command refused: the user's role does not allow it; no job"
+            );
+        }
         if let (Admitted::New { .. }, AdmissionAction::Job { command, .. }) =
             (&admitted, &admission.action)
         {
@@ -240,7 +252,17 @@ impl Ingress {
                 once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
             }
         } else {
+            // The allow-list passed, so the directory knows them; `Admin` is what it says for
+            // everyone while nobody is mapped.
+            let role = inner
+                .directory
+                .identify(from.id)
+                .map_or(crate::vocabulary::Role::Admin, |i| i.role);
             match parsed {
+                Parsed::Run { command, args } if role < command.least_role(&args) => reply(
+                    ReplyKind::Forbidden,
+                    texts.forbidden(command.least_role(&args)).into(),
+                ),
                 Parsed::Run {
                     command: Command::Help | Command::Start,
                     ..
@@ -277,6 +299,24 @@ impl Ingress {
 }
 
 impl Ingress {
+    /// The command a refused update asked for, for the log line.
+    fn forbidden_command(&self, update: &Update) -> &'static str {
+        let Some(m) = &update.message else { return "" };
+        let chat = if m.chat.kind == "private" {
+            ChatKind::Private
+        } else {
+            ChatKind::Group
+        };
+        match m
+            .text
+            .as_deref()
+            .map(|t| commands::parse(t, chat, &self.inner.bot_username))
+        {
+            Some(Parsed::Run { command, .. }) => command.name(),
+            _ => "",
+        }
+    }
+
     /// What a callback query asks of the ledger. Anything not recognisably one of our buttons
     /// still goes to the ledger, so it too is answered (once).
     fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {
@@ -285,6 +325,12 @@ impl Ingress {
             callback_query_id: query.id.clone(),
             user_id: query.from.id,
             allowed: !query.from.is_bot && self.inner.allowed_users.contains(&query.from.id),
+            // tap.lua decides what the role allows (it alone reads the token).
+            role: self
+                .inner
+                .directory
+                .identify(query.from.id)
+                .map_or(crate::vocabulary::Role::Viewer, |i| i.role),
             chat_id: query.message.as_ref().map(|m| m.chat.id),
             message_id: query.message.as_ref().map(|m| m.message_id),
             token: query
@@ -304,4 +350,73 @@ fn once_key(kind: ReplyKind, chat_id: i64, user_id: i64) -> String {
     h.update(chat_id.to_le_bytes());
     h.update(user_id.to_le_bytes());
     hex::encode(&h.finalize()[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ingress(users: &str) -> Ingress {
+        let settings = Settings::load_from(
+            None,
+            [
+                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1,2,3"),
+                ("ONCEBOT__TELEGRAM__USERS", users),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+        .unwrap();
+        // Connecting is lazy (it needs a runtime, not a Redis): `decide` never reaches Redis.
+        let ledger = Ledger::connect(&settings).unwrap();
+        Ingress::new(&settings, ledger)
+    }
+
+    fn message(user: i64, text: &str) -> Update {
+        serde_json::from_value(serde_json::json!({
+            "update_id": 10,
+            "message": {"message_id": 5, "from": {"id": user}, "chat": {"id": user, "type": "private"},
+                "text": text}
+        }))
+        .unwrap()
+    }
+
+    fn forbidden(a: &Admission) -> bool {
+        matches!(
+            a.action,
+            AdmissionAction::Reply {
+                kind: ReplyKind::Forbidden,
+                ..
+            }
+        )
+    }
+
+    /// Issue 22: a viewer's /subscribe makes no job; a user may, but not `/subscriptions all`.
+    #[tokio::test]
+    async fn a_command_above_the_role_is_answered_without_a_job() {
+        let i = ingress("1=alice:viewer,2=bob:admin");
+        assert!(forbidden(
+            &i.decide(&message(1, "/subscribe tmdb:1")).unwrap()
+        ));
+        assert!(!forbidden(&i.decide(&message(1, "/search dune")).unwrap()));
+        // 3 is unmapped while others are: a user.
+        assert!(!forbidden(
+            &i.decide(&message(3, "/subscribe tmdb:1")).unwrap()
+        ));
+        assert!(forbidden(
+            &i.decide(&message(3, "/subscriptions all")).unwrap()
+        ));
+        assert!(!forbidden(
+            &i.decide(&message(2, "/subscriptions all")).unwrap()
+        ));
+    }
+
+    /// Nothing changes for a deployment that maps nobody: everyone may do everything.
+    #[tokio::test]
+    async fn nobody_mapped_keeps_every_right() {
+        let i = ingress("");
+        for text in ["/subscriptions all", "/subscribe tmdb:1", "/download dune"] {
+            let a = i.decide(&message(3, text)).unwrap();
+            assert!(matches!(a.action, AdmissionAction::Job { .. }), "{text}");
+        }
+    }
 }

@@ -197,6 +197,7 @@ async fn tap() {
         allowed: true,
         chat_id: Some(1),
         message_id: Some(2),
+        role: crate::vocabulary::Role::Admin,
         token: Some("ab".into()),
     };
     holds(&ledger().tap_call(&tap), true);

@@ -314,6 +314,8 @@ pub struct Tap {
     pub user_id: i64,
     /// The user is on `telegram.allowed_users`.
     pub allowed: bool,
+    /// Their role (`users::Directory`; `Admin` for everyone while nobody is mapped).
+    pub role: crate::vocabulary::Role,
     /// Where the button's message is (`None`: Telegram did not say).
     pub chat_id: Option<i64>,
     pub message_id: Option<i64>,
@@ -347,6 +349,9 @@ pub enum Tapped {
     Expired,
     /// Someone else's button; it stays usable for its owner.
     Foreign,
+    /// The tapper's role does not allow this button (a review button for a non-admin, a
+    /// viewer's tap that would run a job); it stays usable.
+    Forbidden,
     /// Not one of oncebot's buttons.
     Unknown,
     /// Telegram delivered this update before; nothing was written.
@@ -368,6 +373,7 @@ impl Tapped {
             Tapped::Used { .. } => "used",
             Tapped::Expired => "expired",
             Tapped::Foreign => "foreign",
+            Tapped::Forbidden => "forbidden",
             Tapped::Unknown => "unknown",
             Tapped::DuplicateUpdate { .. } => "duplicate_update",
         }
@@ -397,7 +403,7 @@ impl Ledger {
             Some(t) => ("token", t.as_str()),
             None => ("unknown", "-"),
         };
-        let mut call = ScriptCall::new(&scripts::TAP, 12, 15, 512 + self.tap_texts.len());
+        let mut call = ScriptCall::new(&scripts::TAP, 12, 16, 512 + self.tap_texts.len());
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -424,7 +430,8 @@ impl Ledger {
             .arg("replies consumer group", keys::REPLIES_GROUP)
             .arg("callbacks consumer group", keys::CALLBACKS_GROUP)
             .arg("retention", self.job_retention_secs)
-            .arg("texts", &self.tap_texts);
+            .arg("texts", &self.tap_texts)
+            .arg("role of the user who tapped", tap.role.as_str());
         call
     }
 
@@ -471,6 +478,7 @@ impl Ledger {
             },
             "expired" => Tapped::Expired,
             "foreign" => Tapped::Foreign,
+            "forbidden" => Tapped::Forbidden,
             "unknown" => Tapped::Unknown,
             "duplicate_update" => Tapped::DuplicateUpdate {
                 job_id: opt_job(),

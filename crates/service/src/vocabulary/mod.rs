@@ -1,7 +1,7 @@
 //! The words Rust and the Lua scripts share, as types: where a job is (`JobState`), what a reply
 //! on the replies stream is (`ReplyKind`), what may be done with a job found running after a
-//! crash (`Recovery`), a person's decision on a held job (`Resolution`) and
-//! what resolve.lua answered (`Resolved`). Each has one `as_str`, the exact string the scripts
+//! crash (`Recovery`), a person's decision on a held job (`Resolution`), what resolve.lua
+//! answered (`Resolved`) and what a user may do (`Role`). Each has one `as_str`, the exact string the scripts
 //! store and compare; nothing else in Rust spells those strings.
 //!
 //! A leaf: it imports nothing of the crate, so the ledger, the worker, the texts (`i18n`) and the
@@ -11,11 +11,13 @@ mod job_state;
 mod notification_type;
 mod recovery;
 mod reply_kind;
+mod role;
 
 pub use job_state::JobState;
 pub use notification_type::NotificationType;
 pub use recovery::Recovery;
 pub use reply_kind::ReplyKind;
+pub use role::Role;
 
 /// A person's decision on a `needs_review` job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -17,6 +17,8 @@ pub enum ReplyKind {
     Progress,
     /// Admission refused the update (not allowed, not for this bot).
     Refusal,
+    /// An allowed user's command their role does not allow (issue 22): one plain sentence.
+    Forbidden,
     /// The answer to /help or /start.
     Help,
     /// A known command with bad arguments: how to use it.
@@ -43,13 +45,14 @@ pub enum ReplyKind {
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 17] = [
+    pub const ALL: [ReplyKind; 18] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
         ReplyKind::Failed,
         ReplyKind::Progress,
         ReplyKind::Refusal,
+        ReplyKind::Forbidden,
         ReplyKind::Help,
         ReplyKind::Usage,
         ReplyKind::UnknownCommand,
@@ -72,6 +75,7 @@ impl ReplyKind {
             ReplyKind::Failed => "failed",
             ReplyKind::Progress => "progress",
             ReplyKind::Refusal => "refusal",
+            ReplyKind::Forbidden => "forbidden",
             ReplyKind::Help => "help",
             ReplyKind::Usage => "usage",
             ReplyKind::UnknownCommand => "unknown_command",

@@ -1,0 +1,340 @@
+//! Who a Telegram user is to oncebot: their role and the MoviePilot user they act as.
+//!
+//! Policy, in one place:
+//! - **The allow-list comes first.** Only `telegram.allowed_users` run commands; a mapping (the
+//!   setting, or MoviePilot's own) never adds anyone. [`Directory::identify`] answers `None` for
+//!   anybody else.
+//! - **Nothing changes for a deployment that maps nobody.** With no mapping at all, every allowed
+//!   user is an `admin` acting as the service account, as before roles existed.
+//! - **Once anyone is mapped**, an allowed user nobody mapped is a `user` acting as the service
+//!   account (no MoviePilot name of their own).
+//! - **Two sources, the explicit one winning**: `telegram.users` (the setting), then MoviePilot's
+//!   own mapping (the `telegram_userid` a MoviePilot user set; a slot the directory keeps for it,
+//!   empty until oncebot reads it).
+//!
+//! Pure: no I/O. Depends only on `vocabulary`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::vocabulary::Role;
+
+/// One entry of `telegram.users`: `<telegram id>=<MoviePilot name>:<role>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub user_id: i64,
+    /// The MoviePilot username; `None` when the entry leaves it out (`333=:admin`).
+    pub requester: Option<String>,
+    pub role: Role,
+}
+
+/// Where a user's identity came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `telegram.users`.
+    Setting,
+    /// MoviePilot's own mapping (a user's `telegram_userid`).
+    MoviePilot,
+    /// Nobody mapped them while someone else is mapped: a `user` as the service account.
+    Unmapped,
+    /// Nobody is mapped at all: an `admin` as the service account, as before roles existed.
+    NobodyMapped,
+}
+
+impl Source {
+    /// The name `oncebot users` and the operator's page show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Setting => "setting",
+            Source::MoviePilot => "moviepilot",
+            Source::Unmapped => "unmapped",
+            Source::NobodyMapped => "nobody_mapped",
+        }
+    }
+}
+
+/// What an allowed user is to oncebot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub role: Role,
+    /// The MoviePilot username they act as; `None`: the service account oncebot logs in with.
+    pub requester: Option<String>,
+    pub source: Source,
+}
+
+/// One row of a listing: an allowed user and their identity.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UserRow {
+    pub user_id: i64,
+    pub role: &'static str,
+    pub requester: Option<String>,
+    pub source: &'static str,
+}
+
+/// A bad entry of `telegram.users`: the entry as written and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("entry {entry:?} {why}")]
+pub struct UsersError {
+    pub entry: String,
+    pub why: String,
+}
+
+impl UsersError {
+    fn new(entry: &str, why: impl Into<String>) -> Self {
+        Self {
+            entry: entry.to_string(),
+            why: why.into(),
+        }
+    }
+}
+
+/// Reads `telegram.users`: comma-separated `<telegram id>=<MoviePilot name>:<role>`, the name
+/// possibly empty (`333333333=:admin`). Blanks around the parts are ignored; an empty setting
+/// maps nobody.
+pub fn parse_users(text: &str) -> Result<Vec<Mapping>, UsersError> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for raw in text.split(',') {
+        let entry = raw.trim();
+        if entry.is_empty() {
+            continue;
+        }
+        let Some((id, rest)) = entry.split_once('=') else {
+            return Err(UsersError::new(
+                entry,
+                "has no '=' (expected <telegram id>=<MoviePilot name>:<role>)",
+            ));
+        };
+        let user_id: i64 = id.trim().parse().map_err(|_| {
+            UsersError::new(
+                entry,
+                format!("has {:?}, not a Telegram user id", id.trim()),
+            )
+        })?;
+        let Some((name, role)) = rest.rsplit_once(':') else {
+            return Err(UsersError::new(
+                entry,
+                "has no ':<role>' (expected <telegram id>=<MoviePilot name>:<role>)",
+            ));
+        };
+        let role: Role = role
+            .trim()
+            .parse()
+            .map_err(|e: String| UsersError::new(entry, format!("has an {e}")))?;
+        if !seen.insert(user_id) {
+            return Err(UsersError::new(
+                entry,
+                format!("maps {user_id} again (each Telegram id once)"),
+            ));
+        }
+        let name = name.trim();
+        out.push(Mapping {
+            user_id,
+            requester: (!name.is_empty()).then(|| name.to_string()),
+            role,
+        });
+    }
+    Ok(out)
+}
+
+/// The allowed users and what maps them: the one place a Telegram id becomes an [`Identity`].
+#[derive(Debug, Clone, Default)]
+pub struct Directory {
+    allowed: BTreeSet<i64>,
+    setting: BTreeMap<i64, Mapping>,
+    /// MoviePilot's own mapping, for the part that reads it; empty for now.
+    moviepilot: BTreeMap<i64, Mapping>,
+}
+
+/// A `telegram.users` entry for a Telegram id that is not on `telegram.allowed_users`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("maps {user_id}, who is not in telegram.allowed_users (a mapping never adds anyone)")]
+pub struct NotAllowed {
+    pub user_id: i64,
+}
+
+impl Directory {
+    /// The allow-list and the setting's mappings; every mapped id must be allowed.
+    pub fn new(allowed: &[i64], setting: Vec<Mapping>) -> Result<Directory, NotAllowed> {
+        let allowed: BTreeSet<i64> = allowed.iter().copied().collect();
+        if let Some(m) = setting.iter().find(|m| !allowed.contains(&m.user_id)) {
+            return Err(NotAllowed { user_id: m.user_id });
+        }
+        Ok(Directory {
+            allowed,
+            setting: setting.into_iter().map(|m| (m.user_id, m)).collect(),
+            moviepilot: BTreeMap::new(),
+        })
+    }
+
+    /// Replaces MoviePilot's side of the mapping (ids not allowed are kept out: the allow-list
+    /// decides who runs commands).
+    pub fn set_moviepilot(&mut self, mappings: Vec<Mapping>) {
+        self.moviepilot = mappings
+            .into_iter()
+            .filter(|m| self.allowed.contains(&m.user_id))
+            .map(|m| (m.user_id, m))
+            .collect();
+    }
+
+    /// Whether `user_id` may run commands at all.
+    pub fn is_allowed(&self, user_id: i64) -> bool {
+        self.allowed.contains(&user_id)
+    }
+
+    /// Whether anyone is mapped (by either source): until then every allowed user is an admin.
+    pub fn anyone_mapped(&self) -> bool {
+        !self.setting.is_empty() || !self.moviepilot.is_empty()
+    }
+
+    /// What `user_id` is; `None` for anyone not on the allow-list.
+    pub fn identify(&self, user_id: i64) -> Option<Identity> {
+        if !self.allowed.contains(&user_id) {
+            return None;
+        }
+        let found = self
+            .setting
+            .get(&user_id)
+            .map(|m| (m, Source::Setting))
+            .or_else(|| {
+                self.moviepilot
+                    .get(&user_id)
+                    .map(|m| (m, Source::MoviePilot))
+            });
+        Some(match found {
+            Some((m, source)) => Identity {
+                role: m.role,
+                requester: m.requester.clone(),
+                source,
+            },
+            None if self.anyone_mapped() => Identity {
+                role: Role::User,
+                requester: None,
+                source: Source::Unmapped,
+            },
+            None => Identity {
+                role: Role::Admin,
+                requester: None,
+                source: Source::NobodyMapped,
+            },
+        })
+    }
+
+    /// Every allowed user with their identity, by Telegram id.
+    pub fn rows(&self) -> Vec<UserRow> {
+        self.allowed
+            .iter()
+            .filter_map(|&user_id| {
+                self.identify(user_id).map(|i| UserRow {
+                    user_id,
+                    role: i.role.as_str(),
+                    requester: i.requester,
+                    source: i.source.as_str(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapping(user_id: i64, name: Option<&str>, role: Role) -> Mapping {
+        Mapping {
+            user_id,
+            requester: name.map(str::to_string),
+            role,
+        }
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let got =
+            parse_users("111111111=alice:admin, 222222222=bob:user,333333333=:admin").unwrap();
+        assert_eq!(
+            got,
+            vec![
+                mapping(111111111, Some("alice"), Role::Admin),
+                mapping(222222222, Some("bob"), Role::User),
+                mapping(333333333, None, Role::Admin),
+            ]
+        );
+        assert_eq!(parse_users("").unwrap(), vec![]);
+        assert_eq!(parse_users(" , ").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn each_bad_entry_is_named_with_why() {
+        let cases = [
+            (
+                "abc=alice:admin",
+                "abc=alice:admin",
+                "not a Telegram user id",
+            ),
+            ("1=alice:admin,2alice:user", "2alice:user", "no '='"),
+            ("1=alice", "1=alice", "no ':<role>'"),
+            ("1=alice:root", "1=alice:root", "unknown role \"root\""),
+            ("1=a:user,1=b:admin", "1=b:admin", "maps 1 again"),
+        ];
+        for (text, entry, why) in cases {
+            let e = parse_users(text).unwrap_err();
+            assert_eq!(e.entry, entry, "{text}");
+            assert!(e.to_string().contains(why), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_mapped_id_must_be_allowed() {
+        let e = Directory::new(&[1], vec![mapping(2, Some("x"), Role::User)]).unwrap_err();
+        assert_eq!(e.user_id, 2);
+    }
+
+    #[test]
+    fn nobody_mapped_means_every_allowed_user_is_an_admin_as_before() {
+        let d = Directory::new(&[1, 2], vec![]).unwrap();
+        let i = d.identify(1).unwrap();
+        assert_eq!(i.role, Role::Admin);
+        assert_eq!(i.requester, None);
+        assert_eq!(i.source, Source::NobodyMapped);
+        assert_eq!(d.identify(3), None, "the allow-list comes first");
+    }
+
+    #[test]
+    fn once_anyone_is_mapped_the_unmapped_are_users_as_the_service_account() {
+        let d = Directory::new(&[1, 2, 3], vec![mapping(1, Some("alice"), Role::Viewer)]).unwrap();
+        assert_eq!(
+            d.identify(1).unwrap(),
+            Identity {
+                role: Role::Viewer,
+                requester: Some("alice".into()),
+                source: Source::Setting
+            }
+        );
+        assert_eq!(
+            d.identify(2).unwrap(),
+            Identity {
+                role: Role::User,
+                requester: None,
+                source: Source::Unmapped
+            }
+        );
+        assert_eq!(d.rows().len(), 3);
+    }
+
+    #[test]
+    fn the_setting_wins_over_moviepilot_which_never_adds_anyone() {
+        let mut d = Directory::new(&[1, 2], vec![mapping(1, Some("alice"), Role::Admin)]).unwrap();
+        d.set_moviepilot(vec![
+            mapping(1, Some("other"), Role::User),
+            mapping(2, Some("bob"), Role::User),
+            mapping(9, Some("stranger"), Role::Admin),
+        ]);
+        assert_eq!(d.identify(1).unwrap().requester.as_deref(), Some("alice"));
+        assert_eq!(d.identify(2).unwrap().source, Source::MoviePilot);
+        assert_eq!(d.identify(9), None);
+        assert_eq!(
+            d.rows().iter().map(|r| r.source).collect::<Vec<_>>(),
+            ["setting", "moviepilot"]
+        );
+    }
+}

@@ -1,0 +1,88 @@
+//! What a Telegram user may do, as `telegram.users` spells it, a job's `role` field stores it and
+//! tap.lua compares it.
+
+use std::str::FromStr;
+
+/// A user's role, least first: each may do what the one before it may, and more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// Reads only: searches, lists, job status, help. No resource search (it asks every
+    /// tracker) and no button that acts.
+    Viewer,
+    /// Also subscribes, downloads and cancels subscriptions.
+    User,
+    /// Everything, including the whole subscription list and the review buttons.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Viewer, Role::User, Role::Admin];
+
+    /// The name in `telegram.users`, in a job's `role` field and in tap.lua's ARGV.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::User => "user",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("unknown role {s:?} (expected viewer, user or admin)"))
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_back_and_roles_are_ordered() {
+        for r in Role::ALL {
+            assert_eq!(r.as_str().parse::<Role>(), Ok(r));
+        }
+        assert!(Role::Viewer < Role::User && Role::User < Role::Admin);
+        assert!("Admin".parse::<Role>().is_err());
+    }
+
+    /// tap.lua decides a tap by comparing the tapper's role with literals, and its header lists
+    /// the roles it may be given: each is a role Rust can send, and every role is listed.
+    #[test]
+    fn tap_lua_names_each_role_and_compares_only_roles() {
+        let path = format!("{}/../../lua/tap.lua", env!("CARGO_MANIFEST_DIR"));
+        let tap = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let header = tap
+            .lines()
+            .find(|l| l.contains("role of the user who tapped"))
+            .expect("tap.lua's header describes the tapper's role");
+        for r in Role::ALL {
+            assert!(
+                header.contains(r.as_str()),
+                "tap.lua's header misses {:?}",
+                r.as_str()
+            );
+        }
+        let compared: Vec<&str> = tap
+            .split("role == '")
+            .chain(tap.split("role ~= '").skip(1))
+            .skip(1)
+            .map(|rest| rest.split('\'').next().unwrap())
+            .collect();
+        assert!(!compared.is_empty(), "tap.lua compares no role");
+        for name in compared {
+            assert!(name.parse::<Role>().is_ok(), "tap.lua compares {name:?}");
+        }
+    }
+}
