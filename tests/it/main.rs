@@ -2,8 +2,9 @@
 //! `redis-server` (private, on a unix socket) and simulated outside services that speak the real
 //! wire protocol (`oncebot_tools::sim`), never traits.
 //!
-//! Run them with `cargo nextest run --features failpoints`. `redis-server` must be on the PATH
-//! (`apt-get install redis-server`); tests fail, not skip, without it.
+//! Run them with `scripts/test`, which installs what is missing (as root) and runs `cargo nextest
+//! run --features failpoints --no-fail-fast`. `redis-server` must be on the PATH (`apt-get install
+//! redis-server`); tests fail, not skip, without it.
 
 /// Shared helpers: updates as Telegram sends them, a view of Redis, the app in-process and the
 /// binary as a child process.
@@ -118,3 +119,6 @@ mod retention;
 /// Every Bot API request oncebot sends and every answer of the simulated Bot API checked
 /// against teloxide-core's types, and recorded real updates read alike by both models.
 mod wire_types;
+
+/// The README's two commands, `scripts/test` and `.ci/run` agree: CI runs what a new user runs.
+mod quick_start;

@@ -3,8 +3,8 @@
 //! against a running oncebot with jobs in every state; the test reads what is rendered, watches
 //! the counts refresh by themselves, clicks **Mark succeeded** and checks the ledger.
 //!
-//! `.ci/run` installs `chromium` and `chromium-driver` when missing; without them this test
-//! fails (it does not skip), as the Redis tests do without `redis-server`.
+//! `scripts/test` installs `chromium` and `chromium-driver` when missing (as root); without them
+//! this test fails (it does not skip), as the Redis tests do without `redis-server`.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -41,7 +41,7 @@ fn on_path(program: &str) -> PathBuf {
                 .find(|p| p.is_file())
         })
         .unwrap_or_else(|| {
-            panic!("{program} is not installed: apt-get install chromium chromium-driver (.ci/run does)")
+            panic!("{program} is not installed: apt-get install chromium chromium-driver (scripts/test does, as root)")
         })
 }
 
