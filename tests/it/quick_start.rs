@@ -53,7 +53,9 @@ fn readme_names_the_test_command_scripts_test_runs() {
     let quick_start = README.split("\n## Quick start\n").nth(1).unwrap();
     let quick_start = quick_start.split("\n## ").next().unwrap();
     assert!(
-        quick_start.replace('\n', " ").contains(&format!("`{command}`")),
+        quick_start
+            .replace('\n', " ")
+            .contains(&format!("`{command}`")),
         "the Quick start says what scripts/test runs: `{command}`"
     );
 }
@@ -77,7 +79,10 @@ fn ci_runs_scripts_test_not_its_own_test_command() {
         .iter()
         .position(|l| *l == "scripts/test")
         .expect(".ci/run runs scripts/test");
-    assert!(install < clippy && clippy < test, "install, clippy, then the tests");
+    assert!(
+        install < clippy && clippy < test,
+        "install, clippy, then the tests"
+    );
     assert!(
         !CI.contains("nextest run"),
         ".ci/run keeps no copy of the test command; scripts/test holds it"
