@@ -574,8 +574,11 @@ impl Ledger {
             .arg("mode \"confirm\": the buttons' token group", spec)
             .arg("mode \"confirm\": the question", prompt)
             .arg("mode \"confirm\": the buttons", markup)
-            .arg("requester", a.requester.as_deref().unwrap_or(""))
-            .arg("role", a.role.as_str())
+            .arg(
+                "the MoviePilot user the job acts for",
+                a.requester.as_deref().unwrap_or(""),
+            )
+            .arg("the asker's role", a.role.as_str())
             .args(&self.state_labels);
         call
     }
