@@ -523,8 +523,10 @@ impl MoviePilotSim {
     pub fn set_telegram_userid(&self, name: &str, telegram_userid: Option<&str>) {
         let mut data = self.state.data();
         if let Some(u) = data.users.iter_mut().find(|u| u.name == name) {
-            u.settings
-                .insert("telegram_userid".into(), json!(telegram_userid.unwrap_or("")));
+            u.settings.insert(
+                "telegram_userid".into(),
+                json!(telegram_userid.unwrap_or("")),
+            );
         }
     }
 
