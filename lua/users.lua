@@ -15,7 +15,8 @@
 
   The HASH: one field per mapped Telegram id (value `<MoviePilot name>:<role>`), plus `state`
   (ARGV[2]), `refreshed_at` (ms, Redis's clock), `attempted_at` (kept, see users_turn.lua) and
-  `by` (the holder). Fields that are not numbers describe the mapping; the others are ids.
+  `by` (the holder); `reading` (users_turn.lua's) is gone: this read finished. Fields that are
+  not numbers describe the mapping; the others are ids.
 
   Returns {1, field, value, ...}: written, with the mapping it replaced (every field of the old
   HASH); {0}: the turn is no longer this holder's, nothing written.

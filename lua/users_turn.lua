@@ -15,7 +15,9 @@
   ARGV[3] retry         ms after a read that did not finish (a failed call, a crash)
   ARGV[4] lease         ms one read may take before another process may try
 
-  Writes `attempted_at` (ms, Redis's clock) into the mapping key when the turn is taken.
+  Writes into the mapping key when the turn is taken: `attempted_at` (ms, Redis's clock) and
+  `reading` (the holder), which users.lua removes: while it is there, the last read did not
+  finish.
 
   Returns 1: the turn is this holder's (the lock is set), 0: not now (read recently enough, or
   another process reads now).
@@ -27,9 +29,8 @@ end
 local now = now_ms()
 local attempted = tonumber(redis.call('HGET', KEYS[1], 'attempted_at') or '')
 if attempted then
-  local refreshed = tonumber(redis.call('HGET', KEYS[1], 'refreshed_at') or '') or 0
   local wait = tonumber(ARGV[2])
-  if refreshed < attempted then
+  if redis.call('HEXISTS', KEYS[1], 'reading') == 1 then
     wait = math.min(wait, tonumber(ARGV[3]))
   end
   if tonumber(now) - attempted < wait then
@@ -37,5 +38,5 @@ if attempted then
   end
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
-redis.call('HSET', KEYS[1], 'attempted_at', now)
+redis.call('HSET', KEYS[1], 'attempted_at', now, 'reading', ARGV[1])
 return 1

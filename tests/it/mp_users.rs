@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot, MoviePilotSettings};
-use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimOptions, routes};
+use oncebot_tools::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
 use serde_json::Value;
 
 use crate::support::app::run_oncebot;
@@ -215,6 +215,64 @@ async fn a_moviepilot_user_removed_while_running_loses_the_mapping_at_the_next_r
     ingress_maps(&rig, 1.0).await;
     rig.mp.set_user_active("alice", false);
     ingress_maps(&rig, 0.0).await;
+}
+
+/// MoviePilot failing (502s) while oncebot runs leaves the last mapping standing; the failure
+/// is logged at warn once for the run of them, and the next good read says it is over.
+#[tokio::test]
+async fn moviepilot_failing_leaves_the_last_mapping_standing() {
+    let rig = Rig::with(Dialect::V2, &[FAST_REFRESH]).await;
+    rig.mp.add_user("bob", true, Some(&BOB.to_string()));
+    let bot = rig.start_pipeline().await;
+    ingress_maps(&rig, 1.0).await;
+    for _ in 0..3 {
+        rig.mp.fail_next(
+            routes::USERS,
+            Fault::Status(502, "<html>Bad Gateway</html>".into()),
+        );
+    }
+    bot.wait_for_stderr("MoviePilot's users are readable again", REACHES_INGRESS)
+        .await;
+    let failed = "reading MoviePilot's users failed; the mapping stays as it was";
+    let log = bot.stderr();
+    assert_eq!(log.matches(failed).count(), 1, "{log}");
+    assert!(!log.contains("MoviePilot's mapping: removed"), "{log}");
+    assert_eq!(mapped_in_ingress(&rig, "moviepilot").await, Some(1.0));
+    // The next good read after a removal does remove.
+    rig.mp.remove_user("bob");
+    ingress_maps(&rig, 0.0).await;
+}
+
+/// Roles in separate processes: an ingress of its own and two workers. The workers read
+/// MoviePilot's users one at a time, once per interval between them (not once each), and a
+/// change reaches the ingress through Redis.
+#[tokio::test]
+async fn a_split_deployment_reads_once_per_interval_and_the_ingress_follows_through_redis() {
+    let rig = Rig::with(Dialect::V2, &[FAST_REFRESH]).await;
+    rig.mp.add_user("alice", false, Some(&ALICE.to_string()));
+    let _ingress = rig.start_roles(&["ingress"], None).await;
+    let _w1 = rig.start_worker_only().await;
+    let _w2 = rig.start_worker_only().await;
+    ingress_maps(&rig, 1.0).await;
+    // Each read begins at least an interval (1 s, Redis's clock) after the one before, whoever
+    // makes it: four more reads span at least three intervals. Two workers reading each on
+    // their own would make them in about half that.
+    let first = rig.mp.calls(routes::USERS);
+    let began = std::time::Instant::now();
+    eventually("four more reads", REACHES_INGRESS, || async {
+        (rig.mp.calls(routes::USERS) >= first + 4).then_some(())
+    })
+    .await;
+    assert!(
+        began.elapsed() >= Duration::from_millis(2_500),
+        "{:?} for four reads",
+        began.elapsed()
+    );
+    rig.mp.remove_user("alice");
+    ingress_maps(&rig, 0.0).await;
+    rig.send(1, "/subscriptions all").await;
+    // Nobody is mapped any more: every allowed user is an admin again, as before.
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
 }
 
 /// oncebot's MoviePilot account is no superuser: MoviePilot refuses the list, the worker says

@@ -138,6 +138,9 @@ pub struct Refresher {
     lease: Duration,
     /// The not-a-superuser warning was logged, and nothing changed since.
     told_not_superuser: bool,
+    /// The last read failed (MoviePilot down, refusing the credentials): a failure in a row is
+    /// logged at warn once, the rest at debug.
+    failing: bool,
 }
 
 impl Refresher {
@@ -152,6 +155,7 @@ impl Refresher {
             // The call's timeout, a login before it and a margin.
             lease: Duration::from_secs(2 * settings.moviepilot.timeout_secs + 10),
             told_not_superuser: false,
+            failing: false,
         })
     }
 
@@ -189,6 +193,9 @@ impl Refresher {
         let (state, mappings) = match self.mp.list_users().await {
             Ok(users) => {
                 self.told_not_superuser = false;
+                if std::mem::take(&mut self.failing) {
+                    tracing::info!("MoviePilot's users are readable again");
+                }
                 let (mappings, shadowed) = mappings_of(&users);
                 for (id, name) in shadowed {
                     tracing::warn!(
@@ -201,6 +208,7 @@ impl Refresher {
                 (STATE_OK, mappings)
             }
             Err(ListUsersError::NotSuperuser(why)) => {
+                self.failing = false;
                 if !self.told_not_superuser {
                     tracing::warn!(reason = %why, "MoviePilot's own user mapping cannot be read");
                     self.told_not_superuser = true;
@@ -208,12 +216,16 @@ impl Refresher {
                 (STATE_NOT_SUPERUSER, Vec::new())
             }
             Err(ListUsersError::Failed(e)) => {
-                tracing::warn!(
-                    error = %e,
-                    kind = e.kind(),
-                    retry_in = ?retry,
-                    "reading MoviePilot's users failed; the mapping stays as it was"
-                );
+                if std::mem::replace(&mut self.failing, true) {
+                    tracing::debug!(error = %e, kind = e.kind(), "reading MoviePilot's users failed again");
+                } else {
+                    tracing::warn!(
+                        error = %e,
+                        kind = e.kind(),
+                        retry_in = ?retry,
+                        "reading MoviePilot's users failed; the mapping stays as it was"
+                    );
+                }
                 if let Err(e) = self.ledger.users_turn_end(&self.holder).await {
                     tracing::debug!(error = %e, "ending the failed read's turn");
                 }

@@ -220,7 +220,7 @@ impl Keys {
 
     /// HASH, no expiry (one key): MoviePilot's own Telegram mapping as the last read found it,
     /// field = Telegram id, value = `<MoviePilot name>:<role>`, plus `state`, `refreshed_at`,
-    /// `attempted_at` and `by` (users.lua, users_turn.lua). Every ingress process reads it.
+    /// `attempted_at`, `reading` and `by` (users.lua, users_turn.lua). Every ingress reads it.
     pub fn users_moviepilot(&self) -> String {
         format!("{}users:moviepilot", self.base)
     }
