@@ -54,7 +54,7 @@ local retention = ARGV[7]
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
   'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
-  'auth_waits'}
+  'auth_waits', 'requester', 'role'}
 
 local now = now_ms()
 

@@ -34,7 +34,8 @@
   ARGV[6]  message_id to reply to ("" for none)
   ARGV[7]  command, normalised (e.g. "subscribe")
   ARGV[8]  arguments as the user typed them (whitespace collapsed)
-  ARGV[9]  idempotency key: hex digest of chat, user, normalised command and arguments
+  ARGV[9]  idempotency key: hex digest of the asker (the MoviePilot user for a mapped user, else
+           chat and user), normalised command and arguments
   ARGV[10] duplicate window, milliseconds (0: the command is never treated as a duplicate);
            in mode "reply", the window in which the same reply (KEYS[2]) is sent only once
   ARGV[11] reply kind for the reply stream ("refusal", "help", "duplicate", ...)
@@ -49,7 +50,10 @@
   ARGV[18] mode "confirm": the buttons' token group (JSON, see include/tokens.lua); else ""
   ARGV[19] mode "confirm": the question asked; else ""
   ARGV[20] mode "confirm": the buttons (a Telegram InlineKeyboardMarkup, JSON); else ""
-  ARGV[21..] pairs: state name, state label (for "{state}")
+  ARGV[21] the MoviePilot user the job acts for ("" for the service account), stored as the
+           job's `requester`
+  ARGV[22] the asker's role (viewer | user | admin), stored as the job's `role`
+  ARGV[23..] pairs: state name, state label (for "{state}")
 
   Returns an array {outcome, job_id, state}:
     {"new", id, "pending"}                   a job was created and added to the jobs stream
@@ -102,7 +106,7 @@ if existing then
   mark_update(updates_key, update_id, existing, retention)
   absorb_duplicate(job_prefix, existing, update_id)
   local labels = {}
-  for i = 21, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
+  for i = 23, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
   local text = fill(reply_text, {job = existing, state = label_of(state, labels)})
   -- A finished resource search answers with its list again (its buttons still work).
   local list_text, list_markup = stored_list(job_prefix, existing, state)
@@ -127,6 +131,6 @@ local id = create_job({
   updates_key = updates_key, retention = retention, now = now,
   fields = {idempotency_key = idem_key, update_id = update_id, chat_id = chat_id,
     user_id = user_id, message_id = message_id, command = command, args = args,
-    recovery = ARGV[17]},
+    recovery = ARGV[17], requester = ARGV[21], role = ARGV[22]},
 })
 return {'new', id, 'pending'}

@@ -46,7 +46,9 @@
            "failed", "retry"}, "labels": {state: label}}; "{job}" and "{state}" are filled in
   ARGV[16] role of the user who tapped (viewer | user | admin; admin for everyone while nobody is
            mapped, see crates/service/src/users): a review button needs admin, and a viewer's
-           tap on a button that runs a job is refused
+           tap on a button that runs a job is refused; stored as the job's `role`
+  ARGV[17] the MoviePilot user the tapper acts for ("" for the service account): the `requester`
+           of a job the tap makes
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used
@@ -275,7 +277,7 @@ local id = create_job({
   updates_key = updates_key, retention = retention, now = now,
   fields = {idempotency_key = tok.idem, update_id = update_id, chat_id = tok.chat_id,
     user_id = tok.user_id, message_id = tok.reply_to, command = tok.command, args = tok.args,
-    recovery = tok.recovery},
+    recovery = tok.recovery, requester = ARGV[17], role = role},
 })
 use_group('job', id)
 answer(fill(texts.received, {job = id}), false)

@@ -19,9 +19,11 @@
   create_job(j) -> id
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
            jobs_index_len, command_key, window_ms, updates_key, retention, now, fields = {
-           idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery}}
+           idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery,
+           requester, role}}
       INCR the id, XADD the jobs stream, HSET the job `pending` (with that `entry`; no `result`
-      or `error` until an outcome has one), the update_id's entry and (with a window) the business
+      or `error` until an outcome has one; `requester` only when it names a MoviePilot user, ""
+      meaning the service account), the update_id's entry and (with a window) the business
       key to it, index it per chat and globally (both LISTs, newest first, trimmed).
 ]]
 
@@ -60,7 +62,9 @@ local function create_job(j)
     'id', id, 'idempotency_key', f.idempotency_key, 'update_id', f.update_id,
     'chat_id', f.chat_id, 'user_id', f.user_id, 'message_id', f.message_id,
     'command', f.command, 'args', f.args, 'status', 'pending', 'attempts', '0',
-    'recovery', f.recovery, 'created_at', j.now, 'updated_at', j.now, 'entry', entry)
+    'recovery', f.recovery, 'role', f.role, 'created_at', j.now, 'updated_at', j.now,
+    'entry', entry)
+  if f.requester ~= '' then redis.call('HSET', job_key, 'requester', f.requester) end
   mark_update(j.updates_key, f.update_id, id, j.retention)
   if j.window_ms > 0 then
     redis.call('SET', j.command_key, id, 'PX', j.window_ms)

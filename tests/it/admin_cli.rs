@@ -20,6 +20,8 @@ async fn jobs_resolve_settles_only_a_job_waiting_for_review() {
             chat_id: ALICE,
             user_id: ALICE,
             message_id: Some(501),
+            requester: None,
+            role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job {
                 command: Command::SearchNow,
                 args: "7".into(),

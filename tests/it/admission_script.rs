@@ -14,6 +14,8 @@ fn search(update_id: i64) -> Admission {
         chat_id: 42,
         user_id: 42,
         message_id: Some(update_id),
+        requester: None,
+        role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Job {
             command: Command::Search,
             args: "Arrival".into(),

@@ -154,6 +154,8 @@ async fn ask_in(app: &TestApp, update_id: i64, chat: i64, zh: bool) -> BTreeMap<
         chat_id: chat,
         user_id: ALICE,
         message_id: reply_to,
+        requester: None,
+        role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Confirm {
             command: Command::Unsubscribe,
             prompt: prompt.into(),
@@ -329,6 +331,7 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
         chat_id: Some(ALICE),
         message_id: Some(BOT_MESSAGE),
         role: oncebot::vocabulary::Role::Admin,
+        requester: None,
         token: Some(token_of(&run).to_string()),
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
@@ -1074,6 +1077,8 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
             chat_id: BOB,
             user_id: BOB,
             message_id: Some(501),
+            requester: None,
+            role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job {
                 command: Command::SearchNow,
                 args: "7".into(),
@@ -1141,6 +1146,7 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
         chat_id: Some(chat),
         message_id: Some(BOT_MESSAGE),
         role: oncebot::vocabulary::Role::Admin,
+        requester: None,
         token: Some(token_of(data).to_string()),
     };
     // Issue 22: a review button is an admin's; anyone else's tap changes nothing and leaves it.
@@ -1196,6 +1202,8 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
             chat_id: BOB,
             user_id: BOB,
             message_id: None,
+            requester: None,
+            role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job {
                 command: Command::SearchNow,
                 args: "7".into(),
@@ -1245,6 +1253,7 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         chat_id: Some(-100777),
         message_id: Some(BOT_MESSAGE),
         role: oncebot::vocabulary::Role::Admin,
+        requester: None,
         token: Some(token_of(&button(&notice, "Mark succeeded")).to_string()),
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
@@ -1306,6 +1315,7 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
         chat_id: Some(ALICE),
         message_id: Some(BOT_MESSAGE),
         role: oncebot::vocabulary::Role::Admin,
+        requester: None,
         token: Some(token_of(data).to_string()),
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(1, &first)))

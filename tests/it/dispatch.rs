@@ -167,6 +167,8 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
             chat_id: ALICE,
             user_id: ALICE,
             message_id: Some(7),
+            requester: None,
+            role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job {
                 command: oncebot::commands::Command::Subscriptions,
                 args: String::new(),

@@ -24,6 +24,8 @@ fn job(update_id: i64, user: i64, command: Command, args: &str, window: Duration
         chat_id: user,
         user_id: user,
         message_id: Some(update_id + 500),
+        requester: None,
+        role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Job {
             command,
             args: args.into(),
@@ -42,6 +44,8 @@ fn reply(update_id: i64, window: Duration, once_key: &str) -> Admission {
         chat_id: ALICE,
         user_id: ALICE,
         message_id: None,
+        requester: None,
+        role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Reply {
             kind: oncebot::ledger::ReplyKind::Refusal,
             text: "not allowed".into(),
@@ -106,7 +110,16 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
     assert_eq!(job["attempts"], "0");
     assert_eq!(
         job["idempotency_key"],
-        oncebot::commands::idempotency_key(ALICE, ALICE, Command::Subscribe, "Dune Part Two")
+        oncebot::commands::idempotency_key(
+            oncebot::commands::Asker::of(ALICE, ALICE, None),
+            Command::Subscribe,
+            "Dune Part Two"
+        )
+    );
+    assert_eq!(job["role"], "admin");
+    assert!(
+        !job.contains_key("requester"),
+        "a job for the service account stores no requester: {job:?}"
     );
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

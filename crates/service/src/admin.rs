@@ -157,6 +157,9 @@ fn print_job(out: &mut impl Write, j: &Job) -> std::io::Result<()> {
     row(out, "args", &j.args)?;
     row(out, "chat_id", &j.chat_id.to_string())?;
     row(out, "user_id", &j.user_id.to_string())?;
+    // "-": the service account oncebot logs in with (the user has no MoviePilot name).
+    row(out, "requester", j.requester.as_deref().unwrap_or("-"))?;
+    row(out, "role", j.role.as_str())?;
     row(out, "update_id", &j.update_id.to_string())?;
     row(out, "idempotency_key", &j.idempotency_key)?;
     row(out, "attempts", &j.attempts.to_string())?;

@@ -169,6 +169,8 @@ impl Deployment {
                 chat_id: chat,
                 user_id: chat,
                 message_id: Some(update_id + 500),
+                requester: None,
+                role: oncebot::vocabulary::Role::Admin,
                 action: AdmissionAction::Job {
                     command,
                     args: args.into(),

@@ -116,6 +116,7 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                     }
                     dl {
                         dt { "chat / user" } dd { (job.chat_id) " / " (job.user_id) }
+                        dt { "for" } dd { (requester_of(job)) }
                         dt { "attempts" } dd { (job.attempts) }
                         dt { "since" } dd { (when(job.updated_at)) }
                         dt { "what happened" } dd.said { (what_was_said(job)) }
@@ -301,6 +302,14 @@ pub fn message(frame: &Frame, title: &str, text: &str) -> Markup {
     page(frame, title, body)
 }
 
+/// Who a job acts for, as a person reads it: the MoviePilot user and the asker's role.
+fn requester_of(job: &Job) -> String {
+    match &job.requester {
+        Some(name) => format!("{name} ({})", job.role),
+        None => format!("the service account ({})", job.role),
+    }
+}
+
 /// The job's own account of its outcome: its error, the last attempt's error, or its result.
 fn what_was_said(job: &Job) -> String {
     let last = job
@@ -324,6 +333,11 @@ fn fields(job: &Job) -> Vec<(String, String)> {
         ("args".into(), job.args.clone()),
         ("chat_id".into(), job.chat_id.to_string()),
         ("user_id".into(), job.user_id.to_string()),
+        (
+            "requester".into(),
+            job.requester.clone().unwrap_or_default(),
+        ),
+        ("role".into(), job.role.as_str().into()),
         ("update_id".into(), job.update_id.to_string()),
         ("idempotency_key".into(), job.idempotency_key.clone()),
         ("attempts".into(), job.attempts.to_string()),
@@ -459,6 +473,8 @@ mod tests {
             result: None,
             error: None,
             duplicates: 0,
+            requester: Some("alice".into()),
+            role: crate::vocabulary::Role::User,
             extra: [
                 (
                     "started_at".to_string(),

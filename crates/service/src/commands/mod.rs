@@ -196,7 +196,28 @@ pub fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The business idempotency key: a digest of chat, user, command and case-folded arguments.
+/// Whose repeat a command is. A user mapped to a MoviePilot user is one person in every chat
+/// (the same ask in a group and in a private chat is one job); anyone else is one user in one
+/// chat, as before users were mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker<'a> {
+    /// A mapped user: their MoviePilot username.
+    MoviePilot(&'a str),
+    /// A user with no MoviePilot name of their own, in this chat.
+    Chat { chat_id: i64, user_id: i64 },
+}
+
+impl<'a> Asker<'a> {
+    /// The asker of a command from `user_id` in `chat_id`, acting for `requester`.
+    pub fn of(chat_id: i64, user_id: i64, requester: Option<&'a str>) -> Self {
+        match requester {
+            Some(name) => Asker::MoviePilot(name),
+            None => Asker::Chat { chat_id, user_id },
+        }
+    }
+}
+
+/// The business idempotency key: a digest of the asker, command and case-folded arguments.
 /// The time window is not part of the digest: it is the key's PX expiry, so the window starts
 /// at the first request instead of at a clock boundary.
 ///
@@ -204,10 +225,22 @@ pub fn collapse_whitespace(s: &str) -> String {
 /// collide while one's key is alive (a window of minutes) for the second to be taken as a
 /// duplicate; at 128 bits that does not happen in practice, and every job HASH, `cmd:` key and
 /// button token holding the digest is half the size of a full SHA-256 in hex.
-pub fn idempotency_key(chat_id: i64, user_id: i64, command: Command, args: &str) -> String {
+pub fn idempotency_key(asker: Asker<'_>, command: Command, args: &str) -> String {
     let mut h = Sha256::new();
-    h.update(chat_id.to_le_bytes());
-    h.update(user_id.to_le_bytes());
+    match asker {
+        // 16 bytes of ids, as before names existed: an upgrade keeps every open window.
+        Asker::Chat { chat_id, user_id } => {
+            h.update(chat_id.to_le_bytes());
+            h.update(user_id.to_le_bytes());
+        }
+        // A marker no pair of ids starts with the same way (ids are 16 bytes, a name is
+        // prefixed and NUL-terminated), so a name never collides with a chat and user.
+        Asker::MoviePilot(name) => {
+            h.update(b"moviepilot:");
+            h.update(name.as_bytes());
+            h.update([0]);
+        }
+    }
     h.update(command.name().as_bytes());
     h.update([0]);
     h.update(collapse_whitespace(args).to_lowercase().as_bytes());
@@ -307,18 +340,42 @@ mod tests {
 
     #[test]
     fn idempotency_key_ignores_case_and_spacing_of_arguments() {
-        let a = idempotency_key(1, 2, Command::Subscribe, "Dune  Part Two");
-        let b = idempotency_key(1, 2, Command::Subscribe, "dune part two");
+        let chat = |c, u| Asker::Chat {
+            chat_id: c,
+            user_id: u,
+        };
+        let a = idempotency_key(chat(1, 2), Command::Subscribe, "Dune  Part Two");
+        let b = idempotency_key(chat(1, 2), Command::Subscribe, "dune part two");
         assert_eq!(a, b);
         assert_ne!(
             a,
-            idempotency_key(1, 3, Command::Subscribe, "dune part two")
+            idempotency_key(chat(1, 3), Command::Subscribe, "dune part two")
         );
         assert_ne!(
             a,
-            idempotency_key(9, 2, Command::Subscribe, "dune part two")
+            idempotency_key(chat(9, 2), Command::Subscribe, "dune part two")
         );
-        assert_ne!(a, idempotency_key(1, 2, Command::Search, "dune part two"));
+        assert_ne!(
+            a,
+            idempotency_key(chat(1, 2), Command::Search, "dune part two")
+        );
         assert_eq!(a.len(), 32);
+    }
+
+    #[test]
+    fn a_moviepilot_user_is_one_asker_in_every_chat() {
+        let alice_here = Asker::of(-100, 1, Some("alice"));
+        let alice_there = Asker::of(1, 1, Some("alice"));
+        let key = |asker| idempotency_key(asker, Command::Subscribe, "tmdb:1");
+        assert_eq!(key(alice_here), key(alice_there));
+        assert_ne!(key(alice_here), key(Asker::of(-100, 1, Some("bob"))));
+        assert_ne!(key(alice_here), key(Asker::of(-100, 1, None)));
+        assert_eq!(
+            Asker::of(-100, 1, None),
+            Asker::Chat {
+                chat_id: -100,
+                user_id: 1
+            }
+        );
     }
 }

@@ -250,6 +250,12 @@ impl Ingress {
             window: Duration::ZERO,
             once_key: String::new(),
         };
+        // `None` for a stranger (refused below); while nobody is mapped, every allowed user is
+        // an admin acting as the service account.
+        let identity = inner.directory.current().identify(from.id);
+        let role = identity
+            .as_ref()
+            .map_or(crate::vocabulary::Role::Admin, |i| i.role);
         let action = if !inner.allowed_users.contains(&from.id) {
             AdmissionAction::Reply {
                 kind: ReplyKind::Refusal,
@@ -258,13 +264,6 @@ impl Ingress {
                 once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
             }
         } else {
-            // The allow-list passed, so the directory knows them; `Admin` is what it says for
-            // everyone while nobody is mapped.
-            let role = inner
-                .directory
-                .current()
-                .identify(from.id)
-                .map_or(crate::vocabulary::Role::Admin, |i| i.role);
             match parsed {
                 Parsed::Run { command, args } if role < command.least_role(&args) => reply(
                     ReplyKind::Forbidden,
@@ -300,6 +299,8 @@ impl Ingress {
             chat_id: message.chat.id,
             user_id: from.id,
             message_id: Some(message.message_id),
+            requester: identity.and_then(|i| i.requester),
+            role,
             action,
         })
     }
@@ -327,18 +328,17 @@ impl Ingress {
     /// What a callback query asks of the ledger. Anything not recognisably one of our buttons
     /// still goes to the ledger, so it too is answered (once).
     fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {
+        let identity = self.inner.directory.current().identify(query.from.id);
         Tap {
             update_id,
             callback_query_id: query.id.clone(),
             user_id: query.from.id,
             allowed: !query.from.is_bot && self.inner.allowed_users.contains(&query.from.id),
             // tap.lua decides what the role allows (it alone reads the token).
-            role: self
-                .inner
-                .directory
-                .current()
-                .identify(query.from.id)
+            role: identity
+                .as_ref()
                 .map_or(crate::vocabulary::Role::Viewer, |i| i.role),
+            requester: identity.and_then(|i| i.requester),
             chat_id: query.message.as_ref().map(|m| m.chat.id),
             message_id: query.message.as_ref().map(|m| m.message_id),
             token: query

@@ -25,7 +25,7 @@ pub struct Attempt {
 }
 
 /// The job fields claim.lua returns, in its order (its `CLAIM_FIELDS`): what a worker reads.
-pub const CLAIM_FIELDS: [&str; 14] = [
+pub const CLAIM_FIELDS: [&str; 16] = [
     "status",
     "attempts",
     "recoveries",
@@ -40,6 +40,8 @@ pub const CLAIM_FIELDS: [&str; 14] = [
     "attempt_base",
     "auth_wait_since",
     "auth_waits",
+    "requester",
+    "role",
 ];
 
 /// What claiming an entry gave.

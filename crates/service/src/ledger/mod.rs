@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::commands::Command;
 use crate::config::Settings;
 use crate::i18n::Texts;
-pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
+pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
 pub use conn::{Conn, cluster_nodes};
 pub use keys::Keys;
@@ -144,6 +144,11 @@ pub struct Admission {
     pub user_id: i64,
     /// The message to reply to, if any.
     pub message_id: Option<i64>,
+    /// The MoviePilot user a job acts for (`None`: the service account); with a name, the
+    /// command's duplicate window is the person's in every chat (`commands::Asker`).
+    pub requester: Option<String>,
+    /// The asker's role, stored in the job (`Admin` for everyone while nobody is mapped).
+    pub role: Role,
     pub action: AdmissionAction,
 }
 
@@ -228,6 +233,11 @@ pub struct Job {
     pub error: Option<String>,
     /// How many later updates were recognised as this same command.
     pub duplicates: u64,
+    /// The MoviePilot user the job acts for; `None`: the service account oncebot logs in with.
+    pub requester: Option<String>,
+    /// The asker's role when the job was made (a job from before roles reads as `admin`: every
+    /// allowed user was one).
+    pub role: Role,
     /// Every other field of the HASH, as stored (later layers add their own).
     #[serde(flatten)]
     pub extra: BTreeMap<String, String>,
@@ -266,6 +276,12 @@ impl Job {
             result: opt(&mut h, "result"),
             error: opt(&mut h, "error"),
             duplicates: num(&mut h, "duplicates")?,
+            requester: opt(&mut h, "requester"),
+            role: match h.remove("role") {
+                None => Role::Admin,
+                Some(r) if r.is_empty() => Role::Admin,
+                Some(r) => r.parse().map_err(|e| format!("field role: {e}"))?,
+            },
             extra: h,
         })
     }
@@ -292,7 +308,7 @@ pub struct Ledger {
     /// (`durable`); `None` sends no WAIT at all.
     wait: Option<conn::Wait>,
     keys: Keys,
-    /// `ARGV[21..]` of enqueue.lua: state names and their labels, built once.
+    /// `ARGV[23..]` of enqueue.lua: state names and their labels, built once.
     state_labels: Vec<String>,
     duplicate_template: String,
     update_retention_secs: u64,
@@ -497,7 +513,11 @@ impl Ledger {
                 },
                 command.name(),
                 args.as_str(),
-                crate::commands::idempotency_key(a.chat_id, a.user_id, *command, args),
+                crate::commands::idempotency_key(
+                    crate::commands::Asker::of(a.chat_id, a.user_id, a.requester.as_deref()),
+                    *command,
+                    args,
+                ),
                 *window,
                 ReplyKind::Duplicate,
                 self.duplicate_template.as_str(),
@@ -520,7 +540,7 @@ impl Ledger {
         let mut call = ScriptCall::new(
             &scripts::ENQUEUE,
             ENQUEUE_KEYS,
-            20 + self.state_labels.len(),
+            22 + self.state_labels.len(),
             1024 + args.len() + text.len(),
         );
         call.key("updates HASH", k.updates(a.update_id))
@@ -556,6 +576,8 @@ impl Ledger {
             .arg("mode \"confirm\": the buttons' token group", spec)
             .arg("mode \"confirm\": the question", prompt)
             .arg("mode \"confirm\": the buttons", markup)
+            .arg("requester", a.requester.as_deref().unwrap_or(""))
+            .arg("role", a.role.as_str())
             .args(&self.state_labels);
         call
     }

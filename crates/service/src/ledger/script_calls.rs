@@ -161,6 +161,8 @@ async fn enqueue() {
         chat_id: 1,
         user_id: 1,
         message_id: Some(3),
+        requester: Some("alice".into()),
+        role: crate::vocabulary::Role::User,
         action,
     };
     for action in [
@@ -198,6 +200,7 @@ async fn tap() {
         chat_id: Some(1),
         message_id: Some(2),
         role: crate::vocabulary::Role::Admin,
+        requester: None,
         token: Some("ab".into()),
     };
     holds(&ledger().tap_call(&tap), true);

@@ -81,6 +81,9 @@ pub struct TokenGroup {
     pub id: String,
     pub ttl: Duration,
     pub tokens: Vec<Token>,
+    /// The MoviePilot user the buttons' owner acts for: a job a button makes has the same
+    /// duplicate window as the command typed by that person (`commands::Asker`).
+    pub requester: Option<String>,
 }
 
 impl TokenGroup {
@@ -89,7 +92,14 @@ impl TokenGroup {
             id: keyboard::new_group_id(),
             ttl,
             tokens: Vec::new(),
+            requester: None,
         }
+    }
+
+    /// The group for buttons offered to someone acting for `requester` (a job's).
+    pub fn acting_for(mut self, requester: Option<&str>) -> Self {
+        self.requester = requester.map(str::to_string);
+        self
     }
 
     /// Adds a button with a fresh token and returns its callback data (`t:<token>`).
@@ -136,7 +146,11 @@ impl TokenGroup {
         GroupSpec {
             group: &self.id,
             ttl: self.ttl.as_secs().max(1).to_string(),
-            tokens: self.tokens.iter().map(token_spec).collect(),
+            tokens: self
+                .tokens
+                .iter()
+                .map(|t| token_spec(t, self.requester.as_deref()))
+                .collect(),
         }
     }
 }
@@ -193,7 +207,7 @@ struct TokenSpec<'a> {
     used_label: &'a str,
 }
 
-fn token_spec(t: &Token) -> TokenSpec<'_> {
+fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
     let (chat_id, user_id, scope) = match t.owner {
         // A user's button stores no scope (tap.lua's default, the stricter check).
         Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), ""),
@@ -230,9 +244,11 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
                 .and_then(|s| s.key_args.as_deref())
                 .unwrap_or(args);
             spec.idem = match t.owner {
-                Owner::User { chat_id, user_id } => {
-                    commands::idempotency_key(chat_id, user_id, *command, key_args)
-                }
+                Owner::User { chat_id, user_id } => commands::idempotency_key(
+                    commands::Asker::of(chat_id, user_id, requester),
+                    *command,
+                    key_args,
+                ),
                 Owner::Admins { .. } => String::new(),
             };
             spec.action = "run";
@@ -316,6 +332,9 @@ pub struct Tap {
     pub allowed: bool,
     /// Their role (`users::Directory`; `Admin` for everyone while nobody is mapped).
     pub role: crate::vocabulary::Role,
+    /// The MoviePilot user they act for (`None`: the service account): a job the tap makes
+    /// acts for them.
+    pub requester: Option<String>,
     /// Where the button's message is (`None`: Telegram did not say).
     pub chat_id: Option<i64>,
     pub message_id: Option<i64>,
@@ -403,7 +422,7 @@ impl Ledger {
             Some(t) => ("token", t.as_str()),
             None => ("unknown", "-"),
         };
-        let mut call = ScriptCall::new(&scripts::TAP, 12, 16, 512 + self.tap_texts.len());
+        let mut call = ScriptCall::new(&scripts::TAP, 12, 17, 512 + self.tap_texts.len());
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -431,7 +450,11 @@ impl Ledger {
             .arg("callbacks consumer group", keys::CALLBACKS_GROUP)
             .arg("retention", self.job_retention_secs)
             .arg("texts", &self.tap_texts)
-            .arg("role of the user who tapped", tap.role.as_str());
+            .arg("role of the user who tapped", tap.role.as_str())
+            .arg(
+                "the MoviePilot user the tapper acts for",
+                tap.requester.as_deref().unwrap_or(""),
+            );
         call
     }
 

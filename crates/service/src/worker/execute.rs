@@ -347,7 +347,7 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
         user_id: job.user_id,
     };
     let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let confirm = group.add(
         owner,
         r.confirm_button(),
@@ -439,20 +439,24 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
 
 /// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
 /// each runs `/subscribe <args>` as if typed (see `render::subscribe_args`). Siblings: one tap
-/// uses them all. `None` when no result can be subscribed by id. With `download`, each row also
-/// has a solo button that starts a resource search for that match (it uses nothing else up).
+/// uses them all. `None` when no result can be subscribed by id, and for a viewer (a button
+/// they could not use would only be refused). With `download`, each row also has a solo button
+/// that starts a resource search for that match (it uses nothing else up).
 fn subscribe_buttons(
     cx: &Context<'_>,
     job: &Job,
     items: &[MediaItem],
     download: bool,
 ) -> Option<Buttons> {
+    if job.role < Command::Subscribe.least_role("") {
+        return None;
+    }
     let owner = Owner::User {
         chat_id: job.chat_id,
         user_id: job.user_id,
     };
     let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let mut keyboard = Keyboard::new();
     for (i, item) in items.iter().take(8).enumerate() {
         let Some(args) = render::subscribe_args(item) else {
@@ -496,7 +500,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         user_id: job.user_id,
     };
     let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let mut keyboard = Keyboard::new();
     // Telegram allows 100 buttons; no series has anywhere near that many seasons in MoviePilot.
     for row in seasons.chunks(4).take(20) {

@@ -63,7 +63,7 @@ fn owner(job: &Job) -> Owner {
 /// buttons are solo: searching one match leaves the others usable.
 pub async fn matches(cx: &Context<'_>, job: &Job, title: &str) -> Result<Done, MpError> {
     let items = cx.mp.search_media(title).await?;
-    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let mut keyboard = Keyboard::new();
     for (i, item) in items.iter().take(8).enumerate() {
         let Some((label, data)) = release_search_button(cx, job, &mut group, i + 1, item, false)
@@ -226,7 +226,7 @@ fn release_buttons(
     cut: bool,
 ) -> (String, Keyboard, TokenGroup) {
     let r = &cx.render;
-    let mut group = TokenGroup::new(cx.releases.list_ttl);
+    let mut group = TokenGroup::new(cx.releases.list_ttl).acting_for(job.requester.as_deref());
     let mut row = Vec::new();
     let mut keyboard = Keyboard::new();
     for (i, release) in shown.iter().enumerate() {

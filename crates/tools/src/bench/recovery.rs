@@ -206,6 +206,8 @@ impl Scene {
                     chat_id: 1000 + update_id,
                     user_id: 1,
                     message_id: None,
+                    requester: None,
+                    role: oncebot::vocabulary::Role::Admin,
                     action: AdmissionAction::Job {
                         command: BotCommand::Downloading,
                         args: String::new(),
@@ -368,6 +370,8 @@ async fn dispatcher_restarts(
                     chat_id,
                     user_id: 1,
                     message_id: None,
+                    requester: None,
+                    role: oncebot::vocabulary::Role::Admin,
                     action: AdmissionAction::Reply {
                         kind: oncebot::ledger::ReplyKind::Help,
                         text: "help".into(),
