@@ -134,7 +134,18 @@ async fn moviepilot_users_map_superusers_to_admin_and_others_to_user() {
         told(&rig, ALICE, "Only an admin can do that.").await;
         assert!(rig.store.jobs_on_stream().await.is_empty(), "{dialect}");
         rig.post(&private_text(2, BOB, "/subscriptions all")).await;
-        rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+        let job = rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+        // The job records whom it acts for, as MoviePilot's mapping named him.
+        assert_eq!(
+            job.get("requester").map(String::as_str),
+            Some("bob"),
+            "{job:?}"
+        );
+        assert_eq!(
+            job.get("role").map(String::as_str),
+            Some("admin"),
+            "{job:?}"
+        );
         assert!(rig.mp.calls(routes::USERS) >= 1);
     }
 }
