@@ -42,7 +42,8 @@ enum Cmd {
         command: JobsCmd,
     },
     /// Each allowed user, their role, MoviePilot name and where that came from
-    /// (telegram.users); a bad telegram.users exits 2 with the entry and why.
+    /// (telegram.users, or MoviePilot's own mapping as stored in Redis); a bad telegram.users
+    /// exits 2 with the entry and why, an unreadable Redis 1 after the setting's view.
     Users {
         /// One JSON array instead of a table.
         #[arg(long)]
@@ -215,7 +216,7 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                 } => oncebot::admin::resolve(&ledger, &settings, id, decision, &note, json).await,
             }
         }
-        Cmd::Users { json } => oncebot::admin::users(&settings, json),
+        Cmd::Users { json } => oncebot::admin::users(&settings, json).await,
         Cmd::Webhook { command } => {
             let needs = Needs {
                 bot_api: true,

@@ -186,8 +186,12 @@ async fn a_bad_setting_exits_2_with_one_line_naming_its_variable() {
     );
 }
 
+/// MoviePilot's own mapping off: `oncebot users` reads no Redis.
+const NO_MP_MAPPING: (&str, &str) = ("ONCEBOT__MOVIEPILOT__USERS_REFRESH_SECS", "0");
+
 /// Issue 22: `oncebot users --json` lists every allowed user with the source of their identity
-/// (needs no Redis), and a bad `telegram.users` exits 2 naming the entry.
+/// (with MoviePilot's mapping off it needs no Redis), and a bad `telegram.users` exits 2 naming
+/// the entry.
 #[tokio::test]
 async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
     let out = run_oncebot(
@@ -195,6 +199,7 @@ async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
         &[
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1,2"),
             ("ONCEBOT__TELEGRAM__USERS", "1=alice:viewer"),
+            NO_MP_MAPPING,
         ],
     )
     .await;
@@ -209,7 +214,7 @@ async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
     );
     let nobody = run_oncebot(
         &["users", "--json"],
-        &[("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1")],
+        &[("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"), NO_MP_MAPPING],
     )
     .await;
     assert!(nobody.stdout.contains("\"nobody_mapped\""), "{nobody:?}");
@@ -218,6 +223,7 @@ async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
         &[
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
             ("ONCEBOT__TELEGRAM__USERS", "1=alice:boss"),
+            NO_MP_MAPPING,
         ],
     )
     .await;
@@ -243,6 +249,33 @@ async fn jobs_list_with_redis_unreachable_exits_1_saying_so() {
     assert_eq!(
         out.stderr.matches("(os error 2)").count(),
         1,
+        "{}",
+        out.stderr
+    );
+}
+
+/// Issue 22: with Redis not answering, `oncebot users` still prints the setting's view and
+/// fails, saying MoviePilot's mapping could not be read.
+#[tokio::test]
+async fn users_with_redis_unreachable_lists_the_setting_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("redis+unix://{}/absent.sock", dir.path().display());
+    let out = run_oncebot(
+        &["users", "--json"],
+        &[
+            ("ONCEBOT__REDIS__URL", &url),
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1,2"),
+            ("ONCEBOT__TELEGRAM__USERS", "1=alice:viewer"),
+        ],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let rows: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(rows[0]["source"], "setting", "{rows}");
+    assert_eq!(rows[1]["source"], "unmapped", "{rows}");
+    assert!(
+        out.stderr
+            .contains("MoviePilot's user mapping could not be read from Redis"),
         "{}",
         out.stderr
     );

@@ -467,3 +467,85 @@ async fn the_transition_check_catches_edges_the_table_lacks() {
     let message = *caught.unwrap_err().downcast::<String>().unwrap();
     assert!(message.contains("pending -> pending"), "{message}");
 }
+
+/// `users_turn.lua`: one holder at a time, once per interval, sooner (`retry`) after a read that
+/// did not finish; `users.lua` writes only for the turn's holder and ends the turn.
+#[tokio::test]
+async fn users_turn_is_one_holders_once_per_interval_and_users_lua_is_fenced_by_it() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let minute = Duration::from_secs(60);
+    let lease = Duration::from_secs(5);
+    let none = Duration::ZERO;
+    assert!(ledger.users_turn("a", minute, minute, lease).await.unwrap());
+    assert!(
+        !ledger.users_turn("b", none, none, lease).await.unwrap(),
+        "a holds the turn"
+    );
+    let before = ledger
+        .store_moviepilot_users("a", "ok", &[(1, "alice:admin".into())])
+        .await
+        .unwrap()
+        .expect("the turn was a's");
+    assert!(before.entries.is_empty() && before.refreshed_at.is_none());
+    let lock = store.keys.users_refresh_lock();
+    assert_eq!(store.get(&lock).await, None, "users.lua ends the turn");
+    assert!(
+        !ledger.users_turn("b", minute, none, lease).await.unwrap(),
+        "read less than an interval ago (a finished read: retry does not apply)"
+    );
+    // Due (an interval of 0), b's turn; a's late write is refused and changes nothing.
+    assert!(ledger.users_turn("b", none, none, lease).await.unwrap());
+    assert_eq!(
+        ledger.store_moviepilot_users("a", "ok", &[]).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        ledger.moviepilot_users().await.unwrap().entries,
+        vec![(1, "alice:admin".to_string())]
+    );
+    // b's read fails: unlock.lua ends its turn; the next try waits `retry`, not the interval.
+    ledger.users_turn_end("b").await.unwrap();
+    assert!(
+        !ledger.users_turn("c", minute, minute, lease).await.unwrap(),
+        "retry not over"
+    );
+    assert!(ledger.users_turn("c", minute, none, lease).await.unwrap());
+    let lease_left: i64 = store.conn().await.pttl(&lock).await.unwrap();
+    assert!(lease_left > 0 && lease_left <= 5000, "{lease_left}");
+}
+
+/// `users.lua` replaces the mapping whole (a removed user is gone), answers the one it replaced,
+/// and a refusal (`not_superuser`) leaves no id mapped.
+#[tokio::test]
+async fn users_lua_replaces_the_mapping_whole() {
+    let (_redis, ledger, _store, _) = spawn_ledger(&[]).await;
+    let s = Duration::from_secs(5);
+    let zero = Duration::ZERO;
+    let two = [(1, "alice:admin".to_string()), (2, "bob:user".to_string())];
+    assert!(ledger.users_turn("w", zero, zero, s).await.unwrap());
+    ledger
+        .store_moviepilot_users("w", "ok", &two)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(ledger.users_turn("w", zero, zero, s).await.unwrap());
+    let before = ledger
+        .store_moviepilot_users("w", "ok", &[(2, "bob:admin".into())])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(before.entries, two.to_vec());
+    let now = ledger.moviepilot_users().await.unwrap();
+    assert_eq!(now.entries, vec![(2, "bob:admin".to_string())]);
+    assert_eq!((now.state.as_str(), now.by.as_str()), ("ok", "w"));
+    assert!(now.refreshed_at.is_some());
+    assert!(ledger.users_turn("w", zero, zero, s).await.unwrap());
+    ledger
+        .store_moviepilot_users("w", "not_superuser", &[])
+        .await
+        .unwrap()
+        .unwrap();
+    let refused = ledger.moviepilot_users().await.unwrap();
+    assert!(refused.entries.is_empty());
+    assert_eq!(refused.state, "not_superuser");
+}

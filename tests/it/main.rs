@@ -96,6 +96,9 @@ mod downloads;
 
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
+/// MoviePilot's own Telegram mapping (`telegram_userid`): its roles, the setting winning, a
+/// removal at the next refresh, a service account that is no superuser.
+mod mp_users;
 /// Users and roles (`telegram.users`): refused commands, nothing changed while nobody is mapped.
 mod roles;
 

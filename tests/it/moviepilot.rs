@@ -44,6 +44,7 @@ fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         download_timeout_secs: 5,
         download_settle_secs: 2,
         max_body_bytes: 8 * 1024 * 1024,
+        users_refresh_secs: 600,
     }
 }
 

@@ -67,8 +67,13 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
             .unwrap_or_else(|| panic!("{key} is outside the deployment's prefix"));
         let kind = rest.split(':').next().unwrap_or(rest);
         match kind {
-            // Bounded without a TTL: a counter, trimmed lists, empty streams.
+            // Bounded without a TTL: a counter, trimmed lists, empty streams, MoviePilot's user
+            // mapping (one HASH, as many fields as MoviePilot has mapped users).
             "seq" | "stream" => {}
+            "users" => assert_eq!(
+                rest, "users:moviepilot",
+                "{key}: a users key this test does not know"
+            ),
             "chat" | "index" => assert!(
                 rest.ends_with(":jobs") || rest == "index:recent",
                 "{key}: an index this test does not know"
@@ -84,7 +89,7 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
                 );
             }
             "job" | "updates" | "token" | "tgroup" | "cmd" | "releases" | "reply" | "alive"
-            | "notice" => {
+            | "notice" | "lock" => {
                 let ttl: i64 = conn.ttl(&key).await.unwrap();
                 assert!(ttl > 0, "{key} must expire (TTL {ttl})");
                 *expiring.entry(kind.to_string()).or_default() += 1;

@@ -42,30 +42,62 @@ pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Re
     Ok(())
 }
 
-/// `oncebot users`: every allowed user with their role, MoviePilot name and its source. A bad
-/// `telegram.users` is the `SettingError` (exit status 2).
-pub fn users(settings: &Settings, json: bool) -> anyhow::Result<()> {
-    let rows = settings.directory()?.rows();
+/// `oncebot users`: every allowed user with their role, MoviePilot name and its source
+/// (`setting`, `moviepilot`, `unmapped`, `nobody_mapped`), MoviePilot's side read from Redis
+/// (`users:moviepilot`) unless `moviepilot.users_refresh_secs` is 0. A bad `telegram.users` is
+/// the `SettingError` (exit status 2). Redis not answering: the setting's view is still printed,
+/// with the reason on stderr, and the command fails (exit status 1), since users MoviePilot maps
+/// may be missing from it.
+pub async fn users(settings: &Settings, json: bool) -> anyhow::Result<()> {
+    let base = settings.directory()?;
+    let (stored, unread) = if settings.moviepilot.users_refresh().is_some() {
+        let read = match Ledger::connect(settings) {
+            Ok(ledger) => ledger.moviepilot_users().await.map_err(anyhow::Error::from),
+            Err(e) => Err(e),
+        };
+        match read {
+            Ok(stored) => (Some(stored), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
+    let directory = crate::users_sync::directory_with(&base, stored.as_ref());
+    let rows = directory.rows();
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "{:>14}  {:<7}  {:<20}  {:<14}",
-        "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE"
-    )?;
-    for r in &rows {
+    } else {
         writeln!(
             out,
             "{:>14}  {:<7}  {:<20}  {:<14}",
-            r.user_id,
-            r.role,
-            r.requester.as_deref().unwrap_or("-"),
-            r.source
+            "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE"
         )?;
+        for r in &rows {
+            writeln!(
+                out,
+                "{:>14}  {:<7}  {:<20}  {:<14}",
+                r.user_id,
+                r.role,
+                r.requester.as_deref().unwrap_or("-"),
+                r.source
+            )?;
+        }
+        if unread.is_none() {
+            writeln!(
+                out,
+                "{}",
+                crate::users_sync::describe(stored.as_ref(), &directory)
+            )?;
+        }
+    }
+    drop(out);
+    if let Some(e) = unread {
+        return Err(e.context(
+            "MoviePilot's user mapping could not be read from Redis, so the list above is \
+             telegram.users alone (users MoviePilot maps are shown as unmapped)",
+        ));
     }
     Ok(())
 }

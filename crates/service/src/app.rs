@@ -132,6 +132,32 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     // Every process serves /healthz, /readyz and /metrics; only ingress adds the webhook.
     let runs_ingress = opts.runs(Role::Ingress);
     let ingress = Ingress::new(&settings, ledger.clone());
+    crate::users_sync::set_gauges(&ingress.directory().current());
+    if runs_ingress && settings.moviepilot.users_refresh().is_some() {
+        // MoviePilot's mapping as stored, read before anything is admitted: until it is, it maps
+        // nobody (see `users_sync`). Redis not answering bounds this wait, as above; admission
+        // needs Redis too, so nothing is decided with the mapping unread for long.
+        let mut follower =
+            crate::users_sync::Follower::new(ledger.clone(), ingress.directory().clone());
+        let why = match tokio::time::timeout(Duration::from_secs(2), follower.read_once()).await {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some("Redis did not answer within 2 s".to_string()),
+        };
+        if let Some(why) = why {
+            tracing::warn!(
+                error = %why,
+                "MoviePilot's user mapping is not readable yet; it maps nobody until it is"
+            );
+        }
+        tasks.push(tokio::spawn({
+            let stop = shutdown.clone();
+            async move {
+                follower.run(stop).await;
+                Ok(())
+            }
+        }));
+    }
     let listen = settings
         .listen_addr()
         .context("http.listen is not an address (ONCEBOT__HTTP__LISTEN)")?;
@@ -253,7 +279,14 @@ async fn start_worker(
         tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
         // Logins go through the deployment's gate: one at a time, none while refused.
         mp.share_logins(std::sync::Arc::new(ledger.clone()));
-        Worker::new(&settings, ledger, mp).run(shutdown).await
+        // MoviePilot's own user mapping: whichever worker's turn it is reads it into Redis.
+        let refresher = crate::users_sync::Refresher::new(&settings, ledger.clone(), mp.clone())
+            .map(|r| tokio::spawn(r.run(shutdown.clone())));
+        let result = Worker::new(&settings, ledger, mp).run(shutdown).await;
+        if let Some(r) = refresher {
+            r.abort();
+        }
+        result
     }))
 }
 

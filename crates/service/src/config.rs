@@ -8,6 +8,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
@@ -324,7 +325,15 @@ pub struct MoviePilotSettings {
     /// other answer over it fails (the process's memory stays bounded, whatever the server
     /// sends).
     pub max_body_bytes: u64,
+    /// How often MoviePilot's own Telegram mapping (each user's `telegram_userid`) is read
+    /// again; 0 turns that mapping off (`telegram.users` alone maps users). See
+    /// [`MoviePilotSettings::users_refresh`].
+    pub users_refresh_secs: u64,
 }
+
+/// The longest `moviepilot.users_refresh_secs` (a day): a mapping older than that would keep a
+/// removed MoviePilot user's role for too long.
+pub const MAX_USERS_REFRESH_SECS: u64 = 86_400;
 
 /// The relay of MoviePilot's notifications (see `notify`).
 #[derive(Debug, Clone, Deserialize)]
@@ -876,6 +885,31 @@ impl CommandSettings {
 }
 
 impl MoviePilotSettings {
+    /// How often MoviePilot's own mapping is read, `None` when it is off (0).
+    pub fn users_refresh(&self) -> Option<Duration> {
+        (self.users_refresh_secs > 0).then(|| Duration::from_secs(self.users_refresh_secs))
+    }
+
+    /// `users_refresh_secs`: every role reads it (workers refresh, ingress follows).
+    fn validate_users_refresh(&self) -> Result<(), SettingError> {
+        if self.users_refresh_secs > MAX_USERS_REFRESH_SECS {
+            return Err(SettingError::new(
+                "moviepilot.users_refresh_secs",
+                format!(
+                    "is {}, more than {MAX_USERS_REFRESH_SECS} (a day): a MoviePilot user removed \
+                     meanwhile would keep their role that long",
+                    self.users_refresh_secs
+                ),
+                format!(
+                    "set {} to a number of seconds from 1 to {MAX_USERS_REFRESH_SECS} (default \
+                     600), or 0 to map users by telegram.users alone",
+                    env_name("moviepilot.users_refresh_secs")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// For the worker: where MoviePilot is and how to sign in.
     fn validate(&self) -> Result<(), SettingError> {
         let mp = self;
@@ -1096,6 +1130,7 @@ impl Settings {
     pub fn validate(&self, needs: Needs) -> Result<(), SettingError> {
         self.redis.validate()?;
         self.directory()?;
+        self.moviepilot.validate_users_refresh()?;
         self.http.validate_limits()?;
         self.ledger.validate()?;
         self.worker.validate()?;

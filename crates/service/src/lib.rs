@@ -10,6 +10,8 @@
 //! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `notify`: the relay of MoviePilot's notifications (its message history → replies).
+//! - `users`, `users_sync`: who each allowed user is (`telegram.users`, MoviePilot's own mapping
+//!   kept in Redis by a worker and followed by every ingress).
 //! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
 //! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
 //!   reads them.
@@ -38,5 +40,6 @@ pub mod telegram;
 pub mod telemetry;
 pub mod untrusted;
 pub mod users;
+pub mod users_sync;
 pub mod vocabulary;
 pub mod worker;

@@ -69,6 +69,10 @@ pub struct Metrics {
     /// oncebot_notify_lag_seconds: since the relay's last successful poll (read from Redis at
     /// scrape time): the oldest a notification can be while not yet forwarded.
     notify_lag: Gauge<f64, AtomicU64>,
+    /// oncebot_users_mapped{source}: allowed users this process maps, by the source that decides
+    /// their identity (`setting`: telegram.users; `moviepilot`: MoviePilot's own mapping, where
+    /// the setting does not map them).
+    users_mapped: Family<Labels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -103,6 +107,7 @@ impl Metrics {
             notify_skipped: Counter::default(),
             notify_poll_errors: Family::default(),
             notify_lag: Gauge::default(),
+            users_mapped: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -218,6 +223,17 @@ impl Metrics {
             "Seconds since the relay's last successful poll of MoviePilot's message history",
             m.notify_lag.clone(),
         );
+        for source in ["setting", "moviepilot"] {
+            drop(
+                m.users_mapped
+                    .get_or_create(&vec![("source", source.to_string())]),
+            );
+        }
+        registry.register(
+            "users_mapped",
+            "Allowed users this process maps, by the source that decides their identity",
+            m.users_mapped.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -241,6 +257,15 @@ impl Metrics {
     /// See [`Self::moviepilot_credentials_refused`]; read by `/readyz`.
     pub fn credentials_are_refused(&self) -> bool {
         self.credentials_refused.get() != 0
+    }
+
+    /// Sets `oncebot_users_mapped` (see `users_mapped`).
+    pub fn set_users_mapped(&self, setting: usize, moviepilot: usize) {
+        for (source, n) in [("setting", setting), ("moviepilot", moviepilot)] {
+            self.users_mapped
+                .get_or_create(&vec![("source", source.to_string())])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     /// Whether this process is still waiting for its first connection to MoviePilot.

@@ -732,6 +732,40 @@ async fn the_page_lists_the_users_and_where_each_identity_came_from() {
         )),
         "{users}"
     );
+    assert!(users.contains("has not been read yet"), "{users}");
+
+    // MoviePilot's mapping as a worker's read stores it (users.lua's fields): Bob is a
+    // MoviePilot superuser, Alice's MoviePilot entry loses to the setting.
+    let key = d.store.keys.users_moviepilot();
+    let mut conn = d.store.conn().await;
+    let _: () = redis::cmd("HSET")
+        .arg(&key)
+        .arg(&["state", "ok", "refreshed_at", "1764700000000", "by", "w"])
+        .arg(&[
+            BOB.to_string(),
+            "bob:admin".into(),
+            ALICE.to_string(),
+            "alice-mp:user".into(),
+        ])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (_, page) = d.get("/admin/").await;
+    let users = &page[page.find("<section id=\"users\"").unwrap()..];
+    let users = &users[..users.find("</section>").unwrap()];
+    for row in [
+        format!("<td>{ALICE}</td><td>viewer</td><td>alice</td><td>setting</td>"),
+        format!("<td>{BOB}</td><td>admin</td><td>bob</td><td>moviepilot</td>"),
+    ] {
+        assert!(users.contains(&row), "{users}");
+    }
+    assert!(
+        users.contains(
+            "MoviePilot&#39;s mapping read 2025-12-02T18:26:40Z: 2 Telegram id(s) mapped"
+        ) || users
+            .contains("MoviePilot's mapping read 2025-12-02T18:26:40Z: 2 Telegram id(s) mapped"),
+        "{users}"
+    );
 }
 
 #[tokio::test]

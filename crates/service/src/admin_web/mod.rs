@@ -59,8 +59,11 @@ pub struct AdminWeb {
     read_only: bool,
     locale: Locale,
     job_retention: Duration,
-    /// Each allowed user and who they are (`telegram.users`), as `oncebot users` lists them.
-    users: Arc<Vec<crate::users::UserRow>>,
+    /// The allowed users and the setting's mappings (`telegram.users`); MoviePilot's side is
+    /// read from the ledger at each render, as `oncebot users` reads it.
+    users: Arc<crate::users::Directory>,
+    /// Whether MoviePilot's own mapping is on (`moviepilot.users_refresh_secs` > 0).
+    moviepilot_users: bool,
 }
 
 impl AdminWeb {
@@ -77,7 +80,8 @@ impl AdminWeb {
             locale: settings.telegram.locale,
             job_retention: Duration::from_secs(settings.worker.job_retention_secs),
             // Validated at start (`Settings::validate`), like the origin above.
-            users: Arc::new(settings.directory().map(|d| d.rows()).unwrap_or_default()),
+            users: Arc::new(settings.directory().unwrap_or_default()),
+            moviepilot_users: settings.moviepilot.users_refresh().is_some(),
         })
     }
 
@@ -245,11 +249,20 @@ impl AdminWeb {
             l.jobs_needing_review(REVIEW_SHOWN),
             recent,
             l.notify_position(),
+            async {
+                match self.moviepilot_users {
+                    true => l.moviepilot_users().await.map(Some),
+                    false => Ok(None),
+                }
+            },
         );
-        let (counts, queues, consumers, review, recent, relay) = match read {
+        let (counts, queues, consumers, review, recent, relay, mp_users) = match read {
             Ok(all) => all,
             Err(e) => return self.unavailable(&e),
         };
+        let users = crate::users_sync::directory_with(&self.users, mp_users.as_ref());
+        let users_note = crate::users_sync::describe(mp_users.as_ref(), &users);
+        let users = users.rows();
         let csrf = self.credentials.csrf_token(now_secs());
         let markup = pages::dashboard(
             &self.frame(),
@@ -260,7 +273,8 @@ impl AdminWeb {
                 relay: relay.as_ref(),
                 review: &review,
                 recent: &recent,
-                users: &self.users,
+                users: &users,
+                users_note: &users_note,
                 filter: &form,
                 filter_error: filter_error.as_deref(),
                 csrf: &csrf,

@@ -40,6 +40,8 @@ pub struct Dashboard<'a> {
     pub recent: &'a [Job],
     /// Each allowed user's role, MoviePilot name and its source (`oncebot users`).
     pub users: &'a [crate::users::UserRow],
+    /// Where MoviePilot's own mapping stands (`users_sync::describe`).
+    pub users_note: &'a str,
     pub filter: &'a FilterForm,
     /// A filter value that could not be used, said plainly.
     pub filter_error: Option<&'a str>,
@@ -195,6 +197,7 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                     }
                 }
             }
+            p #users-moviepilot { (d.users_note) }
         }
         section #recent {
             h2 { "Recent jobs" }

@@ -25,7 +25,7 @@ use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, T
 use crate::metrics::METRICS;
 use crate::telegram::keyboard;
 use crate::telegram::types::{CallbackQuery, Update};
-use crate::users::Directory;
+use crate::users::Live;
 use crate::vocabulary::{JobState, ReplyKind};
 
 /// A stranger is told "not allowed" once per this window, however much they write.
@@ -76,8 +76,9 @@ pub struct Ingress {
 struct Inner {
     ledger: Ledger,
     allowed_users: HashSet<i64>,
-    /// Who each allowed user is (`telegram.users`): decided here, before admission.
-    directory: Directory,
+    /// Who each allowed user is (`telegram.users`, MoviePilot's mapping as `users_sync` follows
+    /// it): decided here, before admission.
+    directory: Live,
     bot_username: String,
     texts: Texts,
     commands: CommandSettings,
@@ -93,7 +94,7 @@ impl Ingress {
                 allowed_users: settings.telegram.allowed_users.iter().copied().collect(),
                 // Settings are validated before any role starts (`Settings::validate` checks
                 // `telegram.users`); an empty directory would refuse everyone, never allow more.
-                directory: settings.directory().unwrap_or_default(),
+                directory: Live::new(settings.directory().unwrap_or_default()),
                 bot_username: settings
                     .telegram
                     .bot_username
@@ -110,6 +111,11 @@ impl Ingress {
 
     pub fn ledger(&self) -> &Ledger {
         &self.inner.ledger
+    }
+
+    /// The directory this ingress decides with, for `users_sync::Follower` to keep current.
+    pub fn directory(&self) -> &Live {
+        &self.inner.directory
     }
 
     /// The relay's wake-up secret, when the relay is on and one is set: the wake-up path works
@@ -246,7 +252,7 @@ impl Ingress {
         };
         // `None` for a stranger (refused below); while nobody is mapped, every allowed user is
         // an admin acting as the service account.
-        let identity = inner.directory.identify(from.id);
+        let identity = inner.directory.current().identify(from.id);
         let role = identity
             .as_ref()
             .map_or(crate::vocabulary::Role::Admin, |i| i.role);
@@ -322,7 +328,7 @@ impl Ingress {
     /// What a callback query asks of the ledger. Anything not recognisably one of our buttons
     /// still goes to the ledger, so it too is answered (once).
     fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {
-        let identity = self.inner.directory.identify(query.from.id);
+        let identity = self.inner.directory.current().identify(query.from.id);
         Tap {
             update_id,
             callback_query_id: query.id.clone(),

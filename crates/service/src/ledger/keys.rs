@@ -218,6 +218,19 @@ impl Keys {
         format!("{}notify:wake", self.base)
     }
 
+    /// HASH, no expiry (one key): MoviePilot's own Telegram mapping as the last read found it,
+    /// field = Telegram id, value = `<MoviePilot name>:<role>`, plus `state`, `refreshed_at`,
+    /// `attempted_at`, `reading` and `by` (users.lua, users_turn.lua). Every ingress reads it.
+    pub fn users_moviepilot(&self) -> String {
+        format!("{}users:moviepilot", self.base)
+    }
+
+    /// STRING, PX = one read's lease: the process reading MoviePilot's users now
+    /// (users_turn.lua takes it, users.lua or unlock.lua ends it).
+    pub fn users_refresh_lock(&self) -> String {
+        format!("{}lock:users-refresh", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -235,6 +248,8 @@ mod tests {
             k.updates(7),
             k.command("ab"),
             k.job_seq(),
+            k.users_moviepilot(),
+            k.users_refresh_lock(),
             k.job(42),
             k.jobs_stream(),
             k.replies_stream(),

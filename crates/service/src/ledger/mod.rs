@@ -17,6 +17,7 @@ mod replies;
 mod script_calls;
 mod scripts;
 mod tokens;
+mod users;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -48,6 +49,7 @@ pub struct Ready {
 }
 use scripts::{OrEmpty, ScriptCall};
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
+pub use users::StoredUsers;
 
 /// A Redis failure, said with what oncebot was doing.
 #[derive(Debug, thiserror::Error)]

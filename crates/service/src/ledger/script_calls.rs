@@ -383,3 +383,16 @@ async fn notify_relay() {
     holds(&l.notify_lease_call("h", Duration::from_secs(3)), true);
     holds(&l.notify_release_call("h"), true);
 }
+
+#[tokio::test]
+async fn moviepilot_users() {
+    let l = ledger();
+    let s = Duration::from_secs(1);
+    holds(&l.users_turn_call("h", s, s, s), true);
+    holds(
+        &l.users_call("h", "ok", &[(1, "alice:admin".into())]),
+        false,
+    );
+    holds(&l.users_call("h", "ok", &[]), true);
+    holds(&l.users_turn_end_call("h"), true);
+}

@@ -116,8 +116,15 @@ pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
 /// relay's position advanced, in one step.
 pub(crate) static NOTIFY: LazyLock<Lua> = LazyLock::new(|| lua!("notify.lua", "common.lua"));
 
+/// `lua/users_turn.lua`: whether this process reads MoviePilot's users now.
+pub(crate) static USERS_TURN: LazyLock<Lua> =
+    LazyLock::new(|| lua!("users_turn.lua", "common.lua"));
+
+/// `lua/users.lua`: MoviePilot's own Telegram mapping replaced by one read, in one step.
+pub(crate) static USERS: LazyLock<Lua> = LazyLock::new(|| lua!("users.lua", "common.lua"));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 21] {
+fn all() -> [(&'static str, &'static Lua); 23] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -140,6 +147,8 @@ fn all() -> [(&'static str, &'static Lua); 21] {
         ("ready", &READY),
         ("notify", &NOTIFY),
         ("login_gate", &LOGIN_GATE),
+        ("users_turn", &USERS_TURN),
+        ("users", &USERS),
     ]
 }
 

@@ -47,13 +47,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use super::error::{MpError, Unreachable};
+use super::error::{ListUsersError, MpError, Unreachable};
 use super::gate::{LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff};
 use super::messages::HistoryMessage;
 use super::releases::{HistoryRow, RawJson, ReleaseList, SearchAnswer};
 use super::types::{
-    CreatedId, Dialect, Download, EnvelopeHead, MediaItem, MediaKind, NewSubscription,
-    Subscription, WireDownload, WireMedia, WireSubscribe, WireToken,
+    CreatedId, Dialect, Download, EnvelopeHead, MediaItem, MediaKind, MpUser, NewSubscription,
+    Subscription, WireDownload, WireMedia, WireSubscribe, WireToken, WireUser,
 };
 use crate::config::{MoviePilotSettings, Secret, env_name};
 
@@ -473,6 +473,36 @@ impl MoviePilot {
             .into_iter()
             .filter_map(WireSubscribe::into_subscription)
             .collect())
+    }
+
+    /// Every MoviePilot user (`GET /api/v1/user/`: `list_users` in v2.5.6's
+    /// `app/api/endpoints/user.py`, behind `get_current_active_superuser`; the newest line has
+    /// the same route and dependency, its answer in the envelope). Only a superuser may list
+    /// them: anyone else gets [`ListUsersError::NotSuperuser`].
+    pub async fn list_users(&self) -> Result<Vec<MpUser>, ListUsersError> {
+        let call = Call {
+            what: "listing MoviePilot's users".into(),
+            method: Method::GET,
+            path: "/api/v1/user/".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        if self.inner.refuses_non_superuser(&answer) {
+            return Err(ListUsersError::NotSuperuser(format!(
+                "{call}: HTTP {}{}: the MoviePilot account oncebot acts as is not a superuser, so \
+                 MoviePilot's own mapping (each user's telegram_userid) cannot be read and only \
+                 telegram.users maps users; make that account a superuser in MoviePilot, or use \
+                 {} (the API key acts as the superuser where MoviePilot accepts it)",
+                answer.status.as_u16(),
+                detail_suffix(&answer.body),
+                env_name("moviepilot.api_key")
+            )));
+        }
+        let rows: Vec<WireUser> = self.inner.rows_of(&call, answer)?.0;
+        Ok(rows.into_iter().map(WireUser::into_user).collect())
     }
 
     /// Deletes a subscription. Idempotent: v2 answers success for any id, and v3's 404 for an
@@ -1106,6 +1136,17 @@ impl Inner {
         }
     }
 
+    /// Whether `answer` is MoviePilot refusing a superuser-only route to a plain user:
+    /// `get_current_active_superuser` raises 400 "用户权限不足" in both lines (v3 wraps it in its
+    /// envelope); v3's other permission refusals are 403.
+    fn refuses_non_superuser(&self, answer: &Answer) -> bool {
+        match answer.status.as_u16() {
+            400 => detail_suffix(&answer.body).contains("权限不足"),
+            403 => self.dialect == Dialect::V3,
+            _ => false,
+        }
+    }
+
     /// Connection refused means the request never left: transient. Anything after that (a
     /// timeout, a dropped connection) is uncertain for a call with a side effect.
     fn transport_error(&self, call: &Call, error: reqwest::Error) -> MpError {
@@ -1226,6 +1267,15 @@ impl Inner {
         call: &Call,
     ) -> Result<(Vec<T>, usize), MpError> {
         let answer = self.call(call).await?;
+        self.rows_of(call, answer)
+    }
+
+    /// The rows of `answer` to `call`, as [`Self::fetch_rows`] reads them.
+    fn rows_of<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+        answer: Answer,
+    ) -> Result<(Vec<T>, usize), MpError> {
         let answer = self.check_status(call, answer)?;
         // Each row as its text, parsed on its own: a `Value` tree per row (maps of every field
         // MoviePilot sends) was about a twelfth of the worker's instructions in the bench.

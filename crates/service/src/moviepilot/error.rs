@@ -60,3 +60,17 @@ impl MpError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct Unreachable(pub String);
+
+/// Why MoviePilot's users could not be listed (`MoviePilot::list_users`), apart from any other
+/// failed call: one kind the caller can explain to the operator, since it lasts until a
+/// setting changes in MoviePilot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListUsersError {
+    /// The MoviePilot account oncebot acts as is not a superuser, so MoviePilot refuses the list
+    /// (v2.5.6: 400 `{"detail":"用户权限不足"}`; v3: the same words in its envelope, or a 403).
+    #[error("{0}")]
+    NotSuperuser(String),
+    /// Any other failure, as every call classifies it.
+    #[error(transparent)]
+    Failed(#[from] MpError),
+}

@@ -22,10 +22,10 @@ mod types;
 
 pub use crate::config::MoviePilotSettings;
 pub use client::MoviePilot;
-pub use error::{MpError, Unreachable};
+pub use error::{ListUsersError, MpError, Unreachable};
 pub use gate::{
     GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,
 };
 pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
-pub use types::{Dialect, Download, MediaItem, MediaKind, NewSubscription, Subscription};
+pub use types::{Dialect, Download, MediaItem, MediaKind, MpUser, NewSubscription, Subscription};

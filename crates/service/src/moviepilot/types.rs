@@ -303,6 +303,62 @@ impl WireDownload {
     }
 }
 
+/// A MoviePilot user as oncebot's mapping needs it (`GET /api/v1/user/`, `schemas.User`): never
+/// their email, avatar, permissions or any other setting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpUser {
+    pub name: String,
+    /// `is_active`; absent means MoviePilot's default (`True`), `null` an inactive user (MoviePilot
+    /// refuses them as `用户未激活`).
+    pub is_active: bool,
+    pub is_superuser: bool,
+    /// `settings.telegram_userid`, the Telegram id MoviePilot itself maps to this user, read as
+    /// MoviePilot compares it (`UserOper.get_name`: the setting equal to `str(id)`): a text that
+    /// is exactly a positive id's decimal form. Missing, empty or anything else: `None`.
+    pub telegram_userid: Option<i64>,
+}
+
+/// One row of `GET /api/v1/user/`, read leniently: a row without a name is skipped, any other
+/// field may be missing or odd.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireUser {
+    name: String,
+    #[serde(default = "wire_true")]
+    is_active: Option<bool>,
+    #[serde(default)]
+    is_superuser: Option<bool>,
+    #[serde(default)]
+    settings: Option<serde_json::Value>,
+}
+
+fn wire_true() -> Option<bool> {
+    Some(true)
+}
+
+impl WireUser {
+    pub(crate) fn into_user(self) -> MpUser {
+        let telegram_userid = self
+            .settings
+            .as_ref()
+            .and_then(|s| s.get("telegram_userid"))
+            .and_then(serde_json::Value::as_str)
+            .and_then(telegram_id_as_moviepilot_matches);
+        MpUser {
+            name: self.name,
+            is_active: self.is_active == Some(true),
+            is_superuser: self.is_superuser == Some(true),
+            telegram_userid,
+        }
+    }
+}
+
+/// `text` as the Telegram id MoviePilot would match it to: `str(id) == text`, so no blanks, sign
+/// or leading zeros; Telegram user ids are positive.
+fn telegram_id_as_moviepilot_matches(text: &str) -> Option<i64> {
+    let id: i64 = text.parse().ok()?;
+    (id > 0 && id.to_string() == text).then_some(id)
+}
+
 /// `schemas.Response`: `{success, message, data}`, with `data` left unread until `success`
 /// says it is one (a refusal's `data` is `{}` in v2.5.6, `null` in v3).
 #[derive(Debug, Deserialize)]
@@ -467,5 +523,58 @@ mod tests {
         assert_eq!(d.progress, Some(42.5));
         assert_eq!(d.season_episode, None);
         assert!(!format!("{d:?}").contains("abcdef"));
+    }
+
+    fn user(json: &str) -> MpUser {
+        serde_json::from_str::<WireUser>(json).unwrap().into_user()
+    }
+
+    #[test]
+    fn a_v2_5_6_user_row_gives_name_rights_and_telegram_id() {
+        // `schemas.User` as `GET /api/v1/user/` answers it (app/schemas/user.py).
+        let u = user(
+            r#"{"id":2,"name":"bob","email":null,"is_active":true,"is_superuser":false,
+                "avatar":null,"is_otp":false,"permissions":{},
+                "settings":{"telegram_userid":"222222222","wechat_userid":"x"}}"#,
+        );
+        assert_eq!(
+            u,
+            MpUser {
+                name: "bob".into(),
+                is_active: true,
+                is_superuser: false,
+                telegram_userid: Some(222222222),
+            }
+        );
+    }
+
+    #[test]
+    fn a_telegram_userid_moviepilot_would_not_match_maps_nobody() {
+        for settings in [
+            r#"null"#,
+            r#"{}"#,
+            r#"{"telegram_userid":""}"#,
+            r#"{"telegram_userid":null}"#,
+            r#"{"telegram_userid":"abc"}"#,
+            r#"{"telegram_userid":" 222"}"#,
+            r#"{"telegram_userid":"0222"}"#,
+            r#"{"telegram_userid":"-5"}"#,
+            r#"{"telegram_userid":"0"}"#,
+            // MoviePilot compares with str(id): a number in the settings never matches.
+            r#"{"telegram_userid":222}"#,
+            r#""not an object""#,
+        ] {
+            let u = user(&format!(r#"{{"name":"x","settings":{settings}}}"#));
+            assert_eq!(u.telegram_userid, None, "{settings}");
+        }
+    }
+
+    #[test]
+    fn missing_rights_are_moviepilots_defaults_and_null_is_inactive() {
+        let u = user(r#"{"name":"x"}"#);
+        assert!(u.is_active && !u.is_superuser);
+        let u = user(r#"{"name":"x","is_active":null,"is_superuser":true}"#);
+        assert!(!u.is_active && u.is_superuser);
+        assert!(serde_json::from_str::<WireUser>(r#"{"id":3}"#).is_err());
     }
 }

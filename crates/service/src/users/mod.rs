@@ -9,12 +9,14 @@
 //! - **Once anyone is mapped**, an allowed user nobody mapped is a `user` acting as the service
 //!   account (no MoviePilot name of their own).
 //! - **Two sources, the explicit one winning**: `telegram.users` (the setting), then MoviePilot's
-//!   own mapping (the `telegram_userid` a MoviePilot user set; a slot the directory keeps for it,
-//!   empty until oncebot reads it).
+//!   own mapping (the `telegram_userid` a MoviePilot user set: an `admin` for a superuser, else a
+//!   `user`; read by `users_sync` into Redis and from there into [`Live`]). Until MoviePilot's
+//!   mapping has been read once, it maps nobody: the setting alone decides, as before it existed.
 //!
 //! Pure: no I/O. Depends only on `vocabulary`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock};
 
 use crate::vocabulary::Role;
 
@@ -25,6 +27,28 @@ pub struct Mapping {
     /// The MoviePilot username; `None` when the entry leaves it out (`333=:admin`).
     pub requester: Option<String>,
     pub role: Role,
+}
+
+impl Mapping {
+    /// How the mapping is stored in Redis (`users:moviepilot`): `<MoviePilot name>:<role>`, as
+    /// in `telegram.users`.
+    pub fn stored_value(&self) -> String {
+        format!(
+            "{}:{}",
+            self.requester.as_deref().unwrap_or_default(),
+            self.role.as_str()
+        )
+    }
+
+    /// A stored `<MoviePilot name>:<role>` for `user_id`; `None` for a value no release wrote.
+    pub fn from_stored(user_id: i64, value: &str) -> Option<Mapping> {
+        let (name, role) = value.rsplit_once(':')?;
+        Some(Mapping {
+            user_id,
+            requester: (!name.is_empty()).then(|| name.to_string()),
+            role: role.parse().ok()?,
+        })
+    }
 }
 
 /// Where a user's identity came from.
@@ -141,7 +165,7 @@ pub fn parse_users(text: &str) -> Result<Vec<Mapping>, UsersError> {
 pub struct Directory {
     allowed: BTreeSet<i64>,
     setting: BTreeMap<i64, Mapping>,
-    /// MoviePilot's own mapping, for the part that reads it; empty for now.
+    /// MoviePilot's own mapping (allowed ids only); empty until it has been read.
     moviepilot: BTreeMap<i64, Mapping>,
 }
 
@@ -174,6 +198,22 @@ impl Directory {
             .filter(|m| self.allowed.contains(&m.user_id))
             .map(|m| (m.user_id, m))
             .collect();
+    }
+
+    /// MoviePilot's side as it stands (allowed ids only), by Telegram id.
+    pub fn moviepilot(&self) -> impl Iterator<Item = &Mapping> {
+        self.moviepilot.values()
+    }
+
+    /// How many allowed users the setting maps, and how many MoviePilot maps that the setting
+    /// does not (the ones MoviePilot's mapping decides).
+    pub fn mapped_counts(&self) -> (usize, usize) {
+        let mp = self
+            .moviepilot
+            .keys()
+            .filter(|id| !self.setting.contains_key(id))
+            .count();
+        (self.setting.len(), mp)
     }
 
     /// Whether `user_id` may run commands at all.
@@ -232,6 +272,30 @@ impl Directory {
                 })
             })
             .collect()
+    }
+}
+
+/// The directory a process decides with, shared by its tasks and replaced whole when
+/// MoviePilot's mapping changes (`users_sync::Follower`): a reader never sees half a change.
+#[derive(Debug, Clone, Default)]
+pub struct Live(Arc<RwLock<Arc<Directory>>>);
+
+impl Live {
+    pub fn new(directory: Directory) -> Live {
+        Live(Arc::new(RwLock::new(Arc::new(directory))))
+    }
+
+    /// The directory as it is now (a cheap clone of a pointer; the lock is held for no longer).
+    pub fn current(&self) -> Arc<Directory> {
+        // A poisoned lock still holds a whole directory: it is only ever replaced, never edited.
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces MoviePilot's side (see [`Directory::set_moviepilot`]).
+    pub fn set_moviepilot(&self, mappings: Vec<Mapping>) {
+        let mut next = (*self.current()).clone();
+        next.set_moviepilot(mappings);
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
     }
 }
 
@@ -336,5 +400,33 @@ mod tests {
             d.rows().iter().map(|r| r.source).collect::<Vec<_>>(),
             ["setting", "moviepilot"]
         );
+    }
+
+    #[test]
+    fn a_stored_mapping_reads_back_and_odd_values_are_skipped() {
+        for m in [
+            mapping(1, Some("alice"), Role::Admin),
+            mapping(2, None, Role::User),
+            mapping(3, Some("a:b"), Role::Viewer),
+        ] {
+            assert_eq!(Mapping::from_stored(m.user_id, &m.stored_value()), Some(m));
+        }
+        assert_eq!(Mapping::from_stored(1, "alice"), None);
+        assert_eq!(Mapping::from_stored(1, "alice:root"), None);
+    }
+
+    #[test]
+    fn a_live_directory_changes_whole_and_keeps_the_setting() {
+        let live =
+            Live::new(Directory::new(&[1, 2], vec![mapping(1, None, Role::Viewer)]).unwrap());
+        let before = live.current();
+        live.set_moviepilot(vec![mapping(2, Some("bob"), Role::Admin)]);
+        assert_eq!(before.identify(2).unwrap().source, Source::Unmapped);
+        let now = live.current();
+        assert_eq!(now.identify(2).unwrap().role, Role::Admin);
+        assert_eq!(now.identify(1).unwrap().role, Role::Viewer);
+        assert_eq!(now.mapped_counts(), (1, 1));
+        live.set_moviepilot(vec![]);
+        assert_eq!(live.current().identify(2).unwrap().source, Source::Unmapped);
     }
 }

@@ -58,6 +58,8 @@ pub mod routes {
     /// v2 only: the Sonarr emulation.
     pub const SERVARR_STATUS: &str = "GET /api/v3/system/status";
     pub const CURRENT_USER: &str = "GET /api/v1/user/current";
+    /// Every user (superusers only: `list_users`, `get_current_active_superuser`).
+    pub const USERS: &str = "GET /api/v1/user/";
     pub const MEDIA_SEARCH: &str = "GET /api/v1/media/search";
     pub const MEDIA_DETAIL: &str = "GET /api/v1/media/{mediaid}";
     pub const SUBSCRIBE_LIST: &str = "GET /api/v1/subscribe/";
@@ -103,6 +105,9 @@ pub struct SimOptions {
     /// The user has two-factor login on: v3 answers the right password 401 with
     /// `X-MFA-Required` (v2.5.6 as for a wrong password), since oncebot sends no code.
     pub two_factor: bool,
+    /// The login user is a superuser (MoviePilot's first user, `admin`, is). False: the
+    /// superuser-only routes answer it 400 "用户权限不足".
+    pub superuser: bool,
 }
 
 impl SimOptions {
@@ -117,6 +122,7 @@ impl SimOptions {
             version: "v2.5.6".into(),
             default_locale: "zh-CN".into(),
             two_factor: false,
+            superuser: true,
         }
     }
 
@@ -301,6 +307,29 @@ struct Data {
     releases: releases::ReleaseData,
     /// The message table.
     messages: Vec<SimMessage>,
+    /// The user table, in MoviePilot's order (by id): the login user first.
+    users: Vec<SimUser>,
+}
+
+/// One row of MoviePilot's user table, as `schemas.User` shows it.
+#[derive(Debug, Clone)]
+struct SimUser {
+    id: u64,
+    name: String,
+    is_active: bool,
+    is_superuser: bool,
+    /// `settings`, where a user's notification ids live (`telegram_userid`, as text).
+    settings: serde_json::Map<String, Value>,
+}
+
+impl SimUser {
+    fn to_json(&self) -> Value {
+        json!({
+            "id": self.id, "name": self.name, "email": null, "is_active": self.is_active,
+            "is_superuser": self.is_superuser, "avatar": null, "is_otp": false,
+            "permissions": {}, "settings": self.settings,
+        })
+    }
 }
 
 impl State {
@@ -336,6 +365,13 @@ impl MoviePilotSim {
                 password: opts.password.clone(),
                 two_factor: opts.two_factor,
                 get_search_trigger: opts.dialect == Dialect::V3 && opts.version.trim() == "v3.0.0",
+                users: vec![SimUser {
+                    id: 1,
+                    name: opts.username.clone(),
+                    is_active: true,
+                    is_superuser: opts.superuser,
+                    settings: serde_json::Map::new(),
+                }],
                 releases: releases::ReleaseData {
                     catalogue: builtin_releases(),
                     ..Default::default()
@@ -457,6 +493,49 @@ impl MoviePilotSim {
         let mut data = self.state.data();
         data.two_factor = on;
         data.tokens.clear();
+    }
+
+    /// Adds a MoviePilot user (after the others, as MoviePilot numbers them) with their
+    /// `telegram_userid` notification setting as MoviePilot stores it (text), if any.
+    pub fn add_user(&self, name: &str, superuser: bool, telegram_userid: Option<&str>) {
+        let mut data = self.state.data();
+        let id = data.users.iter().map(|u| u.id).max().unwrap_or(0) + 1;
+        let mut settings = serde_json::Map::new();
+        if let Some(t) = telegram_userid {
+            settings.insert("telegram_userid".into(), json!(t));
+        }
+        data.users.push(SimUser {
+            id,
+            name: name.to_string(),
+            is_active: true,
+            is_superuser: superuser,
+            settings,
+        });
+    }
+
+    /// Deletes a MoviePilot user (as `DELETE /api/v1/user/{name}` does).
+    pub fn remove_user(&self, name: &str) {
+        self.state.data().users.retain(|u| u.name != name);
+    }
+
+    /// A user changed their `telegram_userid` (`None`: cleared, as MoviePilot's form saves an
+    /// empty field: `""`).
+    pub fn set_telegram_userid(&self, name: &str, telegram_userid: Option<&str>) {
+        let mut data = self.state.data();
+        if let Some(u) = data.users.iter_mut().find(|u| u.name == name) {
+            u.settings.insert(
+                "telegram_userid".into(),
+                json!(telegram_userid.unwrap_or("")),
+            );
+        }
+    }
+
+    /// A user enabled or disabled in MoviePilot (`is_active`).
+    pub fn set_user_active(&self, name: &str, active: bool) {
+        let mut data = self.state.data();
+        if let Some(u) = data.users.iter_mut().find(|u| u.name == name) {
+            u.is_active = active;
+        }
     }
 
     /// Serve v3's search trigger as GET only, as v3.0.0 did, whatever version is reported (a
@@ -638,6 +717,7 @@ enum Route {
     Global,
     ServarrStatus,
     CurrentUser,
+    Users,
     MediaSearch,
     MediaDetail(String),
     SubList,
@@ -701,6 +781,7 @@ const EN_US: &[(&str, &str)] = &[
     ("需要二次验证", "Two-factor verification required"),
     ("任务添加失败", "Failed to add the task"),
     ("未识别到媒体信息", "No media information recognized"),
+    ("用户权限不足", "Insufficient user permissions"),
 ];
 
 /// v3 translates the top-level `message` of its JSON answers into the request's locale (small
@@ -832,6 +913,7 @@ fn resolve(
         Some("/login/access-token") => Some((post, Route::Login, routes::LOGIN, Open)),
         Some("/system/global") => Some((get, Route::Global, routes::GLOBAL, Open)),
         Some("/user/current") => Some((get, Route::CurrentUser, routes::CURRENT_USER, Jwt)),
+        Some("/user/") => Some((get, Route::Users, routes::USERS, Jwt)),
         Some("/media/search") => Some((get, Route::MediaSearch, routes::MEDIA_SEARCH, Jwt)),
         Some("/download/") if post => Some((true, Route::DownloadAdd, routes::DOWNLOAD_ADD, Jwt)),
         Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
@@ -1025,13 +1107,14 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
             body["version"] = json!(opts.version);
             json_resp(StatusCode::OK, &body)
         }
-        Route::CurrentUser => ok_payload(
-            dialect,
-            json!({
-                "id": 1, "name": user, "email": null, "is_active": true, "is_superuser": true,
-                "avatar": "", "is_otp": false, "permissions": {}, "settings": {}
-            }),
-        ),
+        Route::CurrentUser => {
+            let data = state.data();
+            match data.users.iter().find(|u| u.name == user) {
+                Some(u) => ok_payload(dialect, u.to_json()),
+                None => error_resp(dialect, StatusCode::FORBIDDEN, "用户不存在"),
+            }
+        }
+        Route::Users => list_users(state, user),
         Route::MediaSearch => media_search(state, req),
         Route::MediaDetail(mediaid) => media_detail(state, mediaid, req),
         Route::SubList | Route::SubListToken => sub_list(state, req),
@@ -1046,6 +1129,22 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         Route::Downloads => downloads(state),
         Route::MessageWeb => messages::history(&state.data(), dialect, &opts.version, req),
     }
+}
+
+/// `GET /api/v1/user/`: every user, to a superuser (v2.5.6 `list_users` behind
+/// `get_current_active_superuser`, whose refusal is 400 "用户权限不足" in both lines; v3 wraps
+/// the list in its envelope). The caller is looked up by name, as the token's subject.
+fn list_users(state: &State, user: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let data = state.data();
+    let Some(caller) = data.users.iter().find(|u| u.name == user) else {
+        return error_resp(dialect, StatusCode::FORBIDDEN, "用户不存在");
+    };
+    if !caller.is_superuser {
+        return error_resp(dialect, StatusCode::BAD_REQUEST, "用户权限不足");
+    }
+    let rows: Vec<Value> = data.users.iter().map(SimUser::to_json).collect();
+    ok_payload(dialect, Value::Array(rows))
 }
 
 /// `GET /api/v1/system/global`: v2.9+ report their version here; v2.5.6 answers settings only.

@@ -1,0 +1,414 @@
+//! MoviePilot's own Telegram mapping (the `telegram_userid` a MoviePilot user set in their
+//! notification settings), kept in Redis so that every process of a deployment decides with the
+//! same one.
+//!
+//! Policy, in one place:
+//! - **One reader of MoviePilot.** Every worker process runs a [`Refresher`]; users_turn.lua gives
+//!   the turn to one of them once the last read is `moviepilot.users_refresh_secs` old (30 s, or
+//!   the interval if shorter, after a read that failed), and users.lua stores what it found in
+//!   `users:moviepilot`, whole, in one step. Ingress never calls MoviePilot.
+//! - **Every ingress follows.** A [`Follower`] reads the HASH every [`FOLLOW_EVERY`] (one HGETALL)
+//!   into the process's [`Live`] directory, and once before the process admits anything.
+//! - **What MoviePilot's mapping says.** An active MoviePilot user with a `telegram_userid` maps
+//!   that id: `admin` if a superuser, else `user`. An id two MoviePilot users set goes to the
+//!   first MoviePilot lists, as MoviePilot's own `UserOper.get_name` does. `telegram.users` wins
+//!   where both map an id, and the allow-list still decides who runs commands at all.
+//! - **When it cannot be read.** A MoviePilot that fails (down, 5xx) leaves the last mapping as it
+//!   was. One that refuses the list because oncebot's account is no superuser stores an empty
+//!   mapping (`state` `not_superuser`): `telegram.users` alone maps users, and the worker says
+//!   why once, at warn. Before the first read ever, MoviePilot maps nobody.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Settings;
+use crate::ledger::{Ledger, LedgerError, StoredUsers};
+use crate::metrics::METRICS;
+use crate::moviepilot::{ListUsersError, MoviePilot, MpUser};
+use crate::shutdown::sleep_or_stop;
+use crate::users::{Directory, Live, Mapping};
+use crate::vocabulary::Role;
+
+/// How often an ingress process reads the stored mapping again.
+pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
+
+/// How often it tries while it has not read it once (Redis was not answering).
+const FOLLOW_UNTIL_READ: Duration = Duration::from_millis(250);
+
+/// After a read of MoviePilot's users that failed, the next try waits this long (or the
+/// interval, if shorter).
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
+
+/// The `state` of a read that MoviePilot answered with its users.
+pub const STATE_OK: &str = "ok";
+/// The `state` of a read MoviePilot refused: oncebot's account is no superuser.
+pub const STATE_NOT_SUPERUSER: &str = "not_superuser";
+
+/// MoviePilot's users as the mapping oncebot stores: the mappings, by MoviePilot's order, and
+/// the users left out because another user listed before them set the same Telegram id.
+pub fn mappings_of(users: &[MpUser]) -> (Vec<Mapping>, Vec<(i64, String)>) {
+    let mut taken = BTreeMap::new();
+    let mut shadowed = Vec::new();
+    for u in users.iter().filter(|u| u.is_active) {
+        let Some(id) = u.telegram_userid else {
+            continue;
+        };
+        if taken.contains_key(&id) {
+            shadowed.push((id, u.name.clone()));
+            continue;
+        }
+        taken.insert(
+            id,
+            Mapping {
+                user_id: id,
+                requester: Some(u.name.clone()),
+                role: if u.is_superuser {
+                    Role::Admin
+                } else {
+                    Role::User
+                },
+            },
+        );
+    }
+    (taken.into_values().collect(), shadowed)
+}
+
+/// The mappings a stored HASH holds (values no release wrote are skipped).
+pub fn stored_mappings(stored: &StoredUsers) -> Vec<Mapping> {
+    stored
+        .entries
+        .iter()
+        .filter_map(|(id, value)| Mapping::from_stored(*id, value))
+        .collect()
+}
+
+/// `base` (the setting's directory) with MoviePilot's side as stored: what `oncebot users` and
+/// the operator's page show.
+pub fn directory_with(base: &Directory, stored: Option<&StoredUsers>) -> Directory {
+    let mut d = base.clone();
+    if let Some(stored) = stored {
+        d.set_moviepilot(stored_mappings(stored));
+    }
+    d
+}
+
+/// One line on where MoviePilot's mapping stands, for `oncebot users` and the operator's page.
+/// `stored` is `None` when the mapping is off.
+pub fn describe(stored: Option<&StoredUsers>, directory: &Directory) -> String {
+    let Some(stored) = stored else {
+        return "MoviePilot's mapping is off (moviepilot.users_refresh_secs = 0): telegram.users \
+                alone maps users"
+            .into();
+    };
+    let Some(at) = stored.refreshed_at else {
+        return "MoviePilot's mapping has not been read yet (a worker reads it once it reaches \
+                MoviePilot): telegram.users alone maps users meanwhile"
+            .into();
+    };
+    let at = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(at));
+    if stored.state == STATE_NOT_SUPERUSER {
+        return format!(
+            "MoviePilot refused to list its users at the last read ({at}): oncebot's MoviePilot \
+             account is not a superuser, so telegram.users alone maps users"
+        );
+    }
+    let allowed = directory.moviepilot().count();
+    let ignored = stored.entries.len().saturating_sub(allowed);
+    let mut line = format!(
+        "MoviePilot's mapping read {at}: {} Telegram id(s) mapped",
+        stored.entries.len()
+    );
+    if ignored > 0 {
+        line.push_str(&format!(
+            ", {ignored} of them not in telegram.allowed_users (ignored)"
+        ));
+    }
+    line
+}
+
+/// Reads MoviePilot's users when it is this process's turn, and stores the mapping.
+pub struct Refresher {
+    ledger: Ledger,
+    mp: MoviePilot,
+    holder: String,
+    interval: Duration,
+    /// How long one read may take before another process may try.
+    lease: Duration,
+    /// The not-a-superuser warning was logged, and nothing changed since.
+    told_not_superuser: bool,
+    /// The last read failed (MoviePilot down, refusing the credentials): a failure in a row is
+    /// logged at warn once, the rest at debug.
+    failing: bool,
+}
+
+impl Refresher {
+    /// `None` when MoviePilot's mapping is off (`moviepilot.users_refresh_secs` = 0).
+    pub fn new(settings: &Settings, ledger: Ledger, mp: MoviePilot) -> Option<Refresher> {
+        let interval = settings.moviepilot.users_refresh()?;
+        Some(Refresher {
+            ledger,
+            mp,
+            holder: crate::worker::default_consumer_name(),
+            interval,
+            // The call's timeout, a login before it and a margin.
+            lease: Duration::from_secs(2 * settings.moviepilot.timeout_secs + 10),
+            told_not_superuser: false,
+            failing: false,
+        })
+    }
+
+    /// How often this process asks whether it is its turn: a tenth of the interval, between a
+    /// quarter of a second and ten seconds (one small script).
+    fn ask_every(&self) -> Duration {
+        (self.interval / 10).clamp(Duration::from_millis(250), Duration::from_secs(10))
+    }
+
+    /// Asks, and reads when it is this process's turn, until `stop`.
+    pub async fn run(mut self, stop: CancellationToken) {
+        loop {
+            self.once().await;
+            if sleep_or_stop(self.ask_every(), &stop).await {
+                return;
+            }
+        }
+    }
+
+    /// One turn, if it is this process's: read, store, log what changed.
+    pub async fn once(&mut self) {
+        let retry = RETRY_AFTER_FAILURE.min(self.interval);
+        match self
+            .ledger
+            .users_turn(&self.holder, self.interval, retry, self.lease)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot ask whose turn it is to read MoviePilot's users");
+                return;
+            }
+        }
+        let (state, mappings) = match self.mp.list_users().await {
+            Ok(users) => {
+                self.told_not_superuser = false;
+                if std::mem::take(&mut self.failing) {
+                    tracing::info!("MoviePilot's users are readable again");
+                }
+                let (mappings, shadowed) = mappings_of(&users);
+                for (id, name) in shadowed {
+                    tracing::warn!(
+                        telegram_id = id,
+                        moviepilot_user = %name,
+                        "two MoviePilot users set the same telegram_userid; the first MoviePilot \
+                         lists keeps it, as MoviePilot itself decides"
+                    );
+                }
+                (STATE_OK, mappings)
+            }
+            Err(ListUsersError::NotSuperuser(why)) => {
+                self.failing = false;
+                if !self.told_not_superuser {
+                    tracing::warn!(reason = %why, "MoviePilot's own user mapping cannot be read");
+                    self.told_not_superuser = true;
+                }
+                (STATE_NOT_SUPERUSER, Vec::new())
+            }
+            Err(ListUsersError::Failed(e)) => {
+                if std::mem::replace(&mut self.failing, true) {
+                    tracing::debug!(error = %e, kind = e.kind(), "reading MoviePilot's users failed again");
+                } else {
+                    tracing::warn!(
+                        error = %e,
+                        kind = e.kind(),
+                        retry_in = ?retry,
+                        "reading MoviePilot's users failed; the mapping stays as it was"
+                    );
+                }
+                if let Err(e) = self.ledger.users_turn_end(&self.holder).await {
+                    tracing::debug!(error = %e, "ending the failed read's turn");
+                }
+                return;
+            }
+        };
+        let entries: Vec<(i64, String)> = mappings
+            .iter()
+            .map(|m| (m.user_id, m.stored_value()))
+            .collect();
+        match self
+            .ledger
+            .store_moviepilot_users(&self.holder, state, &entries)
+            .await
+        {
+            Ok(Some(before)) => log_changes(&before, &entries, state),
+            Ok(None) => tracing::warn!(
+                lease = ?self.lease,
+                "reading MoviePilot's users took longer than its lease; another process reads now"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, "storing MoviePilot's user mapping failed");
+                let _ = self.ledger.users_turn_end(&self.holder).await;
+            }
+        }
+    }
+}
+
+/// Logs, at info, who MoviePilot's mapping added, removed or changed (ids and MoviePilot
+/// names, nothing else of a user).
+fn log_changes(before: &StoredUsers, after: &[(i64, String)], state: &str) {
+    let old: BTreeMap<i64, &str> = before
+        .entries
+        .iter()
+        .map(|(id, v)| (*id, v.as_str()))
+        .collect();
+    let new: BTreeMap<i64, &str> = after.iter().map(|(id, v)| (*id, v.as_str())).collect();
+    for (id, value) in &new {
+        match old.get(id) {
+            None => {
+                tracing::info!(telegram_id = id, mapping = %value, "MoviePilot's mapping: added")
+            }
+            Some(was) if was != value => tracing::info!(
+                telegram_id = id,
+                mapping = %value,
+                was = %was,
+                "MoviePilot's mapping: changed"
+            ),
+            Some(_) => {}
+        }
+    }
+    for (id, was) in &old {
+        if !new.contains_key(id) {
+            tracing::info!(telegram_id = id, was = %was, "MoviePilot's mapping: removed");
+        }
+    }
+    if before.state != state {
+        tracing::info!(
+            state,
+            mapped = new.len(),
+            "MoviePilot's mapping read ({} Telegram id(s))",
+            new.len()
+        );
+    }
+}
+
+/// Keeps a process's [`Live`] directory in step with the stored mapping.
+pub struct Follower {
+    ledger: Ledger,
+    live: Live,
+    /// The entries last applied; `None` before the first read.
+    seen: Option<Vec<(i64, String)>>,
+}
+
+impl Follower {
+    pub fn new(ledger: Ledger, live: Live) -> Follower {
+        Follower {
+            ledger,
+            live,
+            seen: None,
+        }
+    }
+
+    /// Reads the stored mapping once and applies it when it changed.
+    pub async fn read_once(&mut self) -> Result<(), LedgerError> {
+        let stored = self.ledger.moviepilot_users().await?;
+        if self.seen.as_ref() != Some(&stored.entries) {
+            self.live.set_moviepilot(stored_mappings(&stored));
+            let (setting, moviepilot) = self.live.current().mapped_counts();
+            tracing::debug!(
+                setting,
+                moviepilot,
+                "this process now maps users by MoviePilot's mapping as stored"
+            );
+            self.seen = Some(stored.entries);
+        }
+        set_gauges(&self.live.current());
+        Ok(())
+    }
+
+    /// Reads every [`FOLLOW_EVERY`] (more often until the first read worked), until `stop`.
+    pub async fn run(mut self, stop: CancellationToken) {
+        loop {
+            let wait = match self.read_once().await {
+                Ok(()) => FOLLOW_EVERY,
+                Err(e) if self.seen.is_some() => {
+                    tracing::debug!(error = %e, "reading MoviePilot's user mapping failed");
+                    FOLLOW_EVERY
+                }
+                Err(_) => FOLLOW_UNTIL_READ,
+            };
+            if sleep_or_stop(wait, &stop).await {
+                return;
+            }
+        }
+    }
+}
+
+/// `oncebot_users_mapped{source}` from the process's directory.
+pub fn set_gauges(directory: &Directory) {
+    let (setting, moviepilot) = directory.mapped_counts();
+    METRICS.set_users_mapped(setting, moviepilot);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mp(name: &str, active: bool, superuser: bool, id: Option<i64>) -> MpUser {
+        MpUser {
+            name: name.into(),
+            is_active: active,
+            is_superuser: superuser,
+            telegram_userid: id,
+        }
+    }
+
+    #[test]
+    fn a_superuser_is_an_admin_others_users_and_the_inactive_nobody() {
+        let (m, shadowed) = mappings_of(&[
+            mp("admin", true, true, Some(1)),
+            mp("bob", true, false, Some(2)),
+            mp("gone", false, true, Some(3)),
+            mp("none", true, false, None),
+        ]);
+        assert_eq!(
+            m.iter()
+                .map(|m| (m.user_id, m.stored_value()))
+                .collect::<Vec<_>>(),
+            vec![(1, "admin:admin".to_string()), (2, "bob:user".to_string())]
+        );
+        assert!(shadowed.is_empty());
+    }
+
+    #[test]
+    fn an_id_two_users_set_goes_to_the_first_moviepilot_lists() {
+        let (m, shadowed) = mappings_of(&[
+            mp("first", true, false, Some(5)),
+            mp("second", true, true, Some(5)),
+        ]);
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].requester.as_deref(), Some("first"));
+        assert_eq!(shadowed, vec![(5, "second".to_string())]);
+    }
+
+    #[test]
+    fn the_description_says_which_state_the_mapping_is_in() {
+        let d = Directory::new(&[1], vec![]).unwrap();
+        assert!(describe(None, &d).contains("off"));
+        assert!(describe(Some(&StoredUsers::default()), &d).contains("not been read yet"));
+        let refused = StoredUsers {
+            refreshed_at: Some(1),
+            state: STATE_NOT_SUPERUSER.into(),
+            ..StoredUsers::default()
+        };
+        assert!(describe(Some(&refused), &d).contains("not a superuser"));
+        let read = StoredUsers {
+            refreshed_at: Some(1),
+            state: STATE_OK.into(),
+            by: "w".into(),
+            entries: vec![(1, "a:user".into()), (9, "b:admin".into())],
+        };
+        let with = directory_with(&d, Some(&read));
+        assert!(describe(Some(&read), &with).contains("2 Telegram id(s) mapped, 1 of them not"));
+    }
+}

@@ -1,0 +1,43 @@
+--[[
+  users: replace MoviePilot's own Telegram mapping with what one read of MoviePilot's users
+  found, in one step, and end that read's turn (users_turn.lua).
+
+  Guarantee: written only by the turn's holder (a read whose lease expired, overtaken by another
+  process, writes nothing); readers (HGETALL) see the old mapping or the new one, never a mix.
+
+  KEYS[1] mapping key   {P}:v1:users:moviepilot     HASH (below), no expiry
+  KEYS[2] lock key      {P}:v1:lock:users-refresh   STRING holder, PX = lease
+
+  ARGV[1] holder        the process that took the turn
+  ARGV[2] state         `ok` (MoviePilot listed its users) | `not_superuser` (it refused: oncebot's
+                        account is no superuser; the mapping is then empty)
+  ARGV[3..] pairs       telegram id, `<MoviePilot name>:<role>` (role `admin` | `user`)
+
+  The HASH: one field per mapped Telegram id (value `<MoviePilot name>:<role>`), plus `state`
+  (ARGV[2]), `refreshed_at` (ms, Redis's clock), `attempted_at` (kept, see users_turn.lua) and
+  `by` (the holder); `reading` (users_turn.lua's) is gone: this read finished. Fields that are
+  not numbers describe the mapping; the others are ids.
+
+  Returns {1, field, value, ...}: written, with the mapping it replaced (every field of the old
+  HASH); {0}: the turn is no longer this holder's, nothing written.
+]]
+
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return {0}
+end
+local before = redis.call('HGETALL', KEYS[1])
+local attempted = redis.call('HGET', KEYS[1], 'attempted_at')
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'refreshed_at', now_ms(), 'by', ARGV[1])
+if attempted then
+  redis.call('HSET', KEYS[1], 'attempted_at', attempted)
+end
+for i = 3, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+redis.call('DEL', KEYS[2])
+local out = {1}
+for _, v in ipairs(before) do
+  out[#out + 1] = v
+end
+return out

@@ -1,0 +1,384 @@
+//! Issue 22, "Who asked": MoviePilot's own Telegram mapping (each MoviePilot user's
+//! `telegram_userid`) through a real oncebot, the fake MoviePilot's user table and a private
+//! Redis: the roles it gives, the setting winning, the allow-list deciding, a removal reaching
+//! every process at the next refresh, and a service account that is no superuser.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot, MoviePilotSettings};
+use oncebot_tools::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
+use serde_json::Value;
+
+use crate::support::app::run_oncebot;
+use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
+
+/// A refresh every second, so a change in MoviePilot shows within a few.
+const FAST_REFRESH: (&str, &str) = ("ONCEBOT__MOVIEPILOT__USERS_REFRESH_SECS", "1");
+
+/// How long a change in MoviePilot may take to reach the ingress: a refresh (1 s, its turn
+/// asked every 250 ms) plus a follow (2 s), with room for a loaded machine.
+const REACHES_INGRESS: Duration = Duration::from_secs(15);
+
+/// `oncebot users --json` against the rig's Redis, by Telegram id: (role, requester, source).
+async fn users_listed(rig: &Rig) -> BTreeMap<i64, (String, Option<String>, String)> {
+    let env: Vec<(&str, &str)> = rig
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let out = run_oncebot(&["users", "--json"], &env).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let rows: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    rows.iter()
+        .map(|r| {
+            (
+                r["user_id"].as_i64().unwrap(),
+                (
+                    r["role"].as_str().unwrap().to_string(),
+                    r["requester"].as_str().map(str::to_string),
+                    r["source"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn row(role: &str, requester: Option<&str>, source: &str) -> (String, Option<String>, String) {
+    (
+        role.to_string(),
+        requester.map(str::to_string),
+        source.to_string(),
+    )
+}
+
+/// Waits until `oncebot users --json` lists exactly `want`.
+async fn users_become(rig: &Rig, want: &BTreeMap<i64, (String, Option<String>, String)>) {
+    eventually(
+        "oncebot users to list the mapping",
+        REACHES_INGRESS,
+        || async {
+            let got = users_listed(rig).await;
+            (&got == want).then_some(())
+        },
+    )
+    .await;
+}
+
+/// `oncebot_users_mapped{source}` as the serving process's `/metrics` says it: what its
+/// ingress decides with.
+async fn mapped_in_ingress(rig: &Rig, source: &str) -> Option<f64> {
+    let text = rig
+        .http
+        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let key = format!("oncebot_users_mapped{{source=\"{source}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Waits until the ingress maps `n` users by MoviePilot's mapping.
+async fn ingress_maps(rig: &Rig, n: f64) {
+    eventually(
+        "the ingress to follow the mapping",
+        REACHES_INGRESS,
+        || async { (mapped_in_ingress(rig, "moviepilot").await == Some(n)).then_some(()) },
+    )
+    .await;
+}
+
+/// Waits until `user` was told `text`.
+async fn told(rig: &Rig, user: i64, text: &str) {
+    eventually(
+        &format!("{user} to be told {text:?}"),
+        RECOVERY_DEADLINE,
+        || {
+            let sent = rig.tg.sent();
+            async move {
+                sent.iter()
+                    .any(|m| m.chat_id == user && m.text.contains(text))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+/// A MoviePilot superuser is an admin, any other user a `user`, each acting as their MoviePilot
+/// name; shown as `moviepilot` by `oncebot users`, and the roles hold at admission: the mapped
+/// `user` is refused `/subscriptions all`, the mapped admin runs it.
+#[tokio::test]
+async fn moviepilot_users_map_superusers_to_admin_and_others_to_user() {
+    for dialect in [Dialect::V2, Dialect::V3] {
+        let rig = Rig::with(dialect, &[FAST_REFRESH]).await;
+        rig.mp.add_user("alice", false, Some(&ALICE.to_string()));
+        rig.mp.add_user("bob", true, Some(&BOB.to_string()));
+        let _bot = rig.start_pipeline().await;
+        users_become(
+            &rig,
+            &BTreeMap::from([
+                (ALICE, row("user", Some("alice"), "moviepilot")),
+                (BOB, row("admin", Some("bob"), "moviepilot")),
+            ]),
+        )
+        .await;
+        ingress_maps(&rig, 2.0).await;
+        rig.send(1, "/subscriptions all").await;
+        told(&rig, ALICE, "Only an admin can do that.").await;
+        assert!(rig.store.jobs_on_stream().await.is_empty(), "{dialect}");
+        rig.post(&private_text(2, BOB, "/subscriptions all")).await;
+        let job = rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+        // The job records whom it acts for, as MoviePilot's mapping named him.
+        assert_eq!(
+            job.get("requester").map(String::as_str),
+            Some("bob"),
+            "{job:?}"
+        );
+        assert_eq!(
+            job.get("role").map(String::as_str),
+            Some("admin"),
+            "{job:?}"
+        );
+        assert!(rig.mp.calls(routes::USERS) >= 1);
+    }
+}
+
+/// Both sources agree where they map different ids, and the setting wins where both map one;
+/// an id MoviePilot maps that is not in `telegram.allowed_users` stays refused.
+#[tokio::test]
+async fn the_setting_wins_over_moviepilot_which_adds_nobody_to_the_allowed_users() {
+    let users = format!("{ALICE}=alice:viewer");
+    let rig = Rig::with(
+        Dialect::V2,
+        &[FAST_REFRESH, ("ONCEBOT__TELEGRAM__USERS", &users)],
+    )
+    .await;
+    // MoviePilot maps Alice too (as a superuser), Bob, and Mallory, who is not allowed.
+    rig.mp.add_user("alice-mp", true, Some(&ALICE.to_string()));
+    rig.mp.add_user("bob", true, Some(&BOB.to_string()));
+    rig.mp.add_user("mallory", true, Some(&MALLORY.to_string()));
+    let _bot = rig.start_pipeline().await;
+    users_become(
+        &rig,
+        &BTreeMap::from([
+            (ALICE, row("viewer", Some("alice"), "setting")),
+            (BOB, row("admin", Some("bob"), "moviepilot")),
+        ]),
+    )
+    .await;
+    ingress_maps(&rig, 1.0).await;
+    assert_eq!(mapped_in_ingress(&rig, "setting").await, Some(1.0));
+    // The setting's viewer may not subscribe, whatever MoviePilot says of her.
+    rig.send(1, "/subscribe tmdb:108545 S1").await;
+    told(&rig, ALICE, "You can only look").await;
+    // Mallory is a MoviePilot superuser, and still not allowed.
+    rig.post(&private_text(2, MALLORY, "/subscriptions all"))
+        .await;
+    told(&rig, MALLORY, "not allowed to use this bot").await;
+    assert!(rig.store.jobs_on_stream().await.is_empty());
+}
+
+/// A MoviePilot user removed while oncebot runs, or whose `telegram_userid` is cleared, loses
+/// the mapping at the next refresh: in `oncebot users` and at admission.
+#[tokio::test]
+async fn a_moviepilot_user_removed_while_running_loses_the_mapping_at_the_next_refresh() {
+    // Someone stays mapped by the setting, so the unmapped are `user`s (not everyone an admin).
+    let users = format!("{BOB}=bob:viewer");
+    let rig = Rig::with(
+        Dialect::V2,
+        &[FAST_REFRESH, ("ONCEBOT__TELEGRAM__USERS", &users)],
+    )
+    .await;
+    rig.mp.add_user("alice", true, Some(&ALICE.to_string()));
+    let bot = rig.start_pipeline().await;
+    ingress_maps(&rig, 1.0).await;
+    rig.send(1, "/subscriptions all").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+
+    rig.mp.remove_user("alice");
+    let unmapped = BTreeMap::from([
+        (ALICE, row("user", None, "unmapped")),
+        (BOB, row("viewer", Some("bob"), "setting")),
+    ]);
+    users_become(&rig, &unmapped).await;
+    ingress_maps(&rig, 0.0).await;
+    bot.wait_for_stderr("MoviePilot's mapping: removed", REACHES_INGRESS)
+        .await;
+    rig.send(2, "/subscriptions all").await;
+    told(&rig, ALICE, "Only an admin can do that.").await;
+
+    // Back, then her telegram_userid cleared in MoviePilot: the same.
+    rig.mp.add_user("alice", true, Some(&ALICE.to_string()));
+    ingress_maps(&rig, 1.0).await;
+    rig.mp.set_telegram_userid("alice", None);
+    users_become(&rig, &unmapped).await;
+    ingress_maps(&rig, 0.0).await;
+    // A disabled MoviePilot user maps nobody either.
+    rig.mp
+        .set_telegram_userid("alice", Some(&ALICE.to_string()));
+    ingress_maps(&rig, 1.0).await;
+    rig.mp.set_user_active("alice", false);
+    ingress_maps(&rig, 0.0).await;
+}
+
+/// MoviePilot failing (502s) while oncebot runs leaves the last mapping standing; the failure
+/// is logged at warn once for the run of them, and the next good read says it is over.
+#[tokio::test]
+async fn moviepilot_failing_leaves_the_last_mapping_standing() {
+    let rig = Rig::with(Dialect::V2, &[FAST_REFRESH]).await;
+    rig.mp.add_user("bob", true, Some(&BOB.to_string()));
+    let bot = rig.start_pipeline().await;
+    ingress_maps(&rig, 1.0).await;
+    for _ in 0..3 {
+        rig.mp.fail_next(
+            routes::USERS,
+            Fault::Status(502, "<html>Bad Gateway</html>".into()),
+        );
+    }
+    bot.wait_for_stderr("MoviePilot's users are readable again", REACHES_INGRESS)
+        .await;
+    let failed = "reading MoviePilot's users failed; the mapping stays as it was";
+    let log = bot.stderr();
+    assert_eq!(log.matches(failed).count(), 1, "{log}");
+    assert!(!log.contains("MoviePilot's mapping: removed"), "{log}");
+    assert_eq!(mapped_in_ingress(&rig, "moviepilot").await, Some(1.0));
+    // The next good read after a removal does remove.
+    rig.mp.remove_user("bob");
+    ingress_maps(&rig, 0.0).await;
+}
+
+/// Roles in separate processes: an ingress of its own and two workers. The workers read
+/// MoviePilot's users one at a time, once per interval between them (not once each), and a
+/// change reaches the ingress through Redis.
+#[tokio::test]
+async fn a_split_deployment_reads_once_per_interval_and_the_ingress_follows_through_redis() {
+    let rig = Rig::with(Dialect::V2, &[FAST_REFRESH]).await;
+    rig.mp.add_user("alice", false, Some(&ALICE.to_string()));
+    let _ingress = rig.start_roles(&["ingress"], None).await;
+    let _w1 = rig.start_worker_only().await;
+    let _w2 = rig.start_worker_only().await;
+    ingress_maps(&rig, 1.0).await;
+    // Each read begins at least an interval (1 s, Redis's clock) after the one before, whoever
+    // makes it: four more reads span at least three intervals. Two workers reading each on
+    // their own would make them in about half that.
+    let first = rig.mp.calls(routes::USERS);
+    let began = std::time::Instant::now();
+    eventually("four more reads", REACHES_INGRESS, || async {
+        (rig.mp.calls(routes::USERS) >= first + 4).then_some(())
+    })
+    .await;
+    assert!(
+        began.elapsed() >= Duration::from_millis(2_500),
+        "{:?} for four reads",
+        began.elapsed()
+    );
+    rig.mp.remove_user("alice");
+    ingress_maps(&rig, 0.0).await;
+    rig.send(1, "/subscriptions all").await;
+    // Nobody is mapped any more: every allowed user is an admin again, as before.
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+}
+
+/// oncebot's MoviePilot account is no superuser: MoviePilot refuses the list, the worker says
+/// why once at warn (not at every refresh), and `telegram.users` alone maps users.
+#[tokio::test]
+async fn a_service_account_that_is_no_superuser_leaves_the_setting_alone_and_warns_once() {
+    let users = format!("{BOB}=bob:admin");
+    let opts = SimOptions {
+        superuser: false,
+        ..SimOptions::v2_5_6()
+    };
+    let rig = Rig::with_sim(opts, &[FAST_REFRESH, ("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    rig.mp.add_user("alice", true, Some(&ALICE.to_string()));
+    let bot = rig.start_pipeline().await;
+    let warning = "MoviePilot's own user mapping cannot be read";
+    bot.wait_for_stderr(warning, REACHES_INGRESS).await;
+    // Several refreshes later, still one warning.
+    let calls = rig.mp.calls(routes::USERS);
+    eventually("three more refreshes", REACHES_INGRESS, || async {
+        (rig.mp.calls(routes::USERS) >= calls + 3).then_some(())
+    })
+    .await;
+    assert_eq!(bot.stderr().matches(warning).count(), 1, "{}", bot.stderr());
+    assert!(bot.stderr().contains("not a superuser"), "{}", bot.stderr());
+    assert_eq!(
+        users_listed(&rig).await,
+        BTreeMap::from([
+            (ALICE, row("user", None, "unmapped")),
+            (BOB, row("admin", Some("bob"), "setting")),
+        ])
+    );
+    let env: Vec<(&str, &str)> = rig
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let table = run_oncebot(&["users"], &env).await;
+    assert!(table.stdout.contains("not a superuser"), "{table:?}");
+    assert_eq!(mapped_in_ingress(&rig, "moviepilot").await, Some(0.0));
+}
+
+fn login_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
+    MoviePilotSettings {
+        url: sim.url(),
+        api_key: oncebot::config::Secret::new(""),
+        username: sim.options().username.clone(),
+        password: oncebot::config::Secret::new(sim.options().password.clone()),
+        timeout_secs: 5,
+        search_timeout_secs: 5,
+        auth_wait_secs: 3600,
+        resource_search_timeout_secs: 5,
+        download_timeout_secs: 5,
+        download_settle_secs: 2,
+        max_body_bytes: 8 * 1024 * 1024,
+        users_refresh_secs: 600,
+    }
+}
+
+/// The client reads `GET /api/v1/user/` in both dialects (a bare array; v3's envelope) and
+/// tells a refusal to a non-superuser apart from any other failure.
+#[tokio::test]
+async fn list_users_reads_both_dialects_and_names_a_non_superuser_refusal() {
+    for opts in [SimOptions::v2_5_6(), SimOptions::v3()] {
+        let sim = MoviePilotSim::start(opts.clone()).await;
+        sim.add_user("bob", false, Some("222"));
+        sim.add_user("carol", false, Some(""));
+        let mp = MoviePilot::connect(&login_settings(&sim)).await.unwrap();
+        let users = mp.list_users().await.unwrap();
+        let got: Vec<_> = users
+            .iter()
+            .map(|u| (u.name.as_str(), u.is_superuser, u.telegram_userid))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("admin", true, None),
+                ("bob", false, Some(222)),
+                ("carol", false, None)
+            ],
+            "{:?}",
+            opts.dialect
+        );
+
+        let plain = MoviePilotSim::start(SimOptions {
+            superuser: false,
+            ..opts.clone()
+        })
+        .await;
+        let mp = MoviePilot::connect(&login_settings(&plain)).await.unwrap();
+        match mp.list_users().await {
+            Err(ListUsersError::NotSuperuser(why)) => {
+                assert!(why.contains("not a superuser"), "{why}");
+                assert!(why.contains("telegram.users"), "{why}");
+            }
+            other => panic!("{:?}: {other:?}", opts.dialect),
+        }
+    }
+}
