@@ -1330,8 +1330,16 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
     let used: BTreeMap<String, String> = conn.hgetall(&group_key).await.unwrap();
     assert_eq!(used["state"], "used", "{used:?}");
     assert_eq!(used["job_id"], "1");
-    let group_ttl: i64 = conn.pttl(&group_key).await.unwrap();
-    let token_ttl: i64 = conn.pttl(store.keys.token(token_of(&first))).await.unwrap();
+    // The token first, then the group, in one MULTI: time passing between the two reads can
+    // only shrink the group's TTL, so a loaded machine cannot push the difference over the
+    // second the script adds (reading the group first did, once, under three builds).
+    let (token_ttl, group_ttl): (i64, i64) = redis::pipe()
+        .atomic()
+        .pttl(store.keys.token(token_of(&first)))
+        .pttl(&group_key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert!(
         group_ttl > token_ttl && group_ttl - token_ttl <= 1_000,
         "the group outlives its token by a second: {group_ttl} ms, token {token_ttl} ms"
