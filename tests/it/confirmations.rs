@@ -746,6 +746,69 @@ async fn unsubscribe_confirmed_twice_deletes_the_subscription_once() {
     assert_eq!(rig.pending_entries().await, 0);
 }
 
+/// Who owns a subscription decides who may cancel it (MoviePilot's own bot lets anyone cancel
+/// anyone's, #5098): a `user` asking to cancel another MoviePilot user's is refused in the job
+/// with no button and nothing deleted; their own is asked about as before; an admin may cancel
+/// someone else's, and both the question and the result name the owner.
+#[tokio::test]
+async fn a_user_cannot_cancel_someone_elses_subscription_and_an_admin_can_naming_the_owner() {
+    let users = format!("{ALICE}=alice:user,{BOB}=bob:admin");
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    let carols = rig
+        .mp
+        .insert_subscription_for(THREE_BODY, MediaKind::Tv, Some(1), "carol")
+        .unwrap();
+    let alices = rig
+        .mp
+        .insert_subscription_for(THREE_BODY, MediaKind::Tv, Some(2), "alice")
+        .unwrap();
+    let _bot = rig.start(None).await;
+
+    rig.send(1, &format!("/unsubscribe {carols}")).await;
+    let refused = rig.job_in(1, "failed", JOB_DEADLINE).await;
+    assert_eq!(refused["mp_error_kind"], "declined", "{refused:?}");
+    let said: Vec<_> = rig.replies_for(1).await;
+    assert!(
+        said.iter().any(|r| r["text"].ends_with(&format!(
+            "did not go through: Subscription #{carols} is carol's: only an admin can cancel someone else's subscription."
+        )) && !r.contains_key("markup")),
+        "{said:?}"
+    );
+
+    rig.send(2, &format!("/unsubscribe {alices}")).await;
+    let question = reply_with_buttons(&rig, 2).await;
+    assert_eq!(
+        question["text"],
+        format!("Cancel subscription #{alices} to \"三体\" season 2? This cannot be undone.")
+    );
+
+    rig.post(&private_text(3, BOB, &format!("/unsubscribe {carols}")))
+        .await;
+    let question = reply_with_buttons(&rig, 3).await;
+    assert_eq!(
+        question["text"],
+        format!(
+            "Cancel subscription #{carols} to \"三体\" season 1? This cannot be undone. (It is carol's subscription.)"
+        )
+    );
+    let confirm = button(&question, "Confirm");
+    rig.post(&tap(4, BOB, BOB, BOT_MESSAGE, &confirm)).await;
+    let job = rig.job_in(4, "succeeded", JOB_DEADLINE).await;
+    assert_eq!(job["mp_outcome"], "deleted");
+    assert_eq!(job["requester"], "bob");
+    let results = rig.replies_for(4).await;
+    assert!(
+        results.iter().any(|r| r["text"]
+            == format!(
+                "Subscription #{carols} to \"三体\" season 1 cancelled. (It is carol's subscription.)"
+            )),
+        "{results:?}"
+    );
+    let left: Vec<u64> = rig.mp.subscriptions().iter().map(|s| s.id).collect();
+    assert_eq!(left, vec![alices], "only carol's was deleted, by the admin");
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_DELETE), 1);
+}
+
 /// MoviePilot reuses ids: after #1 is deleted the next subscription is #1 again. Its
 /// `/unsubscribe 1` is a new question naming the new subscription, and a Confirm left over from
 /// the old question deletes nothing.

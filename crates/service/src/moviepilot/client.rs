@@ -303,6 +303,12 @@ impl MoviePilot {
         let _ = self.inner.gate.set(gate);
     }
 
+    /// The MoviePilot user oncebot logs in as (`moviepilot.username`), `None` with an API key
+    /// alone: whose subscriptions an asker without a MoviePilot name of their own owns.
+    pub fn service_username(&self) -> Option<&str> {
+        self.inner.auth.login.as_ref().map(|l| l.username.as_str())
+    }
+
     /// Why MoviePilot refuses oncebot's credentials now (operator text, naming the setting to
     /// fix), or `None` when the last call that reached it was let in.
     pub fn credentials_refused(&self) -> Option<String> {

@@ -91,6 +91,9 @@ pub struct Subscription {
     pub state: Option<String>,
     /// Episodes still missing.
     pub lack_episode: Option<i64>,
+    /// The MoviePilot user who owns it (`None` when the row names nobody).
+    #[serde(default)]
+    pub username: Option<String>,
 }
 
 /// One torrent MoviePilot's downloader is working on, reduced to what a reply may show.
@@ -221,6 +224,8 @@ pub(crate) struct WireSubscribe {
     state: Option<String>,
     #[serde(default, deserialize_with = "lenient_i64")]
     lack_episode: Option<i64>,
+    #[serde(default)]
+    username: Option<String>,
 }
 
 impl WireSubscribe {
@@ -245,6 +250,7 @@ impl WireSubscribe {
                 .and_then(|s| u32::try_from(s).ok()),
             state: self.state,
             lack_episode: self.lack_episode,
+            username: self.username.filter(|u| !u.trim().is_empty()),
         })
     }
 }

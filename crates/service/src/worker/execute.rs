@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use crate::commands::{Action, Command, SubscriptionMedia};
 use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
-use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription};
+use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription, Subscription};
 use crate::telegram::keyboard::Keyboard;
+use crate::vocabulary::Role;
 
 use super::render::{self, Render};
 
@@ -183,7 +184,7 @@ pub async fn run(
         Action::Unsubscribe {
             subscription_id,
             media,
-        } => unsubscribe(cx, *subscription_id, media, recovered).await,
+        } => unsubscribe(cx, job, *subscription_id, media, recovered).await,
         Action::SearchNow { subscription_id } => {
             cx.mp.search_subscription_now(*subscription_id).await?;
             Ok(Done {
@@ -332,6 +333,27 @@ async fn subscribe_locked(
 /// `GET /api/v1/subscribe/<id>` for a missing id) and asks, naming it, with Confirm / Cancel.
 /// Confirm runs `/unsubscribe <id> <media>`, so a later subscription that MoviePilot gives the
 /// same id is a different command with buttons of its own. A missing id gets no buttons.
+/// The owner of `sub` when that is someone other than the asker (the job's MoviePilot user, or
+/// the service account for an asker without one); `None` for the asker's own and for a row that
+/// names nobody.
+fn someone_elses<'s>(cx: &Context<'_>, job: &Job, sub: &'s Subscription) -> Option<&'s str> {
+    let owner = sub.username.as_deref()?;
+    let asker = job.requester.as_deref().or(cx.mp.service_username())?;
+    (owner != asker).then_some(owner)
+}
+
+/// Refuses a `user` another's subscription (MoviePilot's own bot lets anyone cancel anyone's,
+/// #5098); for an admin, the words that name its owner (empty for the asker's own).
+fn ownership_check(cx: &Context<'_>, job: &Job, sub: &Subscription) -> Result<String, MpError> {
+    match someone_elses(cx, job, sub) {
+        None => Ok(String::new()),
+        Some(owner) if job.role < Role::Admin => Err(MpError::Declined(
+            cx.render.not_your_subscription(sub.id, owner),
+        )),
+        Some(owner) => Ok(cx.render.owned_by(owner)),
+    }
+}
+
 async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, MpError> {
     let r = &cx.render;
     let subs = cx.mp.list_subscriptions().await?;
@@ -341,6 +363,7 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
             format!("no subscription {id}"),
         ));
     };
+    let whose = ownership_check(cx, job, sub)?;
     let media = SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name);
     let owner = Owner::User {
         chat_id: job.chat_id,
@@ -364,7 +387,7 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
         (r.cancel_button().to_string(), cancel),
     ]);
     Ok(Done {
-        reply: r.confirm_unsubscribe(id, &sub.name, sub.season),
+        reply: r.confirm_unsubscribe(id, &sub.name, sub.season) + &whose,
         result: format!("asked to confirm deleting subscription {id}"),
         fields: vec![("mp_subscription_id".into(), id.to_string())],
         buttons: buttons(&group, keyboard),
@@ -372,10 +395,11 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
     })
 }
 
-/// The Confirm button's delete: only while `id` still names `media`. Looking first is also how
-/// a crashed delete is verified: gone means done.
+/// The Confirm button's delete: only while `id` still names `media`, and (for a `user`) is
+/// theirs. Looking first is also how a crashed delete is verified: gone means done.
 async fn unsubscribe(
     cx: &Context<'_>,
+    job: &Job,
     id: u64,
     media: &SubscriptionMedia,
     recovered: bool,
@@ -402,11 +426,12 @@ async fn unsubscribe(
     if SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name) != *media {
         return Err(MpError::Declined(r.subscription_replaced(id, &sub.name)));
     }
+    let whose = ownership_check(cx, job, sub)?;
     cx.mp.delete_subscription(id).await?;
     Ok(Done {
         fields: fields("deleted"),
         ..Done::new(
-            r.unsubscribed(id, &sub.name, sub.season),
+            r.unsubscribed(id, &sub.name, sub.season) + &whose,
             format!("deleted subscription {id}"),
         )
     })

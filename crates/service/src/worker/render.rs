@@ -236,6 +236,28 @@ impl Render {
         }
     }
 
+    /// A `user` asked to cancel a subscription another MoviePilot user owns.
+    pub fn not_your_subscription(&self, id: u64, owner: &str) -> String {
+        let owner = clean_line(owner);
+        if self.zh() {
+            format!("订阅 #{id} 属于 {owner}：只有管理员可以取消别人的订阅。")
+        } else {
+            format!(
+                "Subscription #{id} is {owner}'s: only an admin can cancel someone else's subscription."
+            )
+        }
+    }
+
+    /// Said to an admin acting on someone else's subscription: whose it is.
+    pub fn owned_by(&self, owner: &str) -> String {
+        let owner = clean_line(owner);
+        if self.zh() {
+            format!("（这是 {owner} 的订阅。）")
+        } else {
+            format!(" (It is {owner}'s subscription.)")
+        }
+    }
+
     /// The question under Confirm / Cancel, naming what would be deleted.
     pub fn confirm_unsubscribe(&self, id: u64, name: &str, season: Option<u32>) -> String {
         let name = clean_line(name);

@@ -433,13 +433,25 @@ impl MoviePilotSim {
         kind: MediaKind,
         season: Option<u32>,
     ) -> Option<u64> {
+        let username = self.state.opts.username.clone();
+        self.insert_subscription_for(media_tmdb_id, kind, season, &username)
+    }
+
+    /// [`Self::insert_subscription`] owned by `username`, as if that MoviePilot user had made it.
+    pub fn insert_subscription_for(
+        &self,
+        media_tmdb_id: u64,
+        kind: MediaKind,
+        season: Option<u32>,
+        username: &str,
+    ) -> Option<u64> {
         let mut data = self.state.data();
         let media = data
             .media
             .iter()
             .find(|m| m.tmdb_id == media_tmdb_id && m.kind == kind)?
             .clone();
-        Some(insert(&mut data, &media, season, &self.state.opts.username))
+        Some(insert(&mut data, &media, season, username))
     }
 
     /// Requests that reached `route` (see [`routes`]), including refused ones.
