@@ -14,6 +14,8 @@ use oncebot::moviepilot::{
 use oncebot_tools::sim::moviepilot::{Fault, MoviePilotSim, SimDownload, SimOptions, routes};
 use serde_json::{Value, json};
 
+use crate::support::{bare_settings, login_settings};
+
 const DUNE: u64 = 438631;
 const DUNE_TWO: u64 = 693134;
 const THREE_BODY: u64 = 108545;
@@ -29,31 +31,6 @@ fn fixture(name: &str) -> String {
 
 fn fixture_json(name: &str) -> Value {
     serde_json::from_str(&fixture(name)).unwrap()
-}
-
-fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
-    MoviePilotSettings {
-        url: sim.url(),
-        api_key: Secret::new(""),
-        username: String::new(),
-        password: Secret::new(""),
-        timeout_secs: 5,
-        search_timeout_secs: 5,
-        auth_wait_secs: 3600,
-        resource_search_timeout_secs: 5,
-        download_timeout_secs: 5,
-        download_settle_secs: 2,
-        max_body_bytes: 8 * 1024 * 1024,
-        users_refresh_secs: 600,
-    }
-}
-
-fn login_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
-    MoviePilotSettings {
-        username: sim.options().username.clone(),
-        password: Secret::new(sim.options().password.clone()),
-        ..bare_settings(sim)
-    }
 }
 
 fn key_settings(sim: &MoviePilotSim) -> MoviePilotSettings {

@@ -8,16 +8,14 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use oncebot::config::Secret;
 use oncebot::moviepilot::{Dialect, MediaKind, MoviePilot, MoviePilotSettings, MpError};
 use oncebot_tools::sim::moviepilot::{
     Fault, MoviePilotSim, SimDownload, SimMedia, SimOptions, SimRelease, routes,
 };
 use serde_json::Value;
 
-use crate::support::app::run_oncebot;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{BOB, GROUP, eventually, private_text};
+use crate::support::{BOB, GROUP, eventually, login_settings, private_text};
 
 const DUNE: u64 = 438631;
 /// In the simulator's catalogue, without releases.
@@ -27,18 +25,8 @@ const FIGHT_CLUB: u64 = 550;
 
 fn settings(sim: &MoviePilotSim) -> MoviePilotSettings {
     MoviePilotSettings {
-        url: sim.url(),
-        api_key: Secret::new(""),
-        username: sim.options().username.clone(),
-        password: Secret::new(sim.options().password.clone()),
-        timeout_secs: 5,
-        search_timeout_secs: 5,
-        auth_wait_secs: 3600,
         resource_search_timeout_secs: 10,
-        download_timeout_secs: 5,
-        download_settle_secs: 2,
-        max_body_bytes: 8 * 1024 * 1024,
-        users_refresh_secs: 600,
+        ..login_settings(sim)
     }
 }
 
@@ -671,14 +659,7 @@ async fn a_job_that_succeeds_after_a_failed_attempt_keeps_that_kind_beside_its_e
     );
     rig.send(1, "/subscriptions").await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
-    let url = rig.redis.url();
-    let out = run_oncebot(
-        &["jobs", "show", "1", "--json"],
-        &[("ONCEBOT__REDIS__URL", &url)],
-    )
-    .await;
-    assert!(out.status.success(), "{out:?}");
-    let job: Value = serde_json::from_str(&out.stdout).unwrap();
+    let job = rig.job_shown(1).await;
     let fields = job.to_string();
     assert_eq!(job["status"], "succeeded", "{fields}");
     assert!(!fields.contains("\"mp_error_kind\""), "{fields}");

@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot, MoviePilotSettings};
+use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot};
 use oncebot_tools::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
 use serde_json::Value;
 
 use crate::support::app::run_oncebot;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
+use crate::support::{ALICE, BOB, MALLORY, eventually, login_settings, private_text};
 
 /// A refresh every second, so a change in MoviePilot shows within a few.
 const FAST_REFRESH: (&str, &str) = ("ONCEBOT__MOVIEPILOT__USERS_REFRESH_SECS", "1");
@@ -323,23 +323,6 @@ async fn a_service_account_that_is_no_superuser_leaves_the_setting_alone_and_war
     let table = run_oncebot(&["users"], &env).await;
     assert!(table.stdout.contains("not a superuser"), "{table:?}");
     assert_eq!(mapped_in_ingress(&rig, "moviepilot").await, Some(0.0));
-}
-
-fn login_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
-    MoviePilotSettings {
-        url: sim.url(),
-        api_key: oncebot::config::Secret::new(""),
-        username: sim.options().username.clone(),
-        password: oncebot::config::Secret::new(sim.options().password.clone()),
-        timeout_secs: 5,
-        search_timeout_secs: 5,
-        auth_wait_secs: 3600,
-        resource_search_timeout_secs: 5,
-        download_timeout_secs: 5,
-        download_settle_secs: 2,
-        max_body_bytes: 8 * 1024 * 1024,
-        users_refresh_secs: 600,
-    }
 }
 
 /// The client reads `GET /api/v1/user/` in both dialects (a bare array; v3's envelope) and

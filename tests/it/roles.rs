@@ -41,15 +41,7 @@ async fn a_viewers_subscribe_makes_no_job_and_is_counted() {
     let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
     let _bot = rig.start_pipeline().await;
     rig.send(1, "/subscribe tmdb:108545 S1").await;
-    eventually("the refusal is sent", RECOVERY_DEADLINE, || {
-        let sent = rig.tg.sent();
-        async move {
-            sent.iter()
-                .any(|m| m.chat_id == ALICE && m.text.contains("You can only look"))
-                .then_some(())
-        }
-    })
-    .await;
+    reply_with_text(&rig, ALICE, "You can only look").await;
     assert!(rig.store.jobs_on_stream().await.is_empty());
     assert_eq!(updates_counted(&rig, "forbidden").await, 1.0);
     // A read is a viewer's: it becomes a job.
@@ -75,15 +67,7 @@ async fn subscriptions_all_is_an_admins_once_anyone_is_mapped() {
     let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
     let _bot = rig.start_pipeline().await;
     rig.send(1, "/subscriptions all").await;
-    eventually("the refusal is sent", RECOVERY_DEADLINE, || {
-        let sent = rig.tg.sent();
-        async move {
-            sent.iter()
-                .any(|m| m.chat_id == ALICE && m.text.contains("Only an admin can do that."))
-                .then_some(())
-        }
-    })
-    .await;
+    reply_with_text(&rig, ALICE, "Only an admin can do that.").await;
     assert!(rig.store.jobs_on_stream().await.is_empty());
     rig.post(&private_text(2, BOB, "/subscriptions all")).await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
@@ -125,16 +109,10 @@ async fn a_mapped_users_repeat_in_another_chat_is_the_same_job_and_the_job_says_
     assert_eq!(bobs["role"], "user");
     assert!(!bobs.contains_key("requester"), "{bobs:?}");
 
-    let url = rig.redis.url();
-    let out = run_oncebot(
-        &["jobs", "show", "1", "--json"],
-        &[("ONCEBOT__REDIS__URL", &url)],
-    )
-    .await;
-    assert!(out.status.success(), "{out:?}");
-    let shown: Value = serde_json::from_str(&out.stdout).unwrap();
+    let shown = rig.job_shown(1).await;
     assert_eq!(shown["requester"], "alice");
     assert_eq!(shown["role"], "user");
+    let url = rig.redis.url();
     let out = run_oncebot(&["jobs", "show", "2"], &[("ONCEBOT__REDIS__URL", &url)]).await;
     assert!(out.status.success(), "{out:?}");
     assert!(
@@ -151,7 +129,7 @@ async fn a_mapped_users_repeat_in_another_chat_is_the_same_job_and_the_job_says_
     );
 }
 
-/// The buttons of the bot's message to `chat` that answers update `update_id`'s command.
+/// Waits for the bot's first message to `chat` containing `text`: its message id and buttons.
 async fn reply_with_text(rig: &Rig, chat: i64, text: &'static str) -> (i64, Option<Value>) {
     eventually("the reply is sent", RECOVERY_DEADLINE, || {
         let sent = rig.tg.sent();

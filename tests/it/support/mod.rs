@@ -14,7 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::time::Duration;
 
+use oncebot::config::Secret;
 use oncebot::ledger::{JobState, Keys};
+use oncebot::moviepilot::MoviePilotSettings;
+use oncebot_tools::sim::moviepilot::MoviePilotSim;
 use redis::AsyncCommands as _;
 use redis::aio::MultiplexedConnection;
 use serde_json::{Value, json};
@@ -380,4 +383,31 @@ pub fn buttons(reply: &BTreeMap<String, String>) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// Client settings for `sim` with no credentials (tests add the ones they need).
+pub fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
+    MoviePilotSettings {
+        url: sim.url(),
+        api_key: Secret::new(""),
+        username: String::new(),
+        password: Secret::new(""),
+        timeout_secs: 5,
+        search_timeout_secs: 5,
+        auth_wait_secs: 3600,
+        resource_search_timeout_secs: 5,
+        download_timeout_secs: 5,
+        download_settle_secs: 2,
+        max_body_bytes: 8 * 1024 * 1024,
+        users_refresh_secs: 600,
+    }
+}
+
+/// [`bare_settings`] logging in as the simulator's user.
+pub fn login_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
+    MoviePilotSettings {
+        username: sim.options().username.clone(),
+        password: Secret::new(sim.options().password.clone()),
+        ..bare_settings(sim)
+    }
 }

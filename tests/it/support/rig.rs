@@ -200,6 +200,19 @@ impl Rig {
         .await;
     }
 
+    /// `oncebot jobs show <id> --json` against this rig's Redis, as an operator runs it.
+    pub async fn job_shown(&self, id: u64) -> Value {
+        let url = self.redis.url();
+        let id = id.to_string();
+        let out = super::app::run_oncebot(
+            &["jobs", "show", &id, "--json"],
+            &[("ONCEBOT__REDIS__URL", &url)],
+        )
+        .await;
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_str(&out.stdout).unwrap()
+    }
+
     pub async fn replies_for(&self, job: u64) -> Vec<std::collections::BTreeMap<String, String>> {
         self.store
             .replies()
