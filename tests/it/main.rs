@@ -99,6 +99,9 @@ mod metrics;
 /// MoviePilot's own Telegram mapping (`telegram_userid`): its roles, the setting winning, a
 /// removal at the next refresh, a service account that is no superuser.
 mod mp_users;
+/// Subscriptions owned by the user who asked (the owner's update, a crash between the two
+/// calls), and `/subscriptions` as the asker's own.
+mod ownership;
 /// Users and roles (`telegram.users`): refused commands, nothing changed while nobody is mapped.
 mod roles;
 

@@ -23,7 +23,11 @@ pub enum Action {
     ChooseSeason {
         tmdb_id: u64,
     },
-    Subscriptions,
+    /// `/subscriptions`: the asker's own (every one for an asker without a MoviePilot name of
+    /// their own); `all: true` (`/subscriptions all`, an admin's) every one, with its owner.
+    Subscriptions {
+        all: bool,
+    },
     /// `/unsubscribe <id>` as typed: look the subscription up and ask, with Confirm / Cancel
     /// naming what would be deleted. Changes nothing.
     AskUnsubscribe {
@@ -80,7 +84,7 @@ impl Action {
                     title: non_empty(args)?,
                 },
             },
-            Command::Subscriptions => Action::Subscriptions,
+            Command::Subscriptions => Action::Subscriptions { all: args == "all" },
             Command::Unsubscribe => match args.split_once(' ') {
                 None => Action::AskUnsubscribe {
                     subscription_id: id(args)?,

@@ -164,16 +164,21 @@ fn route_label(call: &Call) -> String {
     let mut label = String::with_capacity(method.len() + 1 + call.path.len());
     label.push_str(method);
     label.push(' ');
+    let mut after_user = false;
     for (i, seg) in call.path.split('/').enumerate() {
         if i > 0 {
             label.push('/');
         }
         let all_digits = !seg.is_empty() && seg.bytes().all(|c| c.is_ascii_digit());
-        if all_digits || seg.contains(':') {
+        if after_user && !seg.is_empty() {
+            // `/subscribe/user/{username}`: a series per route, and no name in the metrics.
+            label.push_str("{username}");
+        } else if all_digits || seg.contains(':') {
             label.push_str("{id}");
         } else {
             label.push_str(seg);
         }
+        after_user = seg == "user" && call.path.starts_with("/api/v1/subscribe/");
     }
     label
 }
@@ -479,6 +484,74 @@ impl MoviePilot {
             .into_iter()
             .filter_map(WireSubscribe::into_subscription)
             .collect())
+    }
+
+    /// The subscriptions `username` owns (`GET /api/v1/subscribe/user/{username}`: v2.5.6
+    /// `app/api/endpoints/subscribe.py` `user_subscribes`, a bare list; the newest line in the
+    /// envelope). "My subscriptions" in MoviePilot's own web UI.
+    pub async fn user_subscriptions(&self, username: &str) -> Result<Vec<Subscription>, MpError> {
+        let call = Call {
+            what: format!("listing {username}'s subscriptions"),
+            method: Method::GET,
+            path: format!("/api/v1/subscribe/user/{}", path_segment(username)),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let rows: Vec<WireSubscribe> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(WireSubscribe::into_subscription)
+            .collect())
+    }
+
+    /// Makes `username` the owner of subscription `id`; `false` when this MoviePilot cannot
+    /// (nothing was sent). MoviePilot's create sets the owner to the calling account whatever
+    /// the body says (v2.5.6 `subscribe.py` L79). v2's update (`PUT /api/v1/subscribe/`, v2.5.6
+    /// L89-124) writes `username` as sent and every field the body leaves out as the schema's
+    /// default (from v2.9.0 a null too), so the row is read (`GET /api/v1/subscribe/{id}`), its
+    /// `username` changed and written back whole: every other field keeps MoviePilot's value.
+    /// Safe to repeat. v3's update keeps the owner whatever it is sent (`username` is one of
+    /// its server-controlled fields, pinned to the stored one), so on v3 this does nothing.
+    pub async fn set_subscription_owner(&self, id: u64, username: &str) -> Result<bool, MpError> {
+        if self.inner.dialect == Dialect::V3 {
+            return Ok(false);
+        }
+        let read = Call {
+            what: format!("reading subscription {id}"),
+            method: Method::GET,
+            path: format!("/api/v1/subscribe/{id}"),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&read).await?;
+        let answer = self.inner.check_status(&read, answer)?;
+        let mut row: serde_json::Map<String, Value> = self
+            .inner
+            .decode(&read, &answer)?
+            .ok_or_else(|| self.inner.unexpected_body(&read, &answer))?;
+        if row.get("id").and_then(Value::as_u64) != Some(id) {
+            return Err(MpError::Permanent(format!(
+                "{read}: MoviePilot answered another row or an empty one"
+            )));
+        }
+        row.insert("username".into(), json!(username));
+        let write = Call {
+            what: format!("making {username} the owner of subscription {id}"),
+            method: Method::PUT,
+            path: "/api/v1/subscribe/".into(),
+            query: Vec::new(),
+            json: Some(Value::Object(row)),
+            effect: Effect::SideEffect,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&write).await?;
+        let answer = self.inner.check_status(&write, answer)?;
+        let _: Option<Value> = self.inner.accepted(&write, &answer)?;
+        Ok(true)
     }
 
     /// Every MoviePilot user (`GET /api/v1/user/`: `list_users` in v2.5.6's
@@ -1545,6 +1618,11 @@ fn major_version(version: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// `text` as one path segment: `/` and `%` escaped (the URL parser escapes the rest).
+fn path_segment(text: &str) -> String {
+    text.replace('%', "%25").replace('/', "%2F")
+}
+
 fn media_label(tmdb_id: u64, season: Option<u32>) -> String {
     match season {
         Some(s) => format!("TMDB {tmdb_id} season {s}"),
@@ -1779,6 +1857,12 @@ mod tests {
                 "/api/v1/subscribe/",
                 "POST /api/v1/subscribe/",
             ),
+            (
+                super::Method::GET,
+                "/api/v1/subscribe/user/alice",
+                "GET /api/v1/subscribe/user/{username}",
+            ),
+            (super::Method::GET, "/api/v1/user/", "GET /api/v1/user/"),
         ] {
             assert_eq!(label(method, path), want);
         }

@@ -9,13 +9,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::asked::AskedMedia;
 use crate::commands::{Action, Command, SubscriptionMedia};
 use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription, Subscription};
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::Role;
 
-use super::render::{self, Render};
+use super::render::{self, Render, Whose};
 
 /// What a successful run produced.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +32,9 @@ pub struct Done {
     /// The run ended without success although MoviePilot answered (see [`Settle`]); `None`:
     /// `succeeded`.
     pub settle: Option<Settle>,
+    /// The media this job asked MoviePilot for (a subscription, a download): its
+    /// notifications also go to the job's chat (`notify.to_requester`).
+    pub asked: Option<AskedMedia>,
 }
 
 /// A run that finished without succeeding, with `reply` for the user and `error` for the
@@ -171,10 +175,14 @@ pub async fn run(
         Action::SubscribeTmdb { tmdb_id, season } => {
             subscribe(cx, job, *tmdb_id, *season, recovered).await
         }
-        Action::Subscriptions => {
-            let subs = cx.mp.list_subscriptions().await?;
+        Action::Subscriptions { all } => {
+            let (subs, whose) = match job.requester.as_deref() {
+                Some(me) if !all => (cx.mp.user_subscriptions(me).await?, Whose::Own),
+                _ if *all => (cx.mp.list_subscriptions().await?, Whose::Everyone),
+                _ => (cx.mp.list_subscriptions().await?, Whose::Unsplit),
+            };
             Ok(Done::new(
-                r.subscriptions(&subs),
+                r.subscriptions(&subs, whose),
                 format!("{} subscriptions", subs.len()),
             ))
         }
@@ -269,6 +277,21 @@ async fn subscribe_locked(
 ) -> Result<Done, MpError> {
     let r = &cx.render;
     if let Some(existing) = cx.mp.find_subscription(tmdb_id, season).await? {
+        if let Some(owner) = owner_to_set(cx, job, &existing).await? {
+            // This job created it and died (or failed) before it gave it to the requester.
+            let given = cx.mp.set_subscription_owner(existing.id, owner).await?;
+            let asked = AskedMedia::new(&existing.name, existing.year.as_deref(), season);
+            return Ok(Done {
+                asked,
+                ..subscribed(
+                    cx,
+                    job,
+                    (&existing.name, season, existing.id),
+                    given,
+                    recovered,
+                )
+            });
+        }
         let reply = if recovered {
             r.subscription_verified(job.id, &existing.name, season, existing.id)
         } else {
@@ -286,8 +309,8 @@ async fn subscribe_locked(
                 ("mp_subscription_id".into(), existing.id.to_string()),
                 ("mp_outcome".into(), outcome.into()),
             ],
-            buttons: None,
-            settle: None,
+            asked: AskedMedia::new(&existing.name, existing.year.as_deref(), season),
+            ..Done::default()
         });
     }
     let kind = if season.is_some() {
@@ -306,6 +329,11 @@ async fn subscribe_locked(
     {
         return Err(MpError::Declined(r.no_such_season(&media.title, n)));
     }
+    if job.requester.is_some() {
+        // Before the create: whatever the service account owns for this media after a crash
+        // from here on is this job's to give to the requester.
+        note_created(cx, CREATING.into()).await?;
+    }
     let created = cx
         .mp
         .create_subscription(&NewSubscription {
@@ -317,16 +345,109 @@ async fn subscribe_locked(
         })
         .await;
     let id = created?;
+    let mut given = false;
+    if let Some(owner) = job.requester.as_deref() {
+        // MoviePilot made the service account the owner: note the row as this job's, so an
+        // attempt after a crash here gives it to the requester instead of calling it someone
+        // else's existing subscription, then give it.
+        note_created(cx, id.to_string()).await?;
+        crate::crash_point!("worker.after_subscribe_create");
+        given = cx.mp.set_subscription_owner(id, owner).await?;
+    }
     Ok(Done {
-        reply: r.subscribed(&media.title, season, id),
-        result: format!("subscription {id} created"),
-        fields: vec![
-            ("mp_subscription_id".into(), id.to_string()),
-            ("mp_outcome".into(), "created".into()),
-        ],
-        buttons: None,
-        settle: None,
+        asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
+        ..subscribed(cx, job, (&media.title, season, id), given, false)
     })
+}
+
+/// The job field that says which subscription a job created for its requester (note.lua):
+/// [`CREATING`] before the create call, then the id, before the owner is set.
+const SUBSCRIPTION_CREATED: &str = "sub_created";
+const CREATING: &str = "creating";
+
+async fn note_created(cx: &Context<'_>, value: String) -> Result<(), MpError> {
+    let noted = cx
+        .ledger
+        .note(cx.attempt, &[(SUBSCRIPTION_CREATED, value)])
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    if noted {
+        Ok(())
+    } else {
+        Err(MpError::Transient(
+            "this attempt no longer owns the job (its lease was taken)".into(),
+        ))
+    }
+}
+
+/// A subscription this job created (`name`, `season`, `id`), given to the requester where
+/// MoviePilot let it (`given`): the reply and the fields.
+fn subscribed(
+    cx: &Context<'_>,
+    job: &Job,
+    (name, season, id): (&str, Option<u32>, u64),
+    given: bool,
+    recovered: bool,
+) -> Done {
+    let r = &cx.render;
+    let (reply, outcome) = if recovered {
+        (
+            r.subscription_verified(job.id, name, season, id),
+            "verified_existing",
+        )
+    } else {
+        (r.subscribed(name, season, id), "created")
+    };
+    let mut fields = vec![
+        ("mp_subscription_id".into(), id.to_string()),
+        ("mp_outcome".into(), outcome.into()),
+    ];
+    if let Some(owner) = job.requester.as_ref().filter(|_| given) {
+        fields.push(("mp_owner".into(), owner.clone()));
+    }
+    Done {
+        reply,
+        result: format!("subscription {id} created"),
+        fields,
+        ..Done::default()
+    }
+}
+
+/// The requester to give `existing` to, when it is the one this job created and someone else
+/// (the service account) still owns it: the job noted its id (`sub_created`), or noted that it
+/// was about to create one (a crash or a lost answer between the create and the id's note) and
+/// finds it owned by the service account; the media lock kept anyone else from creating it
+/// meanwhile. Anyone else's subscription, one found before this job created anything, or one
+/// the requester owns already, is left as it is.
+async fn owner_to_set<'j>(
+    cx: &Context<'_>,
+    job: &'j Job,
+    existing: &Subscription,
+) -> Result<Option<&'j str>, MpError> {
+    let Some(requester) = job.requester.as_deref() else {
+        return Ok(None);
+    };
+    if existing.username.as_deref() == Some(requester) {
+        return Ok(None);
+    }
+    // The claim hands over only the fields a worker always needs; notes are read here.
+    let full = cx
+        .ledger
+        .job(job.id)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    let noted = full
+        .as_ref()
+        .and_then(|j| j.extra.get(SUBSCRIPTION_CREATED))
+        .map(String::as_str);
+    // With an API key alone oncebot does not know the name MoviePilot gives its rows.
+    let service_owned = match cx.mp.service_username() {
+        Some(service) => existing.username.as_deref() == Some(service),
+        None => true,
+    };
+    let ours = noted == Some(existing.id.to_string().as_str())
+        || (noted == Some(CREATING) && service_owned);
+    Ok(ours.then_some(requester))
 }
 
 /// `/unsubscribe <id>`: looks the subscription up in the list (v2.5.6 answers 500 to
@@ -391,7 +512,7 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
         result: format!("asked to confirm deleting subscription {id}"),
         fields: vec![("mp_subscription_id".into(), id.to_string())],
         buttons: buttons(&group, keyboard),
-        settle: None,
+        ..Done::default()
     })
 }
 
@@ -551,7 +672,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
         result: format!("{} seasons offered", seasons.len()),
         fields: vec![],
         buttons: buttons(&group, keyboard),
-        settle: None,
+        ..Done::default()
     })
 }
 

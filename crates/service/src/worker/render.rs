@@ -25,6 +25,17 @@ pub fn subscribe_args(item: &MediaItem) -> Option<String> {
     })
 }
 
+/// Whose subscriptions a `/subscriptions` reply lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whose {
+    /// The asker's own (`GET /api/v1/subscribe/user/{username}`).
+    Own,
+    /// Every user's, each with its owner (`/subscriptions all`).
+    Everyone,
+    /// Every one, for an asker without a MoviePilot name (as before users were mapped).
+    Unsplit,
+}
+
 /// Renders replies for one locale.
 #[derive(Debug, Clone, Copy)]
 pub struct Render {
@@ -198,13 +209,21 @@ impl Render {
         }
     }
 
-    pub fn subscriptions(&self, subs: &[Subscription]) -> String {
+    pub fn subscriptions(&self, subs: &[Subscription], whose: Whose) -> String {
         if subs.is_empty() {
-            return self
-                .texts_pick("当前没有订阅。", "No subscriptions.")
-                .into();
+            return match whose {
+                Whose::Own => self.texts_pick("你还没有订阅。", "You have no subscriptions."),
+                Whose::Everyone | Whose::Unsplit => {
+                    self.texts_pick("当前没有订阅。", "No subscriptions.")
+                }
+            }
+            .into();
         }
-        let mut out = String::from(self.texts_pick("当前订阅：\n", "Subscriptions:\n"));
+        let mut out = String::from(match whose {
+            Whose::Own => self.texts_pick("你的订阅：\n", "Your subscriptions:\n"),
+            Whose::Everyone => self.texts_pick("全部订阅：\n", "All subscriptions:\n"),
+            Whose::Unsplit => self.texts_pick("当前订阅：\n", "Subscriptions:\n"),
+        });
         for s in subs {
             let year = s
                 .year
@@ -216,8 +235,14 @@ impl Render {
                 (Some(n), false) if n > 0 => format!(" · {n} episodes missing"),
                 _ => String::new(),
             };
+            let owner = match (whose, s.username.as_deref()) {
+                (Whose::Everyone, Some(name)) if !name.is_empty() => {
+                    format!(" · {}", clean_line(name))
+                }
+                _ => String::new(),
+            };
             out.push_str(&format!(
-                "#{} {}{year}{}{lack}\n",
+                "#{} {}{year}{}{lack}{owner}\n",
                 s.id,
                 clean_line(&s.name),
                 self.season(s.season)

@@ -65,6 +65,10 @@ pub mod routes {
     pub const SUBSCRIBE_LIST: &str = "GET /api/v1/subscribe/";
     pub const SUBSCRIBE_LIST_TOKEN: &str = "GET /api/v1/subscribe/list";
     pub const SUBSCRIBE_CREATE: &str = "POST /api/v1/subscribe/";
+    /// The update: the whole row it is sent, `username` included.
+    pub const SUBSCRIBE_UPDATE: &str = "PUT /api/v1/subscribe/";
+    /// "My subscriptions": the rows one user owns.
+    pub const SUBSCRIBE_USER: &str = "GET /api/v1/subscribe/user/{username}";
     pub const SUBSCRIBE_BY_MEDIA: &str = "GET /api/v1/subscribe/media/{mediaid}";
     pub const SUBSCRIBE_GET: &str = "GET /api/v1/subscribe/{subscribe_id}";
     pub const SUBSCRIBE_DELETE: &str = "DELETE /api/v1/subscribe/{subscribe_id}";
@@ -735,6 +739,8 @@ enum Route {
     SubList,
     SubListToken,
     SubCreate,
+    SubUpdate,
+    SubUser(String),
     SubByMedia(String),
     SubGet(String),
     SubDelete(String),
@@ -944,6 +950,9 @@ fn resolve(
         Some("/subscribe/") if post => {
             Some((true, Route::SubCreate, routes::SUBSCRIBE_CREATE, Jwt))
         }
+        Some("/subscribe/") if *method == Method::PUT => {
+            Some((true, Route::SubUpdate, routes::SUBSCRIBE_UPDATE, Jwt))
+        }
         Some("/subscribe/") => Some((get, Route::SubList, routes::SUBSCRIBE_LIST, Jwt)),
         Some("/subscribe/list") => Some((
             get,
@@ -956,6 +965,8 @@ fn resolve(
                 Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
             } else if let Some(id) = single_segment(rest, "/media/") {
                 Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
+            } else if let Some(name) = single_segment(rest, "/subscribe/user/") {
+                Some((get, Route::SubUser(name), routes::SUBSCRIBE_USER, Jwt))
             } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
                 Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
             } else if let Some(id) = single_segment(rest, "/subscribe/search/") {
@@ -1131,6 +1142,8 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         Route::MediaDetail(mediaid) => media_detail(state, mediaid, req),
         Route::SubList | Route::SubListToken => sub_list(state, req),
         Route::SubCreate => create(state, req, user),
+        Route::SubUpdate => sub_update(state, req),
+        Route::SubUser(name) => sub_user(state, name),
         Route::SubByMedia(mediaid) => sub_by_media(state, mediaid, req),
         Route::SubGet(id) => sub_get(state, id),
         Route::SubDelete(id) => sub_delete(state, id),
@@ -1282,6 +1295,91 @@ fn sub_list(state: &State, req: &Req) -> Resp {
         }
     }
     resp
+}
+
+/// `GET /api/v1/subscribe/user/{username}`: the rows `username` owns, a bare list in v2.5.6
+/// (`user_subscribes`), the envelope in v3.
+fn sub_user(state: &State, username: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let data = state.data();
+    let rows: Vec<Value> = data
+        .subs
+        .values()
+        .filter(|s| s.username == username)
+        .map(|s| sub_json(dialect, s))
+        .collect();
+    ok_payload(dialect, Value::Array(rows))
+}
+
+/// `PUT /api/v1/subscribe/`. v2 (v2.5.6 `update_subscribe`, L89-124): the row named by the
+/// body's `id` is written from the body as `Base.update` writes the schema's dict: a field sent
+/// as null or left out whose default is null keeps its value, one left out whose default is
+/// not (`total_episode`, 0) is written as that default, and `username` is written as sent.
+/// v3: only the fields sent, never the server-controlled ones (`username`, `state`, `date`,
+/// ...): the owner stays. A missing id is `success: false` "订阅不存在" in both.
+fn sub_update(state: &State, req: &Req) -> Resp {
+    let dialect = state.opts.dialect;
+    let body: Value = match serde_json::from_slice(&req.body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) | Err(_) => {
+            return validation_error(
+                dialect,
+                vec![(
+                    "body",
+                    "0".into(),
+                    "Expecting value",
+                    "value_error.jsondecode",
+                )],
+            );
+        }
+    };
+    let mut data = state.data();
+    let Some(sub) = body
+        .get("id")
+        .and_then(lenient_u64)
+        .and_then(|id| data.subs.get_mut(&id))
+    else {
+        return json_resp(
+            StatusCode::OK,
+            &json!({"success": false, "message": "订阅不存在", "data": {}}),
+        );
+    };
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
+    let number = |key: &str| body.get(key).and_then(lenient_u64);
+    if let Some(name) = text("name") {
+        sub.name = name;
+    }
+    if let Some(year) = text("year") {
+        sub.year = year;
+    }
+    if sub.kind == MediaKind::Tv
+        && let Some(season) = number("season")
+    {
+        sub.season = Some(season as u32);
+    }
+    match dialect {
+        Dialect::V2 => {
+            sub.total_episode = number("total_episode").unwrap_or(0) as u32;
+            for (key, field) in [
+                ("state", &mut sub.state),
+                ("username", &mut sub.username),
+                ("date", &mut sub.date),
+            ] {
+                if let Some(value) = text(key) {
+                    *field = value;
+                }
+            }
+        }
+        Dialect::V3 => {
+            if let Some(total) = number("total_episode") {
+                sub.total_episode = total as u32;
+            }
+        }
+    }
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": null, "data": {}}),
+    )
 }
 
 /// `GET /api/v1/subscribe/media/{mediaid}`: the subscription to that media (and season), or the empty shape.
