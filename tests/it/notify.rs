@@ -782,3 +782,100 @@ async fn refused_credentials_are_announced_and_the_relay_catches_up_once_they_wo
     })
     .await;
 }
+
+/// `notify.to_requester`: a notification about media someone asked for through oncebot also
+/// reaches the chat they asked in: matched by MoviePilot's `title_year` and season at the start
+/// of its title; another season, another media or another type does not; a requester whose
+/// chat is a target anyway gets one copy.
+#[tokio::test]
+async fn a_notification_about_media_someone_asked_for_reaches_their_chat_once() {
+    let rig = relay_rig(SimOptions::v2_5_6(), &[]).await;
+    let _bot = rig.start_pipeline().await;
+    let _relay = relay(&rig).await;
+    // Bob asks in his private chat; Alice's private chat is also the admin chat.
+    rig.post(&crate::support::private_text(
+        1,
+        BOB,
+        "/subscribe tmdb:108545 S1",
+    ))
+    .await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    rig.send(2, "/subscribe tmdb:438631").await;
+    rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    let asked: Vec<String> = rig
+        .store
+        .all_keys()
+        .await
+        .into_iter()
+        .filter(|k| k.contains(":asked:"))
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+
+    rig.mp.notify(note(
+        NotificationType::Subscribe,
+        "三体 (2023) S02 已添加订阅",
+    ));
+    rig.mp.notify(note(SiteMessage, "三体 (2023) S01 站点消息"));
+    rig.mp
+        .notify(note(NotificationType::Subscribe, "Dune (2021) 已添加订阅"));
+    rig.mp
+        .notify(note(Download, "三体 (2023) S01 E01-E08 开始下载"));
+    wait_got(&rig, BOB, "开始下载", 1).await;
+    wait_got(&rig, ALICE, "开始下载", 1).await;
+    wait_got(&rig, ALICE, "Dune (2021)", 1).await;
+    let polled = rig.mp.calls(routes::MESSAGE_WEB);
+    eventually("two more polls", RECOVERY_DEADLINE, || async {
+        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
+    })
+    .await;
+    assert_eq!(got(&rig, BOB, "开始下载"), 1, "{:#?}", delivered(&rig, BOB));
+    assert_eq!(got(&rig, BOB, "S02"), 0, "another season is not bob's");
+    assert_eq!(
+        got(&rig, BOB, "站点消息"),
+        0,
+        "a site message is about no media"
+    );
+    assert_eq!(got(&rig, BOB, "Dune"), 0, "alice asked for Dune, not bob");
+    assert_eq!(
+        got(&rig, ALICE, "Dune (2021)"),
+        1,
+        "the asker's chat is the admin chat: one copy"
+    );
+    assert_eq!(got(&rig, ALICE, "S02"), 1, "the admin chat gets every row");
+}
+
+/// With `notify.to_requester` off only the configured chats get notifications, and nothing
+/// about who asked is kept.
+#[tokio::test]
+async fn with_to_requester_off_only_the_configured_chats_get_notifications() {
+    let rig = relay_rig(
+        SimOptions::v2_5_6(),
+        &[("ONCEBOT__NOTIFY__TO_REQUESTER", "false")],
+    )
+    .await;
+    let _bot = rig.start_pipeline().await;
+    let _relay = relay(&rig).await;
+    rig.post(&crate::support::private_text(
+        1,
+        BOB,
+        "/subscribe tmdb:108545 S1",
+    ))
+    .await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    rig.mp
+        .notify(note(Download, "三体 (2023) S01 E01-E08 开始下载"));
+    wait_got(&rig, ALICE, "开始下载", 1).await;
+    let polled = rig.mp.calls(routes::MESSAGE_WEB);
+    eventually("two more polls", RECOVERY_DEADLINE, || async {
+        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
+    })
+    .await;
+    assert_eq!(got(&rig, BOB, "开始下载"), 0);
+    assert!(
+        rig.store
+            .all_keys()
+            .await
+            .iter()
+            .all(|k| !k.contains(":asked:"))
+    );
+}

@@ -356,7 +356,16 @@ pub struct NotifySettings {
     pub heartbeat_interval_ms: u64,
     /// The lease's expiry: how soon another process takes over when the poller dies.
     pub liveness_ttl_ms: u64,
+    /// A notification about media someone asked for through oncebot also goes to the chat they
+    /// asked in.
+    pub to_requester: bool,
+    /// How long oncebot remembers who asked for a media (a subscription may complete months
+    /// later).
+    pub requester_ttl_secs: u64,
 }
+
+/// The longest `notify.requester_ttl_secs`: a year.
+pub const NOTIFY_REQUESTER_TTL_MAX: u64 = 31_536_000;
 
 /// Most pages one poll may read (`notify.max_pages`).
 pub const NOTIFY_MAX_PAGES: u32 = 200;
@@ -459,6 +468,19 @@ impl NotifySettings {
                 format!(
                     "set {} to at least 50 (default 1000)",
                     env_name("notify.heartbeat_interval_ms")
+                ),
+            ));
+        }
+        if !(60..=NOTIFY_REQUESTER_TTL_MAX).contains(&self.requester_ttl_secs) {
+            return Err(SettingError::new(
+                "notify.requester_ttl_secs",
+                format!(
+                    "is {}, not 60 to {NOTIFY_REQUESTER_TTL_MAX}",
+                    self.requester_ttl_secs
+                ),
+                format!(
+                    "set {} to how many seconds oncebot remembers who asked for a media                      (default 7776000, 90 days)",
+                    env_name("notify.requester_ttl_secs")
                 ),
             ));
         }

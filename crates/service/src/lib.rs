@@ -9,7 +9,8 @@
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
 //! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
-//! - `notify`: the relay of MoviePilot's notifications (its message history → replies).
+//! - `notify`: the relay of MoviePilot's notifications (its message history → replies);
+//!   `asked`: which media someone asked for, so its notifications also reach their chat.
 //! - `users`, `users_sync`: who each allowed user is (`telegram.users`, MoviePilot's own mapping
 //!   kept in Redis by a worker and followed by every ingress).
 //! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
@@ -21,6 +22,7 @@
 pub mod admin;
 pub mod admin_web;
 pub mod app;
+pub mod asked;
 mod backoff;
 pub mod commands;
 pub mod config;

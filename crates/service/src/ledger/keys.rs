@@ -218,6 +218,13 @@ impl Keys {
         format!("{}notify:wake", self.base)
     }
 
+    /// ZSET, expires with its newest member (`notify.requester_ttl_secs`): the chats that asked
+    /// for one media through oncebot, member `<season>|<chat id>` (season 0: every season),
+    /// scored by the member's expiry in ms (asked.lua). `digest` is `AskedMedia::digest`.
+    pub fn asked(&self, digest: &str) -> String {
+        format!("{}asked:{digest}", self.base)
+    }
+
     /// HASH, no expiry (one key): MoviePilot's own Telegram mapping as the last read found it,
     /// field = Telegram id, value = `<MoviePilot name>:<role>`, plus `state`, `refreshed_at`,
     /// `attempted_at`, `reading` and `by` (users.lua, users_turn.lua). Every ingress reads it.
@@ -275,6 +282,7 @@ mod tests {
             k.notify_recent(),
             k.notify_lease(),
             k.notify_wake(),
+            k.asked("ab12"),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

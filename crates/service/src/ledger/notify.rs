@@ -9,6 +9,7 @@ use redis::AsyncCommands as _;
 
 use super::scripts::ScriptCall;
 use super::{Conn, Ledger, LedgerError, keys, scripts};
+use crate::asked::AskedMedia;
 
 /// How long a handled row's identity is remembered: far longer than a row can take to leave
 /// the pages a poll reads (the position moves past it at once), so a clock that jumps back or a
@@ -267,6 +268,54 @@ impl Ledger {
         self.stream_connection()
             .await
             .map_err(LedgerError::redis("opening the relay's wake-up connection"))
+    }
+}
+
+/// Who asked for which media (`asked:<digest>`), for `notify.to_requester`.
+impl Ledger {
+    /// asked.lua: `chat_id` asked for `media`; remembered for `ttl` from now.
+    pub async fn remember_asker(
+        &self,
+        media: &AskedMedia,
+        chat_id: i64,
+        ttl: Duration,
+    ) -> Result<(), LedgerError> {
+        let call = self.remember_asker_call(media, chat_id, ttl);
+        let _: i64 = self
+            .send(&call, "remembering who asked for a media")
+            .await?;
+        Ok(())
+    }
+
+    pub(super) fn remember_asker_call(
+        &self,
+        media: &AskedMedia,
+        chat_id: i64,
+        ttl: Duration,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::ASKED, 1, 2, 96);
+        call.key("askers zset", self.keys.asked(&media.digest()))
+            .arg("member", media.member(chat_id))
+            .arg("time to live", ttl.as_millis() as u64);
+        call
+    }
+
+    /// The unexpired members of each media's askers, in the order given (one round trip).
+    pub async fn askers(&self, media: &[AskedMedia]) -> Result<Vec<Vec<String>>, LedgerError> {
+        if media.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut pipe = redis::pipe();
+        for m in media {
+            pipe.zrangebyscore(self.keys.asked(&m.digest()), now, "+inf");
+        }
+        let mut conn = self.conn.clone();
+        pipe.query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("reading who asked for a media"))
     }
 }
 

@@ -382,6 +382,11 @@ async fn notify_relay() {
     );
     holds(&l.notify_lease_call("h", Duration::from_secs(3)), true);
     holds(&l.notify_release_call("h"), true);
+    let media = crate::asked::AskedMedia::new("三体", Some("2023"), Some(1)).unwrap();
+    holds(
+        &l.remember_asker_call(&media, 42, Duration::from_secs(60)),
+        true,
+    );
 }
 
 #[tokio::test]

@@ -123,8 +123,11 @@ pub(crate) static USERS_TURN: LazyLock<Lua> =
 /// `lua/users.lua`: MoviePilot's own Telegram mapping replaced by one read, in one step.
 pub(crate) static USERS: LazyLock<Lua> = LazyLock::new(|| lua!("users.lua", "common.lua"));
 
+/// `lua/asked.lua`: a chat that asked for a media, remembered for the relay until it expires.
+pub(crate) static ASKED: LazyLock<Lua> = LazyLock::new(|| lua!("asked.lua", "common.lua"));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 23] {
+fn all() -> [(&'static str, &'static Lua); 24] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -149,6 +152,7 @@ fn all() -> [(&'static str, &'static Lua); 23] {
         ("login_gate", &LOGIN_GATE),
         ("users_turn", &USERS_TURN),
         ("users", &USERS),
+        ("asked", &ASKED),
     ]
 }
 

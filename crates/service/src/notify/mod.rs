@@ -28,6 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::asked::{AskedMedia, Seasons};
 use crate::backoff::{self, Backoff};
 use crate::config::{NotifySettings, Settings};
 use crate::i18n::Texts;
@@ -167,6 +168,8 @@ pub struct Relay {
     render: Render,
     auth_wait: Duration,
     lease: Arc<Lease>,
+    /// `telegram.allowed_users`: a row MoviePilot wrote for one of them also goes to them.
+    allowed: Vec<i64>,
 }
 
 impl Relay {
@@ -185,6 +188,7 @@ impl Relay {
             texts: Texts::new(settings.telegram.locale),
             render: Render::new(settings.telegram.locale),
             auth_wait: Duration::from_secs(settings.moviepilot.auth_wait_secs.max(60)),
+            allowed: settings.telegram.allowed_users.clone(),
             ledger,
             mp,
             cfg,
@@ -357,11 +361,11 @@ impl Relay {
             None => self.start(&read).await,
             Some(p) => {
                 let skipped = (!met && !exhausted).then(|| skipped_estimate(&read, &p));
-                let rows: Vec<NotifyRow> = read
+                let rows: Vec<&HistoryMessage> = read
                     .iter()
                     .filter(|r| r.is_notification() && r.reg_time >= p.reg_time)
-                    .map(|r| self.row(r))
                     .collect();
+                let rows = self.rows_for(&rows).await?;
                 self.record(NotifyMode::Rows, &rows, skipped).await
             }
         }
@@ -397,7 +401,7 @@ impl Relay {
                 ..self.row(r)
             })
             .collect();
-        rows.extend(notes[from..].iter().map(|r| self.row(r)));
+        rows.extend(self.rows_for(&notes[from..]).await?);
         if !self.lease.holds() {
             return Err(PollError::LostLease);
         }
@@ -482,6 +486,46 @@ impl Relay {
 
     fn row(&self, r: &HistoryMessage) -> NotifyRow {
         render::row(r, self.routing.targets(r.mtype.as_deref()))
+    }
+
+    /// `rows` as notify.lua takes them: each to its type's chats, then (`notify.to_requester`)
+    /// to the chats that asked for the media it is about and, for a row MoviePilot wrote for
+    /// an allowed Telegram user (its `userid`), to that user; each chat once.
+    async fn rows_for(&self, rows: &[&HistoryMessage]) -> Result<Vec<NotifyRow>, PollError> {
+        let mut out: Vec<NotifyRow> = rows.iter().map(|r| self.row(r)).collect();
+        if !self.cfg.to_requester {
+            return Ok(out);
+        }
+        let named: Vec<Option<(AskedMedia, Seasons)>> = rows
+            .iter()
+            .map(|r| AskedMedia::named_in(r.mtype.as_deref(), r.title.as_deref().unwrap_or("")))
+            .collect();
+        let mut media: Vec<AskedMedia> = Vec::new();
+        for (m, _) in named.iter().flatten() {
+            if !media.contains(m) {
+                media.push(m.clone());
+            }
+        }
+        let askers = self.ledger.askers(&media).await?;
+        for ((row, source), named) in out.iter_mut().zip(rows).zip(&named) {
+            let mut extra = Vec::new();
+            if let Some((m, seasons)) = named
+                && let Some(i) = media.iter().position(|x| x == m)
+            {
+                extra = seasons.chats(&askers[i]);
+            }
+            if let Some(user) = source.userid.as_deref().and_then(|u| u.trim().parse().ok())
+                && self.allowed.contains(&user)
+            {
+                extra.push(user);
+            }
+            for chat in extra {
+                if !row.chats.contains(&chat) {
+                    row.chats.push(chat);
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -75,6 +75,9 @@ pub struct Worker {
     credentials_refused: AtomicBool,
     /// This process's liveness key in the `workers` group.
     liveness: Arc<Liveness>,
+    /// How long a chat that asked for a media is remembered for the relay; `None` while the
+    /// relay or `notify.to_requester` is off.
+    asker_ttl: Option<Duration>,
 }
 
 impl Worker {
@@ -95,8 +98,11 @@ impl Worker {
             Duration::from_millis(settings.redis.command_timeout_ms),
             Duration::from_millis(cfg.reclaim_idle_ms),
         );
+        let notify = &settings.notify;
         Arc::new(Worker {
             liveness,
+            asker_ttl: (notify.enabled && notify.to_requester)
+                .then(|| Duration::from_secs(notify.requester_ttl_secs)),
             claim_texts: ClaimTexts {
                 held: render.held(None),
                 failed: render.crashed_too_often(),
@@ -386,6 +392,20 @@ impl Worker {
         crate::crash_point!("worker.before_call");
         let result = execute::run(&cx, job, &action, recovered).await;
         crate::crash_point!("worker.after_call");
+        if let (
+            Ok(Done {
+                asked: Some(media),
+                settle: None,
+                ..
+            }),
+            Some(ttl),
+        ) = (&result, self.asker_ttl)
+        {
+            // Before the outcome: a crash in between runs the job again, which remembers again.
+            if let Err(e) = self.ledger.remember_asker(media, job.chat_id, ttl).await {
+                tracing::warn!(error = %e, "could not remember who asked; MoviePilot's notifications about this media go to the configured chats only");
+            }
+        }
         if !matches!(result, Err(MpError::CredentialsRefused(_))) {
             self.credentials_accepted().await;
         }

@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::execute::{Buttons, Context, Done, Settle, reply_to};
+use crate::asked::AskedMedia;
 use crate::commands::Command;
 use crate::ledger::{Job, LedgerError, Owner, Solo, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MediaKind, MpError, Release, ReleaseIdentity, ReleaseList};
@@ -322,6 +323,7 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         .as_ref()
         .and_then(|rel| rel.magnet_hash.clone())
         .or_else(|| noted.magnet.clone());
+    let asked = stored.as_ref().and_then(|l| asked_media(&l.media_info));
     let started = |hash: &str, outcome: &str| Done {
         reply: r.download_started(&identity.title, &identity.site),
         result: format!("download {hash} {outcome}"),
@@ -329,6 +331,7 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
             ("mp_download_hash".into(), hash.to_string()),
             ("mp_outcome".into(), outcome.into()),
         ],
+        asked: asked.clone(),
         ..Done::default()
     };
 
@@ -437,6 +440,21 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         }),
         Err(e) => Err(e),
     }
+}
+
+/// The media a release list is for, as its notifications will name it: MoviePilot's own
+/// `title_year` where the stored media_info has one, and its season.
+fn asked_media(media_info: &Value) -> Option<AskedMedia> {
+    let text = |key: &str| media_info.get(key).and_then(Value::as_str);
+    let year = match media_info.get("year") {
+        Some(Value::Number(n)) => Some(n.to_string()),
+        other => other.and_then(|v| v.as_str()).map(str::to_string),
+    };
+    let season = media_info
+        .get("season")
+        .and_then(Value::as_u64)
+        .and_then(|s| u32::try_from(s).ok());
+    AskedMedia::new(text("title")?, year.as_deref(), season)
 }
 
 fn hold(reply: String, error: String) -> Done {
