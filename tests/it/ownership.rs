@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot_tools::sim::moviepilot::routes;
+use oncebot_tools::sim::telegram::callback_update;
+use redis::AsyncCommands as _;
 
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
 use crate::support::{ALICE, BOB, eventually, private_text};
@@ -17,9 +19,10 @@ fn alice_and_bob() -> String {
 }
 
 /// v2 writes the owner it is sent (the row read and written back whole, so nothing else of it
-/// changes); v3 keeps its own owner whatever it is sent, so oncebot sends nothing there.
+/// changes); v3 keeps its own owner whatever it is sent, so oncebot sends nothing there and
+/// records the requester itself.
 #[tokio::test]
-async fn a_mapped_users_subscription_is_owned_by_them_on_v2() {
+async fn a_mapped_users_subscription_is_theirs_in_moviepilot_on_v2_and_in_oncebots_record_on_v3() {
     for dialect in [Dialect::V2, Dialect::V3] {
         let users = alice_and_bob();
         let rig = Rig::with(dialect, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
@@ -42,9 +45,21 @@ async fn a_mapped_users_subscription_is_owned_by_them_on_v2() {
                 assert!(!subs[0].date.is_empty());
             }
             Dialect::V3 => {
+                // MoviePilot keeps the service account; oncebot records the requester.
                 assert_eq!(subs[0].username, rig.mp.options().username);
-                assert!(!job.contains_key("mp_owner"), "{job:?}");
+                assert_eq!(job["mp_owner"], "alice");
                 assert_eq!(rig.mp.calls(routes::SUBSCRIBE_UPDATE), 0);
+                let recorded: Option<String> = rig
+                    .store
+                    .conn()
+                    .await
+                    .hget(
+                        rig.store.keys.owners(),
+                        format!("{}:{THREE_BODY}:1", subs[0].id),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(recorded.as_deref(), Some("alice"));
             }
         }
     }
@@ -161,4 +176,56 @@ async fn text_to(rig: &Rig, chat: i64, needle: &'static str) -> String {
         }
     })
     .await
+}
+
+/// On v3, where MoviePilot keeps the service account as every oncebot subscription's owner,
+/// oncebot's record decides: alice sees and may cancel her own, bob (a `user` too) may not
+/// cancel hers, and the record goes with the subscription.
+#[tokio::test]
+async fn on_v3_the_recorded_owner_lists_and_cancels_their_own_and_nobody_elses() {
+    let users = format!("{ALICE}=alice:user,{BOB}=bob:user");
+    let rig = Rig::with(Dialect::V3, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    let _bot = rig.start_pipeline().await;
+    rig.send(1, "/subscribe tmdb:108545 S1").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let id = rig.mp.subscriptions()[0].id;
+
+    rig.send(2, "/subscriptions").await;
+    rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    let own = text_to(&rig, ALICE, "Your subscriptions").await;
+    assert!(own.contains(&format!("#{id}")), "{own}");
+
+    rig.post(&private_text(3, BOB, &format!("/unsubscribe {id}")))
+        .await;
+    rig.job_in(3, "failed", RECOVERY_DEADLINE).await;
+    text_to(&rig, BOB, "alice's").await;
+
+    rig.send(4, &format!("/unsubscribe {id}")).await;
+    rig.job_in(4, "succeeded", RECOVERY_DEADLINE).await;
+    let (message_id, markup) = eventually("the question", RECOVERY_DEADLINE, || {
+        let sent = rig.tg.sent();
+        async move {
+            sent.into_iter()
+                .find(|m| m.chat_id == ALICE && m.text.contains("Cancel subscription"))
+                .map(|m| (m.message_id, m.reply_markup))
+        }
+    })
+    .await;
+    let confirm = markup.expect("Confirm / Cancel")["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut tap = callback_update(ALICE, ALICE, message_id, &confirm);
+    tap["update_id"] = serde_json::json!(5);
+    rig.post(&tap).await;
+    rig.job_in(5, "succeeded", RECOVERY_DEADLINE).await;
+    assert!(rig.mp.subscriptions().is_empty());
+    let owners: usize = rig
+        .store
+        .conn()
+        .await
+        .hlen(rig.store.keys.owners())
+        .await
+        .unwrap();
+    assert_eq!(owners, 0, "the record goes with the subscription");
 }

@@ -225,6 +225,13 @@ impl Keys {
         format!("{}asked:{digest}", self.base)
     }
 
+    /// HASH, no expiry (one key): the requester of each subscription oncebot created for a named
+    /// user where MoviePilot keeps its own owner (v3), field `<id>:<tmdb id>:<season>`, removed
+    /// when oncebot cancels it (`ledger/owners.rs`).
+    pub fn owners(&self) -> String {
+        format!("{}owners", self.base)
+    }
+
     /// HASH, no expiry (one key): MoviePilot's own Telegram mapping as the last read found it,
     /// field = Telegram id, value = `<MoviePilot name>:<role>`, plus `state`, `refreshed_at`,
     /// `attempted_at`, `reading` and `by` (users.lua, users_turn.lua). Every ingress reads it.
@@ -283,6 +290,7 @@ mod tests {
             k.notify_lease(),
             k.notify_wake(),
             k.asked("ab12"),
+            k.owners(),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }

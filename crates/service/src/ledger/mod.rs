@@ -10,6 +10,7 @@ mod liveness;
 mod mp_login;
 mod notify;
 mod overview;
+mod owners;
 mod reader;
 mod releases;
 mod replies;

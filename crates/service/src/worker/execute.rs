@@ -176,11 +176,7 @@ pub async fn run(
             subscribe(cx, job, *tmdb_id, *season, recovered).await
         }
         Action::Subscriptions { all } => {
-            let (subs, whose) = match job.requester.as_deref() {
-                Some(me) if !all => (cx.mp.user_subscriptions(me).await?, Whose::Own),
-                _ if *all => (cx.mp.list_subscriptions().await?, Whose::Everyone),
-                _ => (cx.mp.list_subscriptions().await?, Whose::Unsplit),
-            };
+            let (subs, whose) = list(cx, job, *all).await?;
             Ok(Done::new(
                 r.subscriptions(&subs, whose),
                 format!("{} subscriptions", subs.len()),
@@ -279,17 +275,11 @@ async fn subscribe_locked(
     if let Some(existing) = cx.mp.find_subscription(tmdb_id, season).await? {
         if let Some(owner) = owner_to_set(cx, job, &existing).await? {
             // This job created it and died (or failed) before it gave it to the requester.
-            let given = cx.mp.set_subscription_owner(existing.id, owner).await?;
+            give(cx, &existing, owner).await?;
             let asked = AskedMedia::new(&existing.name, existing.year.as_deref(), season);
             return Ok(Done {
                 asked,
-                ..subscribed(
-                    cx,
-                    job,
-                    (&existing.name, season, existing.id),
-                    given,
-                    recovered,
-                )
+                ..subscribed(cx, job, (&existing.name, season, existing.id), recovered)
             });
         }
         let reply = if recovered {
@@ -345,18 +335,28 @@ async fn subscribe_locked(
         })
         .await;
     let id = created?;
-    let mut given = false;
     if let Some(owner) = job.requester.as_deref() {
         // MoviePilot made the service account the owner: note the row as this job's, so an
         // attempt after a crash here gives it to the requester instead of calling it someone
         // else's existing subscription, then give it.
         note_created(cx, id.to_string()).await?;
         crate::crash_point!("worker.after_subscribe_create");
-        given = cx.mp.set_subscription_owner(id, owner).await?;
+        let created = Subscription {
+            id,
+            name: media.title.clone(),
+            year: media.year.clone(),
+            kind: Some(kind),
+            tmdb_id: Some(tmdb_id),
+            season,
+            state: None,
+            lack_episode: None,
+            username: None,
+        };
+        give(cx, &created, owner).await?;
     }
     Ok(Done {
         asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
-        ..subscribed(cx, job, (&media.title, season, id), given, false)
+        ..subscribed(cx, job, (&media.title, season, id), false)
     })
 }
 
@@ -380,13 +380,12 @@ async fn note_created(cx: &Context<'_>, value: String) -> Result<(), MpError> {
     }
 }
 
-/// A subscription this job created (`name`, `season`, `id`), given to the requester where
-/// MoviePilot let it (`given`): the reply and the fields.
+/// A subscription this job created (`name`, `season`, `id`), given to the requester: the reply
+/// and the fields.
 fn subscribed(
     cx: &Context<'_>,
     job: &Job,
     (name, season, id): (&str, Option<u32>, u64),
-    given: bool,
     recovered: bool,
 ) -> Done {
     let r = &cx.render;
@@ -402,7 +401,7 @@ fn subscribed(
         ("mp_subscription_id".into(), id.to_string()),
         ("mp_outcome".into(), outcome.into()),
     ];
-    if let Some(owner) = job.requester.as_ref().filter(|_| given) {
+    if let Some(owner) = &job.requester {
         fields.push(("mp_owner".into(), owner.clone()));
     }
     Done {
@@ -410,6 +409,85 @@ fn subscribed(
         result: format!("subscription {id} created"),
         fields,
         ..Done::default()
+    }
+}
+
+/// Makes `owner` the owner of `sub`: in MoviePilot where its update writes the owner (v2),
+/// else in oncebot's own record (`owners`), which [`resolve_owners`] reads back.
+async fn give(cx: &Context<'_>, sub: &Subscription, owner: &str) -> Result<(), MpError> {
+    if cx.mp.set_subscription_owner(sub.id, owner).await? {
+        return Ok(());
+    }
+    cx.ledger
+        .record_owner(sub.id, sub.tmdb_id, sub.season, owner)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))
+}
+
+/// Whether MoviePilot's owner of `sub` is oncebot's service account (any row, with an API key
+/// alone: oncebot does not know the name MoviePilot gives it then).
+fn service_owned(cx: &Context<'_>, sub: &Subscription) -> bool {
+    match cx.mp.service_username() {
+        Some(service) => sub.username.as_deref() == Some(service),
+        None => true,
+    }
+}
+
+/// Each of `subs` with its owner as a person sees it: MoviePilot's, except that a row the
+/// service account owns and oncebot gave to a requester in its own record (v3) is theirs.
+async fn resolve_owners(cx: &Context<'_>, subs: &mut [Subscription]) -> Result<(), MpError> {
+    let ask: Vec<usize> = (0..subs.len())
+        .filter(|&i| service_owned(cx, &subs[i]))
+        .collect();
+    if ask.is_empty() || !any_recorded_owner(cx).await? {
+        return Ok(());
+    }
+    let keys: Vec<(u64, Option<u64>, Option<u32>)> = ask
+        .iter()
+        .map(|&i| (subs[i].id, subs[i].tmdb_id, subs[i].season))
+        .collect();
+    let owners = cx
+        .ledger
+        .recorded_owners(&keys)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    for (i, owner) in ask.into_iter().zip(owners) {
+        if let Some(owner) = owner {
+            subs[i].username = Some(owner);
+        }
+    }
+    Ok(())
+}
+
+async fn any_recorded_owner(cx: &Context<'_>) -> Result<bool, MpError> {
+    cx.ledger
+        .any_recorded_owner()
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))
+}
+
+/// `/subscriptions`: the asker's own (MoviePilot's "my subscriptions", plus the ones oncebot
+/// recorded as theirs), every one with owners for `all`, every one for an asker without a name.
+async fn list(
+    cx: &Context<'_>,
+    job: &Job,
+    all: bool,
+) -> Result<(Vec<Subscription>, Whose), MpError> {
+    match job.requester.as_deref() {
+        Some(me) if !all => {
+            if !any_recorded_owner(cx).await? {
+                return Ok((cx.mp.user_subscriptions(me).await?, Whose::Own));
+            }
+            let mut subs = cx.mp.list_subscriptions().await?;
+            resolve_owners(cx, &mut subs).await?;
+            subs.retain(|s| s.username.as_deref() == Some(me));
+            Ok((subs, Whose::Own))
+        }
+        _ => {
+            let mut subs = cx.mp.list_subscriptions().await?;
+            resolve_owners(cx, &mut subs).await?;
+            Ok((subs, if all { Whose::Everyone } else { Whose::Unsplit }))
+        }
     }
 }
 
@@ -440,20 +518,11 @@ async fn owner_to_set<'j>(
         .as_ref()
         .and_then(|j| j.extra.get(SUBSCRIPTION_CREATED))
         .map(String::as_str);
-    // With an API key alone oncebot does not know the name MoviePilot gives its rows.
-    let service_owned = match cx.mp.service_username() {
-        Some(service) => existing.username.as_deref() == Some(service),
-        None => true,
-    };
     let ours = noted == Some(existing.id.to_string().as_str())
-        || (noted == Some(CREATING) && service_owned);
+        || (noted == Some(CREATING) && service_owned(cx, existing));
     Ok(ours.then_some(requester))
 }
 
-/// `/unsubscribe <id>`: looks the subscription up in the list (v2.5.6 answers 500 to
-/// `GET /api/v1/subscribe/<id>` for a missing id) and asks, naming it, with Confirm / Cancel.
-/// Confirm runs `/unsubscribe <id> <media>`, so a later subscription that MoviePilot gives the
-/// same id is a different command with buttons of its own. A missing id gets no buttons.
 /// The owner of `sub` when that is someone other than the asker (the job's MoviePilot user, or
 /// the service account for an asker without one); `None` for the asker's own and for a row that
 /// names nobody.
@@ -475,9 +544,14 @@ fn ownership_check(cx: &Context<'_>, job: &Job, sub: &Subscription) -> Result<St
     }
 }
 
+/// `/unsubscribe <id>`: looks the subscription up in the list (v2.5.6 answers 500 to
+/// `GET /api/v1/subscribe/<id>` for a missing id) and asks, naming it, with Confirm / Cancel.
+/// Confirm runs `/unsubscribe <id> <media>`, so a later subscription that MoviePilot gives the
+/// same id is a different command with buttons of its own. A missing id gets no buttons.
 async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, MpError> {
     let r = &cx.render;
-    let subs = cx.mp.list_subscriptions().await?;
+    let mut subs = cx.mp.list_subscriptions().await?;
+    resolve_owners(cx, &mut subs).await?;
     let Some(sub) = subs.iter().find(|s| s.id == id) else {
         return Ok(Done::new(
             r.no_such_subscription(id),
@@ -526,7 +600,8 @@ async fn unsubscribe(
     recovered: bool,
 ) -> Result<Done, MpError> {
     let r = &cx.render;
-    let subs = cx.mp.list_subscriptions().await?;
+    let mut subs = cx.mp.list_subscriptions().await?;
+    resolve_owners(cx, &mut subs).await?;
     let fields = |outcome: &str| {
         vec![
             ("mp_subscription_id".into(), id.to_string()),
@@ -549,6 +624,9 @@ async fn unsubscribe(
     }
     let whose = ownership_check(cx, job, sub)?;
     cx.mp.delete_subscription(id).await?;
+    if let Err(e) = cx.ledger.forget_owner(id, sub.tmdb_id, sub.season).await {
+        tracing::warn!(error = %e, "could not forget the deleted subscription's recorded owner");
+    }
     Ok(Done {
         fields: fields("deleted"),
         ..Done::new(

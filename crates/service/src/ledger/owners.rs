@@ -1,0 +1,72 @@
+//! Who owns a subscription where MoviePilot cannot say: on the v3 line its update pins the
+//! owner to the account that created it (oncebot's service account), so oncebot keeps the
+//! requester of each subscription it created for a named user itself, in one HASH.
+//!
+//! A field names the subscription with its media (`<id>:<tmdb id>:<season>`), since MoviePilot
+//! gives a deleted subscription's id to the next one: a record never speaks for other media.
+
+use redis::AsyncCommands as _;
+
+use super::{Ledger, LedgerError};
+
+/// The field of subscription `id` to `tmdb_id` (and `season`, 0 for none).
+fn field(id: u64, tmdb_id: Option<u64>, season: Option<u32>) -> String {
+    format!("{id}:{}:{}", tmdb_id.unwrap_or(0), season.unwrap_or(0))
+}
+
+impl Ledger {
+    /// Records `requester` as the owner of subscription `id` to that media.
+    pub async fn record_owner(
+        &self,
+        id: u64,
+        tmdb_id: Option<u64>,
+        season: Option<u32>,
+        requester: &str,
+    ) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.hset::<_, _, _, ()>(self.keys.owners(), field(id, tmdb_id, season), requester)
+            .await
+            .map_err(LedgerError::redis("recording a subscription's owner"))
+    }
+
+    /// The recorded owner of each `(id, tmdb id, season)`, in the order given.
+    pub async fn recorded_owners(
+        &self,
+        subs: &[(u64, Option<u64>, Option<u32>)],
+    ) -> Result<Vec<Option<String>>, LedgerError> {
+        if subs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fields: Vec<String> = subs.iter().map(|&(i, t, s)| field(i, t, s)).collect();
+        let mut conn = self.conn.clone();
+        redis::cmd("HMGET")
+            .arg(self.keys.owners())
+            .arg(&fields)
+            .query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("reading subscriptions' owners"))
+    }
+
+    /// Whether any owner is recorded (v2 deployments never record one).
+    pub async fn any_recorded_owner(&self) -> Result<bool, LedgerError> {
+        let mut conn = self.conn.clone();
+        let n: u64 = conn
+            .hlen(self.keys.owners())
+            .await
+            .map_err(LedgerError::redis("counting subscriptions' owners"))?;
+        Ok(n > 0)
+    }
+
+    /// Forgets the owner of a subscription oncebot deleted.
+    pub async fn forget_owner(
+        &self,
+        id: u64,
+        tmdb_id: Option<u64>,
+        season: Option<u32>,
+    ) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        conn.hdel::<_, _, ()>(self.keys.owners(), field(id, tmdb_id, season))
+            .await
+            .map_err(LedgerError::redis("forgetting a subscription's owner"))
+    }
+}
