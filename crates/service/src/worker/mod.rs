@@ -392,76 +392,50 @@ impl Worker {
         crate::crash_point!("worker.before_call");
         let result = execute::run(&cx, job, &action, recovered).await;
         crate::crash_point!("worker.after_call");
-        if let (
+        self.remember_asker(job, &result).await;
+        if !matches!(result, Err(MpError::CredentialsRefused(_))) {
+            self.credentials_accepted().await;
+        }
+        let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
+        let mut outcome = match self.outcome_of(job, result, used) {
+            Mapped::Outcome(outcome) => outcome,
+            Mapped::WaitForCredentials(e) => return self.wait_for_credentials(job, &e).await,
+        };
+        if job.extra.contains_key("auth_wait_since") {
+            // The credentials worked for this attempt: a later refusal waits afresh.
+            outcome
+                .fields
+                .push(("auth_wait_since".into(), String::new()));
+        }
+        outcome
+    }
+
+    /// Remembers the job's chat for the media it asked MoviePilot for (`notify.to_requester`).
+    /// Before the outcome: a crash in between runs the job again, which remembers again.
+    async fn remember_asker(&self, job: &Job, result: &Result<Done, MpError>) {
+        let (
             Ok(Done {
                 asked: Some(media),
                 settle: None,
                 ..
             }),
             Some(ttl),
-        ) = (&result, self.asker_ttl)
-        {
-            // Before the outcome: a crash in between runs the job again, which remembers again.
-            if let Err(e) = self.ledger.remember_asker(media, job.chat_id, ttl).await {
-                tracing::warn!(error = %e, "could not remember who asked; MoviePilot's notifications about this media go to the configured chats only");
-            }
+        ) = (result, self.asker_ttl)
+        else {
+            return;
+        };
+        if let Err(e) = self.ledger.remember_asker(media, job.chat_id, ttl).await {
+            tracing::warn!(error = %e, "could not remember who asked; MoviePilot's notifications about this media go to the configured chats only");
         }
-        if !matches!(result, Err(MpError::CredentialsRefused(_))) {
-            self.credentials_accepted().await;
-        }
-        let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
-        let mut outcome = match result {
-            Ok(Done {
-                reply,
-                settle: Some(Settle::Failed { error }),
-                ..
-            }) => {
-                tracing::warn!(reason = %error, "job failed");
-                Outcome {
-                    status: JobState::Failed,
-                    error,
-                    reply,
-                    reply_kind: ReplyKind::Result,
-                    fields: vec![("mp_error_kind".into(), "permanent".into())],
-                    ..Outcome::default()
-                }
-            }
-            Ok(Done {
-                reply,
-                settle: Some(Settle::Held { error }),
-                ..
-            }) => {
-                tracing::warn!(reason = %error, "outcome cannot be decided; holding for a person");
-                Outcome {
-                    status: JobState::NeedsReview,
-                    error: format!("uncertain: {error}"),
-                    reply,
-                    reply_kind: ReplyKind::NeedsReview,
-                    fields: vec![("mp_error_kind".into(), "uncertain".into())],
-                    ..Outcome::default()
-                }
-            }
-            Ok(done) => {
-                tracing::info!(result = %done.result, "job succeeded");
-                let (markup, tokens) = done
-                    .buttons
-                    .map(|b| (b.markup, b.tokens))
-                    .unwrap_or_default();
-                Outcome {
-                    status: JobState::Succeeded,
-                    result: done.result,
-                    reply: done.reply,
-                    reply_kind: ReplyKind::Result,
-                    markup,
-                    tokens,
-                    fields: done.fields,
-                    ..Outcome::default()
-                }
-            }
+    }
+
+    /// What one run's result means for the job: the outcome to record, or a wait while
+    /// MoviePilot refuses oncebot's credentials. `used`: attempts this job has used.
+    fn outcome_of(&self, job: &Job, result: Result<Done, MpError>, used: u32) -> Mapped {
+        Mapped::Outcome(match result {
+            Ok(done) => settled(done),
             Err(e @ (MpError::Permanent(_) | MpError::Declined(_))) => self.failed(job, &e),
-            Err(e @ MpError::CredentialsRefused(_)) => {
-                return self.wait_for_credentials(job, &e).await;
-            }
+            Err(e @ MpError::CredentialsRefused(_)) => return Mapped::WaitForCredentials(e),
             Err(e @ MpError::Transient(_)) => self.retry_or_fail(job, &e, used),
             Err(e @ MpError::Uncertain(_)) => match recovery_of(job) {
                 // The next attempt looks before it creates (or deletes): that look is the
@@ -484,14 +458,7 @@ impl Worker {
                     }
                 }
             },
-        };
-        if job.extra.contains_key("auth_wait_since") {
-            // The credentials worked for this attempt: a later refusal waits afresh.
-            outcome
-                .fields
-                .push(("auth_wait_since".into(), String::new()));
-        }
-        outcome
+        })
     }
 
     /// The job failed for good: its error for the ledger, a plain sentence for the user.
@@ -866,6 +833,58 @@ impl Consumer for JobsReader {
 
 /// The job's own recovery policy, stored at admission (`None` for a value this release does
 /// not know, which is then held for a person).
+/// The outcome of a run MoviePilot answered: succeeded, or settled as [`Settle`] says.
+fn settled(done: Done) -> Outcome {
+    match done.settle {
+        Some(Settle::Failed { error }) => {
+            tracing::warn!(reason = %error, "job failed");
+            Outcome {
+                status: JobState::Failed,
+                error,
+                reply: done.reply,
+                reply_kind: ReplyKind::Result,
+                fields: vec![("mp_error_kind".into(), "permanent".into())],
+                ..Outcome::default()
+            }
+        }
+        Some(Settle::Held { error }) => {
+            tracing::warn!(reason = %error, "outcome cannot be decided; holding for a person");
+            Outcome {
+                status: JobState::NeedsReview,
+                error: format!("uncertain: {error}"),
+                reply: done.reply,
+                reply_kind: ReplyKind::NeedsReview,
+                fields: vec![("mp_error_kind".into(), "uncertain".into())],
+                ..Outcome::default()
+            }
+        }
+        None => {
+            tracing::info!(result = %done.result, "job succeeded");
+            let (markup, tokens) = done
+                .buttons
+                .map(|b| (b.markup, b.tokens))
+                .unwrap_or_default();
+            Outcome {
+                status: JobState::Succeeded,
+                result: done.result,
+                reply: done.reply,
+                reply_kind: ReplyKind::Result,
+                markup,
+                tokens,
+                fields: done.fields,
+                ..Outcome::default()
+            }
+        }
+    }
+}
+
+/// What [`Worker::outcome_of`] decided.
+enum Mapped {
+    Outcome(Outcome),
+    /// MoviePilot refused the credentials: the job waits without spending an attempt.
+    WaitForCredentials(MpError),
+}
+
 fn recovery_of(job: &Job) -> Option<Recovery> {
     job.extra.get("recovery").and_then(|name| name.parse().ok())
 }

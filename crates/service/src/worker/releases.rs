@@ -295,7 +295,8 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Downloads release `index` of list `list`, once (see the module's doc).
+/// Downloads release `index` of list `list`, once (see the module's doc): an earlier attempt's
+/// add is looked for first, then the intent is noted, then the add is sent.
 pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Result<Done, MpError> {
     let r = &cx.render;
     // The claim hands over only the fields a worker always needs; the notes are read here.
@@ -334,87 +335,34 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         asked: asked.clone(),
         ..Done::default()
     };
+    let undecided =
+        |error: String| hold(r.download_undecided(&identity.title, &identity.site), error);
 
     if let Some(began) = noted.began_ms {
         // An earlier attempt may have sent the add: look before anything is sent again.
-        if let Some(hash) = verify(cx, &identity, &noted.before, magnet.as_deref()).await? {
-            tracing::info!(hash = %hash, "download verified in MoviePilot's history; not sent again");
+        if let Some(hash) = look_again(cx, &identity, &noted, magnet.as_deref(), began).await? {
             return Ok(started(&hash, "verified_existing"));
         }
-        let settle_at = began + cx.releases.settle.as_millis() as u64;
-        let now = now_ms();
-        if now < settle_at {
-            let wait = Duration::from_millis(settle_at - now);
-            tracing::info!(
-                wait_ms = wait.as_millis() as u64,
-                "download not in the history yet; waiting for MoviePilot to settle before looking again"
-            );
-            tokio::time::sleep(wait).await;
-            if let Some(hash) = verify(cx, &identity, &noted.before, magnet.as_deref()).await? {
-                tracing::info!(hash = %hash, "download verified after settling; not sent again");
-                return Ok(started(&hash, "verified_existing"));
-            }
-        }
         if noted.sends >= MAX_SENDS {
-            return Ok(hold(
-                r.download_undecided(&identity.title, &identity.site),
-                format!(
-                    "sent {} times and never seen in MoviePilot's download history",
-                    noted.sends
-                ),
-            ));
+            return Ok(undecided(format!(
+                "sent {} times and never seen in MoviePilot's download history",
+                noted.sends
+            )));
         }
         tracing::warn!("download not in MoviePilot's history after settling; sending it again");
     }
 
     let (Some(stored), Some(release)) = (stored, release) else {
         if noted.began_ms.is_some() {
-            return Ok(hold(
-                r.download_undecided(&identity.title, &identity.site),
+            return Ok(undecided(
                 "the release list expired before the download could be verified or sent again"
                     .into(),
             ));
         }
         return Err(MpError::Permanent(r.release_list_expired()));
     };
-
-    // The intent, noted before the add: which matching rows exist already, and when it began.
-    let before: Vec<u64> = cx
-        .mp
-        .download_history()
-        .await?
-        .iter()
-        .filter(|row| identity.matches(row))
-        .map(|row| row.id)
-        .collect();
     let sends = noted.sends + 1;
-    let notes = [
-        ("grab_site", identity.site.clone()),
-        ("grab_title", identity.title.clone()),
-        ("grab_description", identity.description.clone()),
-        (
-            "grab_before",
-            before
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-        ),
-        ("grab_began_ms", now_ms().to_string()),
-        ("grab_magnet", magnet.clone().unwrap_or_default()),
-        ("grab_sends", sends.to_string()),
-    ];
-    let attempt = cx.attempt;
-    if !cx
-        .ledger
-        .note(attempt, &notes)
-        .await
-        .map_err(ledger_error)?
-    {
-        return Err(MpError::Transient(
-            "this attempt no longer owns the job; not sending the download".into(),
-        ));
-    }
+    note_intent(cx, &identity, magnet.as_deref(), sends).await?;
     crate::crash_point!("worker.before_download");
     let downloader = release.site_downloader.as_deref();
     match cx
@@ -425,10 +373,9 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         Ok(hash) => Ok(started(&hash, "added")),
         // qBittorrent refuses a magnet it already has: after an earlier send that may have
         // reached it, a refusal says nothing.
-        Err(MpError::Permanent(reason)) if magnet.is_some() && sends > 1 => Ok(hold(
-            r.download_undecided(&identity.title, &identity.site),
-            format!("a magnet sent again was refused ({reason}); the first send may have added it"),
-        )),
+        Err(MpError::Permanent(reason)) if magnet.is_some() && sends > 1 => Ok(undecided(format!(
+            "a magnet sent again was refused ({reason}); the first send may have added it"
+        ))),
         Err(MpError::Permanent(reason)) => Ok(Done {
             reply: r.failed(
                 job.id,
@@ -439,6 +386,77 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
             ..Done::default()
         }),
         Err(e) => Err(e),
+    }
+}
+
+/// After an attempt that began an add (`began`, ms): the add's hash if MoviePilot shows it now
+/// or once `moviepilot.download_settle_secs` after that attempt began (MoviePilot finishes a
+/// request whose caller died); `None`: it never arrived.
+async fn look_again(
+    cx: &Context<'_>,
+    identity: &ReleaseIdentity,
+    noted: &Noted,
+    magnet: Option<&str>,
+    began: u64,
+) -> Result<Option<String>, MpError> {
+    if let Some(hash) = verify(cx, identity, &noted.before, magnet).await? {
+        tracing::info!(hash = %hash, "download verified in MoviePilot's history; not sent again");
+        return Ok(Some(hash));
+    }
+    let settle_at = began + cx.releases.settle.as_millis() as u64;
+    let now = now_ms();
+    if now >= settle_at {
+        return Ok(None);
+    }
+    let wait = Duration::from_millis(settle_at - now);
+    tracing::info!(
+        wait_ms = wait.as_millis() as u64,
+        "download not in the history yet; waiting for MoviePilot to settle before looking again"
+    );
+    tokio::time::sleep(wait).await;
+    let found = verify(cx, identity, &noted.before, magnet).await?;
+    if let Some(hash) = &found {
+        tracing::info!(hash = %hash, "download verified after settling; not sent again");
+    }
+    Ok(found)
+}
+
+/// Notes the intent in the job before the add (note.lua, fenced): the release, the matching
+/// history rows that exist already, when this attempt began, and how many sends this is.
+async fn note_intent(
+    cx: &Context<'_>,
+    identity: &ReleaseIdentity,
+    magnet: Option<&str>,
+    sends: u64,
+) -> Result<(), MpError> {
+    let before: Vec<String> = cx
+        .mp
+        .download_history()
+        .await?
+        .iter()
+        .filter(|row| identity.matches(row))
+        .map(|row| row.id.to_string())
+        .collect();
+    let notes = [
+        ("grab_site", identity.site.clone()),
+        ("grab_title", identity.title.clone()),
+        ("grab_description", identity.description.clone()),
+        ("grab_before", before.join(",")),
+        ("grab_began_ms", now_ms().to_string()),
+        ("grab_magnet", magnet.unwrap_or_default().to_string()),
+        ("grab_sends", sends.to_string()),
+    ];
+    if cx
+        .ledger
+        .note(cx.attempt, &notes)
+        .await
+        .map_err(ledger_error)?
+    {
+        Ok(())
+    } else {
+        Err(MpError::Transient(
+            "this attempt no longer owns the job; not sending the download".into(),
+        ))
     }
 }
 
