@@ -154,16 +154,8 @@ pub async fn run(
 ) -> Result<Done, MpError> {
     let r = &cx.render;
     match action {
-        Action::Search { title } | Action::SubscribeTitle { title } => {
-            let items = cx.mp.search_media(title).await?;
-            let choose = matches!(action, Action::SubscribeTitle { .. });
-            Ok(Done {
-                reply: r.search_results(title, &items, choose),
-                result: format!("{} results", items.len()),
-                buttons: subscribe_buttons(cx, job, &items, !choose),
-                ..Done::default()
-            })
-        }
+        Action::Search { title } => search(cx, job, title, false).await,
+        Action::SubscribeTitle { title } => search(cx, job, title, true).await,
         Action::DownloadTitle { title } => super::releases::matches(cx, job, title).await,
         Action::FindReleases {
             tmdb_id,
@@ -210,24 +202,41 @@ pub async fn run(
             let reply = status(cx, job, *job_id).await?;
             Ok(Done::new(reply, "status".into()))
         }
-        Action::Jobs => {
-            let filter = JobFilter {
-                chat_id: Some(job.chat_id),
-                limit: 11,
-                status: None,
-            };
-            let jobs: Vec<Job> = cx
-                .ledger
-                .list_jobs(&filter)
-                .await
-                .map_err(|e| MpError::Transient(e.to_string()))?
-                .into_iter()
-                .filter(|j| j.id != job.id)
-                .take(10)
-                .collect();
-            Ok(Done::new(r.jobs(&jobs), format!("{} jobs", jobs.len())))
-        }
+        Action::Jobs => jobs(cx, job).await,
     }
+}
+
+/// `/search` (`choose`: `订阅 X`, which offers the matches to subscribe to).
+async fn search(cx: &Context<'_>, job: &Job, title: &str, choose: bool) -> Result<Done, MpError> {
+    let items = cx.mp.search_media(title).await?;
+    Ok(Done {
+        reply: cx.render.search_results(title, &items, choose),
+        result: format!("{} results", items.len()),
+        buttons: subscribe_buttons(cx, job, &items, !choose),
+        ..Done::default()
+    })
+}
+
+/// `/jobs`: this chat's last ten jobs but this one.
+async fn jobs(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
+    let filter = JobFilter {
+        chat_id: Some(job.chat_id),
+        limit: 11,
+        status: None,
+    };
+    let jobs: Vec<Job> = cx
+        .ledger
+        .list_jobs(&filter)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?
+        .into_iter()
+        .filter(|j| j.id != job.id)
+        .take(10)
+        .collect();
+    Ok(Done::new(
+        cx.render.jobs(&jobs),
+        format!("{} jobs", jobs.len()),
+    ))
 }
 
 async fn subscribe(
@@ -273,35 +282,7 @@ async fn subscribe_locked(
 ) -> Result<Done, MpError> {
     let r = &cx.render;
     if let Some(existing) = cx.mp.find_subscription(tmdb_id, season).await? {
-        if let Some(owner) = owner_to_set(cx, job, &existing).await? {
-            // This job created it and died (or failed) before it gave it to the requester.
-            give(cx, &existing, owner).await?;
-            let asked = AskedMedia::new(&existing.name, existing.year.as_deref(), season);
-            return Ok(Done {
-                asked,
-                ..subscribed(cx, job, (&existing.name, season, existing.id), recovered)
-            });
-        }
-        let reply = if recovered {
-            r.subscription_verified(job.id, &existing.name, season, existing.id)
-        } else {
-            r.already_subscribed(&existing.name, season, existing.id)
-        };
-        let outcome = if recovered {
-            "verified_existing"
-        } else {
-            "already_existed"
-        };
-        return Ok(Done {
-            reply,
-            result: format!("subscription {} exists", existing.id),
-            fields: vec![
-                ("mp_subscription_id".into(), existing.id.to_string()),
-                ("mp_outcome".into(), outcome.into()),
-            ],
-            asked: AskedMedia::new(&existing.name, existing.year.as_deref(), season),
-            ..Done::default()
-        });
+        return found(cx, job, &existing, season, recovered).await;
     }
     let kind = if season.is_some() {
         MediaKind::Tv
@@ -324,17 +305,14 @@ async fn subscribe_locked(
         // from here on is this job's to give to the requester.
         note_created(cx, CREATING.into()).await?;
     }
-    let created = cx
-        .mp
-        .create_subscription(&NewSubscription {
-            name: media.title.clone(),
-            year: media.year.clone(),
-            kind,
-            tmdb_id,
-            season,
-        })
-        .await;
-    let id = created?;
+    let new = NewSubscription {
+        name: media.title.clone(),
+        year: media.year.clone(),
+        kind,
+        tmdb_id,
+        season,
+    };
+    let id = cx.mp.create_subscription(&new).await?;
     if let Some(owner) = job.requester.as_deref() {
         // MoviePilot made the service account the owner: note the row as this job's, so an
         // attempt after a crash here gives it to the requester instead of calling it someone
@@ -343,8 +321,8 @@ async fn subscribe_locked(
         crate::crash_point!("worker.after_subscribe_create");
         let created = Subscription {
             id,
-            name: media.title.clone(),
-            year: media.year.clone(),
+            name: new.name,
+            year: new.year,
             kind: Some(kind),
             tmdb_id: Some(tmdb_id),
             season,
@@ -357,6 +335,47 @@ async fn subscribe_locked(
     Ok(Done {
         asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
         ..subscribed(cx, job, (&media.title, season, id), false)
+    })
+}
+
+/// The subscription to this media exists: this job's own (created before a crash or a lost
+/// answer, given to the requester now), or one that was there before (left as it is).
+async fn found(
+    cx: &Context<'_>,
+    job: &Job,
+    existing: &Subscription,
+    season: Option<u32>,
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let asked = AskedMedia::new(&existing.name, existing.year.as_deref(), season);
+    if let Some(owner) = owner_to_set(cx, job, existing).await? {
+        give(cx, existing, owner).await?;
+        return Ok(Done {
+            asked,
+            ..subscribed(cx, job, (&existing.name, season, existing.id), recovered)
+        });
+    }
+    let (reply, outcome) = if recovered {
+        (
+            r.subscription_verified(job.id, &existing.name, season, existing.id),
+            "verified_existing",
+        )
+    } else {
+        (
+            r.already_subscribed(&existing.name, season, existing.id),
+            "already_existed",
+        )
+    };
+    Ok(Done {
+        reply,
+        result: format!("subscription {} exists", existing.id),
+        fields: vec![
+            ("mp_subscription_id".into(), existing.id.to_string()),
+            ("mp_outcome".into(), outcome.into()),
+        ],
+        asked,
+        ..Done::default()
     })
 }
 

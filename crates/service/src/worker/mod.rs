@@ -281,38 +281,8 @@ impl Worker {
 
     /// The rest of one attempt after its claim: run it and record its outcome.
     async fn run_claimed(&self, claimed: Result<Claimed, LedgerError>, reclaimed: bool) {
-        let claimed = match claimed {
-            Ok(c) => c,
-            Err(e) => {
-                // The job may be `running` now: its lease lapses and it is recovered by policy.
-                tracing::error!(error = %e, "claim answered oddly; the job will be reclaimed");
-                return;
-            }
-        };
-        let (attempt, job, recovered) = match claimed {
-            Claimed::Run {
-                attempt,
-                job,
-                recovered,
-            } => (attempt, job, recovered),
-            Claimed::Held { attempt } => {
-                METRICS.transition("unknown", JobState::NeedsReview.as_str());
-                tracing::warn!(
-                    attempt,
-                    reclaimed,
-                    "interrupted job held for a person (needs_review)"
-                );
-                return;
-            }
-            Claimed::Failed { attempt } => {
-                METRICS.transition("unknown", JobState::Failed.as_str());
-                tracing::warn!(attempt, "job lost its worker too often; marked failed");
-                return;
-            }
-            Claimed::Skip { status } => {
-                tracing::debug!(status = %status, "nothing to run for this entry");
-                return;
-            }
+        let Some((attempt, job, recovered)) = runnable(claimed, reclaimed) else {
+            return;
         };
         crate::crash_point!("worker.after_claim");
         METRICS.transition(&job.command, JobState::Running.as_str());
@@ -332,23 +302,8 @@ impl Worker {
         let chat_lock = self.chat_locks.get(job.chat_id);
         let outcome = {
             let _in_chat_order = chat_lock.lock().await;
-            let run = self.execute(&job, &attempt, recovered);
-            tokio::pin!(run);
-            let progress_after = Duration::from_millis(self.cfg.progress_after_ms);
-            if progress_after.is_zero() {
-                run.await
-            } else {
-                tokio::select! {
-                    outcome = &mut run => outcome,
-                    _ = tokio::time::sleep(progress_after) => {
-                        let text = self.render.working_on_it();
-                        if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
-                            tracing::warn!(error = %e, "could not queue the progress message");
-                        }
-                        run.await
-                    }
-                }
-            }
+            self.execute_telling_progress(&job, &attempt, recovered)
+                .await
         };
         let status = outcome.status;
         if self.record(&attempt, outcome).await {
@@ -357,6 +312,32 @@ impl Worker {
         }
         crate::crash_point!("worker.after_complete");
         self.lock_in_flight().remove(&attempt.entry);
+    }
+
+    /// [`Self::execute`], with a "working on it" message queued if it takes longer than
+    /// `worker.progress_after_ms`.
+    async fn execute_telling_progress(
+        &self,
+        job: &Job,
+        attempt: &Attempt,
+        recovered: bool,
+    ) -> Outcome {
+        let run = self.execute(job, attempt, recovered);
+        tokio::pin!(run);
+        let progress_after = Duration::from_millis(self.cfg.progress_after_ms);
+        if progress_after.is_zero() {
+            return run.await;
+        }
+        tokio::select! {
+            outcome = &mut run => outcome,
+            _ = tokio::time::sleep(progress_after) => {
+                let text = self.render.working_on_it();
+                if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
+                    tracing::warn!(error = %e, "could not queue the progress message");
+                }
+                run.await
+            }
+        }
     }
 
     /// Runs the job's action and turns the result into the outcome to record.
@@ -527,22 +508,7 @@ impl Worker {
             .get("auth_wait_since")
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(now);
-        let notice = self
-            .render
-            .credentials_notice(error.message(), self.auth_wait.as_secs());
-        match self
-            .ledger
-            .raise_notice(CREDENTIALS_NOTICE, &notice, self.auth_wait)
-            .await
-        {
-            Ok(true) => {
-                tracing::warn!("told the admin chats that MoviePilot refuses oncebot's credentials")
-            }
-            Ok(false) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "could not tell the admin chats about the refused credentials")
-            }
-        }
+        self.tell_admins_refused(error).await;
         let waited = Duration::from_millis(now.saturating_sub(since));
         if waited >= self.auth_wait {
             tracing::error!(reason = %error, waited = ?waited, "job failed: MoviePilot refused oncebot's credentials for too long");
@@ -565,20 +531,7 @@ impl Worker {
             .min(CREDENTIALS_RETRY_MAX)
             .min(self.auth_wait - waited);
         tracing::warn!(reason = %error, retry_in = ?delay, "MoviePilot refused oncebot's credentials; the job waits without using an attempt");
-        let first = !job.extra.contains_key("auth_wait_since");
-        let tell = first
-            && match self
-                .ledger
-                .tell_user_once(CREDENTIALS_NOTICE, job.user_id, self.auth_wait)
-                .await
-            {
-                Ok(new) => new,
-                Err(e) => {
-                    // Better told twice than never.
-                    tracing::warn!(error = %e, "could not check whether the user was told about the refused credentials");
-                    true
-                }
-            };
+        let tell = !job.extra.contains_key("auth_wait_since") && self.first_to_tell(job).await;
         Outcome {
             status: JobState::RetryWait,
             error: error.to_string(),
@@ -597,6 +550,43 @@ impl Worker {
                 ("attempt_base".into(), (attempt_base(job) + 1).to_string()),
             ],
             ..Outcome::default()
+        }
+    }
+
+    /// The admin chats are told once while MoviePilot refuses oncebot's credentials.
+    async fn tell_admins_refused(&self, error: &MpError) {
+        let notice = self
+            .render
+            .credentials_notice(error.message(), self.auth_wait.as_secs());
+        match self
+            .ledger
+            .raise_notice(CREDENTIALS_NOTICE, &notice, self.auth_wait)
+            .await
+        {
+            Ok(true) => {
+                tracing::warn!("told the admin chats that MoviePilot refuses oncebot's credentials")
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "could not tell the admin chats about the refused credentials")
+            }
+        }
+    }
+
+    /// Whether this job's user has not been told of the refused credentials yet (each user is
+    /// told once, at their first waiting job).
+    async fn first_to_tell(&self, job: &Job) -> bool {
+        match self
+            .ledger
+            .tell_user_once(CREDENTIALS_NOTICE, job.user_id, self.auth_wait)
+            .await
+        {
+            Ok(new) => new,
+            Err(e) => {
+                // Better told twice than never.
+                tracing::warn!(error = %e, "could not check whether the user was told about the refused credentials");
+                true
+            }
         }
     }
 
@@ -874,6 +864,46 @@ fn settled(done: Done) -> Outcome {
                 fields: done.fields,
                 ..Outcome::default()
             }
+        }
+    }
+}
+
+/// The attempt a claim handed over, if there is one to run; the rest is logged here.
+fn runnable(
+    claimed: Result<Claimed, LedgerError>,
+    reclaimed: bool,
+) -> Option<(Attempt, Job, bool)> {
+    let claimed = match claimed {
+        Ok(c) => c,
+        Err(e) => {
+            // The job may be `running` now: its lease lapses and it is recovered by policy.
+            tracing::error!(error = %e, "claim answered oddly; the job will be reclaimed");
+            return None;
+        }
+    };
+    match claimed {
+        Claimed::Run {
+            attempt,
+            job,
+            recovered,
+        } => Some((attempt, *job, recovered)),
+        Claimed::Held { attempt } => {
+            METRICS.transition("unknown", JobState::NeedsReview.as_str());
+            tracing::warn!(
+                attempt,
+                reclaimed,
+                "interrupted job held for a person (needs_review)"
+            );
+            None
+        }
+        Claimed::Failed { attempt } => {
+            METRICS.transition("unknown", JobState::Failed.as_str());
+            tracing::warn!(attempt, "job lost its worker too often; marked failed");
+            None
+        }
+        Claimed::Skip { status } => {
+            tracing::debug!(status = %status, "nothing to run for this entry");
+            None
         }
     }
 }
