@@ -625,3 +625,51 @@ async fn one_chats_replies_read_together_are_sent_in_stream_order_on_two_threads
 async fn one_chats_replies_read_together_are_sent_in_stream_order_on_four_threads() {
     replies_read_together_go_in_stream_order("4").await;
 }
+
+/// A dispatcher waiting out a 401 (Telegram rejects the bot token, and it waits 60 s before the
+/// next try) stops at SIGTERM at once, instead of after its wait; the reply is left pending for
+/// the restart, not recorded as failed.
+#[tokio::test]
+async fn sigterm_ends_the_wait_after_a_401_at_once_and_the_reply_stays_pending() {
+    let rig = Rig::with(Dialect::V2, &[]).await;
+    let mut env_bad_token = rig.env.clone();
+    env_bad_token.retain(|(k, _)| k != "ONCEBOT__TELEGRAM__TOKEN");
+    env_bad_token.push((
+        "ONCEBOT__TELEGRAM__TOKEN".into(),
+        "123456:not-the-token".into(),
+    ));
+    let mut bot = crate::support::child::Oncebot::spawn(
+        &[
+            "serve",
+            "--role",
+            "ingress",
+            "--role",
+            "worker",
+            "--role",
+            "dispatcher",
+        ],
+        &env_bad_token,
+    );
+    bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
+        .await;
+    rig.send(1, "/subscriptions").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    bot.wait_for_stderr("Telegram rejects the bot token (401)", RECOVERY_DEADLINE)
+        .await;
+    let asked = std::time::Instant::now();
+    bot.sigterm();
+    let status = bot.wait_exit(Duration::from_secs(30)).await;
+    assert!(status.success(), "{status:?}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopped {:?} after SIGTERM",
+        asked.elapsed()
+    );
+    let job = rig.store.job(1).await;
+    assert_ne!(job.get("reply_state").map(String::as_str), Some("failed"));
+    assert_eq!(
+        rig.pending_entries().await,
+        0,
+        "the job itself was acknowledged"
+    );
+}

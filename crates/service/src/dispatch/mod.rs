@@ -77,6 +77,8 @@ pub struct Dispatcher {
     tasks: TaskTracker,
     /// This process's liveness key in the `dispatchers` group.
     liveness: Arc<Liveness>,
+    /// Cancelled at shutdown: ends the waits between a reply's tries.
+    stop: CancellationToken,
 }
 
 /// An entry's task ending, however it ends: the entry leaves the in-flight set (its lease is no
@@ -99,6 +101,27 @@ enum Sent {
     Delivered(Option<i64>),
     /// Will never succeed as it is; the reason is recorded.
     Failed(String),
+    /// Shutdown came while waiting to try again: nothing recorded, the reply stays pending and
+    /// is sent after the restart.
+    Stopped,
+}
+
+/// Where a reply's tries stand: what an earlier refusal changed for the next try.
+struct Tries<'r> {
+    chat: i64,
+    failures: u32,
+    migrated: bool,
+    edit_allowed: bool,
+    photo: Option<&'r str>,
+}
+
+/// What to do after a refused try.
+enum Next {
+    /// Try again at once (something changed: the chat, the form).
+    Now,
+    /// Try again after this long.
+    After(Duration),
+    Give(Sent),
 }
 
 impl Dispatcher {
@@ -124,6 +147,7 @@ impl Dispatcher {
             order: ChatOrder::default(),
             in_flight: Mutex::default(),
             tasks: TaskTracker::new(),
+            stop: CancellationToken::new(),
             cfg,
         })
     }
@@ -140,6 +164,12 @@ impl Dispatcher {
             return Ok(());
         };
         tracing::info!(consumer = %self.consumer, "dispatcher started");
+        let stop = self.stop.clone();
+        let linked = shutdown.clone();
+        tokio::spawn(async move {
+            linked.cancelled().await;
+            stop.cancel();
+        });
         self.clone().take_reaped(left).await;
         let heartbeat = tokio::spawn({
             let this = self.clone();
@@ -300,6 +330,10 @@ impl Dispatcher {
                 })
                 .await
             }
+            Sent::Stopped => {
+                tracing::info!("stopping; the reply stays pending and is sent after the restart");
+                return;
+            }
             Sent::Failed(reason) => {
                 METRICS.reply("failed");
                 tracing::warn!(reason = %reason, kind = %reply.kind, "reply failed for good");
@@ -316,71 +350,97 @@ impl Dispatcher {
     }
 
     async fn send_with_retries(&self, reply: &ReplyEntry, edit_target: Option<i64>) -> Sent {
-        let mut chat = reply.chat_id;
-        let mut failures = 0u32;
-        let mut migrated = false;
-        let mut edit_allowed = true;
-        let mut photo = poster(reply, edit_target);
+        let mut tries = Tries {
+            chat: reply.chat_id,
+            failures: 0,
+            migrated: false,
+            edit_allowed: true,
+            photo: poster(reply, edit_target),
+        };
         loop {
-            let edit_target = edit_target.filter(|_| edit_allowed);
-            match self.send_once(reply, chat, edit_target, photo).await {
+            let edit_target = edit_target.filter(|_| tries.edit_allowed);
+            let refused = match self
+                .send_once(reply, tries.chat, edit_target, tries.photo)
+                .await
+            {
                 Ok(id) => return Sent::Delivered(id),
-                Err(ApiError::RetryAfter(wait)) => {
-                    METRICS.telegram_429.inc();
-                    METRICS.reply("retried");
-                    tracing::warn!(wait = ?wait, "Telegram asked to slow down (429); waiting exactly that long");
-                    self.limiter.pause_chat(chat, wait);
-                }
-                Err(ApiError::Network(reason)) => {
-                    failures += 1;
-                    if failures >= self.cfg.max_attempts {
-                        return Sent::Failed(format!(
-                            "gave up after {failures} attempts: {reason}"
-                        ));
+                Err(e) => e,
+            };
+            match self.after_refusal(reply, &mut tries, refused) {
+                Next::Now => {}
+                Next::After(wait) => {
+                    if sleep_or_stop(wait, &self.stop).await {
+                        return Sent::Stopped;
                     }
-                    METRICS.reply("retried");
-                    let delay = self.retry_delay(failures);
-                    tracing::warn!(reason = %reason, retry_in = ?delay, "send failed; retrying");
-                    tokio::time::sleep(delay).await;
                 }
-                Err(ApiError::Migrated(new_chat)) if !migrated => {
-                    tracing::warn!(new_chat, "the group moved to a supergroup; sending there");
-                    migrated = true;
-                    chat = new_chat;
-                }
-                // A definite refusal of the poster (it could not be fetched, is no image, ...):
-                // nothing was sent, so the text goes now. Only a 400 is definite; a timeout or a
-                // 5xx may have delivered the photo and is retried as the photo above.
-                Err(ApiError::Api {
-                    code: 400,
-                    description,
-                }) if photo.is_some() => {
-                    METRICS.reply("poster_refused");
-                    tracing::warn!(
-                        poster = %url_for_log(photo.unwrap_or_default()),
-                        reason = %description,
-                        "Telegram refused the poster; sending the notification as text"
-                    );
-                    photo = None;
-                }
-                Err(ApiError::Api { description, .. }) if is_not_modified(&description) => {
-                    return Sent::Delivered(reply.edit_message_id);
-                }
-                Err(ApiError::Api { description, .. })
-                    if edit_allowed && is_edit_target_gone(&description) =>
-                {
-                    tracing::info!("the message to edit is gone; sending a new one");
-                    edit_allowed = false;
-                }
-                Err(ApiError::Unauthorized) => {
-                    tracing::error!(
-                        "Telegram rejects the bot token (401): replies wait until \
-                         ONCEBOT__TELEGRAM__TOKEN is fixed and oncebot restarted"
-                    );
-                    tokio::time::sleep(Duration::from_secs(60)).await;
-                }
-                Err(e) => return Sent::Failed(e.to_string()),
+                Next::Give(sent) => return sent,
             }
+        }
+    }
+
+    /// What a refused try means for the next one.
+    fn after_refusal(&self, reply: &ReplyEntry, tries: &mut Tries<'_>, refused: ApiError) -> Next {
+        match refused {
+            ApiError::RetryAfter(wait) => {
+                METRICS.telegram_429.inc();
+                METRICS.reply("retried");
+                tracing::warn!(wait = ?wait, "Telegram asked to slow down (429); waiting exactly that long");
+                self.limiter.pause_chat(tries.chat, wait);
+                Next::Now
+            }
+            ApiError::Network(reason) => {
+                tries.failures += 1;
+                if tries.failures >= self.cfg.max_attempts {
+                    return Next::Give(Sent::Failed(format!(
+                        "gave up after {} attempts: {reason}",
+                        tries.failures
+                    )));
+                }
+                METRICS.reply("retried");
+                let delay = self.retry_delay(tries.failures);
+                tracing::warn!(reason = %reason, retry_in = ?delay, "send failed; retrying");
+                Next::After(delay)
+            }
+            ApiError::Migrated(new_chat) if !tries.migrated => {
+                tracing::warn!(new_chat, "the group moved to a supergroup; sending there");
+                tries.migrated = true;
+                tries.chat = new_chat;
+                Next::Now
+            }
+            // A definite refusal of the poster (it could not be fetched, is no image, ...):
+            // nothing was sent, so the text goes now. Only a 400 is definite; a timeout or a
+            // 5xx may have delivered the photo and is retried as the photo above.
+            ApiError::Api {
+                code: 400,
+                description,
+            } if tries.photo.is_some() => {
+                METRICS.reply("poster_refused");
+                tracing::warn!(
+                    poster = %url_for_log(tries.photo.unwrap_or_default()),
+                    reason = %description,
+                    "Telegram refused the poster; sending the notification as text"
+                );
+                tries.photo = None;
+                Next::Now
+            }
+            ApiError::Api { description, .. } if is_not_modified(&description) => {
+                Next::Give(Sent::Delivered(reply.edit_message_id))
+            }
+            ApiError::Api { description, .. }
+                if tries.edit_allowed && is_edit_target_gone(&description) =>
+            {
+                tracing::info!("the message to edit is gone; sending a new one");
+                tries.edit_allowed = false;
+                Next::Now
+            }
+            ApiError::Unauthorized => {
+                tracing::error!(
+                    "Telegram rejects the bot token (401): replies wait until \
+                     ONCEBOT__TELEGRAM__TOKEN is fixed and oncebot restarted"
+                );
+                Next::After(Duration::from_secs(60))
+            }
+            e => Next::Give(Sent::Failed(e.to_string())),
         }
     }
 
@@ -420,23 +480,8 @@ impl Dispatcher {
             .markup
             .as_ref()
             .and_then(|m| RawValue::from_string(m.clone()).ok());
-        // clear_markup removes a message's buttons; edit_markup replaces them (a release list
-        // with a used `✓ 下载 k` button).
-        if let op @ Some("clear_markup" | "edit_markup") = reply.op.as_deref() {
-            let Some(message_id) = reply.edit_message_id else {
-                return Ok(None);
-            };
-            self.limiter.acquire(chat).await;
-            let keyboard: Value = match (op, &markup) {
-                (Some("edit_markup"), Some(m)) => serde_json::from_str(m.get()).unwrap_or_default(),
-                _ => json!({"inline_keyboard": []}),
-            };
-            let body = json!({"chat_id": chat, "message_id": message_id,
-                              "reply_markup": keyboard});
-            self.api
-                .call::<Value>("editMessageReplyMarkup", &body, CALL_TIMEOUT)
-                .await?;
-            return Ok(Some(message_id));
+        if let Some(op @ ("clear_markup" | "edit_markup")) = reply.op.as_deref() {
+            return self.edit_markup(reply, chat, op, markup.as_deref()).await;
         }
         let reply_parameters = reply.reply_to.map(|to| ReplyParameters {
             allow_sending_without_reply: true,
@@ -455,6 +500,51 @@ impl Dispatcher {
             let message: SentMessage = self.api.call("sendPhoto", &body, CALL_TIMEOUT).await?;
             return Ok(message.message_id);
         }
+        self.send_text(
+            reply,
+            chat,
+            edit_target,
+            markup.as_deref(),
+            reply_parameters,
+        )
+        .await
+    }
+
+    /// clear_markup removes a message's buttons; edit_markup replaces them (a release list
+    /// with a used `✓ 下载 k` button).
+    async fn edit_markup(
+        &self,
+        reply: &ReplyEntry,
+        chat: i64,
+        op: &str,
+        markup: Option<&RawValue>,
+    ) -> Result<Option<i64>, ApiError> {
+        let Some(message_id) = reply.edit_message_id else {
+            return Ok(None);
+        };
+        self.limiter.acquire(chat).await;
+        let keyboard: Value = match (op, markup) {
+            ("edit_markup", Some(m)) => serde_json::from_str(m.get()).unwrap_or_default(),
+            _ => json!({"inline_keyboard": []}),
+        };
+        let body = json!({"chat_id": chat, "message_id": message_id,
+                          "reply_markup": keyboard});
+        self.api
+            .call::<Value>("editMessageReplyMarkup", &body, CALL_TIMEOUT)
+            .await?;
+        Ok(Some(message_id))
+    }
+
+    /// The text as new messages, split at 4096 characters (the first answering the user's
+    /// message), or its first part as an edit of `edit_target`; the buttons go under the last.
+    async fn send_text(
+        &self,
+        reply: &ReplyEntry,
+        chat: i64,
+        edit_target: Option<i64>,
+        markup: Option<&RawValue>,
+        reply_parameters: Option<ReplyParameters>,
+    ) -> Result<Option<i64>, ApiError> {
         let chunks = split_message(&reply.text);
         let mut first_id = None;
         for (i, chunk) in chunks.iter().enumerate() {
@@ -462,7 +552,7 @@ impl Dispatcher {
             let mut body = TextBody {
                 chat_id: chat,
                 message_id: None,
-                reply_markup: if last { markup.as_deref() } else { None },
+                reply_markup: if last { markup } else { None },
                 reply_parameters: None,
                 text: chunk,
             };

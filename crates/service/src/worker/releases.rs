@@ -139,7 +139,6 @@ pub async fn search(
         Err(e) => return Err(e),
     };
     let media = media_name(&found, tmdb_id, season);
-    let total = found.total;
     if found.releases.is_empty() {
         return Ok(Done {
             reply: r.release_list(&media, &[], 0, false),
@@ -147,6 +146,18 @@ pub async fn search(
             ..Done::default()
         });
     }
+    store_list(cx, job, &media, &found).await
+}
+
+/// Stores the list with as many of the releases shown as fit in [`LIST_BUDGET_BYTES`] and
+/// answers it, with a Download button per release shown.
+async fn store_list(
+    cx: &Context<'_>,
+    job: &Job,
+    media: &str,
+    found: &ReleaseList,
+) -> Result<Done, MpError> {
+    let total = found.total;
     let mut shown: Vec<Release> = found
         .releases
         .iter()
@@ -154,7 +165,7 @@ pub async fn search(
         .cloned()
         .collect();
     loop {
-        let (text, keyboard, group) = release_buttons(cx, job, &media, &shown, total, found.cut);
+        let (text, keyboard, group) = release_buttons(cx, job, media, &shown, total, found.cut);
         let markup = keyboard.to_json();
         let infos: Vec<Value> = shown.iter().map(|r| r.torrent_info.0.clone()).collect();
         let bytes = found.media_info.0.to_string().len()
