@@ -276,6 +276,13 @@ struct Noted {
 }
 
 impl Noted {
+    /// What the job's earlier attempts noted (the claim hands over only the fields a worker
+    /// always needs; the notes are read here).
+    async fn of(cx: &Context<'_>, job: &Job) -> Result<Noted, MpError> {
+        let full = cx.ledger.job(job.id).await.map_err(ledger_error)?;
+        Ok(Noted::read(full.as_ref().unwrap_or(job)))
+    }
+
     fn read(job: &Job) -> Noted {
         let field = |name: &str| job.extra.get(name).cloned().unwrap_or_default();
         let identity = job
@@ -310,14 +317,7 @@ fn now_ms() -> u64 {
 /// add is looked for first, then the intent is noted, then the add is sent.
 pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Result<Done, MpError> {
     let r = &cx.render;
-    // The claim hands over only the fields a worker always needs; the notes are read here.
-    let full = cx
-        .ledger
-        .job(job.id)
-        .await
-        .map_err(ledger_error)?
-        .unwrap_or_else(|| job.clone());
-    let noted = Noted::read(&full);
+    let noted = Noted::of(cx, job).await?;
     let stored = cx.ledger.releases(list).await.map_err(ledger_error)?;
     let release = stored
         .as_ref()
@@ -337,14 +337,8 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         .or_else(|| noted.magnet.clone());
     let asked = stored.as_ref().and_then(|l| asked_media(&l.media_info));
     let started = |hash: &str, outcome: &str| Done {
-        reply: r.download_started(&identity.title, &identity.site),
-        result: format!("download {hash} {outcome}"),
-        fields: vec![
-            ("mp_download_hash".into(), hash.to_string()),
-            ("mp_outcome".into(), outcome.into()),
-        ],
         asked: asked.clone(),
-        ..Done::default()
+        ..started(cx, &identity, hash, outcome)
     };
     let undecided =
         |error: String| hold(r.download_undecided(&identity.title, &identity.site), error);
@@ -387,16 +381,35 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
         Err(MpError::Permanent(reason)) if magnet.is_some() && sends > 1 => Ok(undecided(format!(
             "a magnet sent again was refused ({reason}); the first send may have added it"
         ))),
-        Err(MpError::Permanent(reason)) => Ok(Done {
-            reply: r.failed(
-                job.id,
-                "permanent",
-                Some(&r.download_refused(&identity.title, &identity.site)),
-            ),
-            settle: Some(Settle::Failed { error: reason }),
-            ..Done::default()
-        }),
+        Err(MpError::Permanent(reason)) => Ok(refused(cx, job, &identity, reason)),
         Err(e) => Err(e),
+    }
+}
+
+/// The download is in MoviePilot (`outcome`: `added`, `verified_existing`), with its hash.
+fn started(cx: &Context<'_>, identity: &ReleaseIdentity, hash: &str, outcome: &str) -> Done {
+    Done {
+        reply: cx.render.download_started(&identity.title, &identity.site),
+        result: format!("download {hash} {outcome}"),
+        fields: vec![
+            ("mp_download_hash".into(), hash.to_string()),
+            ("mp_outcome".into(), outcome.into()),
+        ],
+        ..Done::default()
+    }
+}
+
+/// MoviePilot refused the add: failed, not retried, the user told which release.
+fn refused(cx: &Context<'_>, job: &Job, identity: &ReleaseIdentity, reason: String) -> Done {
+    let r = &cx.render;
+    Done {
+        reply: r.failed(
+            job.id,
+            "permanent",
+            Some(&r.download_refused(&identity.title, &identity.site)),
+        ),
+        settle: Some(Settle::Failed { error: reason }),
+        ..Done::default()
     }
 }
 
