@@ -5,8 +5,8 @@ use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::config::Settings;
+use crate::i18n::Render;
 use crate::ledger::{Job, JobFilter, Ledger, Resolution, Resolved};
-use crate::worker::Render;
 
 /// Prints jobs as a table, or as one JSON array.
 pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Result<()> {

@@ -28,8 +28,8 @@ use warp::reply::Response;
 
 use crate::config::{Locale, Settings};
 use crate::http_server::Peer;
+use crate::i18n::Render;
 use crate::ledger::{JobFilter, JobState, Ledger, Resolution, Resolved};
-use crate::worker::Render;
 use auth::Credentials;
 pub use pages::DECISIONS;
 use pages::{Dashboard, FilterForm, Frame};

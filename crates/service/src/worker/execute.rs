@@ -16,7 +16,7 @@ use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscripti
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::Role;
 
-use super::render::{self, Render, Whose};
+use crate::i18n::{self, Render, Whose};
 
 /// What a successful run produced.
 #[derive(Debug, Clone, Default)]
@@ -681,7 +681,7 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
 }
 
 /// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
-/// each runs `/subscribe <args>` as if typed (see `render::subscribe_args`). Siblings: one tap
+/// each runs `/subscribe <args>` as if typed (see `i18n::subscribe_args`). Siblings: one tap
 /// uses them all. `None` when no result can be subscribed by id, and for a viewer (a button
 /// they could not use would only be refused). With `download`, each row also has a solo button
 /// that starts a resource search for that match (it uses nothing else up).
@@ -702,7 +702,7 @@ fn subscribe_buttons(
     let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let mut keyboard = Keyboard::new();
     for (i, item) in items.iter().take(8).enumerate() {
-        let Some(args) = render::subscribe_args(item) else {
+        let Some(args) = i18n::subscribe_args(item) else {
             continue;
         };
         let label = cx.render.subscribe_button(i + 1, item);

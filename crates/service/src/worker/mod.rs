@@ -19,7 +19,6 @@
 
 mod execute;
 mod releases;
-pub mod render;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +35,7 @@ use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, read_loop};
+pub use crate::i18n::Render;
 use crate::ledger::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, JobEntry, Ledger,
     LedgerError, Outcome, StreamReader,
@@ -48,7 +48,6 @@ use crate::vocabulary::{JobState, ReplyKind};
 pub use execute::KeyedLocks;
 use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
 use releases::ReleaseSettings;
-pub use render::Render;
 
 /// One worker process's share of the jobs stream.
 pub struct Worker {

@@ -91,7 +91,7 @@ pub fn release_search_button(
     item: &MediaItem,
     short: bool,
 ) -> Option<(String, String)> {
-    let args = super::render::release_args(item)?;
+    let args = crate::i18n::release_args(item)?;
     let label = if short {
         cx.render.search_download_button(n)
     } else {

@@ -1,8 +1,26 @@
-//! Every text a user reads, in Chinese (the default, MoviePilot's users) and English.
+//! Every text a user reads, in Chinese (the default, MoviePilot's users) and English, in one
+//! idiom: [`zh_en!`]. `Texts` holds the short ones the scripts and the dispatcher use (labels,
+//! buttons, tap answers, templates); [`replies`] the replies of jobs, built from their data.
 //!
 //! Pure functions of the locale: no I/O. Placeholders such as `{job}` and `{state}` in
 //! [`Texts::duplicate_template`], [`Texts::tap_texts`] and [`Texts::review_template`] are filled
 //! in by the Lua scripts, which alone know the job and its state at that instant.
+
+/// One text in Chinese and English, the configured one chosen: `zh_en!(zh, "中文", "English")`
+/// is a `&'static str`; with each side in parentheses it is formatted, as `format!` takes it:
+/// `zh_en!(zh, ("第 {n} 季"), ("Season {n}"))`.
+macro_rules! zh_en {
+    ($zh:expr, $z:literal, $e:literal $(,)?) => {
+        if $zh { $z } else { $e }
+    };
+    ($zh:expr, ($($z:tt)+), ($($e:tt)+) $(,)?) => {
+        if $zh { format!($($z)+) } else { format!($($e)+) }
+    };
+}
+
+mod replies;
+
+pub use replies::{Render, Whose, release_args, subscribe_args};
 
 use crate::commands::Command;
 use crate::config::Locale;
@@ -36,74 +54,82 @@ impl Texts {
         Self { locale }
     }
 
-    fn pick(&self, zh: &'static str, en: &'static str) -> &'static str {
-        match self.locale {
-            Locale::Zh => zh,
-            Locale::En => en,
-        }
+    fn zh(&self) -> bool {
+        self.locale == Locale::Zh
     }
 
     /// The label of a state, as users read it.
     pub fn state_label(&self, state: JobState) -> &'static str {
         use JobState::*;
         match state {
-            Pending => self.pick("排队中", "queued"),
-            Running => self.pick("执行中", "running"),
-            RetryWait => self.pick("等待重试", "waiting to retry"),
-            Succeeded => self.pick("已完成", "succeeded"),
-            Failed => self.pick("失败", "failed"),
-            NeedsReview => self.pick("待人工确认", "waiting for a person"),
+            Pending => zh_en!(self.zh(), "排队中", "queued"),
+            Running => zh_en!(self.zh(), "执行中", "running"),
+            RetryWait => zh_en!(self.zh(), "等待重试", "waiting to retry"),
+            Succeeded => zh_en!(self.zh(), "已完成", "succeeded"),
+            Failed => zh_en!(self.zh(), "失败", "failed"),
+            NeedsReview => zh_en!(self.zh(), "待人工确认", "waiting for a person"),
         }
     }
 
     /// Sent when a command repeats one inside its duplicate window.
     pub fn duplicate_template(&self) -> &'static str {
-        self.pick(
+        zh_en!(
+            self.zh(),
             "已收到相同的请求，即任务 #{job}（{state}），不会重复执行。发送 /status {job} 查看进度。",
-            "Already received as job #{job} ({state}); it will not run twice. Send /status {job} to follow it.",
+            "Already received as job #{job} ({state}); it will not run twice. Send /status {job} to follow it."
         )
     }
 
     pub fn confirm_button(&self) -> &'static str {
-        self.pick("确认", "Confirm")
+        zh_en!(self.zh(), "确认", "Confirm")
     }
 
     pub fn cancel_button(&self) -> &'static str {
-        self.pick("取消", "Cancel")
+        zh_en!(self.zh(), "取消", "Cancel")
     }
 
     /// Answers to a tap (answerCallbackQuery, at most 200 characters). "{job}" and "{state}"
     /// are filled in by `lua/tap.lua`, which alone knows the job and its state at that instant.
     pub fn tap_texts(&self) -> TapTexts {
         TapTexts {
-            expired: self.pick(
+            expired: zh_en!(
+                self.zh(),
                 "按钮已过期，请重新发送命令",
-                "This button has expired; send the command again.",
+                "This button has expired; send the command again."
             ),
-            foreign: self.pick("这个按钮不是给你的", "This button is not for you."),
-            unknown: self.pick(
+            foreign: zh_en!(
+                self.zh(),
+                "这个按钮不是给你的",
+                "This button is not for you."
+            ),
+            unknown: zh_en!(
+                self.zh(),
                 "这个按钮已失效，请重新发送命令",
-                "This button no longer works; send the command again.",
+                "This button no longer works; send the command again."
             ),
-            received: self.pick("已接收：任务 #{job}", "Received: job #{job}"),
+            received: zh_en!(self.zh(), "已接收：任务 #{job}", "Received: job #{job}"),
             duplicate: self.duplicate_template(),
-            already: self.pick(
+            already: zh_en!(
+                self.zh(),
                 "已处理过：任务 #{job}（{state}）",
-                "Already handled: job #{job} {state}",
+                "Already handled: job #{job} {state}"
             ),
-            already_done: self.pick("已处理过", "Already handled."),
-            cancelled: self.pick("已取消", "Cancelled."),
-            resolved: self.pick(
+            already_done: zh_en!(self.zh(), "已处理过", "Already handled."),
+            cancelled: zh_en!(self.zh(), "已取消", "Cancelled."),
+            resolved: zh_en!(
+                self.zh(),
                 "已处理：任务 #{job} 现在是「{state}」",
-                "Done: job #{job} is now {state}",
+                "Done: job #{job} is now {state}"
             ),
-            settled: self.pick(
+            settled: zh_en!(
+                self.zh(),
                 "任务 #{job} 已被处理过（{state}），未做改动",
-                "Job #{job} was already settled ({state}); nothing changed.",
+                "Job #{job} was already settled ({state}); nothing changed."
             ),
-            forbidden: self.pick(
+            forbidden: zh_en!(
+                self.zh(),
                 "你的角色不能使用这个按钮",
-                "Your role does not allow this button.",
+                "Your role does not allow this button."
             ),
         }
     }
@@ -111,17 +137,20 @@ impl Texts {
     /// Sent to the job's chat when a person settles it; "{job}" is filled in by the script.
     pub fn resolved(&self, decision: &str) -> &'static str {
         match decision {
-            "succeeded" => self.pick(
+            "succeeded" => zh_en!(
+                self.zh(),
                 "管理员已确认任务 #{job} 完成。",
-                "An operator confirmed job #{job} succeeded.",
+                "An operator confirmed job #{job} succeeded."
             ),
-            "failed" => self.pick(
+            "failed" => zh_en!(
+                self.zh(),
                 "管理员已将任务 #{job} 标记为失败。",
-                "An operator marked job #{job} failed.",
+                "An operator marked job #{job} failed."
             ),
-            _ => self.pick(
+            _ => zh_en!(
+                self.zh(),
                 "管理员已安排任务 #{job} 重新执行。",
-                "An operator scheduled job #{job} to run again.",
+                "An operator scheduled job #{job} to run again."
             ),
         }
     }
@@ -129,25 +158,27 @@ impl Texts {
     /// The message admin chats get when a job needs a person. "{job}", "{command}", "{args}",
     /// "{attempts}" and "{error}" are filled in by the script that holds the job.
     pub fn review_template(&self) -> &'static str {
-        self.pick(
+        zh_en!(
+            self.zh(),
             "任务 #{job} 需要人工确认\n命令：/{command} {args}\n已尝试：{attempts} 次\n情况：{error}\n\n请核实 MoviePilot 中的实际结果后选择：",
-            "Job #{job} needs a person\nCommand: /{command} {args}\nAttempts: {attempts}\nWhat happened: {error}\n\nCheck what MoviePilot actually did, then choose:",
+            "Job #{job} needs a person\nCommand: /{command} {args}\nAttempts: {attempts}\nWhat happened: {error}\n\nCheck what MoviePilot actually did, then choose:"
         )
     }
 
     /// The labels of the review buttons: mark succeeded, mark failed, retry.
     pub fn review_buttons(&self) -> [&'static str; 3] {
         [
-            self.pick("标记成功", "Mark succeeded"),
-            self.pick("标记失败", "Mark failed"),
-            self.pick("重试", "Retry"),
+            zh_en!(self.zh(), "标记成功", "Mark succeeded"),
+            zh_en!(self.zh(), "标记失败", "Mark failed"),
+            zh_en!(self.zh(), "重试", "Retry"),
         ]
     }
 
     pub fn refusal(&self) -> &'static str {
-        self.pick(
+        zh_en!(
+            self.zh(),
             "抱歉，你没有使用这个机器人的权限。请联系管理员把你的 Telegram 用户 ID 加入白名单。",
-            "Sorry, you are not allowed to use this bot. Ask its owner to add your Telegram user id to the allow-list.",
+            "Sorry, you are not allowed to use this bot. Ask its owner to add your Telegram user id to the allow-list."
         )
     }
 
@@ -155,11 +186,16 @@ impl Texts {
     pub fn forbidden(&self, needs: crate::vocabulary::Role) -> &'static str {
         match needs {
             crate::vocabulary::Role::Admin => {
-                self.pick("只有管理员可以这样做。", "Only an admin can do that.")
+                zh_en!(
+                    self.zh(),
+                    "只有管理员可以这样做。",
+                    "Only an admin can do that."
+                )
             }
-            _ => self.pick(
+            _ => zh_en!(
+                self.zh(),
                 "你只能查看：搜索、订阅列表、下载进度和任务状态。",
-                "You can only look: search, the subscription list, downloads and job status.",
+                "You can only look: search, the subscription list, downloads and job status."
             ),
         }
     }
@@ -175,26 +211,31 @@ impl Texts {
     pub fn usage(&self, command: Command) -> &'static str {
         use Command::*;
         match command {
-            Search => self.pick("用法：/search <片名>", "Usage: /search <title>"),
-            Subscribe => self.pick(
+            Search => zh_en!(self.zh(), "用法：/search <片名>", "Usage: /search <title>"),
+            Subscribe => zh_en!(
+                self.zh(),
                 "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集），或 /subscribe tmdb:<id> tv（剧集，选择季）",
-                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series), or /subscribe tmdb:<id> tv (a series; choose the season)",
+                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series), or /subscribe tmdb:<id> tv (a series; choose the season)"
             ),
-            Unsubscribe => self.pick(
+            Unsubscribe => zh_en!(
+                self.zh(),
                 "用法：/unsubscribe <订阅 ID>（/subscriptions 可查看 ID）",
-                "Usage: /unsubscribe <subscription id> (/subscriptions lists them)",
+                "Usage: /unsubscribe <subscription id> (/subscriptions lists them)"
             ),
-            SearchNow => self.pick(
+            SearchNow => zh_en!(
+                self.zh(),
                 "用法：/searchnow <订阅 ID>",
-                "Usage: /searchnow <subscription id>",
+                "Usage: /searchnow <subscription id>"
             ),
-            Status => self.pick(
+            Status => zh_en!(
+                self.zh(),
                 "用法：/status [任务编号]",
-                "Usage: /status [job id]",
+                "Usage: /status [job id]"
             ),
-            Download | Releases | Grab => self.pick(
+            Download | Releases | Grab => zh_en!(
+                self.zh(),
                 "用法：/download <片名>，或 /download tmdb:<id>（电影），或 /download tmdb:<id> S<季>（剧集的一季）",
-                "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)",
+                "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)"
             ),
             Subscriptions | Downloading | Jobs | Help | Start => self.help(),
         }
@@ -205,31 +246,45 @@ impl Texts {
         vec![
             (
                 "search",
-                self.pick("搜索影视", "Search for a movie or series"),
+                zh_en!(self.zh(), "搜索影视", "Search for a movie or series"),
             ),
-            ("subscribe", self.pick("订阅", "Subscribe")),
+            ("subscribe", zh_en!(self.zh(), "订阅", "Subscribe")),
             (
                 "download",
-                self.pick("搜索资源并下载", "Find a release and download it"),
+                zh_en!(
+                    self.zh(),
+                    "搜索资源并下载",
+                    "Find a release and download it"
+                ),
             ),
-            ("subscriptions", self.pick("查看订阅", "List subscriptions")),
+            (
+                "subscriptions",
+                zh_en!(self.zh(), "查看订阅", "List subscriptions"),
+            ),
             (
                 "unsubscribe",
-                self.pick("取消订阅", "Cancel a subscription"),
+                zh_en!(self.zh(), "取消订阅", "Cancel a subscription"),
             ),
             (
                 "searchnow",
-                self.pick("立即搜索订阅", "Search a subscription now"),
+                zh_en!(self.zh(), "立即搜索订阅", "Search a subscription now"),
             ),
-            ("downloading", self.pick("正在下载", "Active downloads")),
-            ("status", self.pick("任务状态", "How a job is doing")),
-            ("jobs", self.pick("最近的任务", "Recent jobs")),
-            ("help", self.pick("帮助", "Help")),
+            (
+                "downloading",
+                zh_en!(self.zh(), "正在下载", "Active downloads"),
+            ),
+            (
+                "status",
+                zh_en!(self.zh(), "任务状态", "How a job is doing"),
+            ),
+            ("jobs", zh_en!(self.zh(), "最近的任务", "Recent jobs")),
+            ("help", zh_en!(self.zh(), "帮助", "Help")),
         ]
     }
 
     pub fn help(&self) -> &'static str {
-        self.pick(
+        zh_en!(
+            self.zh(),
             "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\
              /search <片名> 搜索影视\n\
              /subscribe <片名> 订阅（或 tmdb:<id> [S<季>]）\n\
@@ -251,7 +306,7 @@ impl Texts {
              /downloading active downloads\n\
              /status [job id] how a job is doing\n\
              /jobs your recent jobs\n\
-             Plain text is a search.",
+             Plain text is a search."
         )
     }
 

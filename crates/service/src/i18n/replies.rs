@@ -1,4 +1,5 @@
-//! The worker's replies, in the configured locale. Pure functions: no I/O.
+//! The replies a job sends (the worker's, and the texts the relay and the operator's tools
+//! share with it), in the configured locale. Pure functions: no I/O.
 //!
 //! Only the fields a user needs are shown: never raw MoviePilot answers (torrent results carry
 //! site cookies). Every text that comes from MoviePilot (titles, names, sites, states) goes
@@ -6,8 +7,8 @@
 //! control or bidi character into Telegram (a U+202E that makes one release read as another, a
 //! NUL that makes Telegram refuse the whole list), nor a line break that fakes a line.
 
+use super::Texts;
 use crate::config::Locale;
-use crate::i18n::Texts;
 use crate::ledger::{Job, JobState};
 use crate::moviepilot::{Download, MediaItem, MediaKind, Release, Subscription};
 use crate::telegram::keyboard::button_text;
@@ -73,11 +74,11 @@ impl Render {
 
     pub fn search_results(&self, title: &str, items: &[MediaItem], choose: bool) -> String {
         if items.is_empty() {
-            return if self.zh() {
-                format!("没有找到「{title}」。")
-            } else {
-                format!("Nothing found for \"{title}\".")
-            };
+            return zh_en!(
+                self.zh(),
+                ("没有找到「{title}」。"),
+                ("Nothing found for \"{title}\".")
+            );
         }
         let mut out = match (choose, self.zh()) {
             (true, true) => format!(
@@ -113,7 +114,7 @@ impl Render {
 
     /// The text of the Subscribe button of result number `n` (1-based).
     pub fn subscribe_button(&self, n: usize, item: &MediaItem) -> String {
-        self.media_button(n, self.texts_pick("订阅", "Subscribe"), item)
+        self.media_button(n, zh_en!(self.zh(), "订阅", "Subscribe"), item)
     }
 
     /// `n. <verb> <title> (<year>)`, cut to fit a button.
@@ -132,20 +133,16 @@ impl Render {
     /// The question above the season buttons of a series.
     pub fn choose_season(&self, name: &str, seasons: usize) -> String {
         let name = clean_line(name);
-        if self.zh() {
-            format!("「{name}」共 {seasons} 季，请选择要订阅的季：")
-        } else {
-            format!("\"{name}\" has {seasons} seasons; choose the one to subscribe to:")
-        }
+        zh_en!(
+            self.zh(),
+            ("「{name}」共 {seasons} 季，请选择要订阅的季："),
+            ("\"{name}\" has {seasons} seasons; choose the one to subscribe to:")
+        )
     }
 
     /// A season button's text.
     pub fn season_button(&self, season: u32) -> String {
-        if self.zh() {
-            format!("第 {season} 季")
-        } else {
-            format!("Season {season}")
-        }
+        zh_en!(self.zh(), ("第 {season} 季"), ("Season {season}"))
     }
 
     pub fn cancel_button(&self) -> &'static str {
@@ -155,21 +152,21 @@ impl Render {
     pub fn subscribed(&self, name: &str, season: Option<u32>, id: u64) -> String {
         let name = clean_line(name);
         let s = self.season(season);
-        if self.zh() {
-            format!("已订阅「{name}」{s}（订阅 #{id}）。")
-        } else {
-            format!("Subscribed to \"{name}\"{s} (subscription #{id}).")
-        }
+        zh_en!(
+            self.zh(),
+            ("已订阅「{name}」{s}（订阅 #{id}）。"),
+            ("Subscribed to \"{name}\"{s} (subscription #{id}).")
+        )
     }
 
     pub fn already_subscribed(&self, name: &str, season: Option<u32>, id: u64) -> String {
         let name = clean_line(name);
         let s = self.season(season);
-        if self.zh() {
-            format!("「{name}」{s}已在订阅中（订阅 #{id}），没有重复添加。")
-        } else {
-            format!("\"{name}\"{s} is already subscribed (subscription #{id}); nothing added.")
-        }
+        zh_en!(
+            self.zh(),
+            ("「{name}」{s}已在订阅中（订阅 #{id}），没有重复添加。"),
+            ("\"{name}\"{s} is already subscribed (subscription #{id}); nothing added.")
+        )
     }
 
     pub fn subscription_verified(
@@ -181,48 +178,44 @@ impl Render {
     ) -> String {
         let name = clean_line(name);
         let s = self.season(season);
-        if self.zh() {
-            format!(
-                "任务 #{job} 执行中被中断；已向 MoviePilot 核实：「{name}」{s}的订阅 #{id} 已存在，没有重复添加。"
-            )
-        } else {
-            format!(
-                "Job #{job} was interrupted; MoviePilot confirms subscription #{id} to \"{name}\"{s} exists, so nothing was repeated."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("任务 #{job} 执行中被中断；已向 MoviePilot 核实：「{name}」{s}的订阅 #{id} 已存在，没有重复添加。"),
+            ("Job #{job} was interrupted; MoviePilot confirms subscription #{id} to \"{name}\"{s} exists, so nothing was repeated.")
+        )
     }
 
     pub fn media_not_found(&self, tmdb_id: u64) -> String {
-        if self.zh() {
-            format!("MoviePilot 未识别到媒体信息 tmdb:{tmdb_id}")
-        } else {
-            format!("MoviePilot does not know tmdb:{tmdb_id}")
-        }
+        zh_en!(
+            self.zh(),
+            ("MoviePilot 未识别到媒体信息 tmdb:{tmdb_id}"),
+            ("MoviePilot does not know tmdb:{tmdb_id}")
+        )
     }
 
     pub fn no_such_season(&self, name: &str, season: u32) -> String {
         let name = clean_line(name);
-        if self.zh() {
-            format!("「{name}」没有第 {season} 季")
-        } else {
-            format!("\"{name}\" has no season {season}")
-        }
+        zh_en!(
+            self.zh(),
+            ("「{name}」没有第 {season} 季"),
+            ("\"{name}\" has no season {season}")
+        )
     }
 
     pub fn subscriptions(&self, subs: &[Subscription], whose: Whose) -> String {
         if subs.is_empty() {
             return match whose {
-                Whose::Own => self.texts_pick("你还没有订阅。", "You have no subscriptions."),
+                Whose::Own => zh_en!(self.zh(), "你还没有订阅。", "You have no subscriptions."),
                 Whose::Everyone | Whose::Unsplit => {
-                    self.texts_pick("当前没有订阅。", "No subscriptions.")
+                    zh_en!(self.zh(), "当前没有订阅。", "No subscriptions.")
                 }
             }
             .into();
         }
         let mut out = String::from(match whose {
-            Whose::Own => self.texts_pick("你的订阅：\n", "Your subscriptions:\n"),
-            Whose::Everyone => self.texts_pick("全部订阅：\n", "All subscriptions:\n"),
-            Whose::Unsplit => self.texts_pick("当前订阅：\n", "Subscriptions:\n"),
+            Whose::Own => zh_en!(self.zh(), "你的订阅：\n", "Your subscriptions:\n"),
+            Whose::Everyone => zh_en!(self.zh(), "全部订阅：\n", "All subscriptions:\n"),
+            Whose::Unsplit => zh_en!(self.zh(), "当前订阅：\n", "Subscriptions:\n"),
         });
         for s in subs {
             let year = s
@@ -254,44 +247,42 @@ impl Render {
     pub fn unsubscribed(&self, id: u64, name: &str, season: Option<u32>) -> String {
         let name = clean_line(name);
         let s = self.season(season);
-        if self.zh() {
-            format!("已取消订阅 #{id}「{name}」{s}。")
-        } else {
-            format!("Subscription #{id} to \"{name}\"{s} cancelled.")
-        }
+        zh_en!(
+            self.zh(),
+            ("已取消订阅 #{id}「{name}」{s}。"),
+            ("Subscription #{id} to \"{name}\"{s} cancelled.")
+        )
     }
 
     /// A `user` asked to cancel a subscription another MoviePilot user owns.
     pub fn not_your_subscription(&self, id: u64, owner: &str) -> String {
         let owner = clean_line(owner);
-        if self.zh() {
-            format!("订阅 #{id} 属于 {owner}：只有管理员可以取消别人的订阅。")
-        } else {
-            format!(
-                "Subscription #{id} is {owner}'s: only an admin can cancel someone else's subscription."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("订阅 #{id} 属于 {owner}：只有管理员可以取消别人的订阅。"),
+            ("Subscription #{id} is {owner}'s: only an admin can cancel someone else's subscription.")
+        )
     }
 
     /// Said to an admin acting on someone else's subscription: whose it is.
     pub fn owned_by(&self, owner: &str) -> String {
         let owner = clean_line(owner);
-        if self.zh() {
-            format!("（这是 {owner} 的订阅。）")
-        } else {
-            format!(" (It is {owner}'s subscription.)")
-        }
+        zh_en!(
+            self.zh(),
+            ("（这是 {owner} 的订阅。）"),
+            (" (It is {owner}'s subscription.)")
+        )
     }
 
     /// The question under Confirm / Cancel, naming what would be deleted.
     pub fn confirm_unsubscribe(&self, id: u64, name: &str, season: Option<u32>) -> String {
         let name = clean_line(name);
         let s = self.season(season);
-        if self.zh() {
-            format!("确认取消订阅 #{id}「{name}」{s}？此操作不可撤销。")
-        } else {
-            format!("Cancel subscription #{id} to \"{name}\"{s}? This cannot be undone.")
-        }
+        zh_en!(
+            self.zh(),
+            ("确认取消订阅 #{id}「{name}」{s}？此操作不可撤销。"),
+            ("Cancel subscription #{id} to \"{name}\"{s}? This cannot be undone.")
+        )
     }
 
     pub fn confirm_button(&self) -> &'static str {
@@ -299,66 +290,61 @@ impl Render {
     }
 
     pub fn no_such_subscription(&self, id: u64) -> String {
-        if self.zh() {
-            format!("没有找到订阅 #{id}。发送 /subscriptions 查看现有订阅及其 ID。")
-        } else {
-            format!(
-                "There is no subscription #{id}. Send /subscriptions to see them with their ids."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("没有找到订阅 #{id}。发送 /subscriptions 查看现有订阅及其 ID。"),
+            ("There is no subscription #{id}. Send /subscriptions to see them with their ids.")
+        )
     }
 
     /// A confirmed delete found the subscription already gone (deleted meanwhile).
     pub fn subscription_gone(&self, id: u64) -> String {
-        if self.zh() {
-            format!("订阅 #{id} 已经不存在，无需取消。")
-        } else {
-            format!("Subscription #{id} is already gone; nothing to cancel.")
-        }
+        zh_en!(
+            self.zh(),
+            ("订阅 #{id} 已经不存在，无需取消。"),
+            ("Subscription #{id} is already gone; nothing to cancel.")
+        )
     }
 
     /// A delete interrupted by a crash, found done when it was checked.
     pub fn unsubscribe_verified(&self, id: u64) -> String {
-        if self.zh() {
-            format!("已向 MoviePilot 核实：订阅 #{id} 已取消，没有重复操作。")
-        } else {
-            format!("MoviePilot confirms subscription #{id} is cancelled; nothing was repeated.")
-        }
+        zh_en!(
+            self.zh(),
+            ("已向 MoviePilot 核实：订阅 #{id} 已取消，没有重复操作。"),
+            ("MoviePilot confirms subscription #{id} is cancelled; nothing was repeated.")
+        )
     }
 
     /// The id now names another subscription (MoviePilot reuses ids): nothing was deleted.
     pub fn subscription_replaced(&self, id: u64, now: &str) -> String {
         let now = clean_line(now);
-        if self.zh() {
-            format!(
-                "订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"
-            )
-        } else {
-            format!(
-                "Subscription #{id} is now another one (\"{now}\"); the one you confirmed is gone. To be safe nothing was cancelled; to cancel \"{now}\", send /unsubscribe {id} again."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"),
+            ("Subscription #{id} is now another one (\"{now}\"); the one you confirmed is gone. To be safe nothing was cancelled; to cancel \"{now}\", send /unsubscribe {id} again.")
+        )
     }
 
     pub fn search_now(&self, id: u64) -> String {
-        if self.zh() {
-            format!("已请求 MoviePilot 立即搜索订阅 #{id}（MoviePilot 不会告知是否找到资源）。")
-        } else {
-            format!(
-                "Asked MoviePilot to search subscription #{id} now (it does not say whether anything was found)."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("已请求 MoviePilot 立即搜索订阅 #{id}（MoviePilot 不会告知是否找到资源）。"),
+            ("Asked MoviePilot to search subscription #{id} now (it does not say whether anything was found).")
+        )
     }
 
     /// One line per torrent: the media's name, season and episodes, progress, and under it the
     /// torrent's own title (three torrents of one series differ only there).
     pub fn downloading(&self, downloads: &[Download]) -> String {
         if downloads.is_empty() {
-            return self
-                .texts_pick("当前没有正在下载的任务。", "Nothing is downloading.")
-                .into();
+            return zh_en!(
+                self.zh(),
+                "当前没有正在下载的任务。",
+                "Nothing is downloading."
+            )
+            .into();
         }
-        let mut out = String::from(self.texts_pick("正在下载：\n", "Downloading:\n"));
+        let mut out = String::from(zh_en!(self.zh(), "正在下载：\n", "Downloading:\n"));
         for d in downloads {
             let se = d
                 .season_episode
@@ -390,17 +376,23 @@ impl Render {
             .status_detail(j)
             .map(|d| format!("\n{d}"))
             .unwrap_or_default();
-        if self.zh() {
-            format!(
+        zh_en!(
+            self.zh(),
+            (
                 "任务 #{}：/{} {} · {state}（尝试 {} 次）{detail}",
-                j.id, j.command, j.args, j.attempts
-            )
-        } else {
-            format!(
+                j.id,
+                j.command,
+                j.args,
+                j.attempts
+            ),
+            (
                 "Job #{}: /{} {} · {state} ({} attempts){detail}",
-                j.id, j.command, j.args, j.attempts
+                j.id,
+                j.command,
+                j.args,
+                j.attempts
             )
-        }
+        )
     }
 
     /// What `/status` says under a job: its result, or what went wrong in the user's words
@@ -435,7 +427,7 @@ impl Render {
         if jobs.is_empty() {
             return self.job_not_found(None);
         }
-        let mut out = String::from(self.texts_pick("最近的任务：\n", "Recent jobs:\n"));
+        let mut out = String::from(zh_en!(self.zh(), "最近的任务：\n", "Recent jobs:\n"));
         for j in jobs {
             out.push_str(&format!(
                 "#{} /{} {} · {}\n",
@@ -450,9 +442,10 @@ impl Render {
 
     /// "received, working on it"; "{job}" is filled in by progress.lua.
     pub fn working_on_it(&self) -> String {
-        self.texts_pick(
+        zh_en!(
+            self.zh(),
             "已接收，正在处理（任务 #{job}）…",
-            "Received, working on it (job #{job})…",
+            "Received, working on it (job #{job})…"
         )
         .into()
     }
@@ -462,21 +455,25 @@ impl Render {
     /// a `declined` error's text is already the user's (see [`Render::failed`]).
     pub fn error_sentence(&self, kind: &str) -> &'static str {
         match kind {
-            "transient" => self.texts_pick(
+            "transient" => zh_en!(
+                self.zh(),
                 "MoviePilot 暂时无法连接或暂时出错",
-                "MoviePilot cannot be reached or had a problem for now",
+                "MoviePilot cannot be reached or had a problem for now"
             ),
-            "uncertain" => self.texts_pick(
+            "uncertain" => zh_en!(
+                self.zh(),
                 "MoviePilot 没有及时回应，结果未知",
-                "MoviePilot did not answer in time, so the outcome is unknown",
+                "MoviePilot did not answer in time, so the outcome is unknown"
             ),
-            "credentials" => self.texts_pick(
+            "credentials" => zh_en!(
+                self.zh(),
                 "MoviePilot 暂时不接受机器人的登录，管理员已收到通知",
-                "MoviePilot does not accept the bot's login for now; its administrators have been told",
+                "MoviePilot does not accept the bot's login for now; its administrators have been told"
             ),
-            _ => self.texts_pick(
+            _ => zh_en!(
+                self.zh(),
                 "MoviePilot 没有接受这个请求",
-                "MoviePilot did not accept this request",
+                "MoviePilot did not accept this request"
             ),
         }
     }
@@ -500,17 +497,17 @@ impl Render {
 
     /// A job that used up its attempts.
     pub fn gave_up(&self, job: u64, kind: &str, attempts: u32) -> String {
-        if self.zh() {
-            format!(
+        zh_en!(
+            self.zh(),
+            (
                 "任务 #{job} 尝试 {attempts} 次后仍未完成：{}。请稍后重新发送命令。",
                 self.error_sentence(kind)
-            )
-        } else {
-            format!(
+            ),
+            (
                 "Job #{job} did not go through after {attempts} attempts: {}. Please send the command again later.",
                 self.error_sentence(kind)
             )
-        }
+        )
     }
 
     pub fn retrying(&self, job: u64, kind: &str, secs: u64, attempt: u32, max: u32) -> String {
@@ -538,61 +535,48 @@ impl Render {
     /// Sent once to a job's chat when it starts waiting for MoviePilot to accept the bot's
     /// credentials again.
     pub fn waiting_for_credentials(&self, job: u64) -> String {
-        if self.zh() {
-            format!(
+        zh_en!(
+            self.zh(),
+            (
                 "{}。任务 #{job} 会保留，恢复后自动继续，无需重新发送。",
                 self.error_sentence("credentials")
-            )
-        } else {
-            format!(
+            ),
+            (
                 "{}. Job #{job} is kept and will go on by itself once that is fixed; no need to send it again.",
                 self.error_sentence("credentials")
             )
-        }
+        )
     }
 
     /// The admin chats' notice that MoviePilot refuses the credentials (told once while it
     /// lasts). For operators: `detail` may name the setting to fix, never a secret.
     pub fn credentials_notice(&self, detail: &str, wait_secs: u64) -> String {
         let detail = clean_line(detail);
-        if self.zh() {
-            format!(
-                "MoviePilot 拒绝了 oncebot 的登录凭据，任务正在等待（最多 {wait_secs} 秒，不消耗重试次数）。\n{detail}\n修正后任务会自动继续。"
-            )
-        } else {
-            format!(
-                "MoviePilot refuses oncebot's credentials; jobs are waiting (up to {wait_secs} s, without using their attempts).\n{detail}\nThey go on by themselves once this is fixed."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("MoviePilot 拒绝了 oncebot 的登录凭据，任务正在等待（最多 {wait_secs} 秒，不消耗重试次数）。\n{detail}\n修正后任务会自动继续。"),
+            ("MoviePilot refuses oncebot's credentials; jobs are waiting (up to {wait_secs} s, without using their attempts).\n{detail}\nThey go on by themselves once this is fixed.")
+        )
     }
 
     /// Sent when an outcome is uncertain and cannot be verified; "{job}" is left for claim.lua.
     pub fn held(&self, job: Option<u64>) -> String {
         let job = job.map_or_else(|| "{job}".to_string(), |j| j.to_string());
-        if self.zh() {
-            format!("任务 #{job} 的结果无法确认。为避免重复操作，它不会自动重试，已转人工处理。")
-        } else {
-            format!(
-                "Job #{job}'s outcome is uncertain. So that nothing happens twice it is not retried automatically; a person will settle it."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("任务 #{job} 的结果无法确认。为避免重复操作，它不会自动重试，已转人工处理。"),
+            ("Job #{job}'s outcome is uncertain. So that nothing happens twice it is not retried automatically; a person will settle it.")
+        )
     }
 
     /// Sent by claim.lua when a read-only job lost its worker too often; "{job}" is filled there.
     pub fn crashed_too_often(&self) -> String {
-        self.texts_pick(
-            "任务 #{job} 多次执行中断，已停止重试。请稍后重新发送命令。",
-            "Job #{job} was interrupted too many times and will not be retried. Please send the command again later.",
-        )
+        zh_en!(self.zh(), "任务 #{job} 多次执行中断，已停止重试。请稍后重新发送命令。", "Job #{job} was interrupted too many times and will not be retried. Please send the command again later.")
         .into()
     }
 
     pub fn resolved(&self, decision: &str) -> String {
         self.texts.resolved(decision).into()
-    }
-
-    fn texts_pick(&self, zh: &'static str, en: &'static str) -> &'static str {
-        if self.zh() { zh } else { en }
     }
 }
 
@@ -621,17 +605,17 @@ impl Render {
         if items.is_empty() {
             return self.search_results(title, items, false);
         }
-        let mut out = if self.zh() {
-            format!(
+        let mut out = zh_en!(
+            self.zh(),
+            (
                 "「{title}」有 {} 个结果，请选择要搜索资源的条目：\n",
                 items.len()
-            )
-        } else {
-            format!(
+            ),
+            (
                 "{} results for \"{title}\"; choose one to find its releases:\n",
                 items.len()
             )
-        };
+        );
         for (i, item) in items.iter().take(8).enumerate() {
             let year = item
                 .year
@@ -650,24 +634,21 @@ impl Render {
 
     /// The button under match `n` of `/download <title>`.
     pub fn find_releases_button(&self, n: usize, item: &MediaItem) -> String {
-        self.media_button(n, self.texts_pick("下载", "Download"), item)
+        self.media_button(n, zh_en!(self.zh(), "下载", "Download"), item)
     }
 
     /// The download button beside a `/search` match's Subscribe button.
     pub fn search_download_button(&self, n: usize) -> String {
-        if self.zh() {
-            format!("{n}. 下载")
-        } else {
-            format!("{n}. Download")
-        }
+        zh_en!(self.zh(), ("{n}. 下载"), ("{n}. Download"))
     }
 
     /// The progress message of a resource search, sent at once; "{job}" is filled in by
     /// progress.lua.
     pub fn searching_sites(&self) -> String {
-        self.texts_pick(
+        zh_en!(
+            self.zh(),
             "正在搜索站点资源…（任务 #{job}）",
-            "Searching the sites for releases… (job #{job})",
+            "Searching the sites for releases… (job #{job})"
         )
         .into()
     }
@@ -684,11 +665,11 @@ impl Render {
     ) -> String {
         let media = clean_line(media);
         if releases.is_empty() {
-            return if self.zh() {
-                format!("没有找到「{media}」的资源。")
-            } else {
-                format!("No releases found for {media}.")
-            };
+            return zh_en!(
+                self.zh(),
+                ("没有找到「{media}」的资源。"),
+                ("No releases found for {media}.")
+            );
         }
         let shown = releases.len();
         let mut out = match (self.zh(), cut, shown < total) {
@@ -748,32 +729,29 @@ impl Render {
     /// A download MoviePilot took (or, after an interruption, was verified to have taken).
     pub fn download_started(&self, title: &str, site: &str) -> String {
         let (title, site) = (clean_line(title), clean_line(site));
-        if self.zh() {
-            format!("已开始下载「{title}」（站点：{site}）。")
-        } else {
-            format!("Started downloading \"{title}\" (site: {site}).")
-        }
+        zh_en!(
+            self.zh(),
+            ("已开始下载「{title}」（站点：{site}）。"),
+            ("Started downloading \"{title}\" (site: {site}).")
+        )
     }
 
     /// MoviePilot answered `success:false` to an add.
     pub fn download_refused(&self, title: &str, site: &str) -> String {
         let (title, site) = (clean_line(title), clean_line(site));
-        if self.zh() {
-            format!(
-                "MoviePilot 没有添加「{title}」（站点：{site}）：站点或下载器拒绝了它。可以换一个资源再试。"
-            )
-        } else {
-            format!(
-                "MoviePilot did not add \"{title}\" (site: {site}): the site or the downloader refused it. Try another release."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("MoviePilot 没有添加「{title}」（站点：{site}）：站点或下载器拒绝了它。可以换一个资源再试。"),
+            ("MoviePilot did not add \"{title}\" (site: {site}): the site or the downloader refused it. Try another release.")
+        )
     }
 
     /// The list a button named has expired (its buttons should have too).
     pub fn release_list_expired(&self) -> String {
-        self.texts_pick(
+        zh_en!(
+            self.zh(),
             "这个资源列表已过期，请重新发送 /download 搜索。",
-            "This list of releases has expired; send /download again.",
+            "This list of releases has expired; send /download again."
         )
         .into()
     }
@@ -781,24 +759,17 @@ impl Render {
     /// A resource search whose answer was lost (a timeout, a dropped connection): the sites were
     /// asked already, so it is not repeated by itself.
     pub fn release_search_lost(&self) -> String {
-        self.texts_pick(
-            "站点资源搜索没有及时返回结果（站点已被搜索过，所以不会自动重试）。稍后可以再发送一次。",
-            "The search for releases did not answer in time (the sites were already searched, so it is not repeated by itself). You may send it again later.",
-        )
+        zh_en!(self.zh(), "站点资源搜索没有及时返回结果（站点已被搜索过，所以不会自动重试）。稍后可以再发送一次。", "The search for releases did not answer in time (the sites were already searched, so it is not repeated by itself). You may send it again later.")
         .into()
     }
 
     /// Why a download is held for a person.
     pub fn download_undecided(&self, title: &str, site: &str) -> String {
         let (title, site) = (clean_line(title), clean_line(site));
-        if self.zh() {
-            format!(
-                "无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"
-            )
-        } else {
-            format!(
-                "Cannot tell whether \"{title}\" (site: {site}) reached the downloader; to avoid a second download, an operator will check."
-            )
-        }
+        zh_en!(
+            self.zh(),
+            ("无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"),
+            ("Cannot tell whether \"{title}\" (site: {site}) reached the downloader; to avoid a second download, an operator will check.")
+        )
     }
 }
