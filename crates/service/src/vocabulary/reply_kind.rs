@@ -121,15 +121,15 @@ mod tests {
         }
     }
 
-    /// The README's redis-cli reference lists exactly these kinds (it once missed
-    /// `edit_markup`): operators read that list to know what a replies entry can be.
+    /// docs/redis.md's reply stream fields list exactly these kinds (the README's list once
+    /// missed `edit_markup`): operators read that list to know what a replies entry can be.
     #[test]
-    fn the_readme_lists_every_kind_and_no_other() {
-        let readme = include_str!("../../../../README.md");
-        let start = readme
+    fn the_redis_doc_lists_every_reply_kind_and_no_other() {
+        let doc = include_str!("../../../../docs/redis.md");
+        let start = doc
             .find("**Reply stream fields**")
-            .expect("the README has its reply stream fields");
-        let rest = &readme[start..];
+            .expect("docs/redis.md has its reply stream fields");
+        let rest = &doc[start..];
         let list = &rest[rest.find("`kind` (").expect("the kinds follow `kind`")..];
         let list = &list[..list
             .find("`job_id`")
