@@ -5,7 +5,7 @@
 # mounts are in the frontend built into BuildKit, and a syntax line makes every cold build fetch
 # a frontend image from a registry.
 #   docker run --rm -e ONCEBOT__TELEGRAM__TOKEN=... oncebot serve
-# docker-compose.yml next to this file runs it with Redis; README.md has the settings.
+# docker-compose.yml next to this file runs it with Redis; docs/settings.md has the settings.
 
 # The builder's Debian release must match the runtime's (same glibc).
 FROM rust:1.95-slim-bookworm AS build

@@ -350,4 +350,42 @@ mod tests {
             }
         }
     }
+
+    /// Every command a user can type is in the menu the dispatcher registers with
+    /// setMyCommands, in both languages, unless it is hidden on purpose; the menu names nothing
+    /// else, and each entry is one Telegram accepts (a bad one fails the whole list).
+    #[test]
+    fn every_typed_command_is_in_the_command_menu_or_deliberately_hidden() {
+        // `/start` is what Telegram's own Start button sends; the menu offers `/help`, its twin.
+        // `releases` and `grab` are never typed (`Command::typed`), so never in the menu.
+        const HIDDEN: [Command; 1] = [Command::Start];
+        for locale in [Locale::Zh, Locale::En] {
+            let menu = Texts::new(locale).command_list();
+            let names: Vec<&str> = menu.iter().map(|(name, _)| *name).collect();
+            for command in Command::ALL {
+                let shown = command.typed() && !HIDDEN.contains(&command);
+                assert_eq!(
+                    names.contains(&command.name()),
+                    shown,
+                    "/{} in the {locale:?} menu: expected {shown}",
+                    command.name()
+                );
+            }
+            for (name, description) in &menu {
+                assert!(
+                    Command::from_name(name).is_some_and(Command::typed),
+                    "the {locale:?} menu offers /{name}, which is no typed command"
+                );
+                assert_eq!(
+                    names.iter().filter(|n| *n == name).count(),
+                    1,
+                    "/{name} twice in the {locale:?} menu"
+                );
+                assert!(
+                    (1..=256).contains(&description.chars().count()),
+                    "/{name}: Telegram takes 1 to 256 characters of description"
+                );
+            }
+        }
+    }
 }
