@@ -210,7 +210,7 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
         entry: entry.clone(),
         chat_id: ALICE,
         reply_to: Some(7),
-        kind: "result".into(),
+        kind: Some(oncebot::ledger::ReplyKind::Result),
         job_id: Some(1),
         text: "done".into(),
         ..ReplyEntry::default()

@@ -41,7 +41,7 @@ use crate::backoff;
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
-    Begin, CallbackEntry, ConsumerRole, Lane, LaneEntry, Ledger, LedgerError, ReplyEntry,
+    Begin, CallbackEntry, ConsumerRole, Lane, LaneEntry, Ledger, LedgerError, MarkupOp, ReplyEntry,
     StreamReader,
 };
 use crate::liveness::Liveness;
@@ -310,20 +310,19 @@ impl Dispatcher {
         };
         // An explicit target, else a job's result replaces its "working on it" message (reply_begin
         // reads that message only for a reply that has a job).
-        let edit_target = reply.edit_message_id.or_else(|| {
-            progress.filter(|_| {
-                reply
-                    .kind
-                    .parse::<ReplyKind>()
-                    .is_ok_and(ReplyKind::reports_on_job)
-            })
-        });
+        let edit_target = reply
+            .edit_message_id
+            .or_else(|| progress.filter(|_| reply.kind.is_some_and(ReplyKind::reports_on_job)));
         let outcome = self.send_with_retries(&reply, edit_target).await;
         crate::crash_point!("dispatch.after_send");
         let recorded = match &outcome {
             Sent::Delivered(id) => {
                 METRICS.reply("sent");
-                tracing::info!(message_id = id, kind = %reply.kind, "reply sent");
+                tracing::info!(
+                    message_id = id,
+                    kind = reply.kind.map_or("", ReplyKind::as_str),
+                    "reply sent"
+                );
                 recorded("the reply's outcome", || {
                     self.ledger
                         .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
@@ -336,7 +335,7 @@ impl Dispatcher {
             }
             Sent::Failed(reason) => {
                 METRICS.reply("failed");
-                tracing::warn!(reason = %reason, kind = %reply.kind, "reply failed for good");
+                tracing::warn!(reason = %reason, kind = reply.kind.map_or("", ReplyKind::as_str), "reply failed for good");
                 recorded("the reply's outcome", || {
                     self.ledger
                         .reply_end(&reply, Err(reason.clone()), retention)
@@ -480,7 +479,7 @@ impl Dispatcher {
             .markup
             .as_ref()
             .and_then(|m| RawValue::from_string(m.clone()).ok());
-        if let Some(op @ ("clear_markup" | "edit_markup")) = reply.op.as_deref() {
+        if let Some(op) = reply.op {
             return self.edit_markup(reply, chat, op, markup.as_deref()).await;
         }
         let reply_parameters = reply.reply_to.map(|to| ReplyParameters {
@@ -516,7 +515,7 @@ impl Dispatcher {
         &self,
         reply: &ReplyEntry,
         chat: i64,
-        op: &str,
+        op: MarkupOp,
         markup: Option<&RawValue>,
     ) -> Result<Option<i64>, ApiError> {
         let Some(message_id) = reply.edit_message_id else {
@@ -524,7 +523,7 @@ impl Dispatcher {
         };
         self.limiter.acquire(chat).await;
         let keyboard: Value = match (op, markup) {
-            ("edit_markup", Some(m)) => serde_json::from_str(m.get()).unwrap_or_default(),
+            (MarkupOp::Edit, Some(m)) => serde_json::from_str(m.get()).unwrap_or_default(),
             _ => json!({"inline_keyboard": []}),
         };
         let body = json!({"chat_id": chat, "message_id": message_id,
@@ -953,7 +952,7 @@ mod tests {
         let not_a_url = reply("hi".into(), "AgACAgQAAxkBAAI");
         assert_eq!(poster(&not_a_url, None), None);
         let markup_op = ReplyEntry {
-            op: Some("clear_markup".into()),
+            op: Some(MarkupOp::Clear),
             ..reply("hi".into(), url)
         };
         assert_eq!(poster(&markup_op, None), None);

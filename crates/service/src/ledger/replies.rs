@@ -17,17 +17,43 @@ pub struct ReplyEntry {
     pub entry: String,
     pub chat_id: i64,
     pub reply_to: Option<i64>,
-    pub kind: String,
+    /// `None`: a kind this release does not know (a newer one wrote it); delivered as a plain
+    /// message.
+    pub kind: Option<ReplyKind>,
     pub job_id: Option<u64>,
     pub text: String,
     /// An InlineKeyboardMarkup as JSON.
     pub markup: Option<String>,
     /// Edit this message instead of sending a new one.
     pub edit_message_id: Option<i64>,
-    /// `clear_markup`: remove the buttons of `edit_message_id`.
-    pub op: Option<String>,
+    /// Change the buttons of `edit_message_id` instead of sending text.
+    pub op: Option<MarkupOp>,
     /// A poster's http(s) URL: the dispatcher sends it with sendPhoto, `text` as its caption.
     pub photo: Option<String>,
+}
+
+/// What a replies-stream entry's `op` asks of the dispatcher (its only values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkupOp {
+    /// `clear_markup`: remove the message's buttons (used or cancelled).
+    Clear,
+    /// `edit_markup`: replace them with the entry's markup (a used `✓ 下载 k` button).
+    Edit,
+}
+
+impl MarkupOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MarkupOp::Clear => "clear_markup",
+            MarkupOp::Edit => "edit_markup",
+        }
+    }
+
+    fn parse(text: &str) -> Option<MarkupOp> {
+        [MarkupOp::Clear, MarkupOp::Edit]
+            .into_iter()
+            .find(|op| op.as_str() == text)
+    }
 }
 
 /// One answerCallbackQuery for the fast lane.
@@ -51,7 +77,8 @@ fn fields(id: &StreamId) -> HashMap<String, String> {
 }
 
 impl ReplyEntry {
-    /// `None` for an entry without a usable chat id (it cannot be delivered anywhere).
+    /// `None` for an entry without a usable chat id (it cannot be delivered anywhere), or with
+    /// an `op` this release does not know (whatever it asks, sending its text is not it).
     pub fn from_stream(id: &StreamId) -> Option<ReplyEntry> {
         let mut f = fields(id);
         fn num<T: std::str::FromStr>(f: &HashMap<String, String>, k: &str) -> Option<T> {
@@ -63,10 +90,13 @@ impl ReplyEntry {
             reply_to: num(&f, "reply_to"),
             job_id: num(&f, "job_id"),
             edit_message_id: num(&f, "edit_message_id"),
-            kind: f.remove("kind").unwrap_or_default(),
+            kind: f.remove("kind").and_then(|k| k.parse().ok()),
             text: f.remove("text").unwrap_or_default(),
             markup: f.remove("markup").filter(|m| !m.is_empty()),
-            op: f.remove("op").filter(|o| !o.is_empty()),
+            op: match f.remove("op").filter(|o| !o.is_empty()) {
+                None => None,
+                Some(op) => Some(MarkupOp::parse(&op)?),
+            },
             photo: f.remove("photo").filter(|p| !p.is_empty()),
         })
     }
@@ -208,7 +238,7 @@ impl Ledger {
             .arg("retention of the reply HASH", retention.as_secs())
             .arg("chat id", reply.chat_id)
             .arg("job id", OrEmpty(reply.job_id))
-            .arg("kind", &reply.kind);
+            .arg("kind", reply.kind.map_or("", ReplyKind::as_str));
         call
     }
 
@@ -237,7 +267,7 @@ impl Ledger {
             Ok(id) => ("sent", id.to_string(), ""),
             Err(e) => ("failed", String::new(), e.as_str()),
         };
-        let progress = reply.kind == ReplyKind::Progress.as_str();
+        let progress = reply.kind == Some(ReplyKind::Progress);
         let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 8, 256 + error.len());
         call.key("reply HASH", self.keys.reply(&reply.entry))
             .key("replies stream", self.keys.replies_stream())
@@ -416,5 +446,48 @@ impl Ledger {
                 Some(redis::Value::Int(n)) => u64::try_from(*n).ok(),
                 _ => None,
             }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(fields: &[(&str, &str)]) -> StreamId {
+        StreamId {
+            id: "1-0".into(),
+            map: fields
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        redis::Value::BulkString(v.as_bytes().to_vec()),
+                    )
+                })
+                .collect(),
+            ..StreamId::default()
+        }
+    }
+
+    #[test]
+    fn kind_and_op_are_read_into_their_types_at_the_edge() {
+        let known = ReplyEntry::from_stream(&entry(&[
+            ("chat_id", "5"),
+            ("kind", "edit_markup"),
+            ("op", "edit_markup"),
+            ("edit_message_id", "9"),
+        ]))
+        .unwrap();
+        assert_eq!(known.kind, Some(ReplyKind::EditMarkup));
+        assert_eq!(known.op, Some(MarkupOp::Edit));
+        // A kind a newer release wrote is still delivered, as a plain message.
+        let newer = ReplyEntry::from_stream(&entry(&[("chat_id", "5"), ("kind", "later")]));
+        assert_eq!(newer.unwrap().kind, None);
+        // An op this release does not know is not sent as text.
+        let odd = ReplyEntry::from_stream(&entry(&[("chat_id", "5"), ("op", "pin")]));
+        assert_eq!(odd, None);
+        for op in [MarkupOp::Clear, MarkupOp::Edit] {
+            assert_eq!(MarkupOp::parse(op.as_str()), Some(op));
+        }
     }
 }

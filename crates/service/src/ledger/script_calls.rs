@@ -138,12 +138,12 @@ fn attempt() -> Attempt {
     }
 }
 
-fn reply_entry(kind: &str) -> ReplyEntry {
+fn reply_entry(kind: ReplyKind) -> ReplyEntry {
     ReplyEntry {
         entry: "1-0".into(),
         chat_id: 1,
         reply_to: None,
-        kind: kind.into(),
+        kind: Some(kind),
         job_id: Some(7),
         text: "t".into(),
         markup: None,
@@ -252,11 +252,19 @@ async fn replies() {
         true,
     );
     holds(
-        &l.reply_begin_call(&reply_entry("result"), "d1", Duration::from_secs(60)),
+        &l.reply_begin_call(
+            &reply_entry(ReplyKind::Result),
+            "d1",
+            Duration::from_secs(60),
+        ),
         true,
     );
     holds(
-        &l.reply_end_call(&reply_entry("progress"), &Ok(5), Duration::from_secs(60)),
+        &l.reply_end_call(
+            &reply_entry(ReplyKind::Progress),
+            &Ok(5),
+            Duration::from_secs(60),
+        ),
         true,
     );
     holds(&l.queue_progress_call(7, 1, "working"), true);
