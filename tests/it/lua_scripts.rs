@@ -150,7 +150,7 @@ async fn enqueue_creates_a_pending_job_with_every_ledger_field() {
     );
     // The Job type reads back what the script wrote.
     let read = ledger.job(1).await.unwrap().unwrap();
-    assert_eq!(read.status, "pending");
+    assert_eq!(read.status, oncebot::ledger::JobState::Pending);
     assert_eq!(read.update_id, 1);
 }
 

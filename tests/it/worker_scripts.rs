@@ -400,7 +400,7 @@ async fn one_claim_settles_each_entry_of_a_batch_on_its_own() {
         (orphaned, 2, true)
     );
     match answers.next().unwrap() {
-        Claimed::Skip { status } => assert_eq!(status, "succeeded"),
+        Claimed::Skip { status } => assert_eq!(status, Some(JobState::Succeeded)),
         other => panic!("a finished job's entry is skipped, got {other:?}"),
     }
     for job in [fresh, orphaned] {

@@ -126,7 +126,7 @@ pub async fn resolve(
     note: &str,
     json: bool,
 ) -> anyhow::Result<()> {
-    let reply = Render::new(settings.telegram.locale).resolved(decision.as_str());
+    let reply = Render::new(settings.telegram.locale).resolved(decision);
     let retention = Duration::from_secs(settings.worker.job_retention_secs);
     match ledger
         .resolve(id, decision, note, &reply, retention)
@@ -152,7 +152,7 @@ pub async fn resolve(
 fn print_job(out: &mut impl Write, j: &Job) -> std::io::Result<()> {
     let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "{k:<16} {v}");
     row(out, "id", &j.id.to_string())?;
-    row(out, "status", &j.status)?;
+    row(out, "status", j.status.as_str())?;
     row(out, "command", &j.command)?;
     row(out, "args", &j.args)?;
     row(out, "chat_id", &j.chat_id.to_string())?;

@@ -1027,7 +1027,7 @@ impl Stage {
             let Some(job) = ledger.job(id).await? else {
                 return Ok(ControlFlow::Continue(format!("job #{id} does not exist")));
             };
-            if job.status != status {
+            if job.status.as_str() != status {
                 return Ok(ControlFlow::Continue(format!(
                     "job #{id} is {}",
                     job.status
@@ -1087,7 +1087,7 @@ impl Stage {
             .await?
             .with_context(|| format!("job #{job_id} is missing"))?;
         anyhow::ensure!(
-            job.status == "running",
+            job.status == oncebot::ledger::JobState::Running,
             "job #{job_id} is {}, not running: the worker finished it before it was killed \
              (an unusually slow machine?)",
             job.status

@@ -291,6 +291,10 @@ impl Deployment {
 
     /// The message the user of a resolved job is sent, as the CLI sends it.
     pub fn resolved_text(&self, decision: &str, job: u64) -> String {
+        let decision = oncebot::ledger::Resolution::ALL
+            .into_iter()
+            .find(|d| d.as_str() == decision)
+            .expect("a decision");
         Render::new(Locale::En)
             .resolved(decision)
             .replace("{job}", &job.to_string())

@@ -235,7 +235,7 @@ impl AdminWeb {
                     .await?
                     .into_iter()
                     .filter(|j| {
-                        filter.status.is_none_or(|s| j.status == s.as_str())
+                        filter.status.is_none_or(|s| j.status == s)
                             && filter.chat_id.is_none_or(|c| j.chat_id == c)
                     })
                     .collect()),
@@ -377,7 +377,7 @@ impl AdminWeb {
             why => format!("admin page ({}): {why}", self.credentials.user()),
         };
         // The user hears about it as from `oncebot jobs resolve`.
-        let reply = Render::new(self.locale).resolved(decision.as_str());
+        let reply = Render::new(self.locale).resolved(decision);
         match self
             .ledger
             .resolve(id, decision, &note, &reply, self.job_retention)

@@ -266,7 +266,7 @@ pub fn job_page(frame: &Frame, job: &Job, csrf: &str, resolved: Option<&str>) ->
         @if let Some(decision) = resolved {
             p.notice role="status" { "Resolved as " (decision) "; the user was told." }
         }
-        @if job.status == JobState::NeedsReview.as_str() {
+        @if job.status == JobState::NeedsReview {
             section.review data-job=(job.id) {
                 p { "This job waits for a person: " (what_was_said(job)) }
                 @if !frame.read_only { (resolve_form(job.id, csrf)) }
@@ -328,7 +328,7 @@ fn what_was_said(job: &Job) -> String {
 fn fields(job: &Job) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = vec![
         ("id".into(), job.id.to_string()),
-        ("status".into(), job.status.clone()),
+        ("status".into(), job.status.to_string()),
         ("command".into(), job.command.clone()),
         ("args".into(), job.args.clone()),
         ("chat_id".into(), job.chat_id.to_string()),
@@ -460,7 +460,7 @@ mod tests {
     fn job(args: &str) -> Job {
         Job {
             id: 7,
-            status: "needs_review".into(),
+            status: JobState::NeedsReview,
             command: "searchnow".into(),
             args: args.into(),
             chat_id: 1,

@@ -24,7 +24,7 @@ pub use replies::{Render, Whose, release_args, subscribe_args};
 
 use crate::commands::Command;
 use crate::config::Locale;
-use crate::vocabulary::JobState;
+use crate::vocabulary::{JobState, Resolution};
 
 /// Answers to taps on buttons; see [`Texts::tap_texts`].
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -135,19 +135,19 @@ impl Texts {
     }
 
     /// Sent to the job's chat when a person settles it; "{job}" is filled in by the script.
-    pub fn resolved(&self, decision: &str) -> &'static str {
+    pub fn resolved(&self, decision: Resolution) -> &'static str {
         match decision {
-            "succeeded" => zh_en!(
+            Resolution::Succeeded => zh_en!(
                 self.zh(),
                 "管理员已确认任务 #{job} 完成。",
                 "An operator confirmed job #{job} succeeded."
             ),
-            "failed" => zh_en!(
+            Resolution::Failed => zh_en!(
                 self.zh(),
                 "管理员已将任务 #{job} 标记为失败。",
                 "An operator marked job #{job} failed."
             ),
-            _ => zh_en!(
+            Resolution::Retry => zh_en!(
                 self.zh(),
                 "管理员已安排任务 #{job} 重新执行。",
                 "An operator scheduled job #{job} to run again."

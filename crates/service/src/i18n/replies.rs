@@ -9,7 +9,7 @@
 
 use super::Texts;
 use crate::config::Locale;
-use crate::ledger::{Job, JobState};
+use crate::ledger::{Job, JobState, Resolution};
 use crate::moviepilot::{Download, MediaItem, MediaKind, Release, Subscription};
 use crate::telegram::keyboard::button_text;
 use crate::untrusted::clean_line;
@@ -363,15 +363,12 @@ impl Render {
         out.trim_end().to_string()
     }
 
-    fn state_label(&self, status: &str) -> String {
-        status
-            .parse::<JobState>()
-            .map(|s| self.texts.state_label(s).to_string())
-            .unwrap_or_else(|_| status.to_string())
+    fn state_label(&self, status: JobState) -> &'static str {
+        self.texts.state_label(status)
     }
 
     pub fn job_status(&self, j: &Job) -> String {
-        let state = self.state_label(&j.status);
+        let state = self.state_label(j.status);
         let detail = self
             .status_detail(j)
             .map(|d| format!("\n{d}"))
@@ -434,7 +431,7 @@ impl Render {
                 j.id,
                 j.command,
                 j.args,
-                self.state_label(&j.status)
+                self.state_label(j.status)
             ));
         }
         out.trim_end().to_string()
@@ -575,7 +572,7 @@ impl Render {
         .into()
     }
 
-    pub fn resolved(&self, decision: &str) -> String {
+    pub fn resolved(&self, decision: Resolution) -> String {
         self.texts.resolved(decision).into()
     }
 }

@@ -60,7 +60,8 @@ pub enum Claimed {
     /// Failed after too many crashes of its workers; the user was told.
     Failed { attempt: u64 },
     /// Nothing to run: the entry is stale or the job finished; the entry was acknowledged.
-    Skip { status: String },
+    /// `status`: the job's, `None` when its HASH is gone (expired).
+    Skip { status: Option<JobState> },
 }
 
 /// The outcome of one attempt, as recorded by complete.lua.
@@ -712,7 +713,14 @@ fn claimed_from(
             attempt: number(1)?,
         }),
         Some("skip") => Ok(Claimed::Skip {
-            status: reply.get(1).cloned().unwrap_or_default(),
+            status: match reply.get(1).map(String::as_str) {
+                None | Some("missing") => None,
+                Some(status) => Some(
+                    status
+                        .parse()
+                        .map_err(|_| corrupt(format!("claim skipped a job in {status:?}")))?,
+                ),
+            },
         }),
         _ => Err(corrupt(format!("claim answered {reply:?}"))),
     }

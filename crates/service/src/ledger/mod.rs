@@ -219,7 +219,7 @@ impl Admitted {
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Job {
     pub id: u64,
-    pub status: String,
+    pub status: JobState,
     pub command: String,
     pub args: String,
     pub chat_id: i64,
@@ -264,7 +264,10 @@ impl Job {
         }
         Ok(Job {
             id: num(&mut h, "id")?,
-            status: text(&mut h, "status"),
+            status: match h.remove("status") {
+                Some(v) => v.parse().map_err(|_| format!("field status is {v:?}"))?,
+                None => return Err("field status is missing".into()),
+            },
             command: text(&mut h, "command"),
             args: text(&mut h, "args"),
             chat_id: num(&mut h, "chat_id")?,
@@ -708,7 +711,7 @@ impl Ledger {
             }
             start += ids.len() as isize;
             for job in self.jobs_by_id(&mut conn, &ids, "reading jobs").await? {
-                if filter.status.is_some_and(|s| job.status != s.as_str()) {
+                if filter.status.is_some_and(|s| job.status != s) {
                     continue;
                 }
                 found.push(job);

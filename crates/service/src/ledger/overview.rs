@@ -53,7 +53,7 @@ impl Ledger {
         for job in self.jobs_by_id(&mut conn, &ids, doing).await? {
             // The index and the job change in one script; a job read between two scripts of
             // another process is shown as what it is now.
-            if job.status == JobState::NeedsReview.as_str() {
+            if job.status == JobState::NeedsReview {
                 jobs.push(job);
             }
         }

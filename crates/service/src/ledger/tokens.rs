@@ -407,7 +407,7 @@ pub(crate) fn tap_texts_json(texts: Texts) -> String {
         .collect();
     let resolved: BTreeMap<&str, &str> = Resolution::ALL
         .into_iter()
-        .map(|d| (d.as_str(), texts.resolved(d.as_str())))
+        .map(|d| (d.as_str(), texts.resolved(d)))
         .collect();
     let mut doc = serde_json::to_value(texts.tap_texts()).unwrap_or_default();
     doc["labels"] = json!(labels);

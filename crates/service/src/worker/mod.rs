@@ -901,7 +901,8 @@ fn runnable(
             None
         }
         Claimed::Skip { status } => {
-            tracing::debug!(status = %status, "nothing to run for this entry");
+            let status = status.map_or("missing", JobState::as_str);
+            tracing::debug!(status, "nothing to run for this entry");
             None
         }
     }

@@ -230,7 +230,7 @@ impl Scene {
     async fn all_in(&self, jobs: &[u64], status: &str) -> bool {
         for id in jobs {
             match self.ledger.job(*id).await {
-                Ok(Some(job)) if job.status == status => {}
+                Ok(Some(job)) if job.status.as_str() == status => {}
                 _ => return false,
             }
         }
