@@ -20,6 +20,44 @@ pub const REPLIES_GROUP: &str = "dispatchers";
 /// The consumer group of dispatchers on the callbacks stream (their fast lane).
 pub const CALLBACKS_GROUP: &str = "dispatchers";
 
+/// The deployment's three streams: each one's name (as the operator's views print it), key
+/// and consumer group, in one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Jobs,
+    Replies,
+    Callbacks,
+}
+
+impl Stream {
+    pub const ALL: [Stream; 3] = [Stream::Jobs, Stream::Replies, Stream::Callbacks];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Jobs => "jobs",
+            Stream::Replies => "replies",
+            Stream::Callbacks => "callbacks",
+        }
+    }
+
+    /// The consumer group that reads it.
+    pub fn group(self) -> &'static str {
+        match self {
+            Stream::Jobs => JOBS_GROUP,
+            Stream::Replies => REPLIES_GROUP,
+            Stream::Callbacks => CALLBACKS_GROUP,
+        }
+    }
+
+    pub fn key(self, keys: &Keys) -> String {
+        match self {
+            Stream::Jobs => keys.jobs_stream(),
+            Stream::Replies => keys.replies_stream(),
+            Stream::Callbacks => keys.callbacks_stream(),
+        }
+    }
+}
+
 /// Builds key names for one deployment.
 #[derive(Debug, Clone)]
 pub struct Keys {

@@ -428,13 +428,10 @@ impl Ledger {
         scripts::load_all(&mut conn)
             .await
             .map_err(LedgerError::redis("loading the Lua scripts"))?;
-        for (stream, group) in [
-            (self.keys.jobs_stream(), keys::JOBS_GROUP),
-            (self.keys.replies_stream(), keys::REPLIES_GROUP),
-            (self.keys.callbacks_stream(), keys::REPLIES_GROUP),
-        ] {
-            let created: redis::RedisResult<()> =
-                conn.xgroup_create_mkstream(&stream, group, "0").await;
+        for stream in keys::Stream::ALL {
+            let created: redis::RedisResult<()> = conn
+                .xgroup_create_mkstream(stream.key(&self.keys), stream.group(), "0")
+                .await;
             match created {
                 Ok(()) => {}
                 Err(e) if e.code() == Some("BUSYGROUP") => {}

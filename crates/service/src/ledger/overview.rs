@@ -97,15 +97,7 @@ impl Ledger {
     /// `alive:` key). A consumer the liveness list names but the group does not appears with
     /// no idle time.
     pub async fn consumers(&self) -> Result<Vec<ConsumerInfo>, LedgerError> {
-        let groups = [
-            ("jobs", self.keys.jobs_stream(), keys::JOBS_GROUP),
-            ("replies", self.keys.replies_stream(), keys::REPLIES_GROUP),
-            (
-                "callbacks",
-                self.keys.callbacks_stream(),
-                keys::CALLBACKS_GROUP,
-            ),
-        ];
+        let groups = keys::Stream::ALL.map(|s| (s.name(), s.key(&self.keys), s.group()));
         let mut conn = self.conn.clone();
         let mut out = Vec::new();
         for (stream, key, group) in &groups {

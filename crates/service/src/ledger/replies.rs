@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use redis::streams::StreamId;
 
+use super::keys::Stream;
 use super::reader::LaneEntry;
 use super::scripts::{OrEmpty, ScriptCall};
 use super::{Ledger, LedgerError, keys, scripts};
@@ -357,15 +358,7 @@ pub struct QueueStats {
 impl Ledger {
     /// XLEN and XPENDING of every stream, and the sizes of the review and retry sets.
     pub async fn queue_stats(&self) -> Result<QueueStats, LedgerError> {
-        let streams = [
-            ("jobs", self.keys.jobs_stream(), keys::JOBS_GROUP),
-            ("replies", self.keys.replies_stream(), keys::REPLIES_GROUP),
-            (
-                "callbacks",
-                self.keys.callbacks_stream(),
-                keys::REPLIES_GROUP,
-            ),
-        ];
+        let streams = Stream::ALL.map(|s| (s.name(), s.key(&self.keys), s.group()));
         let mut pipe = redis::pipe();
         for (_, key, group) in &streams {
             pipe.cmd("XLEN").arg(key);
