@@ -40,6 +40,8 @@ pub mod notify;
 pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;
+#[cfg(test)]
+mod tidy;
 pub mod untrusted;
 pub mod users;
 pub mod users_sync;
