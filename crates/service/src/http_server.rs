@@ -134,6 +134,13 @@ pub async fn serve<F>(
     graceful.shutdown().await;
 }
 
+/// A plain answer: `code` with `body` as text (empty where the route says nothing).
+pub fn status(code: warp::http::StatusCode, body: &str) -> Response {
+    let mut resp = Response::new(body.to_string().into());
+    *resp.status_mut() = code;
+    resp
+}
+
 /// Errors that say nothing about the listener (a connection reset before it was taken) are
 /// skipped at once; others (EMFILE, ENFILE, ENOBUFS) are waited out.
 fn accept_error_is_fatal_for_now(e: &std::io::Error) -> bool {

@@ -583,20 +583,3 @@ pub fn standalone(
         .recover(|_| async { Ok::<_, Infallible>(plain(StatusCode::NOT_FOUND, "")) })
         .unify()
 }
-
-/// Serves the page alone on `listener`, within `limits`, until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    admin: AdminWeb,
-    limits: crate::http_server::Limits,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) {
-    crate::http_server::serve(
-        listener,
-        standalone(admin),
-        limits,
-        "admin.listen",
-        shutdown,
-    )
-    .await;
-}
