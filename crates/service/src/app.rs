@@ -10,16 +10,15 @@ use anyhow::Context as _;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::admin_web::{self, AdminWeb};
 use crate::backoff::{self, Backoff};
 use crate::config::{Needs, Settings};
 use crate::dispatch::Dispatcher;
-use crate::http_server;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, Unreachable};
 use crate::notify::Relay;
+use crate::servers;
 use crate::shutdown::{Signals, sleep_or_stop};
 use crate::telegram::api::BotApi;
 use crate::worker::Worker;
@@ -78,7 +77,7 @@ pub struct Running {
     /// The operator page's own address, when `admin.listen` is set (else it is on `http_addr`).
     pub admin_addr: Option<SocketAddr>,
     pub shutdown: CancellationToken,
-    handle: JoinHandle<anyhow::Result<()>>,
+    handle: Task,
 }
 
 impl Running {
@@ -94,135 +93,32 @@ impl Running {
     }
 }
 
+/// A role or server of a running process; the first to fail stops the others.
+type Task = JoinHandle<anyhow::Result<()>>;
+
 /// Validates the settings for the chosen roles and starts them.
 pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Running> {
-    if opts.roles.contains(&Role::Notify) && !settings.notify.enabled {
-        return Err(crate::config::SettingError {
-            key: "notify.enabled",
-            problem: "is false, but --role notify was asked for".into(),
-            fix: format!(
-                "set {}=true to relay MoviePilot's notifications",
-                crate::config::env_name("notify.enabled")
-            ),
-        }
-        .into());
-    }
-    settings.validate(opts.needs(settings.notify.enabled))?;
+    check(&settings, &opts)?;
     let ledger = Ledger::connect(&settings)?;
-    match tokio::time::timeout(Duration::from_secs(5), ledger.prepare()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(
-            error = %e,
-            "Redis is not answering yet; the webhook answers 503 until it does"
-        ),
-        Err(_) => {
-            tracing::warn!("Redis did not answer within 5 s; the webhook answers 503 until it does")
-        }
-    }
+    wait_for_redis(&ledger).await;
     let shutdown = CancellationToken::new();
-    let mut tasks: Vec<JoinHandle<anyhow::Result<()>>> = Vec::new();
-    let limits = http_server::Limits::from_settings(&settings.http);
-    let listeners = if settings.admin.enabled() && !settings.admin.listen.trim().is_empty() {
-        2
-    } else {
-        1
-    };
-    http_server::raise_open_files_limit(listeners, settings.http.max_connections);
+    let mut tasks: Vec<Task> = Vec::new();
 
     // Every process serves /healthz, /readyz and /metrics; only ingress adds the webhook.
     let runs_ingress = opts.runs(Role::Ingress);
     let ingress = Ingress::new(&settings, ledger.clone());
     crate::users_sync::set_gauges(&ingress.directory().current());
     if runs_ingress && settings.moviepilot.users_refresh().is_some() {
-        // MoviePilot's mapping as stored, read before anything is admitted: until it is, it maps
-        // nobody (see `users_sync`). Redis not answering bounds this wait, as above; admission
-        // needs Redis too, so nothing is decided with the mapping unread for long.
-        let mut follower =
-            crate::users_sync::Follower::new(ledger.clone(), ingress.directory().clone());
-        let why = match tokio::time::timeout(Duration::from_secs(2), follower.read_once()).await {
-            Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(_) => Some("Redis did not answer within 2 s".to_string()),
-        };
-        if let Some(why) = why {
-            tracing::warn!(
-                error = %why,
-                "MoviePilot's user mapping is not readable yet; it maps nobody until it is"
-            );
-        }
-        tasks.push(tokio::spawn({
-            let stop = shutdown.clone();
-            async move {
-                follower.run(stop).await;
-                Ok(())
-            }
-        }));
+        tasks.push(follow_users(&ingress, &shutdown).await);
     }
-    let listen = settings
-        .listen_addr()
-        .context("http.listen is not an address (ONCEBOT__HTTP__LISTEN)")?;
-    let listener = webhook::bind(listen).await?;
-    let local_addr = listener.local_addr()?;
     let hook = (runs_ingress && !opts.poll).then(|| webhook::WebhookConfig {
         secret: settings.telegram.webhook_secret.clone(),
         max_body_bytes: settings.http.max_body_bytes,
     });
-    // The operator's page: on its own address when admin.listen is set, else next to the
-    // webhook; nowhere without a password.
-    let admin = AdminWeb::from_settings(&settings, ledger.clone());
-    let admin_listen = settings
-        .admin_listen_addr()
-        .context("admin.listen is not an address (ONCEBOT__ADMIN__LISTEN)")?;
-    let (shared_admin, admin_addr) = match (admin, admin_listen) {
-        (Some(page), Some(addr)) => {
-            let admin_listener = webhook::bind_for(addr, "ONCEBOT__ADMIN__LISTEN").await?;
-            let admin_addr = admin_listener.local_addr()?;
-            let stop = shutdown.clone();
-            let server = admin_web::serve(admin_listener, page, limits, async move {
-                stop.cancelled().await
-            });
-            tasks.push(tokio::spawn(async move {
-                server.await;
-                Ok(())
-            }));
-            tracing::info!(addr = %admin_addr, "operator page listening (/admin/)");
-            (None, Some(admin_addr))
-        }
-        (page, _) => (page, None),
-    };
-    let admin_here = shared_admin.is_some();
-    let stop = shutdown.clone();
-    let server = webhook::serve(
-        listener,
-        ingress.clone(),
-        hook,
-        runs_ingress,
-        shared_admin,
-        limits,
-        async move { stop.cancelled().await },
-    );
-    tasks.push(tokio::spawn(async move {
-        server.await;
-        Ok(())
-    }));
-    tracing::info!(
-        addr = %local_addr,
-        webhook = runs_ingress && !opts.poll,
-        admin_page = admin_here,
-        "HTTP listening (/healthz, /readyz, /metrics)"
-    );
+    let http = servers::start(&settings, ingress.clone(), hook, runs_ingress, &shutdown).await?;
+    tasks.extend(http.tasks);
     if runs_ingress && opts.poll {
-        let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
-        let poll = polling::PollOptions::from_settings(&settings.telegram);
-        let stop = shutdown.clone();
-        tasks.push(tokio::spawn(async move {
-            let result = polling::run(ingress, api, poll, stop.clone()).await;
-            if result.is_err() {
-                // A poller that cannot go on (bad token) takes the process down with it.
-                stop.cancel();
-            }
-            result
-        }));
+        tasks.push(start_poller(&settings, ingress, &shutdown)?);
     }
     if opts.runs(Role::Worker) {
         tasks.push(start_worker(&settings, ledger.clone(), shutdown.clone()).await?);
@@ -235,31 +131,109 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     if opts.runs_notify(&settings) {
         tasks.push(start_relay(&settings, ledger.clone(), shutdown.clone()).await?);
     }
-
-    let stop = shutdown.clone();
-    let handle = tokio::spawn(async move {
-        let mut first_error = None;
-        for task in tasks {
-            match task.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    stop.cancel();
-                    first_error.get_or_insert(e);
-                }
-                Err(e) => {
-                    stop.cancel();
-                    first_error.get_or_insert(anyhow::anyhow!("a role panicked: {e}"));
-                }
-            }
-        }
-        first_error.map_or(Ok(()), Err)
-    });
+    let handle = tokio::spawn(wait_all(tasks, shutdown.clone()));
     Ok(Running {
-        http_addr: Some(local_addr),
-        admin_addr,
+        http_addr: Some(http.http_addr),
+        admin_addr: http.admin_addr,
         shutdown,
         handle,
     })
+}
+
+/// The settings the chosen roles need, and `--role notify` only with `notify.enabled`.
+fn check(settings: &Settings, opts: &ServeOptions) -> anyhow::Result<()> {
+    if opts.roles.contains(&Role::Notify) && !settings.notify.enabled {
+        return Err(crate::config::SettingError {
+            key: "notify.enabled",
+            problem: "is false, but --role notify was asked for".into(),
+            fix: format!(
+                "set {}=true to relay MoviePilot's notifications",
+                crate::config::env_name("notify.enabled")
+            ),
+        }
+        .into());
+    }
+    settings.validate(opts.needs(settings.notify.enabled))?;
+    Ok(())
+}
+
+/// Loads the scripts, waiting at most 5 s: a Redis that does not answer yet does not stop
+/// start-up (the webhook answers 503 until it does).
+async fn wait_for_redis(ledger: &Ledger) {
+    match tokio::time::timeout(Duration::from_secs(5), ledger.prepare()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(
+            error = %e,
+            "Redis is not answering yet; the webhook answers 503 until it does"
+        ),
+        Err(_) => {
+            tracing::warn!("Redis did not answer within 5 s; the webhook answers 503 until it does")
+        }
+    }
+}
+
+/// Reads MoviePilot's user mapping as stored before anything is admitted (until it is, it maps
+/// nobody: see `users_sync`), then follows it. Redis not answering bounds this wait, as in
+/// [`wait_for_redis`]; admission needs Redis too, so nothing is decided with the mapping unread
+/// for long.
+async fn follow_users(ingress: &Ingress, shutdown: &CancellationToken) -> Task {
+    let mut follower =
+        crate::users_sync::Follower::new(ingress.ledger().clone(), ingress.directory().clone());
+    let why = match tokio::time::timeout(Duration::from_secs(2), follower.read_once()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some("Redis did not answer within 2 s".to_string()),
+    };
+    if let Some(why) = why {
+        tracing::warn!(
+            error = %why,
+            "MoviePilot's user mapping is not readable yet; it maps nobody until it is"
+        );
+    }
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        follower.run(stop).await;
+        Ok(())
+    })
+}
+
+/// Takes updates with getUpdates (`--poll`). A poller that cannot go on (bad token) takes the
+/// process down with it.
+fn start_poller(
+    settings: &Settings,
+    ingress: Ingress,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Task> {
+    let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
+    let poll = polling::PollOptions::from_settings(&settings.telegram);
+    let stop = shutdown.clone();
+    Ok(tokio::spawn(async move {
+        let result = polling::run(ingress, api, poll, stop.clone()).await;
+        if result.is_err() {
+            stop.cancel();
+        }
+        result
+    }))
+}
+
+/// Waits for every task; the first failure (an error or a panic) cancels the others and is
+/// what the process ends with.
+async fn wait_all(tasks: Vec<Task>, stop: CancellationToken) -> anyhow::Result<()> {
+    let mut first_error = None;
+    for task in tasks {
+        match task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                stop.cancel();
+                first_error.get_or_insert(e);
+            }
+            Err(e) => {
+                stop.cancel();
+                first_error.get_or_insert(anyhow::anyhow!("a role panicked: {e}"));
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 /// Connects to MoviePilot and runs a worker. A setting MoviePilot refuses (an API key v2.5.6
@@ -269,7 +243,7 @@ async fn start_worker(
     settings: &Settings,
     ledger: Ledger,
     shutdown: CancellationToken,
-) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
+) -> anyhow::Result<Task> {
     let first = first_connect(settings, "jobs wait until it is").await?;
     let settings = settings.clone();
     Ok(tokio::spawn(async move {
@@ -295,7 +269,7 @@ async fn start_relay(
     settings: &Settings,
     ledger: Ledger,
     shutdown: CancellationToken,
-) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
+) -> anyhow::Result<Task> {
     let first = first_connect(settings, "notifications are relayed once it is").await?;
     let settings = settings.clone();
     Ok(tokio::spawn(async move {

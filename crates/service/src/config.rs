@@ -431,6 +431,15 @@ impl NotifySettings {
             ", which would ask MoviePilot without pause",
             "at least 1 (default 15)",
         )?;
+        self.validate_max_pages()?;
+        self.validate_wake_secret()?;
+        self.validate_heartbeat()?;
+        self.validate_requester_ttl()?;
+        self.validate_lease(command_timeout_ms)
+    }
+
+    /// One poll reads 1 to `NOTIFY_MAX_PAGES` pages.
+    fn validate_max_pages(&self) -> Result<(), SettingError> {
         if !(1..=NOTIFY_MAX_PAGES).contains(&self.max_pages) {
             return Err(SettingError::new(
                 "notify.max_pages",
@@ -441,6 +450,11 @@ impl NotifySettings {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The wake-up path's secret: empty (no wake-up path), or what Telegram allows in its own.
+    fn validate_wake_secret(&self) -> Result<(), SettingError> {
         let secret = self.webhook_secret.expose();
         if !secret.is_empty()
             && (secret.len() > 256
@@ -458,6 +472,11 @@ impl NotifySettings {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The lease is renewed no more often than Redis should be asked.
+    fn validate_heartbeat(&self) -> Result<(), SettingError> {
         if self.heartbeat_interval_ms < 50 {
             return Err(SettingError::new(
                 "notify.heartbeat_interval_ms",
@@ -471,6 +490,11 @@ impl NotifySettings {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Who asked for a media is remembered between a minute and a year.
+    fn validate_requester_ttl(&self) -> Result<(), SettingError> {
         if !(60..=NOTIFY_REQUESTER_TTL_MAX).contains(&self.requester_ttl_secs) {
             return Err(SettingError::new(
                 "notify.requester_ttl_secs",
@@ -484,6 +508,11 @@ impl NotifySettings {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The lease outlives one slow renewal, so a second relay never polls beside a live one.
+    fn validate_lease(&self, command_timeout_ms: u64) -> Result<(), SettingError> {
         let least = self.heartbeat_interval_ms + command_timeout_ms;
         if self.liveness_ttl_ms <= least {
             return Err(SettingError::new(
@@ -592,6 +621,24 @@ fn nonzero(settings: &[(&'static str, u64)], because: &str, fix: &str) -> Result
 
 impl RedisSettings {
     fn validate(&self) -> Result<(), SettingError> {
+        self.validate_key_prefix()?;
+        self.validate_url()?;
+        if self.wait_replicas > 0 && self.wait_timeout_ms == 0 {
+            return Err(SettingError::new(
+                "redis.wait_timeout_ms",
+                "is 0 while redis.wait_replicas is not (WAIT 0 would block for ever)",
+                format!("set {} to e.g. 500", env_name("redis.wait_timeout_ms")),
+            ));
+        }
+        nonzero(
+            &[("redis.command_timeout_ms", self.command_timeout_ms)],
+            "",
+            "e.g. 2000",
+        )
+    }
+
+    /// Every key starts with the prefix and its hash tag: letters, digits, `_`, `-` and `.`.
+    fn validate_key_prefix(&self) -> Result<(), SettingError> {
         let prefix = &self.key_prefix;
         if prefix.is_empty()
             || !prefix
@@ -607,6 +654,11 @@ impl RedisSettings {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// One Redis URL, or with `redis.cluster` a comma-separated list of its nodes.
+    fn validate_url(&self) -> Result<(), SettingError> {
         if self.cluster {
             let nodes = cluster_nodes(self.url.expose());
             if nodes.is_empty()
@@ -641,18 +693,7 @@ impl RedisSettings {
                 ),
             ));
         }
-        if self.wait_replicas > 0 && self.wait_timeout_ms == 0 {
-            return Err(SettingError::new(
-                "redis.wait_timeout_ms",
-                "is 0 while redis.wait_replicas is not (WAIT 0 would block for ever)",
-                format!("set {} to e.g. 500", env_name("redis.wait_timeout_ms")),
-            ));
-        }
-        nonzero(
-            &[("redis.command_timeout_ms", self.command_timeout_ms)],
-            "",
-            "e.g. 2000",
-        )
+        Ok(())
     }
 }
 
@@ -934,8 +975,43 @@ impl MoviePilotSettings {
 
     /// For the worker: where MoviePilot is and how to sign in.
     fn validate(&self) -> Result<(), SettingError> {
-        let mp = self;
-        if mp.url.trim().is_empty() {
+        self.validate_url()?;
+        self.validate_credentials()?;
+        nonzero(
+            &[
+                ("moviepilot.timeout_secs", self.timeout_secs),
+                ("moviepilot.search_timeout_secs", self.search_timeout_secs),
+                (
+                    "moviepilot.resource_search_timeout_secs",
+                    self.resource_search_timeout_secs,
+                ),
+                (
+                    "moviepilot.download_timeout_secs",
+                    self.download_timeout_secs,
+                ),
+            ],
+            ", so every call would time out at once",
+            "a number of seconds, e.g. 15",
+        )?;
+        if self.max_body_bytes < MIN_MP_BODY_BYTES {
+            return Err(SettingError::new(
+                "moviepilot.max_body_bytes",
+                format!(
+                    "is {}, less than {MIN_MP_BODY_BYTES} bytes (a single release can be larger)",
+                    self.max_body_bytes
+                ),
+                format!(
+                    "set {} to a number of bytes, e.g. 8388608 (8 MiB, the default)",
+                    env_name("moviepilot.max_body_bytes")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// An http(s) URL with a host.
+    fn validate_url(&self) -> Result<(), SettingError> {
+        if self.url.trim().is_empty() {
             return Err(SettingError::new(
                 "moviepilot.url",
                 "is not set",
@@ -945,30 +1021,35 @@ impl MoviePilotSettings {
                 ),
             ));
         }
-        let parsed = reqwest::Url::parse(&mp.url);
+        let parsed = reqwest::Url::parse(&self.url);
         if !matches!(&parsed, Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host()) {
             return Err(SettingError::new(
                 "moviepilot.url",
-                format!("is {:?}, not an http(s) URL", mp.url),
+                format!("is {:?}, not an http(s) URL", self.url),
                 format!(
                     "set {} to MoviePilot's address, e.g. http://moviepilot:3001",
                     env_name("moviepilot.url")
                 ),
             ));
         }
-        let has_login = !mp.username.is_empty() && !mp.password.is_empty();
-        if !mp.username.is_empty() && mp.password.is_empty() {
+        Ok(())
+    }
+
+    /// An API key, or a username with its password (both or neither).
+    fn validate_credentials(&self) -> Result<(), SettingError> {
+        let has_login = !self.username.is_empty() && !self.password.is_empty();
+        if !self.username.is_empty() && self.password.is_empty() {
             return Err(SettingError::new(
                 "moviepilot.password",
                 "is not set, but moviepilot.username is",
                 format!(
                     "set {} to the password of MoviePilot user {:?}",
                     env_name("moviepilot.password"),
-                    mp.username
+                    self.username
                 ),
             ));
         }
-        if mp.username.is_empty() && !mp.password.is_empty() {
+        if self.username.is_empty() && !self.password.is_empty() {
             return Err(SettingError::new(
                 "moviepilot.username",
                 "is not set, but moviepilot.password is",
@@ -978,7 +1059,7 @@ impl MoviePilotSettings {
                 ),
             ));
         }
-        if mp.api_key.is_empty() && !has_login {
+        if self.api_key.is_empty() && !has_login {
             return Err(SettingError::new(
                 "moviepilot.api_key",
                 "is not set, and neither are moviepilot.username and moviepilot.password",
@@ -988,32 +1069,6 @@ impl MoviePilotSettings {
                     env_name("moviepilot.api_key"),
                     env_name("moviepilot.username"),
                     env_name("moviepilot.password")
-                ),
-            ));
-        }
-        nonzero(
-            &[
-                ("moviepilot.timeout_secs", mp.timeout_secs),
-                ("moviepilot.search_timeout_secs", mp.search_timeout_secs),
-                (
-                    "moviepilot.resource_search_timeout_secs",
-                    mp.resource_search_timeout_secs,
-                ),
-                ("moviepilot.download_timeout_secs", mp.download_timeout_secs),
-            ],
-            ", so every call would time out at once",
-            "a number of seconds, e.g. 15",
-        )?;
-        if mp.max_body_bytes < MIN_MP_BODY_BYTES {
-            return Err(SettingError::new(
-                "moviepilot.max_body_bytes",
-                format!(
-                    "is {}, less than {MIN_MP_BODY_BYTES} bytes (a single release can be larger)",
-                    mp.max_body_bytes
-                ),
-                format!(
-                    "set {} to a number of bytes, e.g. 8388608 (8 MiB, the default)",
-                    env_name("moviepilot.max_body_bytes")
                 ),
             ));
         }

@@ -27,7 +27,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use warp::Filter;
 use warp::reply::Response;
@@ -68,54 +68,25 @@ pub async fn serve<F>(
 ) where
     F: Filter<Extract = (Response,), Error = Infallible> + Clone + Send + Sync + 'static,
 {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut slots = Slots {
+        permits: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+        max: limits.max_connections,
+        name,
+        full_since: None,
+    };
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
-    let mut full_since: Option<Instant> = None;
     loop {
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                // Logged once per saturation, not per connection: past the cap nothing is
-                // accepted, so nothing more is known about who waits.
-                if full_since.is_none() {
-                    full_since = Some(Instant::now());
-                    tracing::warn!(
-                        listener = name,
-                        max_connections = limits.max_connections,
-                        "every connection slot is taken; new connections wait in the listen \
-                         backlog until one closes (http.max_connections)"
-                    );
-                }
-                tokio::select! {
-                    permit = permits.clone().acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => break,
-                    },
-                    () = &mut shutdown => break,
-                }
-            }
+        let Some(permit) = slots.take(&mut shutdown).await else {
+            break;
         };
-        if let Some(since) = full_since.take() {
-            tracing::info!(listener = name, full_for = ?since.elapsed(), "a connection slot is free again");
-        }
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
                     drop(permit);
-                    if accept_error_is_fatal_for_now(&e) {
-                        tracing::error!(
-                            listener = name,
-                            error = %e,
-                            "cannot accept a connection (too many open files?): retrying in 1 s; \
-                             lower http.max_connections or raise the open-files limit (LimitNOFILE=, \
-                             ulimit -n)"
-                        );
-                        tokio::select! {
-                            () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                            () = &mut shutdown => break,
-                        }
+                    if stopped_after(&e, name, &mut shutdown).await {
+                        break;
                     }
                     continue;
                 }
@@ -132,6 +103,78 @@ pub async fn serve<F>(
     // Stop accepting (the backlog's connections are refused), then wait for the connections.
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// A listener's connection cap: a permit per connection, taken before `accept()`.
+struct Slots {
+    permits: Arc<Semaphore>,
+    max: usize,
+    /// The listener, for the log.
+    name: &'static str,
+    /// Since when every slot is taken: logged once per saturation, not per connection (past
+    /// the cap nothing is accepted, so nothing more is known about who waits).
+    full_since: Option<Instant>,
+}
+
+impl Slots {
+    /// A free slot, waited for while every one is taken; `None` once `shutdown` resolves.
+    async fn take<S: Future<Output = ()>>(
+        &mut self,
+        shutdown: &mut Pin<&mut S>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let permit = match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if self.full_since.is_none() {
+                    self.full_since = Some(Instant::now());
+                    tracing::warn!(
+                        listener = self.name,
+                        max_connections = self.max,
+                        "every connection slot is taken; new connections wait in the listen \
+                         backlog until one closes (http.max_connections)"
+                    );
+                }
+                tokio::select! {
+                    permit = self.permits.clone().acquire_owned() => permit.ok()?,
+                    () = shutdown.as_mut() => return None,
+                }
+            }
+        };
+        if let Some(since) = self.full_since.take() {
+            tracing::info!(listener = self.name, full_for = ?since.elapsed(), "a connection slot is free again");
+        }
+        Some(permit)
+    }
+}
+
+/// After a failed `accept()`: an error about the process (EMFILE, ENFILE, ENOBUFS) is logged
+/// and waited out for a second; true when `shutdown` resolved meanwhile.
+async fn stopped_after<S: Future<Output = ()>>(
+    e: &std::io::Error,
+    name: &'static str,
+    shutdown: &mut Pin<&mut S>,
+) -> bool {
+    if !accept_error_is_fatal_for_now(e) {
+        return false;
+    }
+    tracing::error!(
+        listener = name,
+        error = %e,
+        "cannot accept a connection (too many open files?): retrying in 1 s; \
+         lower http.max_connections or raise the open-files limit (LimitNOFILE=, \
+         ulimit -n)"
+    );
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_secs(1)) => false,
+        () = shutdown.as_mut() => true,
+    }
+}
+
+/// A plain answer: `code` with `body` as text (empty where the route says nothing).
+pub fn status(code: warp::http::StatusCode, body: &str) -> Response {
+    let mut resp = Response::new(body.to_string().into());
+    *resp.status_mut() = code;
+    resp
 }
 
 /// Errors that say nothing about the listener (a connection reset before it was taken) are

@@ -17,6 +17,7 @@
 //! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
 //!   reads them.
 //! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
+//! - `servers`: the HTTP listeners and what each serves (probes, ingress's doors, the page).
 //! - `app`: roles, start-up and graceful shutdown.
 
 pub mod admin;
@@ -37,9 +38,12 @@ mod liveness;
 pub mod metrics;
 pub mod moviepilot;
 pub mod notify;
+pub mod servers;
 pub mod shutdown;
 pub mod telegram;
 pub mod telemetry;
+#[cfg(test)]
+mod tidy;
 pub mod untrusted;
 pub mod users;
 pub mod users_sync;

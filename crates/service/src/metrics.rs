@@ -85,8 +85,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 impl Metrics {
     fn new() -> Self {
-        let mut registry = Registry::with_prefix("oncebot");
-        let m = Metrics {
+        let mut m = Metrics {
             updates: Family::default(),
             transitions: Family::default(),
             job_duration: Family::new_with_constructor(latency_histogram),
@@ -110,95 +109,115 @@ impl Metrics {
             users_mapped: Family::default(),
             registry: Registry::default(),
         };
+        // Registered in this order, which is the order of the text on /metrics.
+        let mut registry = Registry::with_prefix("oncebot");
+        m.register_jobs(&mut registry);
+        m.register_waiting(&mut registry);
+        m.register_notify(&mut registry);
+        m.register_users(&mut registry);
+        m.registry = registry;
+        m
+    }
+
+    /// What happens to updates and jobs: admission, attempts, MoviePilot's calls, replies.
+    fn register_jobs(&self, registry: &mut Registry) {
         registry.register(
             "updates",
             "Telegram updates by admission outcome",
-            m.updates.clone(),
+            self.updates.clone(),
         );
         registry.register(
             "job_transitions",
             "Job state changes by command and new state",
-            m.transitions.clone(),
+            self.transitions.clone(),
         );
         registry.register(
             "job_duration_seconds",
             "One job attempt, claim to recorded outcome",
-            m.job_duration.clone(),
+            self.job_duration.clone(),
         );
         registry.register(
             "moviepilot_call_duration_seconds",
             "MoviePilot HTTP calls by call",
-            m.mp_latency.clone(),
+            self.mp_latency.clone(),
         );
         registry.register(
             "moviepilot_errors",
             "MoviePilot call errors by call and kind (permanent, declined, credentials, transient, uncertain)",
-            m.mp_errors.clone(),
+            self.mp_errors.clone(),
         );
         registry.register(
             "replies",
             "Replies to Telegram: sent, retried (one per retry), failed",
-            m.replies.clone(),
+            self.replies.clone(),
         );
         registry.register(
             "telegram_429",
             "429 Too Many Requests answers from the Bot API",
-            m.telegram_429.clone(),
+            self.telegram_429.clone(),
         );
+    }
+
+    /// Gauges of work waiting (streams, reviews, retries) and of MoviePilot's state.
+    fn register_waiting(&self, registry: &mut Registry) {
         registry.register(
             "stream_length",
             "Entries in each stream",
-            m.stream_length.clone(),
+            self.stream_length.clone(),
         );
         registry.register(
             "stream_pending",
             "Entries delivered to a consumer and not yet acknowledged",
-            m.stream_pending.clone(),
+            self.stream_pending.clone(),
         );
         registry.register(
             "stream_oldest_pending_seconds",
             "Age of the oldest unacknowledged entry (its idle time)",
-            m.oldest_pending.clone(),
+            self.oldest_pending.clone(),
         );
         registry.register(
             "jobs_needs_review",
             "Jobs waiting for a person (needs_review)",
-            m.needs_review.clone(),
+            self.needs_review.clone(),
         );
         registry.register(
             "jobs_retry_scheduled",
             "Jobs waiting for their retry (retry_wait)",
-            m.retry_scheduled.clone(),
+            self.retry_scheduled.clone(),
         );
         registry.register(
             "moviepilot_credentials_refused",
             "1 while MoviePilot refuses this process's credentials (jobs wait for an operator)",
-            m.credentials_refused.clone(),
+            self.credentials_refused.clone(),
         );
         registry.register(
             "moviepilot_unreachable",
             "1 while this process has not reached MoviePilot since it started (jobs wait)",
-            m.unreachable.clone(),
+            self.unreachable.clone(),
         );
+    }
+
+    /// The notification relay.
+    fn register_notify(&self, registry: &mut Registry) {
         registry.register(
             "notify_forwarded",
             "MoviePilot notifications forwarded by the relay (once each)",
-            m.notify_forwarded.clone(),
+            self.notify_forwarded.clone(),
         );
         registry.register(
             "notify_collapsed",
             "MoviePilot's repeated notifications collapsed within the duplicate window",
-            m.notify_collapsed.clone(),
+            self.notify_collapsed.clone(),
         );
         registry.register(
             "notify_unrouted",
             "MoviePilot notifications with no route and no default chat",
-            m.notify_unrouted.clone(),
+            self.notify_unrouted.clone(),
         );
         registry.register(
             "notify_skipped",
             "MoviePilot notifications skipped after an outage longer than notify.max_pages",
-            m.notify_skipped.clone(),
+            self.notify_skipped.clone(),
         );
         // Every kind at 0 from the start, so a rate over the first failure shows it.
         for kind in [
@@ -209,32 +228,35 @@ impl Metrics {
             "redis",
         ] {
             drop(
-                m.notify_poll_errors
+                self.notify_poll_errors
                     .get_or_create(&vec![("kind", kind.to_string())]),
             );
         }
         registry.register(
             "notify_poll_errors",
             "Polls of MoviePilot's message history that failed, by kind",
-            m.notify_poll_errors.clone(),
+            self.notify_poll_errors.clone(),
         );
         registry.register(
             "notify_lag_seconds",
             "Seconds since the relay's last successful poll of MoviePilot's message history",
-            m.notify_lag.clone(),
+            self.notify_lag.clone(),
         );
+    }
+
+    /// Who the allowed users are, by source.
+    fn register_users(&self, registry: &mut Registry) {
         for source in ["setting", "moviepilot"] {
             drop(
-                m.users_mapped
+                self.users_mapped
                     .get_or_create(&vec![("source", source.to_string())]),
             );
         }
         registry.register(
             "users_mapped",
             "Allowed users this process maps, by the source that decides their identity",
-            m.users_mapped.clone(),
+            self.users_mapped.clone(),
         );
-        Metrics { registry, ..m }
     }
 
     /// Counts a failed poll of the message history.

@@ -178,19 +178,30 @@ impl Refresher {
     /// One turn, if it is this process's: read, store, log what changed.
     pub async fn once(&mut self) {
         let retry = RETRY_AFTER_FAILURE.min(self.interval);
-        match self
+        if !self.my_turn(retry).await {
+            return;
+        }
+        if let Some((state, mappings)) = self.read(retry).await {
+            self.store(state, &mappings).await;
+        }
+    }
+
+    /// Whether it is this process's turn to read (not when Redis cannot say).
+    async fn my_turn(&self, retry: Duration) -> bool {
+        let turn = self
             .ledger
             .users_turn(&self.holder, self.interval, retry, self.lease)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                tracing::debug!(error = %e, "cannot ask whose turn it is to read MoviePilot's users");
-                return;
-            }
-        }
-        let (state, mappings) = match self.mp.list_users().await {
+            .await;
+        turn.unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "cannot ask whose turn it is to read MoviePilot's users");
+            false
+        })
+    }
+
+    /// MoviePilot's users as mappings, with the state to store (`not_superuser`: none can be
+    /// read). `None` when the read failed: the turn ends, and another try comes after `retry`.
+    async fn read(&mut self, retry: Duration) -> Option<(&'static str, Vec<Mapping>)> {
+        match self.mp.list_users().await {
             Ok(users) => {
                 self.told_not_superuser = false;
                 if std::mem::take(&mut self.failing) {
@@ -205,7 +216,7 @@ impl Refresher {
                          lists keeps it, as MoviePilot itself decides"
                     );
                 }
-                (STATE_OK, mappings)
+                Some((STATE_OK, mappings))
             }
             Err(ListUsersError::NotSuperuser(why)) => {
                 self.failing = false;
@@ -213,7 +224,7 @@ impl Refresher {
                     tracing::warn!(reason = %why, "MoviePilot's own user mapping cannot be read");
                     self.told_not_superuser = true;
                 }
-                (STATE_NOT_SUPERUSER, Vec::new())
+                Some((STATE_NOT_SUPERUSER, Vec::new()))
             }
             Err(ListUsersError::Failed(e)) => {
                 if std::mem::replace(&mut self.failing, true) {
@@ -229,9 +240,13 @@ impl Refresher {
                 if let Err(e) = self.ledger.users_turn_end(&self.holder).await {
                     tracing::debug!(error = %e, "ending the failed read's turn");
                 }
-                return;
+                None
             }
-        };
+        }
+    }
+
+    /// Stores the mapping whole (fenced by this turn) and logs what changed.
+    async fn store(&self, state: &'static str, mappings: &[Mapping]) {
         let entries: Vec<(i64, String)> = mappings
             .iter()
             .map(|m| (m.user_id, m.stored_value()))

@@ -28,8 +28,10 @@ use warp::reply::Response;
 
 use crate::config::{Locale, Settings};
 use crate::http_server::Peer;
+use crate::ledger::{
+    Job, JobFilter, JobState, Ledger, LedgerError, Resolution, Resolved, StoredUsers,
+};
 use crate::i18n::Render;
-use crate::ledger::{JobFilter, JobState, Ledger, Resolution, Resolved};
 use auth::Credentials;
 pub use pages::DECISIONS;
 use pages::{Dashboard, FilterForm, Frame};
@@ -215,6 +217,7 @@ impl AdminWeb {
 
     async fn dashboard(&self, query: &str) -> Response {
         let form: FilterForm = parse_filter(query);
+        // A filter that cannot be used shows the recent jobs unfiltered, and says why.
         let (filter, id, filter_error) = match job_filter(&form) {
             Ok((filter, id)) => (filter, id, None),
             Err(e) => (
@@ -227,34 +230,14 @@ impl AdminWeb {
             ),
         };
         let l = &self.ledger;
-        let recent = async {
-            match id {
-                // One id: that job, if it also matches the state and chat asked for.
-                Some(id) => Ok(l
-                    .job(id)
-                    .await?
-                    .into_iter()
-                    .filter(|j| {
-                        filter.status.is_none_or(|s| j.status == s)
-                            && filter.chat_id.is_none_or(|c| j.chat_id == c)
-                    })
-                    .collect()),
-                None => l.list_jobs(&filter).await,
-            }
-        };
         let read = futures::try_join!(
             l.state_counts(COUNT_WINDOW),
             l.queue_stats(),
             l.consumers(),
             l.jobs_needing_review(REVIEW_SHOWN),
-            recent,
+            self.recent(&filter, id),
             l.notify_position(),
-            async {
-                match self.moviepilot_users {
-                    true => l.moviepilot_users().await.map(Some),
-                    false => Ok(None),
-                }
-            },
+            self.stored_moviepilot_users(),
         );
         let (counts, queues, consumers, review, recent, relay, mp_users) = match read {
             Ok(all) => all,
@@ -286,6 +269,32 @@ impl AdminWeb {
             StatusCode::OK
         };
         html(code, markup)
+    }
+
+    /// The recent jobs the filter asks for; with one id, that job if it also matches the
+    /// state and chat asked for.
+    async fn recent(&self, filter: &JobFilter, id: Option<u64>) -> Result<Vec<Job>, LedgerError> {
+        match id {
+            Some(id) => Ok(self
+                .ledger
+                .job(id)
+                .await?
+                .into_iter()
+                .filter(|j| {
+                    filter.status.is_none_or(|s| j.status == s)
+                        && filter.chat_id.is_none_or(|c| j.chat_id == c)
+                })
+                .collect()),
+            None => self.ledger.list_jobs(filter).await,
+        }
+    }
+
+    /// MoviePilot's user mapping as stored, when this deployment reads it.
+    async fn stored_moviepilot_users(&self) -> Result<Option<StoredUsers>, LedgerError> {
+        match self.moviepilot_users {
+            true => self.ledger.moviepilot_users().await.map(Some),
+            false => Ok(None),
+        }
     }
 
     async fn job(&self, id: u64, query: &str) -> Response {
@@ -321,12 +330,20 @@ impl AdminWeb {
     /// A decision from a form: refused in read-only mode, from another origin, without this
     /// page's CSRF field, or for a job no longer waiting for a person (the first decision won).
     async fn resolve(&self, id: u64, req: &Request) -> Response {
+        match self.decision(id, req) {
+            Ok((decision, note)) => self.settle(id, decision, &note).await,
+            Err(refused) => {
+                let (code, title, text) = refused.page();
+                self.message(code, title, text)
+            }
+        }
+    }
+
+    /// The decision a form asks for and its note, or why it is refused (logged where a person
+    /// may not be the one who sent it).
+    fn decision(&self, id: u64, req: &Request) -> Result<(Resolution, String), Refused> {
         if self.read_only {
-            return self.message(
-                StatusCode::FORBIDDEN,
-                "Read-only",
-                "This page is read-only (ONCEBOT__ADMIN__READ_ONLY): it settles no job.",
-            );
+            return Err(Refused::ReadOnly);
         }
         if !auth::same_origin(&req.headers, self.public_origin.as_deref()) {
             tracing::warn!(
@@ -336,11 +353,7 @@ impl AdminWeb {
                 "admin page: a decision from another origin refused (behind a TLS proxy, set \
                  ONCEBOT__ADMIN__PUBLIC_URL to the page's https:// address)"
             );
-            return self.message(
-                StatusCode::FORBIDDEN,
-                "Refused",
-                "The form did not come from this page (its Origin or Referer is another site's, or missing).",
-            );
+            return Err(Refused::OtherOrigin);
         }
         let form: Vec<(String, String)> =
             serde_urlencoded::from_bytes(&req.body).unwrap_or_default();
@@ -355,32 +368,28 @@ impl AdminWeb {
                 job = id,
                 "admin page: a decision without a valid CSRF field refused"
             );
-            return self.message(
-                StatusCode::FORBIDDEN,
-                "Refused",
-                "The form's security field is missing or too old: reload the page and decide again.",
-            );
+            return Err(Refused::NoCsrf);
         }
-        let Some(decision) = Resolution::ALL
+        let decision = Resolution::ALL
             .into_iter()
             .find(|d| d.as_str() == field("decision"))
-        else {
-            return self.message(
-                StatusCode::BAD_REQUEST,
-                "No decision",
-                "Choose Mark succeeded, Mark failed or Retry.",
-            );
-        };
+            .ok_or(Refused::NoDecision)?;
         let typed: String = field("note").chars().take(200).collect();
         let note = match typed.trim() {
             "" => format!("admin page ({})", self.credentials.user()),
             why => format!("admin page ({}): {why}", self.credentials.user()),
         };
+        Ok((decision, note))
+    }
+
+    /// Settles the job through resolve.lua, as `oncebot jobs resolve` does; the first decision
+    /// stands.
+    async fn settle(&self, id: u64, decision: Resolution, note: &str) -> Response {
         // The user hears about it as from `oncebot jobs resolve`.
         let reply = Render::new(self.locale).resolved(decision);
         match self
             .ledger
-            .resolve(id, decision, &note, &reply, self.job_retention)
+            .resolve(id, decision, note, &reply, self.job_retention)
             .await
         {
             Ok(Resolved::Settled(status)) => {
@@ -414,6 +423,47 @@ impl AdminWeb {
             "Redis is unavailable",
             "The ledger could not be read just now; the page tries again by itself.",
         )
+    }
+}
+
+/// Why a decision's form settles nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    /// `admin.read_only`.
+    ReadOnly,
+    /// Its Origin (else Referer) is not this page's.
+    OtherOrigin,
+    /// Its CSRF field is missing, forged or too old.
+    NoCsrf,
+    /// It names no decision a person may take.
+    NoDecision,
+}
+
+impl Refused {
+    /// The page that says so: status, title and text.
+    fn page(self) -> (StatusCode, &'static str, &'static str) {
+        match self {
+            Refused::ReadOnly => (
+                StatusCode::FORBIDDEN,
+                "Read-only",
+                "This page is read-only (ONCEBOT__ADMIN__READ_ONLY): it settles no job.",
+            ),
+            Refused::OtherOrigin => (
+                StatusCode::FORBIDDEN,
+                "Refused",
+                "The form did not come from this page (its Origin or Referer is another site's, or missing).",
+            ),
+            Refused::NoCsrf => (
+                StatusCode::FORBIDDEN,
+                "Refused",
+                "The form's security field is missing or too old: reload the page and decide again.",
+            ),
+            Refused::NoDecision => (
+                StatusCode::BAD_REQUEST,
+                "No decision",
+                "Choose Mark succeeded, Mark failed or Retry.",
+            ),
+        }
     }
 }
 
@@ -584,19 +634,19 @@ pub fn standalone(
         .unify()
 }
 
-/// Serves the page alone on `listener`, within `limits`, until `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    admin: AdminWeb,
-    limits: crate::http_server::Limits,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) {
-    crate::http_server::serve(
-        listener,
-        standalone(admin),
-        limits,
-        "admin.listen",
-        shutdown,
-    )
-    .await;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_decision_is_forbidden_unless_it_names_no_decision() {
+        for refused in [Refused::ReadOnly, Refused::OtherOrigin, Refused::NoCsrf] {
+            assert_eq!(refused.page().0, StatusCode::FORBIDDEN, "{refused:?}");
+        }
+        assert_eq!(Refused::NoDecision.page().0, StatusCode::BAD_REQUEST);
+        // Every decision the page offers is one the form's check accepts.
+        for (decision, _) in DECISIONS {
+            assert!(Resolution::ALL.contains(&decision), "{decision:?}");
+        }
+    }
 }

@@ -86,29 +86,49 @@ fn page(frame: &Frame, title: &str, body: Markup) -> Markup {
 /// The main page: counts, the jobs waiting for a person, streams, consumers, recent jobs.
 pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
     let body = html! {
+        (counts_section(d.counts, d.queues))
+        (review_section(frame, d.review, d.csrf))
+        (streams_section(d.queues))
+        (consumers_section(d.consumers))
+        (relay_section(d.relay))
+        (users_section(d.users, d.users_note))
+        (recent_section(d))
+    };
+    page(frame, "operator", body)
+}
+
+/// How many jobs are in each state, and the ledger's totals of those waiting.
+fn counts_section(counts: &StateCounts, queues: &QueueStats) -> Markup {
+    html! {
         section #counts data-refresh="counts" {
             h2 { "Jobs by state" }
-            p.muted { "The " (d.counts.counted) " most recent jobs of the ledger's index." }
+            p.muted { "The " (counts.counted) " most recent jobs of the ledger's index." }
             table.counts {
-                tr { @for (state, _) in &d.counts.by_state { th { (state) } } }
+                tr { @for (state, _) in &counts.by_state { th { (state) } } }
                 tr {
-                    @for (state, n) in &d.counts.by_state {
+                    @for (state, n) in &counts.by_state {
                         td data-state=(state) class=(state_class(state, *n)) { (n) }
                     }
                 }
             }
             p {
                 "In the whole ledger: "
-                strong #needs-review-total { (d.queues.needs_review) } " needs_review, "
-                strong { (d.queues.retry_scheduled) } " retry_wait (scheduled)."
+                strong #needs-review-total { (queues.needs_review) } " needs_review, "
+                strong { (queues.retry_scheduled) } " retry_wait (scheduled)."
             }
         }
+    }
+}
+
+/// The jobs waiting for a person, each with its decisions unless the page is read-only.
+fn review_section(frame: &Frame, review: &[Job], csrf: &str) -> Markup {
+    html! {
         section #review data-refresh="review" {
-            h2 { "needs_review: waiting for a person (" (d.review.len()) ")" }
-            @if d.review.is_empty() {
+            h2 { "needs_review: waiting for a person (" (review.len()) ")" }
+            @if review.is_empty() {
                 p.muted { "No job is waiting for a person." }
             }
-            @for job in d.review {
+            @for job in review {
                 article.review data-job=(job.id) {
                     h3 {
                         a href={ "/admin/jobs/" (job.id) } { "job " (job.id) }
@@ -121,15 +141,21 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                         dt { "since" } dd { (when(job.updated_at)) }
                         dt { "what happened" } dd.said { (what_was_said(job)) }
                     }
-                    @if !frame.read_only { (resolve_form(job.id, d.csrf)) }
+                    @if !frame.read_only { (resolve_form(job.id, csrf)) }
                 }
             }
         }
+    }
+}
+
+/// Each stream's length and what is pending in it.
+fn streams_section(queues: &QueueStats) -> Markup {
+    html! {
         section #streams data-refresh="streams" {
             h2 { "Streams" }
             table {
                 tr { th { "stream" } th { "length" } th { "pending" } th { "oldest pending" } }
-                @for s in &d.queues.streams {
+                @for s in &queues.streams {
                     tr data-stream=(s.name) {
                         td { (s.name) } td { (s.length) } td { (s.pending) }
                         td { @if s.pending == 0 { "-" } @else { (age(s.oldest_pending)) } }
@@ -137,14 +163,20 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The workers and dispatchers that read a stream, and whether they live.
+fn consumers_section(consumers: &[ConsumerInfo]) -> Markup {
+    html! {
         section #consumers data-refresh="consumers" {
             h2 { "Consumers" }
-            @if d.consumers.is_empty() {
+            @if consumers.is_empty() {
                 p.muted { "No worker or dispatcher has read a stream yet." }
             } @else {
                 table {
                     tr { th { "group" } th { "stream" } th { "consumer" } th { "pending" } th { "idle" } th { "liveness" } }
-                    @for c in d.consumers {
+                    @for c in consumers {
                         tr data-consumer=(c.name) {
                             td { (c.group) } td { (c.stream) } td { code { (c.name) } }
                             td { (c.pending) }
@@ -157,9 +189,15 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// Where the notification relay stands.
+fn relay_section(relay: Option<&NotifyPosition>) -> Markup {
+    html! {
         section #relay data-refresh="relay" {
             h2 { "MoviePilot notifications (relay)" }
-            @match d.relay {
+            @match relay {
                 None => p.muted { "The relay has not polled MoviePilot yet (notify.enabled)." },
                 Some(r) => dl {
                     dt { "position" }
@@ -182,12 +220,18 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                 },
             }
         }
+    }
+}
+
+/// Each allowed user's role and MoviePilot name, and where MoviePilot's mapping stands.
+fn users_section(users: &[crate::users::UserRow], note: &str) -> Markup {
+    html! {
         section #users {
             h2 { "Users" }
             table {
                 thead { tr { th { "Telegram id" } th { "role" } th { "MoviePilot name" } th { "source" } } }
                 tbody {
-                    @for u in d.users {
+                    @for u in users {
                         tr {
                             td { (u.user_id) }
                             td { (u.role) }
@@ -197,8 +241,14 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
                     }
                 }
             }
-            p #users-moviepilot { (d.users_note) }
+            p #users-moviepilot { (note) }
         }
+    }
+}
+
+/// The recent jobs, with the filter form.
+fn recent_section(d: &Dashboard) -> Markup {
+    html! {
         section #recent {
             h2 { "Recent jobs" }
             form.filter method="get" action="/admin/" {
@@ -218,8 +268,7 @@ pub fn dashboard(frame: &Frame, d: &Dashboard) -> Markup {
             @if let Some(e) = d.filter_error { p.error role="alert" { (e) } }
             (jobs_table(d.recent))
         }
-    };
-    page(frame, "operator", body)
+    }
 }
 
 fn jobs_table(jobs: &[Job]) -> Markup {

@@ -24,9 +24,9 @@ use crate::i18n::Texts;
 use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, Tap, Tapped};
 use crate::metrics::METRICS;
 use crate::telegram::keyboard;
-use crate::telegram::types::{CallbackQuery, Update};
+use crate::telegram::types::{CallbackQuery, Message, Update, User};
 use crate::users::Live;
-use crate::vocabulary::{JobState, ReplyKind};
+use crate::vocabulary::{JobState, ReplyKind, Role};
 
 /// A stranger is told "not allowed" once per this window, however much they write.
 const REFUSAL_WINDOW: Duration = Duration::from_secs(3600);
@@ -128,25 +128,7 @@ impl Ingress {
     /// make Telegram deliver it again (503 to the webhook; no offset advance when polling).
     pub async fn handle(&self, update: &Update) -> Result<Handled, LedgerError> {
         if let Some(query) = &update.callback_query {
-            let tap = self.read_tap(update.update_id, query);
-            let tapped = self.inner.ledger.tap(&tap).await?;
-            METRICS.update("callback");
-            tracing::info!(
-                update_id = update.update_id,
-                user_id = tap.user_id,
-                chat_id = tap.chat_id,
-                outcome = tapped.outcome(),
-                job_id = match &tapped {
-                    Tapped::New { job_id }
-                    | Tapped::DuplicateCommand { job_id, .. }
-                    | Tapped::Resolved { job_id, .. }
-                    | Tapped::Settled { job_id, .. } => Some(*job_id),
-                    Tapped::Used { job_id, .. } | Tapped::DuplicateUpdate { job_id, .. } => *job_id,
-                    _ => None,
-                },
-                "button tapped"
-            );
-            return Ok(Handled::Tapped(tapped));
+            return self.tap(update.update_id, query).await;
         }
         let admission = match self.decide(update) {
             Ok(a) => a,
@@ -161,6 +143,30 @@ impl Ingress {
             }
         };
         let admitted = self.inner.ledger.admit(&admission).await?;
+        self.count(update, &admission, &admitted);
+        log_admitted(update.update_id, &admission, &admitted);
+        Ok(Handled::Admitted(admitted))
+    }
+
+    /// A tap on a button: one `Ledger::tap`, which decides and queues its answer.
+    async fn tap(&self, update_id: i64, query: &CallbackQuery) -> Result<Handled, LedgerError> {
+        let tap = self.read_tap(update_id, query);
+        let tapped = self.inner.ledger.tap(&tap).await?;
+        METRICS.update("callback");
+        tracing::info!(
+            update_id,
+            user_id = tap.user_id,
+            chat_id = tap.chat_id,
+            outcome = tapped.outcome(),
+            job_id = tapped_job(&tapped),
+            "button tapped"
+        );
+        Ok(Handled::Tapped(tapped))
+    }
+
+    /// Counts an admission's outcome (a refusal by its kind) and a new job's first state; a
+    /// command the user's role does not allow is also logged.
+    fn count(&self, update: &Update, admission: &Admission, admitted: &Admitted) {
         let refused = match &admission.action {
             AdmissionAction::Reply { kind, .. } => Some(*kind),
             _ => None,
@@ -180,76 +186,20 @@ impl Ingress {
             );
         }
         if let (Admitted::New { .. }, AdmissionAction::Job { command, .. }) =
-            (&admitted, &admission.action)
+            (admitted, &admission.action)
         {
             METRICS.transition(command.name(), JobState::Pending.as_str());
         }
-        match &admitted {
-            Admitted::New { job_id } => tracing::info!(
-                update_id = update.update_id,
-                job_id,
-                chat_id = admission.chat_id,
-                "job created"
-            ),
-            Admitted::DuplicateUpdate { job_id, .. } => tracing::info!(
-                update_id = update.update_id,
-                job_id,
-                "update delivered again; nothing changed"
-            ),
-            Admitted::DuplicateCommand { job_id, state } => tracing::info!(
-                update_id = update.update_id,
-                job_id,
-                state = state.as_str(),
-                "same command inside its window; pointed at the existing job"
-            ),
-            Admitted::Confirming => tracing::info!(
-                update_id = update.update_id,
-                chat_id = admission.chat_id,
-                "asked for a confirmation; no job until it is tapped"
-            ),
-            Admitted::Replied | Admitted::Suppressed => tracing::debug!(
-                update_id = update.update_id,
-                outcome = admitted.outcome(),
-                "answered without a job"
-            ),
-        }
-        Ok(Handled::Admitted(admitted))
     }
 
     /// The pure part: what this update asks for, before Redis is involved.
     pub fn decide(&self, update: &Update) -> Result<Admission, Ignored> {
         let inner = &self.inner;
-        let Some(message) = &update.message else {
-            return Err(if update.edited_message.is_some() {
-                Ignored::EditedMessage
-            } else if update.callback_query.is_some() {
-                Ignored::CallbackQuery
-            } else {
-                Ignored::UnhandledKind
-            });
-        };
-        let (Some(from), Some(text)) = (&message.from, &message.text) else {
-            return Err(Ignored::NoCommand);
-        };
-        if from.is_bot {
-            return Err(Ignored::NoCommand);
-        }
-        let chat = match message.chat.kind.as_str() {
-            "private" => ChatKind::Private,
-            "group" | "supergroup" => ChatKind::Group,
-            _ => return Err(Ignored::NoCommand),
-        };
+        let (message, from, text, chat) = command_message(update)?;
         let parsed = commands::parse(text, chat, &inner.bot_username);
         if parsed == Parsed::NotForUs {
             return Err(Ignored::NotForUs);
         }
-        let texts = inner.texts;
-        let reply = |kind: ReplyKind, text: String| AdmissionAction::Reply {
-            kind,
-            text,
-            window: Duration::ZERO,
-            once_key: String::new(),
-        };
         // `None` for a stranger (refused below); while nobody is mapped, every allowed user is
         // an admin acting as the service account.
         let identity = inner.directory.current().identify(from.id);
@@ -259,40 +209,12 @@ impl Ingress {
         let action = if !inner.allowed_users.contains(&from.id) {
             AdmissionAction::Reply {
                 kind: ReplyKind::Refusal,
-                text: texts.refusal().into(),
+                text: inner.texts.refusal().into(),
                 window: REFUSAL_WINDOW,
                 once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
             }
         } else {
-            match parsed {
-                Parsed::Run { command, args } if role < command.least_role(&args) => reply(
-                    ReplyKind::Forbidden,
-                    texts.forbidden(command.least_role(&args)).into(),
-                ),
-                Parsed::Run {
-                    command: Command::Help | Command::Start,
-                    ..
-                } => reply(ReplyKind::Help, texts.help().into()),
-                // The ask is a lookup job without a window; its Confirm button makes the job
-                // that has the window (see `Policy::needs_confirmation`).
-                Parsed::Run { command, args } if command.policy().needs_confirmation => {
-                    AdmissionAction::Job {
-                        command,
-                        window: Duration::ZERO,
-                        args,
-                    }
-                }
-                Parsed::Run { command, args } => AdmissionAction::Job {
-                    command,
-                    window: command.window(&inner.commands),
-                    args,
-                },
-                Parsed::BadArgs { command } => reply(ReplyKind::Usage, texts.usage(command).into()),
-                Parsed::Unknown { name } => {
-                    reply(ReplyKind::UnknownCommand, texts.unknown_command(&name))
-                }
-                Parsed::NotForUs => return Err(Ignored::NotForUs),
-            }
+            self.action(parsed, role)?
         };
         Ok(Admission {
             update_id: update.update_id,
@@ -303,6 +225,116 @@ impl Ingress {
             role,
             action,
         })
+    }
+
+    /// What an allowed user's parsed text becomes: a job (a lookup without a window when its
+    /// command asks first), or a reply (help, usage, unknown command, not for this role).
+    fn action(&self, parsed: Parsed, role: Role) -> Result<AdmissionAction, Ignored> {
+        let texts = self.inner.texts;
+        let reply = |kind: ReplyKind, text: String| AdmissionAction::Reply {
+            kind,
+            text,
+            window: Duration::ZERO,
+            once_key: String::new(),
+        };
+        Ok(match parsed {
+            Parsed::Run { command, args } if role < command.least_role(&args) => reply(
+                ReplyKind::Forbidden,
+                texts.forbidden(command.least_role(&args)).into(),
+            ),
+            Parsed::Run {
+                command: Command::Help | Command::Start,
+                ..
+            } => reply(ReplyKind::Help, texts.help().into()),
+            // The ask is a lookup job without a window; its Confirm button makes the job that
+            // has the window (see `Policy::needs_confirmation`).
+            Parsed::Run { command, args } if command.policy().needs_confirmation => {
+                AdmissionAction::Job {
+                    command,
+                    window: Duration::ZERO,
+                    args,
+                }
+            }
+            Parsed::Run { command, args } => AdmissionAction::Job {
+                command,
+                window: command.window(&self.inner.commands),
+                args,
+            },
+            Parsed::BadArgs { command } => reply(ReplyKind::Usage, texts.usage(command).into()),
+            Parsed::Unknown { name } => {
+                reply(ReplyKind::UnknownCommand, texts.unknown_command(&name))
+            }
+            Parsed::NotForUs => return Err(Ignored::NotForUs),
+        })
+    }
+}
+
+/// A message that can carry a command: its sender (a person, not a bot), its text and the kind
+/// of chat it is in (private, or a group; a channel is not).
+fn command_message(update: &Update) -> Result<(&Message, &User, &str, ChatKind), Ignored> {
+    let Some(message) = &update.message else {
+        return Err(if update.edited_message.is_some() {
+            Ignored::EditedMessage
+        } else if update.callback_query.is_some() {
+            Ignored::CallbackQuery
+        } else {
+            Ignored::UnhandledKind
+        });
+    };
+    let (Some(from), Some(text)) = (&message.from, &message.text) else {
+        return Err(Ignored::NoCommand);
+    };
+    if from.is_bot {
+        return Err(Ignored::NoCommand);
+    }
+    let chat = match message.chat.kind.as_str() {
+        "private" => ChatKind::Private,
+        "group" | "supergroup" => ChatKind::Group,
+        _ => return Err(Ignored::NoCommand),
+    };
+    Ok((message, from, text, chat))
+}
+
+/// The job a tap's answer names, for the log line.
+fn tapped_job(tapped: &Tapped) -> Option<u64> {
+    match tapped {
+        Tapped::New { job_id }
+        | Tapped::DuplicateCommand { job_id, .. }
+        | Tapped::Resolved { job_id, .. }
+        | Tapped::Settled { job_id, .. } => Some(*job_id),
+        Tapped::Used { job_id, .. } | Tapped::DuplicateUpdate { job_id, .. } => *job_id,
+        _ => None,
+    }
+}
+
+/// The line that says what became of an admitted update.
+fn log_admitted(update_id: i64, admission: &Admission, admitted: &Admitted) {
+    match admitted {
+        Admitted::New { job_id } => tracing::info!(
+            update_id,
+            job_id,
+            chat_id = admission.chat_id,
+            "job created"
+        ),
+        Admitted::DuplicateUpdate { job_id, .. } => {
+            tracing::info!(update_id, job_id, "update delivered again; nothing changed")
+        }
+        Admitted::DuplicateCommand { job_id, state } => tracing::info!(
+            update_id,
+            job_id,
+            state = state.as_str(),
+            "same command inside its window; pointed at the existing job"
+        ),
+        Admitted::Confirming => tracing::info!(
+            update_id,
+            chat_id = admission.chat_id,
+            "asked for a confirmation; no job until it is tapped"
+        ),
+        Admitted::Replied | Admitted::Suppressed => tracing::debug!(
+            update_id,
+            outcome = admitted.outcome(),
+            "answered without a job"
+        ),
     }
 }
 

@@ -45,86 +45,110 @@ pub async fn run(
     opts: PollOptions,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    let poll_timeout = opts.timeout;
-    let ledger = ingress.ledger().clone();
-    let mut backoff = Backoff::new(backoff::POLLING);
+    let mut poller = Poller {
+        ingress,
+        api,
+        opts,
+        backoff: Backoff::new(backoff::POLLING),
+        shutdown,
+    };
     tracing::info!("long polling started");
     loop {
+        let wait = match poller.round().await? {
+            Next::Stop => return Ok(()),
+            Next::Now => continue,
+            Next::After(wait) => wait,
+        };
+        if sleep_or_stop(wait, &poller.shutdown).await {
+            return Ok(());
+        }
+    }
+}
+
+/// What a round of polling leaves to do before the next one.
+enum Next {
+    Now,
+    /// Wait this long first (a failure's backoff, a 409's or 429's pause, short polling).
+    After(Duration),
+    /// Shutdown was asked for.
+    Stop,
+}
+
+struct Poller {
+    ingress: Ingress,
+    api: BotApi,
+    opts: PollOptions,
+    /// Between failures of Redis or the Bot API; reset by every answered getUpdates.
+    backoff: Backoff,
+    shutdown: CancellationToken,
+}
+
+impl Poller {
+    /// One getUpdates from the stored offset, and each update it returns admitted in order.
+    async fn round(&mut self) -> anyhow::Result<Next> {
+        let ledger = self.ingress.ledger();
         let offset: Option<i64> = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
+            _ = self.shutdown.cancelled() => return Ok(Next::Stop),
             r = ledger.poll_offset() => match r {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the polling offset from Redis; retrying");
-                    if sleep_or_stop(backoff.next_delay(), &shutdown).await { return Ok(()) }
-                    continue;
+                    return Ok(Next::After(self.backoff.next_delay()));
                 }
             },
         };
-        let body = json!({
-            "offset": offset.unwrap_or(0),
-            "timeout": poll_timeout.as_secs(),
-            "allowed_updates": ["message", "callback_query"],
-        });
-        let call = api.call::<Vec<serde_json::Value>>(
-            "getUpdates",
-            &body,
-            poll_timeout + Duration::from_secs(10),
-        );
         let updates = tokio::select! {
-            _ = shutdown.cancelled() => return Ok(()),
-            r = call => r,
+            _ = self.shutdown.cancelled() => return Ok(Next::Stop),
+            r = self.get_updates(offset.unwrap_or(0)) => r,
         };
         let updates = match updates {
             Ok(u) => u,
-            Err(ApiError::Unauthorized) => return Err(ApiError::Unauthorized.into()),
-            Err(ApiError::Conflict(description)) => {
-                let retry = opts.conflict_retry;
-                if description.contains("webhook") {
-                    tracing::error!(
-                        description = %description,
-                        retry_in = ?retry,
-                        "getUpdates refused with 409 Conflict: a webhook is set for this bot. \
-                         Remove it (`oncebot webhook delete`, or the Bot API's deleteWebhook) \
-                         to poll, or serve without --poll to use the webhook"
-                    );
-                } else {
-                    tracing::error!(
-                        description = %description,
-                        retry_in = ?retry,
-                        "getUpdates refused with 409 Conflict: another process polls with this \
-                         token (a second oncebot, or MoviePilot's own Telegram channel). Stop it \
-                         or give oncebot its own bot token"
-                    );
-                }
-                if sleep_or_stop(retry, &shutdown).await {
-                    return Ok(());
-                }
-                continue;
-            }
-            Err(ApiError::RetryAfter(d)) => {
-                tracing::warn!(wait = ?d, "getUpdates rate-limited");
-                if sleep_or_stop(d, &shutdown).await {
-                    return Ok(());
-                }
-                continue;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "getUpdates failed; retrying");
-                if sleep_or_stop(backoff.next_delay(), &shutdown).await {
-                    return Ok(());
-                }
-                continue;
-            }
+            Err(e) => return self.wait_after(e).map(Next::After),
         };
-        backoff.reset();
-        if updates.is_empty() && poll_timeout.is_zero() {
-            if sleep_or_stop(SHORT_POLL_PAUSE, &shutdown).await {
-                return Ok(());
-            }
-            continue;
+        self.backoff.reset();
+        if updates.is_empty() && self.opts.timeout.is_zero() {
+            return Ok(Next::After(SHORT_POLL_PAUSE));
         }
-        let mut stalled = false;
+        Ok(match self.admit_all(updates).await {
+            true => Next::Now,
+            false => Next::After(self.backoff.next_delay()),
+        })
+    }
+
+    async fn get_updates(&self, offset: i64) -> Result<Vec<serde_json::Value>, ApiError> {
+        let timeout = self.opts.timeout;
+        let body = json!({
+            "offset": offset,
+            "timeout": timeout.as_secs(),
+            "allowed_updates": ["message", "callback_query"],
+        });
+        self.api
+            .call("getUpdates", &body, timeout + Duration::from_secs(10))
+            .await
+    }
+
+    /// How long to wait after getUpdates failed, or the error that no retry fixes (a bad token).
+    fn wait_after(&mut self, error: ApiError) -> anyhow::Result<Duration> {
+        match error {
+            ApiError::Unauthorized => Err(ApiError::Unauthorized.into()),
+            ApiError::Conflict(description) => {
+                log_conflict(&description, self.opts.conflict_retry);
+                Ok(self.opts.conflict_retry)
+            }
+            ApiError::RetryAfter(d) => {
+                tracing::warn!(wait = ?d, "getUpdates rate-limited");
+                Ok(d)
+            }
+            e => {
+                tracing::warn!(error = %e, "getUpdates failed; retrying");
+                Ok(self.backoff.next_delay())
+            }
+        }
+    }
+
+    /// Admits each update, then commits the offset past it. False when one was not recorded or
+    /// its offset not saved: it and the rest are read again after a pause.
+    async fn admit_all(&self, updates: Vec<serde_json::Value>) -> bool {
         for raw in updates {
             let Some(update_id) = raw.get("update_id").and_then(|v| v.as_i64()) else {
                 tracing::error!("getUpdates returned an entry without update_id; skipping it");
@@ -132,10 +156,9 @@ pub async fn run(
             };
             match serde_json::from_value::<Update>(raw) {
                 Ok(update) => {
-                    if let Err(e) = ingress.handle(&update).await {
+                    if let Err(e) = self.ingress.handle(&update).await {
                         tracing::error!(update_id, error = %e, "update not recorded; will read it again");
-                        stalled = true;
-                        break;
+                        return false;
                     }
                 }
                 Err(e) => {
@@ -143,15 +166,37 @@ pub async fn run(
                 }
             }
             crate::crash_point!("poll.after_enqueue");
-            let committed = ledger.commit_poll_offset(update_id + 1).await;
+            let committed = self
+                .ingress
+                .ledger()
+                .commit_poll_offset(update_id + 1)
+                .await;
             if let Err(e) = committed {
                 tracing::error!(update_id, error = %e, "offset not saved; the update will be read again and absorbed");
-                stalled = true;
-                break;
+                return false;
             }
         }
-        if stalled && sleep_or_stop(backoff.next_delay(), &shutdown).await {
-            return Ok(());
-        }
+        true
+    }
+}
+
+/// A 409 says who else takes this bot's updates: a webhook, or another poller.
+fn log_conflict(description: &str, retry: Duration) {
+    if description.contains("webhook") {
+        tracing::error!(
+            description = %description,
+            retry_in = ?retry,
+            "getUpdates refused with 409 Conflict: a webhook is set for this bot. \
+             Remove it (`oncebot webhook delete`, or the Bot API's deleteWebhook) \
+             to poll, or serve without --poll to use the webhook"
+        );
+    } else {
+        tracing::error!(
+            description = %description,
+            retry_in = ?retry,
+            "getUpdates refused with 409 Conflict: another process polls with this \
+             token (a second oncebot, or MoviePilot's own Telegram channel). Stop it \
+             or give oncebot its own bot token"
+        );
     }
 }

@@ -1,14 +1,12 @@
-//! The HTTP front door: `POST /telegram/webhook`, `GET /healthz`, `GET /readyz`, `GET
-//! /metrics`, the relay's wake-up `POST|GET /moviepilot/notify/<secret>`, and the operator's
-//! page under `/admin` when it shares this listener.
+//! Ingress's HTTP doors: `POST /telegram/webhook` and the relay's wake-up `POST|GET
+//! /moviepilot/notify/<secret>`. `servers` mounts them on `http.listen` beside the probes and
+//! the operator's page.
 //!
 //! The order of checks is the contract: secret (401, nothing read), size (413, also for a
 //! chunked body), shape (400), then one admission script and an **empty** 200. A 200 body with
 //! a `method` field would be executed by Telegram, so no answer ever carries one. When Redis
 //! does not take the update the answer is 503 with `Retry-After`, and Telegram delivers again.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -19,10 +17,9 @@ use warp::http::StatusCode;
 use warp::reply::Response;
 
 use super::{Handled, Ingress};
-use crate::admin_web::{self, AdminWeb};
 use crate::config::Secret;
-use crate::http_server;
-use crate::ledger::{Ledger, LedgerError};
+use crate::http_server::status;
+use crate::ledger::Ledger;
 use crate::metrics::METRICS;
 use crate::telegram::types::Update;
 
@@ -39,61 +36,24 @@ pub struct WebhookConfig {
     pub max_body_bytes: u64,
 }
 
-/// The routes: the webhook, when `webhook` is given (long polling serves only the probes), the
-/// health probes, and the operator's page when `admin` is given (else `/admin` is a 404).
-/// `admits`: this process runs ingress (webhook or polling), so `/readyz`'s status is about
-/// admission alone. The wake-up path's secret is `Ingress::wake_secret` (none: a 404 like any
-/// unknown path).
+/// The webhook (a 404 without `webhook`: long polling takes the updates) and the relay's
+/// wake-up path, whose secret is `Ingress::wake_secret` (none: a 404 like any unknown path).
+/// What matches neither is rejected, for the caller to try its other routes.
 pub fn routes(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
-    admits: bool,
-    admin: Option<AdminWeb>,
-) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
-    let wake_ledger = ingress.ledger().clone();
-    let wake = ingress.wake_secret().cloned();
-    let notify = warp::path!("moviepilot" / "notify" / String)
-        .and(warp::post().or(warp::get()).unify())
-        .and(warp::body::stream())
-        .then(move |given: String, body| {
-            let ledger = wake_ledger.clone();
-            let wake = wake.clone();
-            async move { wake_up(&ledger, wake.as_ref(), &given, body).await }
-        });
-    let healthz = warp::path!("healthz")
-        .and(warp::get())
-        .map(|| warp::reply::Reply::into_response("ok\n"));
-    let ready_ingress = ingress.clone();
-    let readyz = warp::path!("readyz").and(warp::get()).then(move || {
-        let ingress = ready_ingress.clone();
-        async move { readiness(&ingress, admits).await }
-    });
-    let metrics_ingress = ingress.clone();
-    let metrics = warp::path!("metrics").and(warp::get()).then(move || {
-        let ingress = metrics_ingress.clone();
-        async move {
-            match metrics_text(ingress.ledger()).await {
-                Ok(text) => {
-                    let mut resp = Response::new(text.into());
-                    resp.headers_mut().insert(
-                        warp::http::header::CONTENT_TYPE,
-                        warp::http::HeaderValue::from_static(
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        ),
-                    );
-                    resp
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "metrics unavailable");
-                    status(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        &format!("metrics unavailable: {}\n", e.public_reason()),
-                    )
-                }
-            }
-        }
-    });
-    let hook = warp::path!("telegram" / "webhook")
+) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    hook_route(ingress.clone(), webhook)
+        .or(wake_route(ingress))
+        .unify()
+}
+
+/// `POST /telegram/webhook`.
+fn hook_route(
+    ingress: Ingress,
+    webhook: Option<WebhookConfig>,
+) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    warp::path!("telegram" / "webhook")
         .and(warp::post())
         .and(secret_header())
         .and(warp::header::optional::<u64>("content-length"))
@@ -107,65 +67,33 @@ pub fn routes(
                     None => status(StatusCode::NOT_FOUND, "webhook is off: oncebot polls\n"),
                 }
             }
-        });
-    healthz
-        .or(readyz)
-        .unify()
-        .or(metrics)
-        .unify()
-        .or(hook)
-        .unify()
-        .or(notify)
-        .unify()
-        .or(admin_web::routes(admin))
-        .unify()
-        .recover(|rejection: warp::Rejection| async move {
-            let code = if rejection.is_not_found() {
-                StatusCode::NOT_FOUND
-            } else if rejection.find::<warp::reject::MethodNotAllowed>().is_some() {
-                StatusCode::METHOD_NOT_ALLOWED
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            Ok::<_, Infallible>(status(code, ""))
         })
-        .unify()
+}
+
+/// `POST|GET /moviepilot/notify/<secret>`.
+fn wake_route(
+    ingress: Ingress,
+) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let ledger = ingress.ledger().clone();
+    let wake = ingress.wake_secret().cloned();
+    warp::path!("moviepilot" / "notify" / String)
+        .and(warp::post().or(warp::get()).unify())
+        .and(warp::body::stream())
+        .then(move |given: String, body| {
+            let ledger = ledger.clone();
+            let wake = wake.clone();
+            async move { wake_up(&ledger, wake.as_ref(), &given, body).await }
+        })
 }
 
 /// The secret header's raw bytes. Read as a `String`, a header with non-ASCII bytes would be
 /// rejected (400) before the comparison, hiding a wrong secret from the log and the 401.
-fn secret_header() -> impl Filter<Extract = (Option<Bytes>,), Error = Infallible> + Clone {
+fn secret_header()
+-> impl Filter<Extract = (Option<Bytes>,), Error = std::convert::Infallible> + Clone {
     warp::header::value(SECRET_HEADER)
         .map(|v: warp::http::HeaderValue| Some(Bytes::copy_from_slice(v.as_bytes())))
         .or(warp::any().map(|| None))
         .unify()
-}
-
-/// Serves `routes` on `listener` within `limits` until `shutdown` resolves; in-flight
-/// requests finish first.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    ingress: Ingress,
-    webhook: Option<WebhookConfig>,
-    admits: bool,
-    admin: Option<AdminWeb>,
-    limits: http_server::Limits,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) {
-    let routes = routes(ingress, webhook, admits, admin);
-    http_server::serve(listener, routes, limits, "http.listen", shutdown).await;
-}
-
-/// Binds `addr`, saying which setting to change when it is taken.
-pub async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
-    bind_for(addr, "ONCEBOT__HTTP__LISTEN").await
-}
-
-/// Binds `addr` for the setting named by its variable `var`.
-pub async fn bind_for(addr: SocketAddr, var: &str) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (set {var} to a free address)"))
 }
 
 async fn receive<S, B>(
@@ -312,68 +240,8 @@ where
     }
 }
 
-/// 200 when Redis answers with the scripts loaded; else 503 with a fixed reason (the route
-/// needs no auth, so Redis's own words stay in the log). MoviePilot refusing the credentials
-/// (seen by this process, or by any worker of the deployment: the shared notice) is said in the
-/// body; it makes a process 503 only when it does not admit updates (a worker alone), since the
-/// webhook keeps recording them meanwhile.
-async fn readiness(ingress: &Ingress, admits: bool) -> Response {
-    match ingress.ledger().ready().await {
-        Ok(ready) => {
-            let refused = ready.credentials_refused || METRICS.credentials_are_refused();
-            let why = if refused {
-                Some("MoviePilot refuses oncebot's credentials; jobs wait (see the log)")
-            } else if METRICS.moviepilot_is_unreachable() {
-                Some(
-                    "MoviePilot is not reachable at moviepilot.url yet; jobs wait until it is (see the log)",
-                )
-            } else {
-                None
-            };
-            match why {
-                None => status(StatusCode::OK, "ready\n"),
-                // Admission works whatever MoviePilot does: a 503 would make Telegram retry
-                // updates that are safe already, and a container orchestrator restart oncebot.
-                Some(why) if admits => {
-                    status(StatusCode::OK, &format!("ready\nmoviepilot: {why}\n"))
-                }
-                Some(why) => status(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("not ready: {why}\n"),
-                ),
-            }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "not ready");
-            status(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &format!("not ready: {}\n", e.public_reason()),
-            )
-        }
-    }
-}
-
 fn too_large(limit: u64) -> Response {
     METRICS.update("rejected");
     tracing::warn!(limit, "webhook body over the size limit refused");
     status(StatusCode::PAYLOAD_TOO_LARGE, "")
-}
-
-fn status(code: StatusCode, body: &str) -> Response {
-    let mut resp = Response::new(body.to_string().into());
-    *resp.status_mut() = code;
-    resp
-}
-
-/// The queue gauges read from Redis now, and every metric as OpenMetrics text.
-async fn metrics_text(ledger: &Ledger) -> Result<String, LedgerError> {
-    let stats = ledger.queue_stats().await?;
-    for s in &stats.streams {
-        METRICS.set_stream(s.name, s.length, s.pending, s.oldest_pending);
-    }
-    METRICS.set_waiting(stats.needs_review, stats.retry_scheduled);
-    if let Some(polled_at) = ledger.notify_position().await?.and_then(|p| p.polled_at) {
-        METRICS.set_notify_lag(crate::notify::lag(polled_at));
-    }
-    Ok(METRICS.render())
 }

@@ -143,6 +143,53 @@ struct TokenState {
     refusals: u32,
 }
 
+impl TokenState {
+    /// What a caller that saw `seen_generation` and began at `started` gets instead of a login
+    /// of its own, at `now`: success when someone logged in meanwhile, the error of a login
+    /// that failed since it began, or the refusal whose backoff has not run yet. `None`: it
+    /// logs in.
+    fn instead_of_login(
+        &self,
+        seen_generation: u64,
+        started: Instant,
+        now: Instant,
+    ) -> Option<Result<(), MpError>> {
+        if self.generation != seen_generation {
+            return Some(Ok(()));
+        }
+        if let Some((at, error)) = &self.last_failure
+            && *at >= started
+        {
+            return Some(Err(error.clone()));
+        }
+        if let Some((until, error)) = &self.refused_until
+            && now < *until
+        {
+            return Some(Err(error.clone()));
+        }
+        None
+    }
+
+    /// Keeps a login's result: a token starts a new generation and forgets the failures; an
+    /// error is what the callers waiting for this login get.
+    fn record(&mut self, result: Result<Secret, MpError>, now: Instant) -> Result<(), MpError> {
+        match result {
+            Ok(token) => {
+                self.bearer = Some(token);
+                self.generation += 1;
+                self.last_failure = None;
+                self.refused_until = None;
+                self.refusals = 0;
+                Ok(())
+            }
+            Err(error) => {
+                self.last_failure = Some((now, error.clone()));
+                Err(error)
+            }
+        }
+    }
+}
+
 enum Credential {
     None,
     ApiKey(Secret),
@@ -215,42 +262,22 @@ struct Answer {
     cut: bool,
 }
 
-impl MoviePilot {
-    /// Reads the server's version (`GET /api/v1/system/global?token=moviepilot` →
-    /// `data.BACKEND_VERSION`; a missing key means v2 before 2.6, refined by
-    /// `/api/v3/system/status` when an API key is configured; otherwise the shape of
-    /// `GET /api/v1/subscribe/` decides), refuses major versions other than 2 and 3, and checks
-    /// that the credentials open the subscription routes. With only an API key, a server that
-    /// refuses it there (v2.5.6) gives an error naming ONCEBOT__MOVIEPILOT__USERNAME and
-    /// ONCEBOT__MOVIEPILOT__PASSWORD. With both, the API key is tried first and the login is
-    /// the fallback.
-    /// An error that is [`Unreachable`] may go away by itself (MoviePilot still starting); any
-    /// other is a setting to fix.
-    pub async fn connect(settings: &MoviePilotSettings) -> anyhow::Result<MoviePilot> {
+impl Inner {
+    /// The client the settings describe, before MoviePilot is asked anything (dialect v2 and
+    /// no version until `connect` reads them).
+    fn new(settings: &MoviePilotSettings) -> anyhow::Result<Inner> {
         let (base, base_url, shown_url) = base_urls(settings)?;
         let (api_key, login) = credentials(settings)?;
         let timeout = Duration::from_secs(settings.timeout_secs.max(1));
-        let search_timeout = Duration::from_secs(settings.search_timeout_secs.max(1));
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert("x-moviepilot-locale", HeaderValue::from_static(LOCALE));
-        headers.insert(
-            reqwest::header::ACCEPT_LANGUAGE,
-            HeaderValue::from_static(LOCALE),
-        );
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .default_headers(headers)
-            .build()
-            .map_err(|e| anyhow!("building the MoviePilot HTTP client: {}", e.without_url()))?;
-        let mut inner = Inner {
-            http,
+        Ok(Inner {
+            http: http_client(timeout)?,
             base,
             base_url,
             shown_url,
             dialect: Dialect::V2,
             version: String::new(),
             timeout,
-            search_timeout,
+            search_timeout: Duration::from_secs(settings.search_timeout_secs.max(1)),
             resource_search_timeout: Duration::from_secs(
                 settings.resource_search_timeout_secs.max(1),
             ),
@@ -265,8 +292,39 @@ impl MoviePilot {
                 state: Mutex::new(TokenState::default()),
             },
             refused: std::sync::Mutex::new(None),
-        };
+        })
+    }
+}
 
+/// The HTTP client every call goes through: MoviePilot's texts in Chinese (`LOCALE`), and a
+/// connection that does not answer within `timeout` (at most 5 s) is given up.
+fn http_client(timeout: Duration) -> anyhow::Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-moviepilot-locale", HeaderValue::from_static(LOCALE));
+    headers.insert(
+        reqwest::header::ACCEPT_LANGUAGE,
+        HeaderValue::from_static(LOCALE),
+    );
+    reqwest::Client::builder()
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .default_headers(headers)
+        .build()
+        .map_err(|e| anyhow!("building the MoviePilot HTTP client: {}", e.without_url()))
+}
+
+impl MoviePilot {
+    /// Reads the server's version (`GET /api/v1/system/global?token=moviepilot` →
+    /// `data.BACKEND_VERSION`; a missing key means v2 before 2.6, refined by
+    /// `/api/v3/system/status` when an API key is configured; otherwise the shape of
+    /// `GET /api/v1/subscribe/` decides), refuses major versions other than 2 and 3, and checks
+    /// that the credentials open the subscription routes. With only an API key, a server that
+    /// refuses it there (v2.5.6) gives an error naming ONCEBOT__MOVIEPILOT__USERNAME and
+    /// ONCEBOT__MOVIEPILOT__PASSWORD. With both, the API key is tried first and the login is
+    /// the fallback.
+    /// An error that is [`Unreachable`] may go away by itself (MoviePilot still starting); any
+    /// other is a setting to fix.
+    pub async fn connect(settings: &MoviePilotSettings) -> anyhow::Result<MoviePilot> {
+        let mut inner = Inner::new(settings)?;
         let reported = inner.read_version().await?;
         let by_version = reported
             .as_deref()
@@ -678,6 +736,92 @@ impl MoviePilot {
     }
 }
 
+/// The error a login's answer is, before its token is read: two-factor login on (oncebot cannot
+/// answer it: the API key is the way), the username or password refused, or another failure
+/// (transient for a 5xx or 429). `None` for a success.
+fn login_refusal(
+    what: &str,
+    username: &str,
+    status: StatusCode,
+    two_factor: bool,
+    body: &[u8],
+) -> Option<MpError> {
+    if two_factor {
+        return Some(MpError::CredentialsRefused(format!(
+            "{what}: MoviePilot user {:?} has two-factor login on (HTTP {} with X-MFA-Required), \
+             which oncebot cannot answer: set {} to MoviePilot's API_TOKEN (its settings \
+             page; v3 takes it on every route) and leave {} and {} empty, or turn two-factor \
+             login off for that user",
+            username,
+            status.as_u16(),
+            env_name("moviepilot.api_key"),
+            env_name("moviepilot.username"),
+            env_name("moviepilot.password")
+        )));
+    }
+    if matches!(status.as_u16(), 401 | 403) {
+        return Some(MpError::CredentialsRefused(format!(
+            "{what}: MoviePilot refused the username or password (HTTP {}{}): check {} and {}",
+            status.as_u16(),
+            detail_suffix(body),
+            env_name("moviepilot.username"),
+            env_name("moviepilot.password")
+        )));
+    }
+    if status.is_success() {
+        return None;
+    }
+    let why = format!("HTTP {}{}", status.as_u16(), detail_suffix(body));
+    Some(if status.is_server_error() || status.as_u16() == 429 {
+        MpError::Transient(format!("{what}: {why}"))
+    } else {
+        MpError::Permanent(format!("{what}: {why}"))
+    })
+}
+
+/// What a resource search's answer amounts to, from its envelope and whether its body was
+/// cut at `moviepilot.max_body_bytes`.
+#[derive(Debug, PartialEq, Eq)]
+enum SearchVerdict {
+    /// A list of releases (or the beginning of one, when cut).
+    Listed,
+    /// MoviePilot's "nothing found" (`success:false`, 未搜索到任何资源): an empty list.
+    NothingFound,
+    /// Any other `success:false`, with MoviePilot's message.
+    Refused(String),
+    /// Cut before it could be read as a list: over the limit.
+    TooLarge,
+    /// Neither a list nor a refusal.
+    Unexpected,
+}
+
+/// `success` decides before `data` is looked at; a cut body that had begun a list of results
+/// counts as one.
+fn search_verdict(read: &SearchAnswer, cut: bool) -> SearchVerdict {
+    let listed = match read.success {
+        Some(true) => true,
+        // Cut before `success` (the real server puts it first, serde_json's maps last):
+        // a list of results is a success.
+        None if cut && read.data_is_list => true,
+        Some(false) => {
+            let message = read.message.clone().unwrap_or_default();
+            return match message.contains(NOTHING_FOUND) {
+                true => SearchVerdict::NothingFound,
+                false => SearchVerdict::Refused(message),
+            };
+        }
+        None => false,
+    };
+    // A whole body must also be whole JSON; a cut one is broken by being cut.
+    if listed && (cut || !read.broken) {
+        SearchVerdict::Listed
+    } else if cut {
+        SearchVerdict::TooLarge
+    } else {
+        SearchVerdict::Unexpected
+    }
+}
+
 /// Rows asked for per page of the download history; a shorter page is the last.
 const HISTORY_PAGE: usize = 100;
 /// The most history pages read in one look (50,000 rows): a bound, not an expectation.
@@ -699,46 +843,19 @@ impl MoviePilot {
         season: Option<u32>,
         keep: usize,
     ) -> Result<ReleaseList, MpError> {
-        let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
-        query.push(("mtype", kind.wire_name().into()));
-        if let Some(s) = season {
-            query.push(("season", s.to_string()));
-        }
-        let call = Call {
-            what: format!("searching releases of {}", media_label(tmdb_id, season)),
-            method: Method::GET,
-            path,
-            query,
-            json: None,
-            // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
-            // request left is uncertain (the sites were hit), so it is not retried blindly.
-            effect: Effect::SideEffect,
-            timeout: self.inner.resource_search_timeout,
-        };
+        let call = self.search_call(tmdb_id, kind, season);
         let answer = self.inner.call(&call).await?;
         // A list cut at the limit is still a list: the size check is this route's own.
         let answer = self.inner.check_code(&call, answer)?;
         let read = SearchAnswer::read(&answer.body, keep);
-        let listed = match read.success {
-            Some(true) => true,
-            // Cut before `success` (the real server puts it first, serde_json's maps last):
-            // a list of results is a success.
-            None if answer.cut && read.data_is_list => true,
-            Some(false) => {
-                let message = read.message.unwrap_or_default();
-                if message.contains(NOTHING_FOUND) {
-                    return Ok(ReleaseList::empty());
-                }
+        match search_verdict(&read, answer.cut) {
+            SearchVerdict::Listed => {}
+            SearchVerdict::NothingFound => return Ok(ReleaseList::empty()),
+            SearchVerdict::Refused(message) => {
                 return Err(self.inner.refused(&call, Some(&message)));
             }
-            None => false,
-        };
-        if !listed || (read.broken && !answer.cut) {
-            return Err(if answer.cut {
-                self.inner.too_large(&call)
-            } else {
-                self.inner.unexpected_body(&call, &answer)
-            });
+            SearchVerdict::TooLarge => return Err(self.inner.too_large(&call)),
+            SearchVerdict::Unexpected => return Err(self.inner.unexpected_body(&call, &answer)),
         }
         if answer.cut {
             tracing::warn!(
@@ -754,6 +871,26 @@ impl MoviePilot {
             total: read.total,
             cut: answer.cut,
         })
+    }
+
+    /// The resource search's call: the media's path in this dialect, its kind and season.
+    fn search_call(&self, tmdb_id: u64, kind: MediaKind, season: Option<u32>) -> Call {
+        let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
+        query.push(("mtype", kind.wire_name().into()));
+        if let Some(s) = season {
+            query.push(("season", s.to_string()));
+        }
+        Call {
+            what: format!("searching releases of {}", media_label(tmdb_id, season)),
+            method: Method::GET,
+            path,
+            query,
+            json: None,
+            // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
+            // request left is uncertain (the sites were hit), so it is not retried blindly.
+            effect: Effect::SideEffect,
+            timeout: self.inner.resource_search_timeout,
+        }
     }
 
     /// Adds a download (`POST /api/v1/download/` with `media_in`, `torrent_in` and `downloader`
@@ -958,89 +1095,76 @@ impl Inner {
             ));
         };
         let mut state = self.auth.state.lock().await;
-        if state.generation != seen_generation {
-            return Ok(());
+        if let Some(instead) = state.instead_of_login(seen_generation, started, Instant::now()) {
+            return instead;
         }
-        if let Some((at, error)) = &state.last_failure
-            && *at >= started
-        {
-            return Err(error.clone());
-        }
-        if let Some((until, error)) = &state.refused_until
-            && Instant::now() < *until
-        {
-            return Err(error.clone());
-        }
-        let gate = self.gate.get();
+        let gate = self.gate.get().map(|g| g.as_ref());
         if let Some(gate) = gate {
-            self.wait_for_turn(gate.as_ref(), &mut state).await?;
+            self.wait_for_turn(gate, &mut state).await?;
         }
         if state.bearer.is_some() {
             tracing::info!("MoviePilot no longer accepts oncebot's token; logging in again");
         }
         let result = self.login(login).await;
         match &result {
-            Ok(_) => {
-                if let Some(gate) = gate
-                    && let Err(e) = gate.accepted().await
-                {
-                    tracing::warn!(error = %e, "could not tell the other processes that the MoviePilot login works again");
-                }
-            }
+            Ok(_) => self.tell_accepted(gate).await,
             Err(MpError::CredentialsRefused(why)) => {
-                state.refusals += 1;
-                let mut backoff = login_backoff(state.refusals);
-                if let Some(gate) = gate {
-                    match gate
-                        .refused(
-                            &self.holder,
-                            why,
-                            LOGIN_BACKOFF_FIRST,
-                            LOGIN_BACKOFF_MAX,
-                            self.remember_refusals,
-                        )
-                        .await
-                    {
-                        Ok(shared) => backoff = shared,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "could not tell the other processes that the MoviePilot login was refused")
-                        }
-                    }
-                }
-                tracing::warn!(
-                    next_login_in = ?backoff,
-                    "MoviePilot refused the login; no login before the backoff has run"
-                );
-                state.refused_until = Some((
-                    Instant::now() + backoff,
-                    MpError::CredentialsRefused(why.clone()),
-                ));
-                // The token that brought this caller here was refused: it is dead, and until a
-                // login works calls wait for one instead of being refused one by one.
-                state.bearer = None;
+                self.refused_login(gate, &mut state, why).await
             }
-            Err(_) => {
-                if let Some(gate) = gate
-                    && let Err(e) = gate.release(&self.holder).await
-                {
-                    tracing::warn!(error = %e, "could not release the MoviePilot login lease");
+            Err(_) => self.release_turn(gate).await,
+        }
+        state.record(result, Instant::now())
+    }
+
+    /// After a login that worked: the other processes may log in again at once.
+    async fn tell_accepted(&self, gate: Option<&dyn LoginGate>) {
+        if let Some(gate) = gate
+            && let Err(e) = gate.accepted().await
+        {
+            tracing::warn!(error = %e, "could not tell the other processes that the MoviePilot login works again");
+        }
+    }
+
+    /// After a login that failed without a refusal (MoviePilot away): the turn is given back.
+    async fn release_turn(&self, gate: Option<&dyn LoginGate>) {
+        if let Some(gate) = gate
+            && let Err(e) = gate.release(&self.holder).await
+        {
+            tracing::warn!(error = %e, "could not release the MoviePilot login lease");
+        }
+    }
+
+    /// A refused login: no other before its backoff (the deployment's, when the gate shares
+    /// it) has run, and the token that brought the caller here is dropped.
+    async fn refused_login(&self, gate: Option<&dyn LoginGate>, state: &mut TokenState, why: &str) {
+        state.refusals += 1;
+        let mut backoff = login_backoff(state.refusals);
+        if let Some(gate) = gate {
+            let told = gate.refused(
+                &self.holder,
+                why,
+                LOGIN_BACKOFF_FIRST,
+                LOGIN_BACKOFF_MAX,
+                self.remember_refusals,
+            );
+            match told.await {
+                Ok(shared) => backoff = shared,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not tell the other processes that the MoviePilot login was refused")
                 }
             }
         }
-        match result {
-            Ok(token) => {
-                state.bearer = Some(token);
-                state.generation += 1;
-                state.last_failure = None;
-                state.refused_until = None;
-                state.refusals = 0;
-                Ok(())
-            }
-            Err(error) => {
-                state.last_failure = Some((Instant::now(), error.clone()));
-                Err(error)
-            }
-        }
+        tracing::warn!(
+            next_login_in = ?backoff,
+            "MoviePilot refused the login; no login before the backoff has run"
+        );
+        state.refused_until = Some((
+            Instant::now() + backoff,
+            MpError::CredentialsRefused(why.to_string()),
+        ));
+        // The token that brought this caller here was refused: it is dead, and until a login
+        // works calls wait for one instead of being refused one by one.
+        state.bearer = None;
     }
 
     /// Waits until the deployment's gate lets this process log in: a refusal elsewhere is
@@ -1111,35 +1235,8 @@ impl Inner {
         let (body, _) = read_body(response, self.max_body).await.map_err(|e| {
             MpError::Transient(format!("{what}: {}", transport_text(e, self.timeout)))
         })?;
-        if two_factor {
-            return Err(MpError::CredentialsRefused(format!(
-                "{what}: MoviePilot user {:?} has two-factor login on (HTTP {} with X-MFA-Required), \
-                 which oncebot cannot answer: set {} to MoviePilot's API_TOKEN (its settings \
-                 page; v3 takes it on every route) and leave {} and {} empty, or turn two-factor \
-                 login off for that user",
-                login.username,
-                status.as_u16(),
-                env_name("moviepilot.api_key"),
-                env_name("moviepilot.username"),
-                env_name("moviepilot.password")
-            )));
-        }
-        if matches!(status.as_u16(), 401 | 403) {
-            return Err(MpError::CredentialsRefused(format!(
-                "{what}: MoviePilot refused the username or password (HTTP {}{}): check {} and {}",
-                status.as_u16(),
-                detail_suffix(&body),
-                env_name("moviepilot.username"),
-                env_name("moviepilot.password")
-            )));
-        }
-        if !status.is_success() {
-            let why = format!("HTTP {}{}", status.as_u16(), detail_suffix(&body));
-            return Err(if status.is_server_error() || status.as_u16() == 429 {
-                MpError::Transient(format!("{what}: {why}"))
-            } else {
-                MpError::Permanent(format!("{what}: {why}"))
-            });
+        if let Some(error) = login_refusal(&what, &login.username, status, two_factor, &body) {
+            return Err(error);
         }
         // The body holds the token: it is parsed, never quoted.
         let token: WireToken = serde_json::from_slice(&body).map_err(|_| {
@@ -1928,5 +2025,119 @@ mod tests {
     fn short_cuts_on_character_boundaries() {
         assert_eq!(short("未识别到媒体信息", 3), "未识别…");
         assert_eq!(short("abc", 3), "abc");
+    }
+
+    #[test]
+    fn a_caller_logs_in_only_when_nobody_did_nothing_failed_since_it_began_and_no_refusal_holds() {
+        use super::{MpError, TokenState};
+        use std::time::{Duration, Instant};
+        let began = Instant::now();
+        let now = began + Duration::from_secs(1);
+        let mut state = TokenState::default();
+        assert_eq!(state.instead_of_login(0, began, now), None);
+        // A failure before this caller began is not its answer; one after it is.
+        let failed = MpError::Transient("away".into());
+        assert!(state.record(Err(failed.clone()), began).is_err());
+        assert_eq!(state.instead_of_login(0, now, now), None);
+        assert_eq!(state.instead_of_login(0, began, now), Some(Err(failed)));
+        // A refusal holds until its backoff has run.
+        let refused = MpError::CredentialsRefused("no".into());
+        state.last_failure = None;
+        state.refused_until = Some((now + Duration::from_secs(5), refused.clone()));
+        assert_eq!(state.instead_of_login(0, began, now), Some(Err(refused)));
+        let after = now + Duration::from_secs(5);
+        assert_eq!(state.instead_of_login(0, began, after), None);
+        // A login that worked: a new generation, every failure forgotten, so a caller that saw
+        // the old one is done.
+        state.refusals = 3;
+        let token = crate::config::Secret::new("t".to_string());
+        assert_eq!(state.record(Ok(token), after), Ok(()));
+        assert_eq!((state.generation, state.refusals), (1, 0));
+        assert!(state.last_failure.is_none() && state.refused_until.is_none());
+        assert!(state.bearer.is_some());
+        assert_eq!(state.instead_of_login(0, began, after), Some(Ok(())));
+        assert_eq!(state.instead_of_login(1, after, after), None);
+    }
+
+    #[test]
+    fn a_search_answer_is_read_by_success_first_and_a_cut_list_is_a_list() {
+        use super::{SearchAnswer, SearchVerdict, search_verdict};
+        let answer =
+            |success: Option<bool>, message: &str, data_is_list: bool, broken: bool| SearchAnswer {
+                success,
+                message: (!message.is_empty()).then(|| message.to_string()),
+                data_is_list,
+                broken,
+                ..SearchAnswer::default()
+            };
+        let cases = [
+            (
+                answer(Some(true), "", true, false),
+                false,
+                SearchVerdict::Listed,
+            ),
+            (
+                answer(Some(true), "", true, true),
+                false,
+                SearchVerdict::Unexpected,
+            ),
+            (
+                answer(Some(true), "", true, true),
+                true,
+                SearchVerdict::Listed,
+            ),
+            (answer(None, "", true, true), true, SearchVerdict::Listed),
+            (answer(None, "", false, true), true, SearchVerdict::TooLarge),
+            (
+                answer(None, "", true, false),
+                false,
+                SearchVerdict::Unexpected,
+            ),
+            (
+                answer(Some(false), "未搜索到任何资源", false, false),
+                false,
+                SearchVerdict::NothingFound,
+            ),
+            (
+                answer(Some(false), "未识别到TMDB媒体信息", false, false),
+                false,
+                SearchVerdict::Refused("未识别到TMDB媒体信息".into()),
+            ),
+            (
+                answer(Some(false), "", false, false),
+                false,
+                SearchVerdict::Refused(String::new()),
+            ),
+        ];
+        for (read, cut, want) in cases {
+            assert_eq!(
+                search_verdict(&read, cut),
+                want,
+                "{:?} cut {cut}",
+                read.success
+            );
+        }
+    }
+
+    #[test]
+    fn a_logins_answer_is_classified_before_its_token_is_read() {
+        use super::{MpError, StatusCode, login_refusal};
+        let kind = |status: u16, two_factor: bool| {
+            let status = StatusCode::from_u16(status).unwrap();
+            match login_refusal("login", "bot", status, two_factor, b"") {
+                None => "token",
+                Some(MpError::CredentialsRefused(_)) => "refused",
+                Some(MpError::Transient(_)) => "transient",
+                Some(MpError::Permanent(_)) => "permanent",
+                Some(e) => panic!("{e:?}"),
+            }
+        };
+        assert_eq!(kind(200, false), "token");
+        assert_eq!(kind(200, true), "refused");
+        assert_eq!(kind(401, false), "refused");
+        assert_eq!(kind(403, false), "refused");
+        assert_eq!(kind(429, false), "transient");
+        assert_eq!(kind(502, false), "transient");
+        assert_eq!(kind(422, false), "permanent");
     }
 }

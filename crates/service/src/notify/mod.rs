@@ -158,6 +158,14 @@ impl Lease {
     }
 }
 
+/// What the relay keeps from one poll to the next.
+struct Standing {
+    /// Between failed polls; reset by one that gets through.
+    failures: Backoff,
+    /// Whether this relay raised the credentials notice, to end it when a poll gets through.
+    told_refused: bool,
+}
+
 /// The relay of one process.
 pub struct Relay {
     ledger: Ledger,
@@ -200,10 +208,11 @@ impl Relay {
     pub async fn run(self, stop: CancellationToken) -> anyhow::Result<()> {
         let heartbeat = tokio::spawn(self.lease.clone().run(stop.clone()));
         let interval = Duration::from_secs(self.cfg.poll_interval_secs.max(1));
-        let mut failures = Backoff::new(backoff::MOVIEPILOT_CONNECT);
+        let mut standing = Standing {
+            failures: Backoff::new(backoff::MOVIEPILOT_CONNECT),
+            told_refused: false,
+        };
         let mut wake: Option<crate::ledger::Conn> = None;
-        // Whether this relay raised the credentials notice, to end it when a poll gets through.
-        let mut told_refused = false;
         tracing::info!(
             interval_secs = interval.as_secs(),
             max_pages = self.cfg.max_pages,
@@ -217,45 +226,10 @@ impl Relay {
                 continue;
             }
             match self.poll().await {
-                Ok(p) => {
-                    failures = Backoff::new(backoff::MOVIEPILOT_CONNECT);
-                    if told_refused {
-                        told_refused = false;
-                        if let Err(e) = self
-                            .ledger
-                            .clear_notice(crate::ledger::CREDENTIALS_NOTICE)
-                            .await
-                        {
-                            tracing::warn!(error = %e, "could not end the admin notice about refused credentials");
-                        }
-                    }
-                    if p.forwarded + p.collapsed + p.unrouted + p.skipped > 0 {
-                        tracing::info!(
-                            forwarded = p.forwarded,
-                            collapsed = p.collapsed,
-                            unrouted = p.unrouted,
-                            skipped = p.skipped,
-                            "relayed MoviePilot notifications"
-                        );
-                    }
-                }
+                Ok(polled) => self.polled(&polled, &mut standing).await,
                 Err(PollError::LostLease) => continue,
                 Err(e) => {
-                    let kind = match &e {
-                        PollError::MoviePilot(mp) => mp.kind(),
-                        _ => "redis",
-                    };
-                    METRICS.notify_poll_error(kind);
-                    if let PollError::MoviePilot(MpError::CredentialsRefused(why)) = &e {
-                        self.tell_refused(why).await;
-                        told_refused = true;
-                    }
-                    let wait = failures.next_delay().min(interval);
-                    tracing::warn!(
-                        error = %e,
-                        retry_in = ?wait,
-                        "reading MoviePilot's message history failed; nothing is skipped, the relay catches up when it answers"
-                    );
+                    let wait = self.failed(&e, &mut standing, interval).await;
                     if sleep_or_stop(wait, &stop).await {
                         break;
                     }
@@ -274,6 +248,50 @@ impl Relay {
         }
         tracing::info!("notification relay stopped");
         Ok(())
+    }
+
+    /// After a poll that got through: the failures are forgotten (and the credentials notice
+    /// this relay raised ended), and what was relayed is logged.
+    async fn polled(&self, p: &Polled, standing: &mut Standing) {
+        standing.failures = Backoff::new(backoff::MOVIEPILOT_CONNECT);
+        if std::mem::take(&mut standing.told_refused)
+            && let Err(e) = self
+                .ledger
+                .clear_notice(crate::ledger::CREDENTIALS_NOTICE)
+                .await
+        {
+            tracing::warn!(error = %e, "could not end the admin notice about refused credentials");
+        }
+        if p.forwarded + p.collapsed + p.unrouted + p.skipped > 0 {
+            tracing::info!(
+                forwarded = p.forwarded,
+                collapsed = p.collapsed,
+                unrouted = p.unrouted,
+                skipped = p.skipped,
+                "relayed MoviePilot notifications"
+            );
+        }
+    }
+
+    /// After a failed poll: counted by kind, the admins told of refused credentials, and the
+    /// wait before the next try (the failures' backoff, at most `interval`).
+    async fn failed(&self, e: &PollError, standing: &mut Standing, interval: Duration) -> Duration {
+        let kind = match e {
+            PollError::MoviePilot(mp) => mp.kind(),
+            _ => "redis",
+        };
+        METRICS.notify_poll_error(kind);
+        if let PollError::MoviePilot(MpError::CredentialsRefused(why)) = e {
+            self.tell_refused(why).await;
+            standing.told_refused = true;
+        }
+        let wait = standing.failures.next_delay().min(interval);
+        tracing::warn!(
+            error = %e,
+            retry_in = ?wait,
+            "reading MoviePilot's message history failed; nothing is skipped, the relay catches up when it answers"
+        );
+        wait
     }
 
     /// Waits for a wake-up call or `interval`; true if stopped.

@@ -13,8 +13,9 @@ use warp::Filter as _;
 use super::load::{self, CallerStats, HttpTarget, PhaseStats, Tally, Timing, Window};
 use super::target::{CpuUse, Target};
 use oncebot::ingress::Ingress;
-use oncebot::ingress::webhook::{self, SECRET_HEADER};
+use oncebot::ingress::webhook::SECRET_HEADER;
 use oncebot::ledger::{Admission, Admitted};
+use oncebot::servers;
 use oncebot::telegram::types::Update;
 
 /// One measured window of a phase: what it counted, what it did to the ledger, what it cost.
@@ -249,7 +250,7 @@ pub async fn http_floor(
         .and(warp::header::optional::<String>(SECRET_HEADER))
         .and(warp::body::bytes())
         .map(|_secret: Option<String>, _body: bytes::Bytes| warp::reply());
-    let listener = webhook::bind(([127, 0, 0, 1], 0).into()).await?;
+    let listener = servers::bind(([127, 0, 0, 1], 0).into()).await?;
     let addr = listener.local_addr()?;
     let (stop, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(
