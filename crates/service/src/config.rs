@@ -503,7 +503,7 @@ impl NotifySettings {
                     self.requester_ttl_secs
                 ),
                 format!(
-                    "set {} to how many seconds oncebot remembers who asked for a media                      (default 7776000, 90 days)",
+                    "set {} to how many seconds oncebot remembers who asked for a media (default 7776000, 90 days)",
                     env_name("notify.requester_ttl_secs")
                 ),
             ));

@@ -389,7 +389,6 @@ fn crate_functions() -> Vec<(PathBuf, Function)> {
 }
 
 #[test]
-#[ignore = "enabled once worker/, dispatch/ and ledger/ are shortened (issue 26 §4)"]
 fn function_lengths() {
     let mut long: Vec<_> = crate_functions()
         .into_iter()

@@ -28,10 +28,10 @@ use warp::reply::Response;
 
 use crate::config::{Locale, Settings};
 use crate::http_server::Peer;
+use crate::i18n::Render;
 use crate::ledger::{
     Job, JobFilter, JobState, Ledger, LedgerError, Resolution, Resolved, StoredUsers,
 };
-use crate::i18n::Render;
 use auth::Credentials;
 pub use pages::DECISIONS;
 use pages::{Dashboard, FilterForm, Frame};

@@ -476,68 +476,85 @@ impl Ledger {
         admitted_from(&outcome, &job, &state)
     }
 
-    /// enqueue.lua's call for one admission (written into one buffer: this is the webhook's
-    /// hot path, where a Vec per argument was some 40 allocations and frees per update).
-    pub(super) fn admit_call(&self, a: &Admission) -> ScriptCall {
-        let k = &self.keys;
-        let recovery = match &a.action {
-            AdmissionAction::Job { command, .. } | AdmissionAction::Confirm { command, .. } => {
-                command.policy().recovery.as_str()
-            }
-            AdmissionAction::Reply { .. } => "none",
-        };
-        let (spec, prompt, markup) = match &a.action {
-            AdmissionAction::Confirm {
-                prompt,
-                buttons,
-                markup,
-                ..
-            } => (buttons.spec().to_string(), prompt.as_str(), markup.as_str()),
-            _ => (String::new(), "", ""),
-        };
-        let (mode, command, args, idem, window, kind, text) = match &a.action {
+    /// What enqueue.lua is told of an admission's action, in one match.
+    fn enqueue_args<'a>(&'a self, a: &'a Admission) -> EnqueueArgs<'a> {
+        let asker = || crate::commands::Asker::of(a.chat_id, a.user_id, a.requester.as_deref());
+        match &a.action {
             AdmissionAction::Job {
                 command,
                 args,
                 window,
-            }
-            | AdmissionAction::Confirm {
+            } => EnqueueArgs {
+                mode: "job",
+                command: command.name(),
+                args,
+                idem: crate::commands::idempotency_key(asker(), *command, args),
+                window: *window,
+                kind: ReplyKind::Duplicate,
+                text: &self.duplicate_template,
+                recovery: command.policy().recovery.as_str(),
+                spec: String::new(),
+                prompt: "",
+                markup: "",
+            },
+            AdmissionAction::Confirm {
                 command,
                 args,
                 window,
-                ..
-            } => (
-                if matches!(a.action, AdmissionAction::Job { .. }) {
-                    "job"
-                } else {
-                    "confirm"
-                },
-                command.name(),
-                args.as_str(),
-                crate::commands::idempotency_key(
-                    crate::commands::Asker::of(a.chat_id, a.user_id, a.requester.as_deref()),
-                    *command,
-                    args,
-                ),
-                *window,
-                ReplyKind::Duplicate,
-                self.duplicate_template.as_str(),
-            ),
+                prompt,
+                buttons,
+                markup,
+            } => EnqueueArgs {
+                mode: "confirm",
+                command: command.name(),
+                args,
+                idem: crate::commands::idempotency_key(asker(), *command, args),
+                window: *window,
+                kind: ReplyKind::Duplicate,
+                text: &self.duplicate_template,
+                recovery: command.policy().recovery.as_str(),
+                spec: buttons.spec().to_string(),
+                prompt,
+                markup,
+            },
             AdmissionAction::Reply {
                 kind,
                 text,
                 window,
                 once_key,
-            } => (
-                "reply",
-                "",
-                "",
-                once_key.clone(),
-                *window,
-                *kind,
-                text.as_str(),
-            ),
-        };
+            } => EnqueueArgs {
+                mode: "reply",
+                command: "",
+                args: "",
+                idem: once_key.clone(),
+                window: *window,
+                kind: *kind,
+                text,
+                recovery: "none",
+                spec: String::new(),
+                prompt: "",
+                markup: "",
+            },
+        }
+    }
+
+    /// enqueue.lua's call for one admission (written into one buffer: this is the webhook's
+    /// hot path, where a Vec per argument was some 40 allocations and frees per update).
+    pub(super) fn admit_call(&self, a: &Admission) -> ScriptCall {
+        let k = &self.keys;
+        let EnqueueArgs {
+            mode,
+            command,
+            args,
+            idem,
+            window,
+            kind,
+            text,
+            recovery,
+            spec,
+            prompt,
+            markup,
+        } = self.enqueue_args(a);
         let mut call = ScriptCall::new(
             &scripts::ENQUEUE,
             ENQUEUE_KEYS,
@@ -585,6 +602,21 @@ impl Ledger {
             .args(&self.state_labels);
         call
     }
+}
+
+/// The arguments of enqueue.lua that depend on the admission's action (see its header).
+struct EnqueueArgs<'a> {
+    mode: &'static str,
+    command: &'static str,
+    args: &'a str,
+    idem: String,
+    window: Duration,
+    kind: ReplyKind,
+    text: &'a str,
+    recovery: &'static str,
+    spec: String,
+    prompt: &'a str,
+    markup: &'a str,
 }
 
 /// enqueue.lua's answer (see its header).
