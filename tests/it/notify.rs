@@ -128,6 +128,16 @@ async fn wait_got(rig: &Rig, chat: i64, needle: &str, n: usize) {
     .await;
 }
 
+/// Waits until the relay has read MoviePilot's history twice more: whatever it would forward
+/// by then has been forwarded.
+async fn two_more_polls(rig: &Rig) {
+    let polled = rig.mp.calls(routes::MESSAGE_WEB);
+    eventually("two more polls", RECOVERY_DEADLINE, || async {
+        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
+    })
+    .await;
+}
+
 fn note(kind: NotificationType, title: &str) -> SimNotification {
     SimNotification::new(kind, title, "来自 MoviePilot")
 }
@@ -157,11 +167,7 @@ async fn each_notification_reaches_each_routed_chat_once() {
     wait_got(&rig, BOB, "开始下载", 1).await;
     wait_got(&rig, ALICE, "站点签到成功", 1).await;
     // Let later polls run: nothing more arrives.
-    let polled = rig.mp.calls(routes::MESSAGE_WEB);
-    eventually("two more polls", RECOVERY_DEADLINE, || async {
-        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
-    })
-    .await;
+    two_more_polls(&rig).await;
     assert_eq!(
         got(&rig, ALICE, "已入库"),
         1,
@@ -553,11 +559,7 @@ async fn crash_then_restart(point: &str) {
     for i in 1..=3 {
         wait_got(&rig, ALICE, &format!("crash-{i}"), 1).await;
     }
-    let polled = rig.mp.calls(routes::MESSAGE_WEB);
-    eventually("two more polls", RECOVERY_DEADLINE, || async {
-        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
-    })
-    .await;
+    two_more_polls(&rig).await;
     for i in 1..=3 {
         assert_eq!(got(&rig, ALICE, &format!("crash-{i}")), 1, "crash-{i}");
     }
@@ -823,11 +825,7 @@ async fn a_notification_about_media_someone_asked_for_reaches_their_chat_once() 
     wait_got(&rig, BOB, "开始下载", 1).await;
     wait_got(&rig, ALICE, "开始下载", 1).await;
     wait_got(&rig, ALICE, "Dune (2021)", 1).await;
-    let polled = rig.mp.calls(routes::MESSAGE_WEB);
-    eventually("two more polls", RECOVERY_DEADLINE, || async {
-        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
-    })
-    .await;
+    two_more_polls(&rig).await;
     assert_eq!(got(&rig, BOB, "开始下载"), 1, "{:#?}", delivered(&rig, BOB));
     assert_eq!(got(&rig, BOB, "S02"), 0, "another season is not bob's");
     assert_eq!(
@@ -865,11 +863,7 @@ async fn with_to_requester_off_only_the_configured_chats_get_notifications() {
     rig.mp
         .notify(note(Download, "三体 (2023) S01 E01-E08 开始下载"));
     wait_got(&rig, ALICE, "开始下载", 1).await;
-    let polled = rig.mp.calls(routes::MESSAGE_WEB);
-    eventually("two more polls", RECOVERY_DEADLINE, || async {
-        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
-    })
-    .await;
+    two_more_polls(&rig).await;
     assert_eq!(got(&rig, BOB, "开始下载"), 0);
     assert!(
         rig.store

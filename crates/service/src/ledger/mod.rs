@@ -484,39 +484,40 @@ impl Ledger {
                 command,
                 args,
                 window,
-            } => EnqueueArgs {
-                mode: "job",
-                command: command.name(),
-                args,
-                idem: crate::commands::idempotency_key(asker(), *command, args),
-                window: *window,
-                kind: ReplyKind::Duplicate,
-                text: &self.duplicate_template,
-                recovery: command.policy().recovery.as_str(),
-                spec: String::new(),
-                prompt: "",
-                markup: "",
-            },
-            AdmissionAction::Confirm {
+            }
+            | AdmissionAction::Confirm {
                 command,
                 args,
                 window,
-                prompt,
-                buttons,
-                markup,
-            } => EnqueueArgs {
-                mode: "confirm",
-                command: command.name(),
-                args,
-                idem: crate::commands::idempotency_key(asker(), *command, args),
-                window: *window,
-                kind: ReplyKind::Duplicate,
-                text: &self.duplicate_template,
-                recovery: command.policy().recovery.as_str(),
-                spec: buttons.spec().to_string(),
-                prompt,
-                markup,
-            },
+                ..
+            } => {
+                let (spec, prompt, markup) = match &a.action {
+                    AdmissionAction::Confirm {
+                        prompt,
+                        buttons,
+                        markup,
+                        ..
+                    } => (buttons.spec().to_string(), prompt.as_str(), markup.as_str()),
+                    _ => (String::new(), "", ""),
+                };
+                EnqueueArgs {
+                    mode: if matches!(a.action, AdmissionAction::Job { .. }) {
+                        "job"
+                    } else {
+                        "confirm"
+                    },
+                    command: command.name(),
+                    args,
+                    idem: crate::commands::idempotency_key(asker(), *command, args),
+                    window: *window,
+                    kind: ReplyKind::Duplicate,
+                    text: &self.duplicate_template,
+                    recovery: command.policy().recovery.as_str(),
+                    spec,
+                    prompt,
+                    markup,
+                }
+            }
             AdmissionAction::Reply {
                 kind,
                 text,

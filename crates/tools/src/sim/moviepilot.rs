@@ -1319,19 +1319,9 @@ fn sub_user(state: &State, username: &str) -> Resp {
 /// ...): the owner stays. A missing id is `success: false` "订阅不存在" in both.
 fn sub_update(state: &State, req: &Req) -> Resp {
     let dialect = state.opts.dialect;
-    let body: Value = match serde_json::from_slice(&req.body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) | Err(_) => {
-            return validation_error(
-                dialect,
-                vec![(
-                    "body",
-                    "0".into(),
-                    "Expecting value",
-                    "value_error.jsondecode",
-                )],
-            );
-        }
+    let body = match json_object(dialect, req) {
+        Ok(body) => body,
+        Err(resp) => return *resp,
     };
     let mut data = state.data();
     let Some(sub) = body
@@ -1567,19 +1557,9 @@ fn login(state: &State, req: &Req) -> Resp {
 
 fn create(state: &State, req: &Req, user: &str) -> Resp {
     let dialect = state.opts.dialect;
-    let body: Value = match serde_json::from_slice(&req.body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) | Err(_) => {
-            return validation_error(
-                dialect,
-                vec![(
-                    "body",
-                    "0".into(),
-                    "Expecting value",
-                    "value_error.jsondecode",
-                )],
-            );
-        }
+    let body = match json_object(dialect, req) {
+        Ok(body) => body,
+        Err(resp) => return *resp,
     };
     let refuse = |message: &str| {
         json_resp(
@@ -1655,6 +1635,22 @@ fn create(state: &State, req: &Req, user: &str) -> Resp {
         StatusCode::OK,
         &json!({"success": true, "message": message, "data": {"id": id}}),
     )
+}
+
+/// A request body that is a JSON object, or FastAPI's 422 for one that is not.
+fn json_object(dialect: Dialect, req: &Req) -> Result<Value, Early> {
+    match serde_json::from_slice(&req.body) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) | Err(_) => Err(early(validation_error(
+            dialect,
+            vec![(
+                "body",
+                "0".into(),
+                "Expecting value",
+                "value_error.jsondecode",
+            )],
+        ))),
+    }
 }
 
 /// MoviePilot's `Subscribe.exists`: same TMDB id, and the same season only when a season is
