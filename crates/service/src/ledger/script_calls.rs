@@ -154,7 +154,7 @@ fn reply_entry(kind: ReplyKind) -> ReplyEntry {
 }
 
 #[tokio::test]
-async fn enqueue() {
+async fn enqueue_calls_name_their_header_for_every_admission() {
     let l = ledger();
     let admission = |action| Admission {
         update_id: 1,
@@ -191,7 +191,7 @@ async fn enqueue() {
 }
 
 #[tokio::test]
-async fn tap() {
+async fn tap_call_names_its_header() {
     let tap = Tap {
         update_id: 1,
         callback_query_id: "q".into(),
@@ -207,7 +207,7 @@ async fn tap() {
 }
 
 #[tokio::test]
-async fn claim() {
+async fn claim_call_names_its_header() {
     let limits = AttemptLimits {
         max_recoveries: 2,
         retention: Duration::from_secs(60),
@@ -223,7 +223,7 @@ async fn claim() {
 }
 
 #[tokio::test]
-async fn complete() {
+async fn complete_call_names_its_header() {
     let outcome = Outcome::default();
     let a = attempt();
     holds(
@@ -233,7 +233,7 @@ async fn complete() {
 }
 
 #[tokio::test]
-async fn extend_promote_resolve() {
+async fn extend_promote_and_resolve_calls_name_their_headers() {
     let l = ledger();
     holds(&l.extend_call("w1", &[attempt()]), true);
     holds(&l.promote_due_call(10), true);
@@ -245,7 +245,7 @@ async fn extend_promote_resolve() {
 }
 
 #[tokio::test]
-async fn replies() {
+async fn reply_calls_name_their_headers() {
     let l = ledger();
     holds(
         &l.renew_lane_call(Lane::Replies, "d1", &["1-0".into()]),
@@ -271,7 +271,7 @@ async fn replies() {
 }
 
 #[tokio::test]
-async fn locks_and_notices() {
+async fn lock_and_notice_calls_name_their_headers() {
     let l = ledger();
     holds(
         &l.lock_media_call(1, Some(1), "w1", Duration::from_secs(1)),
@@ -291,7 +291,7 @@ async fn locks_and_notices() {
 }
 
 #[tokio::test]
-async fn the_moviepilot_login_gate() {
+async fn login_gate_calls_name_their_header() {
     let l = ledger();
     holds(&l.login_begin_call("p1", Duration::from_secs(20)), false);
     holds(
@@ -308,7 +308,7 @@ async fn the_moviepilot_login_gate() {
 }
 
 #[tokio::test]
-async fn liveness_and_reaping() {
+async fn liveness_and_reap_calls_name_their_headers() {
     let l = ledger();
     holds(
         &l.beat_call(Role::Worker, "w1", Duration::from_secs(3)),
@@ -323,7 +323,7 @@ async fn liveness_and_reaping() {
 }
 
 #[tokio::test]
-async fn releases_and_notes() {
+async fn release_and_note_calls_name_their_headers() {
     let l = ledger();
     holds(
         &l.store_releases_call(
@@ -356,12 +356,12 @@ fn the_header_reader_finds_every_position_once() {
 }
 
 #[tokio::test]
-async fn ready() {
+async fn ready_call_names_its_header() {
     holds(&scripts::ready_call(ledger().keys()), true);
 }
 
 #[tokio::test]
-async fn notify_relay() {
+async fn relay_calls_name_their_headers() {
     let l = ledger();
     let row = NotifyRow {
         identity: "1|2026-01-01 00:00:00|ab".into(),
@@ -398,7 +398,7 @@ async fn notify_relay() {
 }
 
 #[tokio::test]
-async fn moviepilot_users() {
+async fn users_calls_name_their_headers() {
     let l = ledger();
     let s = Duration::from_secs(1);
     holds(&l.users_turn_call("h", s, s, s), true);
