@@ -14,8 +14,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::vocabulary::NotificationType;
 
-/// The defaults, documented key by key; the same file is committed as `config/default.toml`.
-pub const DEFAULT_TOML: &str = include_str!("../../../config/default.toml");
+pub use crate::assets::DEFAULT_TOML;
 
 /// Environment variables that override settings start with this, then `__SECTION__KEY`.
 pub const ENV_PREFIX: &str = "ONCEBOT";
@@ -1950,7 +1949,7 @@ mod tests {
 
     #[test]
     fn the_example_operator_file_loads_and_validates() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/example.toml");
+        let path = crate::assets::path("config/example.toml");
         let s = Settings::load_from(Some(&path), std::iter::empty()).unwrap();
         assert_eq!(s.telegram.allowed_users, vec![123456789, 987654321]);
         assert_eq!(s.telegram.locale, Locale::En);
@@ -1974,7 +1973,7 @@ mod tests {
     /// has its own row, which opens with the key and then its variable.
     #[test]
     fn the_settings_doc_has_a_row_for_every_setting_with_its_variable() {
-        let doc = include_str!("../../../docs/settings.md");
+        let doc = crate::assets::read("docs/settings.md");
         let mut section = String::new();
         let mut missing = Vec::new();
         for line in DEFAULT_TOML.lines().map(str::trim) {

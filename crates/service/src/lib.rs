@@ -24,6 +24,7 @@ pub mod admin;
 pub mod admin_web;
 pub mod app;
 pub mod asked;
+mod assets;
 mod backoff;
 pub mod commands;
 pub mod config;

@@ -732,7 +732,7 @@ mod tests {
 
     #[test]
     fn claim_fields_are_the_scripts_list() {
-        let script = include_str!("../../../../lua/claim.lua");
+        let script = crate::assets::read("lua/claim.lua");
         let start = script
             .find("local CLAIM_FIELDS = {")
             .expect("claim.lua lists CLAIM_FIELDS");

@@ -37,8 +37,7 @@ fn ledger() -> Ledger {
 /// job id`); a mention inside another's description (`KEYS[8] ..., ARGV[14] of them`) counts
 /// only when nothing else describes that position. Ranges (`ARGV[21..]`, `KEYS[5+i]`) are not fixed positions.
 fn header(file: &str) -> (BTreeMap<usize, String>, BTreeMap<usize, String>) {
-    let path = format!("{}/../../lua/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = crate::assets::read(&format!("lua/{file}"));
     let head = &text[..text
         .find("]]")
         .expect("the script opens with a --[[ header ]]")];

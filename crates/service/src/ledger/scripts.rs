@@ -17,6 +17,7 @@ use redis::{Script, Value};
 use super::Conn;
 use super::conn::Wait;
 use super::keys::Keys;
+use crate::assets::top_level_str;
 
 /// `lua/<name>` preceded by the named `lua/include/` files, as one [`Lua`] script.
 macro_rules! lua {
@@ -24,8 +25,8 @@ macro_rules! lua {
         Lua {
             file: $script,
             script: Script::new(concat!(
-                $(include_str!(concat!("../../../../lua/include/", $include)), "\n",)*
-                include_str!(concat!("../../../../lua/", $script))
+                $(top_level_str!(concat!("lua/include/", $include)), "\n",)*
+                top_level_str!(concat!("lua/", $script))
             )),
         }
     };

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn the_mermaid_diagram_draws_exactly_the_table() {
-        let diagram = include_str!("../../../../docs/job-states.mmd");
+        let diagram = crate::assets::read("docs/job-states.mmd");
         let mut drawn = std::collections::HashSet::new();
         for line in diagram.lines() {
             let line = line.trim();

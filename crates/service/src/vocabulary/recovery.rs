@@ -59,8 +59,7 @@ mod tests {
     use super::*;
 
     fn script(name: &str) -> String {
-        let path = format!("{}/../../lua/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        crate::assets::read(&format!("lua/{name}"))
     }
 
     /// Every stored name reads back as the variant that wrote it (`once` once read back as

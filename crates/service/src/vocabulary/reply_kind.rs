@@ -149,7 +149,7 @@ mod tests {
             | ReplyKind::EditMarkup
             | ReplyKind::Notification => (),
         };
-        let doc = include_str!("../../../../docs/redis.md");
+        let doc = crate::assets::read("docs/redis.md");
         let start = doc
             .find("**Reply stream fields**")
             .expect("docs/redis.md has its reply stream fields");
@@ -180,11 +180,11 @@ mod tests {
     /// here would be a string Rust cannot name).
     #[test]
     fn every_kind_the_scripts_write_is_named() {
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../lua");
+        let root = crate::assets::path("lua");
         let mut found = Vec::new();
-        for entry in std::fs::read_dir(root)
+        for entry in std::fs::read_dir(&root)
             .unwrap()
-            .chain(std::fs::read_dir(format!("{root}/include")).unwrap())
+            .chain(std::fs::read_dir(root.join("include")).unwrap())
         {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "lua") {

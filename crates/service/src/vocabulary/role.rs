@@ -68,8 +68,7 @@ mod tests {
     /// the roles it may be given: each is a role Rust can send, and every role is listed.
     #[test]
     fn tap_lua_names_each_role_and_compares_only_roles() {
-        let path = format!("{}/../../lua/tap.lua", env!("CARGO_MANIFEST_DIR"));
-        let tap = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let tap = crate::assets::read("lua/tap.lua");
         let header = tap
             .lines()
             .find(|l| l.contains("role of the user who tapped"))
