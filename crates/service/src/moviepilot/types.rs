@@ -450,21 +450,20 @@ fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::
 mod tests {
     use super::*;
 
-    const EMPTY_SUBSCRIBE: &str =
-        include_str!("../../../tools/src/sim/moviepilot/subscribe_empty.json");
-    const SUBSCRIBE_ROW: &str =
-        include_str!("../../../tools/src/sim/moviepilot/subscribe_row.json");
-    const EMPTY_MEDIA: &str = include_str!("../../../tools/src/sim/moviepilot/media_empty.json");
+    /// A body a real v2.5.6 answered, as the simulator's template (`tests/fixtures/moviepilot-sim/`).
+    fn template(file: &str) -> String {
+        crate::assets::read(&format!("tests/fixtures/moviepilot-sim/{file}"))
+    }
 
     #[test]
     fn the_all_null_subscribe_means_not_found() {
-        let wire: WireSubscribe = serde_json::from_str(EMPTY_SUBSCRIBE).unwrap();
+        let wire: WireSubscribe = serde_json::from_str(&template("subscribe_empty.json")).unwrap();
         assert_eq!(wire.into_subscription(), None);
     }
 
     #[test]
     fn a_real_v2_subscribe_row_is_read() {
-        let wire: WireSubscribe = serde_json::from_str(SUBSCRIBE_ROW).unwrap();
+        let wire: WireSubscribe = serde_json::from_str(&template("subscribe_row.json")).unwrap();
         let sub = wire.into_subscription().unwrap();
         assert_eq!(sub.id, 1);
         assert_eq!(sub.name, "三体");
@@ -490,7 +489,7 @@ mod tests {
 
     #[test]
     fn the_empty_media_info_means_not_found() {
-        let wire: WireMedia = serde_json::from_str(EMPTY_MEDIA).unwrap();
+        let wire: WireMedia = serde_json::from_str(&template("media_empty.json")).unwrap();
         assert_eq!(wire.into_item(), None);
     }
 

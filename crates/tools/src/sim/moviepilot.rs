@@ -45,11 +45,24 @@ pub use messages::{
 };
 pub use releases::{SIM_MAGNET_HASH, SimRelease, builtin_releases};
 
-const SUBSCRIBE_ROW: &str = include_str!("moviepilot/subscribe_row.json");
-const SUBSCRIBE_EMPTY: &str = include_str!("moviepilot/subscribe_empty.json");
-const MEDIA_EMPTY: &str = include_str!("moviepilot/media_empty.json");
-const TOKEN: &str = include_str!("moviepilot/token.json");
-const SERVARR_STATUS: &str = include_str!("moviepilot/servarr_status.json");
+/// A body template the simulator fills in: what a real v2.5.6 answered, kept in the top-level
+/// `tests/fixtures/moviepilot-sim/` (its README says which request each came from) because the
+/// service's tests read the same files.
+macro_rules! template {
+    ($file:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/moviepilot-sim/",
+            $file
+        ))
+    };
+}
+
+const SUBSCRIBE_ROW: &str = template!("subscribe_row.json");
+const SUBSCRIBE_EMPTY: &str = template!("subscribe_empty.json");
+const MEDIA_EMPTY: &str = template!("media_empty.json");
+const TOKEN: &str = template!("token.json");
+const SERVARR_STATUS: &str = template!("servarr_status.json");
 
 /// Route names for [`MoviePilotSim::calls`] and [`MoviePilotSim::fail_next`].
 pub mod routes {
