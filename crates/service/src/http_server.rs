@@ -205,7 +205,7 @@ async fn serve_connection<F>(
     let service = warp::service(routes);
     let on_request = activity.clone();
     let handler =
-        hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(Peer(peer));
             let in_flight = InFlight::begin(on_request.clone());
             let mut service = service.clone();
