@@ -31,7 +31,7 @@ enum Cmd {
         /// Run only this role (repeatable): ingress, worker, dispatcher, notify (the relay of
         /// MoviePilot's notifications; needs notify.enabled).
         #[arg(long = "role", value_enum)]
-        roles: Vec<Role>,
+        roles: Vec<RoleArg>,
         /// Take updates with getUpdates (long polling) instead of the webhook.
         #[arg(long)]
         poll: bool,
@@ -91,7 +91,7 @@ enum JobsCmd {
         id: u64,
         /// What happened, as far as you found out at MoviePilot.
         #[arg(long = "as", value_enum)]
-        decision: Resolution,
+        decision: ResolutionArg,
         /// Who decided and why; kept in the job as resolution_note.
         #[arg(long, default_value = "")]
         note: String,
@@ -121,6 +121,50 @@ enum WebhookCmd {
         #[arg(long)]
         drop_pending_updates: bool,
     },
+}
+
+/// `serve --role`'s values: [`Role`] as the command line spells it (clap is the binary's, not
+/// the service's). The variants' doc lines are `--help`'s description of each value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum RoleArg {
+    /// Receives updates (webhook, or long polling with --poll) and records them.
+    Ingress,
+    /// Runs jobs against MoviePilot.
+    Worker,
+    /// Delivers replies to Telegram.
+    Dispatcher,
+    /// Relays MoviePilot's notifications (needs notify.enabled).
+    Notify,
+}
+
+impl From<RoleArg> for Role {
+    fn from(role: RoleArg) -> Role {
+        match role {
+            RoleArg::Ingress => Role::Ingress,
+            RoleArg::Worker => Role::Worker,
+            RoleArg::Dispatcher => Role::Dispatcher,
+            RoleArg::Notify => Role::Notify,
+        }
+    }
+}
+
+/// `jobs resolve --as`'s values: [`Resolution`] as the command line spells it, which is how
+/// resolve.lua stores it (`Resolution::as_str`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ResolutionArg {
+    Succeeded,
+    Failed,
+    Retry,
+}
+
+impl From<ResolutionArg> for Resolution {
+    fn from(decision: ResolutionArg) -> Resolution {
+        match decision {
+            ResolutionArg::Succeeded => Resolution::Succeeded,
+            ResolutionArg::Failed => Resolution::Failed,
+            ResolutionArg::Retry => Resolution::Retry,
+        }
+    }
 }
 
 fn parse_state(s: &str) -> Result<JobState, String> {
@@ -189,7 +233,10 @@ fn main() -> ExitCode {
 
 async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
     match command {
-        Cmd::Serve { roles, poll } => app::serve(settings, ServeOptions { roles, poll }).await,
+        Cmd::Serve { roles, poll } => {
+            let roles = roles.into_iter().map(Role::from).collect();
+            app::serve(settings, ServeOptions { roles, poll }).await
+        }
         Cmd::Jobs { command } => {
             settings.validate(Needs::default())?;
             let ledger = Ledger::connect(&settings)?;
@@ -213,7 +260,10 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                     decision,
                     note,
                     json,
-                } => oncebot::admin::resolve(&ledger, &settings, id, decision, &note, json).await,
+                } => {
+                    let decision = Resolution::from(decision);
+                    oncebot::admin::resolve(&ledger, &settings, id, decision, &note, json).await
+                }
             }
         }
         Cmd::Users { json } => oncebot::admin::users(&settings, json).await,
@@ -259,4 +309,41 @@ fn one_line(e: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum;
+
+    use super::*;
+
+    /// Each value `--as` takes is the decision of that name, as resolve.lua stores it, and every
+    /// decision has one.
+    #[test]
+    fn every_resolution_is_a_cli_value_of_its_own_name() {
+        for decision in Resolution::ALL {
+            let arg = ResolutionArg::from_str(decision.as_str(), false).unwrap();
+            assert_eq!(Resolution::from(arg), decision);
+        }
+        assert_eq!(ResolutionArg::value_variants().len(), Resolution::ALL.len());
+    }
+
+    /// `--role` takes each role under its own name (what `serve --role worker` and the compose
+    /// files spell) and no two values mean one role.
+    #[test]
+    fn each_role_value_is_its_own_role() {
+        let roles: std::collections::HashSet<Role> = RoleArg::value_variants()
+            .iter()
+            .map(|&arg| Role::from(arg))
+            .collect();
+        assert_eq!(roles.len(), RoleArg::value_variants().len());
+        for (name, role) in [
+            ("ingress", Role::Ingress),
+            ("worker", Role::Worker),
+            ("dispatcher", Role::Dispatcher),
+            ("notify", Role::Notify),
+        ] {
+            assert_eq!(Role::from(RoleArg::from_str(name, false).unwrap()), role);
+        }
+    }
 }

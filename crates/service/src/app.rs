@@ -23,8 +23,9 @@ use crate::shutdown::{Signals, sleep_or_stop};
 use crate::telegram::api::BotApi;
 use crate::worker::Worker;
 
-/// A part of oncebot that can run in its own process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+/// A part of oncebot that can run in its own process (`serve --role`, spelled by the binary's
+/// `RoleArg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// Receives updates (webhook, or long polling with --poll) and records them.
     Ingress,

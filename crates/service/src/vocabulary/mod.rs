@@ -19,8 +19,9 @@ pub use recovery::Recovery;
 pub use reply_kind::ReplyKind;
 pub use role::Role;
 
-/// A person's decision on a `needs_review` job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// A person's decision on a `needs_review` job (`jobs resolve --as`, spelled by the binary's
+/// `ResolutionArg`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
     Succeeded,
     Failed,
