@@ -3,8 +3,6 @@
 //! between the two calls; `/subscriptions` lists the asker's own, `/subscriptions all` everyone's
 //! with the owner.
 
-use std::time::Duration;
-
 use oncebot::moviepilot::{Dialect, MediaKind};
 use oncebot_tools::sim::moviepilot::routes;
 use oncebot_tools::sim::telegram::callback_update;
@@ -105,7 +103,7 @@ async fn a_crash_between_create_and_owner_ends_with_one_subscription_owned_by_th
     rig.send(1, "/subscribe tmdb:108545 S1").await;
     bot.wait_for_stderr(
         "crash point worker.after_subscribe_create reached",
-        Duration::from_secs(10),
+        std::time::Duration::from_secs(10),
     )
     .await;
     let subs = rig.mp.subscriptions();
