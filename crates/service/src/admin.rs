@@ -1,6 +1,7 @@
 //! `oncebot jobs ...`: read the ledger with nothing but Redis (Telegram and MoviePilot may be
 //! down). Tables for people, `--json` for scripts; the output goes to stdout only.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -149,27 +150,57 @@ pub async fn resolve(
     }
 }
 
+/// One of a job's values, as its renderers need it (each shows times and stored fields its way).
+pub(crate) enum FieldValue<'a> {
+    Text(Cow<'a, str>),
+    /// Not set: shown as `-` (a job without `requester` acts as the service account).
+    Missing,
+    /// Milliseconds since the Unix epoch; 0: never.
+    Time(u64),
+    /// A field of the HASH the `Job` type does not name, as stored.
+    Stored(&'a str),
+}
+
+/// Every field of a job, named as in its HASH (redis-cli HGETALL), in the order both
+/// `oncebot jobs show` and the operator page's job view list them.
+pub(crate) fn job_fields(j: &Job) -> Vec<(&str, FieldValue<'_>)> {
+    use FieldValue::{Stored, Text, Time};
+    let mut rows = vec![
+        ("id", Text(j.id.to_string().into())),
+        ("status", Text(j.status.as_str().into())),
+        ("command", Text(j.command.as_str().into())),
+        ("args", Text(j.args.as_str().into())),
+        ("chat_id", Text(j.chat_id.to_string().into())),
+        ("user_id", Text(j.user_id.to_string().into())),
+        ("requester", optional(&j.requester)),
+        ("role", Text(j.role.as_str().into())),
+        ("update_id", Text(j.update_id.to_string().into())),
+        ("idempotency_key", Text(j.idempotency_key.as_str().into())),
+        ("attempts", Text(j.attempts.to_string().into())),
+        ("duplicates", Text(j.duplicates.to_string().into())),
+        ("created_at", Time(j.created_at)),
+        ("updated_at", Time(j.updated_at)),
+        ("result", optional(&j.result)),
+        ("error", optional(&j.error)),
+    ];
+    rows.extend(j.extra.iter().map(|(k, v)| (k.as_str(), Stored(v))));
+    rows
+}
+
+fn optional(v: &Option<String>) -> FieldValue<'_> {
+    v.as_deref()
+        .map_or(FieldValue::Missing, |v| FieldValue::Text(v.into()))
+}
+
 fn print_job(out: &mut impl Write, j: &Job) -> std::io::Result<()> {
-    let row = |out: &mut dyn Write, k: &str, v: &str| writeln!(out, "{k:<16} {v}");
-    row(out, "id", &j.id.to_string())?;
-    row(out, "status", j.status.as_str())?;
-    row(out, "command", &j.command)?;
-    row(out, "args", &j.args)?;
-    row(out, "chat_id", &j.chat_id.to_string())?;
-    row(out, "user_id", &j.user_id.to_string())?;
-    // "-": the service account oncebot logs in with (the user has no MoviePilot name).
-    row(out, "requester", j.requester.as_deref().unwrap_or("-"))?;
-    row(out, "role", j.role.as_str())?;
-    row(out, "update_id", &j.update_id.to_string())?;
-    row(out, "idempotency_key", &j.idempotency_key)?;
-    row(out, "attempts", &j.attempts.to_string())?;
-    row(out, "duplicates", &j.duplicates.to_string())?;
-    row(out, "created_at", &timestamp(j.created_at))?;
-    row(out, "updated_at", &timestamp(j.updated_at))?;
-    row(out, "result", j.result.as_deref().unwrap_or("-"))?;
-    row(out, "error", j.error.as_deref().unwrap_or("-"))?;
-    for (k, v) in &j.extra {
-        row(out, k, v)?;
+    for (name, value) in job_fields(j) {
+        let value = match value {
+            FieldValue::Text(v) => v,
+            FieldValue::Missing => Cow::Borrowed("-"),
+            FieldValue::Time(ms) => Cow::Owned(timestamp(ms)),
+            FieldValue::Stored(v) => Cow::Borrowed(v),
+        };
+        writeln!(out, "{name:<16} {value}")?;
     }
     Ok(())
 }

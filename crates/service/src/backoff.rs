@@ -1,10 +1,15 @@
 //! Every wait before trying again, in one place: each schedule is a `backon` exponential
 //! builder (doubling from its first delay up to its cap), named for what it retries, and read
-//! either as a `Backoff` that a loop steps and resets, or by failure count with `nth`.
+//! either as a `Backoff` that a loop steps and resets, or by failure count with `nth`. A call
+//! tried a bounded number of times counts its failures with `Retry` (or `retry` when nothing
+//! but an error can end it early).
 
 use std::time::Duration;
 
 use backon::{BackoffBuilder as _, ExponentialBuilder};
+use tokio_util::sync::CancellationToken;
+
+use crate::shutdown::sleep_or_stop;
 
 /// Doubling from `first` up to `max`, without end and without jitter.
 pub(crate) const fn doubling(first: Duration, max: Duration) -> ExponentialBuilder {
@@ -76,6 +81,78 @@ impl Backoff {
     }
 }
 
+/// The tries of one call: at most `tries` of them, `schedule`'s delays between them (by failure
+/// count, as `nth`), and with `until` a wait that ends at shutdown.
+pub(crate) struct Retry<'a> {
+    schedule: ExponentialBuilder,
+    tries: u32,
+    failures: u32,
+    stop: Option<&'a CancellationToken>,
+}
+
+impl<'a> Retry<'a> {
+    /// Up to `tries` calls in all (the first included).
+    pub(crate) fn new(schedule: ExponentialBuilder, tries: u32) -> Retry<'a> {
+        Retry {
+            schedule,
+            tries,
+            failures: 0,
+            stop: None,
+        }
+    }
+
+    /// Waits end when `stop` is cancelled (`wait` then says so).
+    pub(crate) fn until(self, stop: &'a CancellationToken) -> Retry<'a> {
+        Retry {
+            stop: Some(stop),
+            ..self
+        }
+    }
+
+    /// Counts a failed try: the delay before the next one, `None` when no try is left.
+    pub(crate) fn failed(&mut self) -> Option<Duration> {
+        self.failures += 1;
+        (self.failures < self.tries).then(|| nth(self.schedule, self.failures))
+    }
+
+    /// Sleeps `d` (the delay `failed` gave, or one the other side asked for); false if stopped
+    /// meanwhile.
+    pub(crate) async fn wait(&self, d: Duration) -> bool {
+        match self.stop {
+            Some(stop) => !sleep_or_stop(d, stop).await,
+            None => {
+                tokio::time::sleep(d).await;
+                true
+            }
+        }
+    }
+}
+
+/// `call` until it succeeds or `tries` runs out (or stops), with `again(&error)` before each
+/// wait; the last answer.
+pub(crate) async fn retry<T, E, Fut>(
+    mut tries: Retry<'_>,
+    mut call: impl FnMut() -> Fut,
+    mut again: impl FnMut(&E),
+) -> Result<T, E>
+where
+    Fut: Future<Output = Result<T, E>>,
+{
+    loop {
+        let e = match call().await {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let Some(delay) = tries.failed() else {
+            return Err(e);
+        };
+        again(&e);
+        if !tries.wait(delay).await {
+            return Err(e);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +208,46 @@ mod tests {
         let second = limited.next_delay();
         assert!(second.abs_diff(Duration::from_millis(400)) < Duration::from_micros(10));
         assert_eq!(nth(REDIS.with_max_times(1), 9), Duration::from_millis(6400));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_stops_after_its_tries_or_at_shutdown() {
+        let start = tokio::time::Instant::now();
+        let mut calls = 0;
+        let mut retried = 0;
+        let answer: Result<(), u32> = retry(
+            Retry::new(REDIS, 3),
+            || {
+                calls += 1;
+                std::future::ready(Err(calls))
+            },
+            |_| retried += 1,
+        )
+        .await;
+        assert_eq!((answer, calls, retried), (Err(3), 3, 2));
+        let waited = start.elapsed();
+        assert!(
+            waited.abs_diff(Duration::from_millis(600)) < Duration::from_millis(5),
+            "{waited:?}"
+        );
+
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let mut calls = 0;
+        let answer: Result<(), u32> = retry(
+            Retry::new(REDIS, 8).until(&stop),
+            || {
+                calls += 1;
+                std::future::ready(Err(calls))
+            },
+            |_| {},
+        )
+        .await;
+        assert_eq!((answer, calls), (Err(1), 1));
+
+        let mut ok = Retry::new(REDIS, 2);
+        assert_eq!(ok.failed(), Some(nth(REDIS, 1)));
+        assert_eq!(ok.failed(), None);
     }
 
     #[test]

@@ -23,6 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::{Buf, Bytes, BytesMut};
+use futures::{Stream, StreamExt};
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -175,6 +177,50 @@ pub fn status(code: warp::http::StatusCode, body: &str) -> Response {
     let mut resp = Response::new(body.to_string().into());
     *resp.status_mut() = code;
     resp
+}
+
+/// Why a request body was not read whole (`read_body`); each route answers its own way.
+pub(crate) enum BodyError {
+    /// More than the route's limit (a chunked body too: it is counted as it arrives).
+    TooLarge,
+    /// The body stream failed.
+    Broken,
+    /// Not all there within [`BODY_READ_TIMEOUT`].
+    Slow,
+}
+
+/// How long a client may take to send a body: one that trickles it must not hold a connection
+/// for ever.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Reads `body` whole, giving up as soon as it exceeds `limit` bytes (a chunked body has no
+/// length to check up front) or takes longer than [`BODY_READ_TIMEOUT`].
+pub(crate) async fn read_body<S, B>(mut body: S, limit: u64) -> Result<Bytes, BodyError>
+where
+    S: Stream<Item = Result<B, warp::Error>> + Unpin,
+    B: Buf,
+{
+    let mut buf = BytesMut::new();
+    let read = async {
+        while let Some(chunk) = body.next().await {
+            let mut chunk = chunk.map_err(|_| BodyError::Broken)?;
+            if (buf.len() + chunk.remaining()) as u64 > limit {
+                return Err(BodyError::TooLarge);
+            }
+            while chunk.has_remaining() {
+                let part = chunk.chunk();
+                buf.extend_from_slice(part);
+                let n = part.len();
+                chunk.advance(n);
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+        Ok(Ok(())) => Ok(buf.freeze()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(BodyError::Slow),
+    }
 }
 
 /// Errors that say nothing about the listener (a connection reset before it was taken) are

@@ -21,13 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, Bytes};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use warp::Filter;
 use warp::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use warp::reply::Response;
 
 use crate::config::{Locale, Settings};
-use crate::http_server::Peer;
+use crate::http_server::{BodyError, Peer, read_body};
 use crate::i18n::Render;
 use crate::ledger::{
     Job, JobFilter, JobState, Ledger, LedgerError, Resolution, Resolved, StoredUsers,
@@ -44,7 +44,7 @@ const RECENT_SHOWN: usize = 50;
 /// Jobs waiting for a person shown at once (the rest wait their turn; the count says how many).
 const REVIEW_SHOWN: usize = 100;
 /// Largest form body accepted: a decision, a note and the CSRF field.
-const MAX_FORM_BYTES: usize = 16 * 1024;
+const MAX_FORM_BYTES: u64 = 16 * 1024;
 
 const CSS: &str = include_str!("assets/admin.css");
 const JS: &str = include_str!("assets/admin.js");
@@ -518,7 +518,7 @@ fn job_filter(form: &FilterForm) -> Result<(JobFilter, Option<u64>), String> {
 }
 
 /// A form body, at most [`MAX_FORM_BYTES`]; other methods' bodies are not read.
-async fn read_form<S, B>(mut body: S, method: &Method) -> Result<Bytes, StatusCode>
+async fn read_form<S, B>(body: S, method: &Method) -> Result<Bytes, StatusCode>
 where
     S: Stream<Item = Result<B, warp::Error>> + Unpin,
     B: Buf,
@@ -526,27 +526,11 @@ where
     if method != Method::POST {
         return Ok(Bytes::new());
     }
-    let mut buf = Vec::new();
-    let read = async {
-        while let Some(chunk) = body.next().await {
-            let mut chunk = chunk.map_err(|_| StatusCode::BAD_REQUEST)?;
-            if buf.len() + chunk.remaining() > MAX_FORM_BYTES {
-                return Err(StatusCode::PAYLOAD_TOO_LARGE);
-            }
-            while chunk.has_remaining() {
-                let part = chunk.chunk();
-                buf.extend_from_slice(part);
-                let n = part.len();
-                chunk.advance(n);
-            }
-        }
-        Ok(())
-    };
-    match tokio::time::timeout(Duration::from_secs(30), read).await {
-        Ok(Ok(())) => Ok(Bytes::from(buf)),
-        Ok(Err(code)) => Err(code),
-        Err(_) => Err(StatusCode::REQUEST_TIMEOUT),
-    }
+    read_body(body, MAX_FORM_BYTES).await.map_err(|e| match e {
+        BodyError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        BodyError::Broken => StatusCode::BAD_REQUEST,
+        BodyError::Slow => StatusCode::REQUEST_TIMEOUT,
+    })
 }
 
 fn now_secs() -> u64 {

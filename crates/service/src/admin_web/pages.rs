@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use maud::{DOCTYPE, Markup, html};
 
+use crate::admin::{FieldValue, job_fields};
 use crate::ledger::{ConsumerInfo, Job, JobState, NotifyPosition, QueueStats, StateCounts};
 use crate::vocabulary::Resolution;
 
@@ -373,46 +374,22 @@ fn what_was_said(job: &Job) -> String {
     }
 }
 
-/// Every field, named as in the job's HASH (`oncebot jobs show`, redis-cli HGETALL).
-fn fields(job: &Job) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = vec![
-        ("id".into(), job.id.to_string()),
-        ("status".into(), job.status.to_string()),
-        ("command".into(), job.command.clone()),
-        ("args".into(), job.args.clone()),
-        ("chat_id".into(), job.chat_id.to_string()),
-        ("user_id".into(), job.user_id.to_string()),
-        (
-            "requester".into(),
-            job.requester.clone().unwrap_or_default(),
-        ),
-        ("role".into(), job.role.as_str().into()),
-        ("update_id".into(), job.update_id.to_string()),
-        ("idempotency_key".into(), job.idempotency_key.clone()),
-        ("attempts".into(), job.attempts.to_string()),
-        ("duplicates".into(), job.duplicates.to_string()),
-        ("created_at".into(), stamp(job.created_at)),
-        ("updated_at".into(), stamp(job.updated_at)),
-        (
-            "result".into(),
-            job.result.clone().unwrap_or_else(|| "-".into()),
-        ),
-        (
-            "error".into(),
-            job.error.clone().unwrap_or_else(|| "-".into()),
-        ),
-    ];
-    for (k, v) in &job.extra {
-        let shown = if looks_secret(k) {
-            "[hidden]".to_string()
-        } else if let Some(ms) = epoch_ms(k, v) {
-            stamp(ms)
-        } else {
-            v.clone()
-        };
-        out.push((k.clone(), shown));
-    }
-    out
+/// Every field, in `oncebot jobs show`'s order (`admin::job_fields`): times readable with
+/// their number, secret-looking stored fields hidden.
+fn fields(job: &Job) -> Vec<(&str, String)> {
+    job_fields(job)
+        .into_iter()
+        .map(|(name, value)| {
+            let shown = match value {
+                FieldValue::Text(v) => v.into_owned(),
+                FieldValue::Missing => "-".into(),
+                FieldValue::Time(ms) => stamp(ms),
+                FieldValue::Stored(_) if looks_secret(name) => "[hidden]".into(),
+                FieldValue::Stored(v) => epoch_ms(name, v).map_or_else(|| v.to_string(), stamp),
+            };
+            (name, shown)
+        })
+        .collect()
 }
 
 fn looks_secret(field: &str) -> bool {

@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::backoff;
+use crate::backoff::{self, Retry};
 use crate::config::{DispatcherSettings, Locale, Settings};
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
@@ -272,10 +272,10 @@ impl Dispatcher {
         }
     }
 
-    /// reply_begin.lua, tried again while Redis fails (`recorded`). Nothing was sent yet, so
-    /// trying again repeats nothing.
+    /// reply_begin.lua, tried again while Redis fails (`recorded`) until shutdown. Nothing was
+    /// sent yet, so trying again repeats nothing, and stopping leaves the reply queued.
     async fn begin(&self, reply: &ReplyEntry, retention: Duration) -> Result<Begin, LedgerError> {
-        recorded("the send", || {
+        recorded("the send", Some(&self.stop), || {
             self.ledger.reply_begin(reply, &self.consumer, retention)
         })
         .await
@@ -315,6 +315,7 @@ impl Dispatcher {
             .or_else(|| progress.filter(|_| reply.kind.is_some_and(ReplyKind::reports_on_job)));
         let outcome = self.send_with_retries(&reply, edit_target).await;
         crate::crash_point!("dispatch.after_send");
+        // Not ended at shutdown: once sent, this record is what keeps the reply from going twice.
         let recorded = match &outcome {
             Sent::Delivered(id) => {
                 METRICS.reply("sent");
@@ -323,7 +324,7 @@ impl Dispatcher {
                     kind = reply.kind.map_or("", ReplyKind::as_str),
                     "reply sent"
                 );
-                recorded("the reply's outcome", || {
+                recorded("the reply's outcome", None, || {
                     self.ledger
                         .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
                 })
@@ -336,7 +337,7 @@ impl Dispatcher {
             Sent::Failed(reason) => {
                 METRICS.reply("failed");
                 tracing::warn!(reason = %reason, kind = reply.kind.map_or("", ReplyKind::as_str), "reply failed for good");
-                recorded("the reply's outcome", || {
+                recorded("the reply's outcome", None, || {
                     self.ledger
                         .reply_end(&reply, Err(reason.clone()), retention)
                 })
@@ -584,21 +585,28 @@ impl Dispatcher {
             "text": cb.text,
             "show_alert": cb.show_alert,
         });
-        for attempt in 1..=3u32 {
-            match self
+        let mut tries = Retry::new(backoff::CALLBACK_ANSWER, 3);
+        loop {
+            let Err(refused) = self
                 .api
                 .call::<Value>("answerCallbackQuery", &body, Duration::from_secs(10))
                 .await
-            {
-                Ok(_) => break,
-                Err(ApiError::RetryAfter(wait)) if wait < Duration::from_secs(30) => {
-                    tokio::time::sleep(wait).await;
+            else {
+                break;
+            };
+            // Telegram's wait counts as a try too; after the last one nothing is tried again.
+            match (refused, tries.failed()) {
+                (ApiError::RetryAfter(wait), next) if wait < Duration::from_secs(30) => {
+                    tries.wait(wait).await;
+                    if next.is_none() {
+                        break;
+                    }
                 }
-                Err(ApiError::Network(reason)) if attempt < 3 => {
+                (ApiError::Network(reason), Some(delay)) => {
                     tracing::warn!(reason = %reason, "answerCallbackQuery failed; retrying");
-                    tokio::time::sleep(backoff::nth(backoff::CALLBACK_ANSWER, attempt)).await;
+                    tries.wait(delay).await;
                 }
-                Err(e) => {
+                (e, _) => {
                     // Too old, or unreachable for too long: the query cannot be answered now.
                     tracing::warn!(error = %e, "callback query not answered");
                     break;
@@ -676,22 +684,24 @@ impl Dispatcher {
 /// 20 s (0.2 s, 0.4 s, ... 6.4 s apart), as a worker tries its outcome again: a failover of a
 /// cluster's master, or replicas slow to confirm (`redis.wait_replicas`), would otherwise leave
 /// the reply queued until `dispatcher.reclaim_idle_ms`, or send it again.
-async fn recorded<T, Fut>(what: &str, mut call: impl FnMut() -> Fut) -> Result<T, LedgerError>
+/// With `stop`, its waits end at shutdown (for a record before the send: nothing is lost then).
+async fn recorded<T, Fut>(
+    what: &str,
+    stop: Option<&CancellationToken>,
+    call: impl FnMut() -> Fut,
+) -> Result<T, LedgerError>
 where
     Fut: Future<Output = Result<T, LedgerError>>,
 {
-    const TRIES: u32 = 8;
-    let mut failures = 0;
-    loop {
-        match call().await {
-            Err(e) if failures + 1 < TRIES => {
-                failures += 1;
-                tracing::warn!(error = %e, "cannot record {what} yet; trying again");
-                tokio::time::sleep(backoff::nth(backoff::REDIS, failures)).await;
-            }
-            answer => return answer,
-        }
-    }
+    let tries = Retry::new(backoff::REDIS, 8);
+    let tries = match stop {
+        Some(stop) => tries.until(stop),
+        None => tries,
+    };
+    backoff::retry(tries, call, |e| {
+        tracing::warn!(error = %e, "cannot record {what} yet; trying again");
+    })
+    .await
 }
 
 /// The dispatcher as a consumer of one lane.

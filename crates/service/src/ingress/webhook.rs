@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use futures::{Stream, StreamExt};
 use subtle::ConstantTimeEq;
 use warp::Filter;
@@ -18,7 +18,7 @@ use warp::reply::Response;
 
 use super::{Handled, Ingress};
 use crate::config::Secret;
-use crate::http_server::status;
+use crate::http_server::{BodyError, read_body, status};
 use crate::ledger::Ledger;
 use crate::metrics::METRICS;
 use crate::telegram::types::Update;
@@ -119,10 +119,10 @@ where
     if length.is_some_and(|l| l > cfg.max_body_bytes) {
         return too_large(cfg.max_body_bytes);
     }
-    let body = match read_limited(body, cfg.max_body_bytes).await {
+    let body = match read_body(body, cfg.max_body_bytes).await {
         Ok(body) => body,
         Err(BodyError::TooLarge) => return too_large(cfg.max_body_bytes),
-        Err(BodyError::Broken) => {
+        Err(BodyError::Broken | BodyError::Slow) => {
             METRICS.update("bad_request");
             return status(StatusCode::BAD_REQUEST, "");
         }
@@ -202,42 +202,6 @@ where
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
-}
-
-enum BodyError {
-    TooLarge,
-    Broken,
-}
-
-/// Reads the body, giving up as soon as it exceeds `limit` (a chunked body has no length to
-/// check up front).
-async fn read_limited<S, B>(mut body: S, limit: u64) -> Result<BytesMut, BodyError>
-where
-    S: Stream<Item = Result<B, warp::Error>> + Unpin,
-    B: Buf,
-{
-    let mut buf = BytesMut::new();
-    let read = async {
-        while let Some(chunk) = body.next().await {
-            let mut chunk = chunk.map_err(|_| BodyError::Broken)?;
-            if (buf.len() + chunk.remaining()) as u64 > limit {
-                return Err(BodyError::TooLarge);
-            }
-            while chunk.has_remaining() {
-                let part = chunk.chunk();
-                buf.extend_from_slice(part);
-                let n = part.len();
-                chunk.advance(n);
-            }
-        }
-        Ok(())
-    };
-    // A client that trickles its body must not hold a connection for ever.
-    match tokio::time::timeout(Duration::from_secs(30), read).await {
-        Ok(Ok(())) => Ok(buf),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(BodyError::Broken),
-    }
 }
 
 fn too_large(limit: u64) -> Response {

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::backoff;
+use crate::backoff::{self, Retry};
 use crate::commands::{Action, Command, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
@@ -611,8 +611,9 @@ impl Worker {
     /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
     /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
     /// Returns whether the outcome was recorded (false: stale, or Redis stayed away).
+    /// Its waits do not end at shutdown: the grace period is there for outcomes like this one.
     async fn record(&self, attempt: &Attempt, mut outcome: Outcome) -> bool {
-        let mut failures = 0u32;
+        let mut tries = Retry::new(backoff::REDIS, 31);
         loop {
             let (answer, returned) = self.record_together(attempt, outcome).await;
             let Some(returned) = returned else {
@@ -636,13 +637,12 @@ impl Worker {
                     return false;
                 }
                 Err(e) => {
-                    failures += 1;
                     tracing::error!(error = %e, "recording the outcome failed; retrying");
-                    if failures > 30 {
+                    let Some(delay) = tries.failed() else {
                         tracing::error!("giving up recording; the job will be recovered by policy");
                         return false;
-                    }
-                    tokio::time::sleep(backoff::nth(backoff::REDIS, failures)).await;
+                    };
+                    tries.wait(delay).await;
                 }
             }
         }
