@@ -115,6 +115,9 @@ mod bench;
 /// The admission script survives Redis forgetting its scripts (bare EVALSHA + reload).
 mod admission_script;
 
+/// A stream reader whose consumer group vanished makes it again and reads on.
+mod stream_reader;
+
 /// Redis Cluster: the pipeline on whichever node the setting names, failovers under load with
 /// `redis.wait_replicas`, `/readyz` and the CLI on a misrouted standalone connection.
 mod cluster;

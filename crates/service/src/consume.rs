@@ -1,13 +1,12 @@
 //! The read loop every stream consumer shares (the worker on the jobs stream, the dispatcher on
 //! the replies and callbacks streams), over the ledger's `StreamReader`: its own blocking-read
 //! connection, typed entries. A failed read is tried again with backoff (the reader makes a new
-//! connection); a missing consumer group (Redis lost its data, or someone deleted it) is created
-//! again.
+//! connection); the reader itself creates a missing consumer group again.
 
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{self, Backoff};
-use crate::ledger::{self, Ledger, StreamReader};
+use crate::ledger::{Ledger, LedgerError, StreamReader};
 use crate::shutdown::sleep_or_stop;
 
 /// One consumer of one stream: how it reads, and what it does with an entry.
@@ -22,7 +21,7 @@ pub(crate) trait Consumer: Send + Sync {
     fn read<'a>(
         &'a self,
         reader: &'a mut StreamReader,
-    ) -> impl Future<Output = Option<redis::RedisResult<Vec<Self::Entry>>>> + Send + 'a;
+    ) -> impl Future<Output = Option<Result<Vec<Self::Entry>, LedgerError>>> + Send + 'a;
 
     /// Takes the entries of one read (typically spawning their processing).
     fn handle(&self, entries: Vec<Self::Entry>) -> impl Future<Output = ()> + Send + '_;
@@ -44,12 +43,6 @@ pub(crate) async fn read_loop(ledger: &Ledger, stop: &CancellationToken, consume
                 backoff.reset();
                 if !entries.is_empty() {
                     consumer.handle(entries).await;
-                }
-            }
-            Some(Err(e)) if ledger::is_missing_group(&e) => {
-                tracing::warn!(what, "the consumer group is missing; creating it");
-                if let Err(e) = ledger.prepare().await {
-                    tracing::error!(error = %e, "cannot create the consumer groups");
                 }
             }
             Some(Err(e)) => {

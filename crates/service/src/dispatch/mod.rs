@@ -671,7 +671,6 @@ impl Dispatcher {
                                 self.clone().spawn_entry(entry).await;
                             }
                         }
-                        Err(e) if crate::ledger::is_missing_group(&e) => {}
                         Err(e) => tracing::warn!(error = %e, "reclaiming replies failed"),
                     }
                 }
@@ -720,7 +719,7 @@ impl Consumer for LaneReader {
     fn read<'a>(
         &'a self,
         reader: &'a mut StreamReader,
-    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<LaneEntry>>>> + Send + 'a
+    ) -> impl std::future::Future<Output = Option<Result<Vec<LaneEntry>, LedgerError>>> + Send + 'a
     {
         let d = &self.0;
         async move {

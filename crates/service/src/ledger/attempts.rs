@@ -129,13 +129,14 @@ pub struct AttemptLimits {
 
 impl Ledger {
     /// XAUTOCLAIM: up to `count` jobs-stream entries idle longer than `min_idle` (their worker
-    /// stopped renewing its lease), now delivered to `consumer`.
+    /// stopped renewing its lease), now delivered to `consumer`; none while the group is
+    /// missing.
     pub async fn reclaim_idle_entries(
         &self,
         consumer: &str,
         min_idle: Duration,
         count: usize,
-    ) -> redis::RedisResult<Vec<JobEntry>> {
+    ) -> Result<Vec<JobEntry>, LedgerError> {
         let stream = self.keys.jobs_stream();
         let ids = self
             .autoclaim(&stream, keys::JOBS_GROUP, consumer, min_idle, count)
@@ -179,19 +180,25 @@ impl Ledger {
         consumer: &str,
         min_idle: Duration,
         count: usize,
-    ) -> redis::RedisResult<Vec<redis::streams::StreamId>> {
+    ) -> Result<Vec<redis::streams::StreamId>, LedgerError> {
         let mut conn = self.conn.clone();
-        let reply: redis::streams::StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
-            .arg(stream)
-            .arg(group)
-            .arg(consumer)
-            .arg(min_idle.as_millis() as u64)
-            .arg("0-0")
-            .arg("COUNT")
-            .arg(count)
-            .query_async(&mut conn)
-            .await?;
-        Ok(reply.claimed)
+        let reply: redis::RedisResult<redis::streams::StreamAutoClaimReply> =
+            redis::cmd("XAUTOCLAIM")
+                .arg(stream)
+                .arg(group)
+                .arg(consumer)
+                .arg(min_idle.as_millis() as u64)
+                .arg("0-0")
+                .arg("COUNT")
+                .arg(count)
+                .query_async(&mut conn)
+                .await;
+        match reply {
+            Ok(reply) => Ok(reply.claimed),
+            // Nothing to take: the group's readers make it again.
+            Err(e) if super::is_missing_group(&e) => Ok(Vec::new()),
+            Err(e) => Err(LedgerError::redis("reclaiming idle entries")(e)),
+        }
     }
 
     /// claim.lua for one delivered entry.

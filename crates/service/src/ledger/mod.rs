@@ -133,7 +133,8 @@ pub fn open_client(url: &str) -> redis::RedisResult<redis::Client> {
 
 /// Redis's answer when a stream's consumer group does not exist (Redis lost its data, or
 /// someone deleted the group): readers create it again, reclaimers and gauges find nothing.
-pub fn is_missing_group(e: &redis::RedisError) -> bool {
+/// Only the ledger sees it: callers get entries or a `LedgerError`.
+pub(crate) fn is_missing_group(e: &redis::RedisError) -> bool {
     e.code() == Some("NOGROUP")
 }
 

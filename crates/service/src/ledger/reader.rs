@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use redis::streams::StreamId;
 
-use super::{CallbackEntry, Conn, Lane, Ledger, ReplyEntry, is_missing_group, keys};
+use super::{CallbackEntry, Conn, Lane, Ledger, LedgerError, ReplyEntry, is_missing_group, keys};
 
 /// A jobs-stream entry: its id, and the job it names (`None`: written by hand, or damaged).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,10 +97,10 @@ impl StreamReader {
         consumer: &str,
         count: usize,
         block: Duration,
-    ) -> redis::RedisResult<Vec<JobEntry>> {
+    ) -> Result<Vec<JobEntry>, LedgerError> {
         let stream = self.ledger.keys.jobs_stream();
         let ids = self
-            .read(&stream, keys::JOBS_GROUP, consumer, count, block)
+            .read("jobs", &stream, keys::JOBS_GROUP, consumer, count, block)
             .await?;
         Ok(ids.into_iter().map(JobEntry::from_stream).collect())
     }
@@ -112,10 +112,14 @@ impl StreamReader {
         consumer: &str,
         count: usize,
         block: Duration,
-    ) -> redis::RedisResult<Vec<LaneEntry>> {
+    ) -> Result<Vec<LaneEntry>, LedgerError> {
         let stream = self.ledger.lane_stream(lane);
+        let what = match lane {
+            Lane::Replies => "replies",
+            Lane::Callbacks => "callbacks",
+        };
         let ids = self
-            .read(&stream, keys::REPLIES_GROUP, consumer, count, block)
+            .read(what, &stream, keys::REPLIES_GROUP, consumer, count, block)
             .await?;
         Ok(ids
             .iter()
@@ -125,25 +129,42 @@ impl StreamReader {
 
     /// One read on the reader's connection (made first if there is none). After a failure
     /// other than a missing group the connection is dropped, so the next read makes a new one.
+    /// A missing group (Redis lost its data, or someone deleted it) is created again, and the
+    /// read yields nothing.
     async fn read(
         &mut self,
+        what: &'static str,
         stream: &str,
         group: &str,
         consumer: &str,
         count: usize,
         block: Duration,
-    ) -> redis::RedisResult<Vec<StreamId>> {
+    ) -> Result<Vec<StreamId>, LedgerError> {
+        const DOING: &str = "reading a stream";
         let conn = match self.conn.as_mut() {
             Some(conn) => conn,
-            None => self.conn.insert(self.ledger.stream_connection().await?),
+            None => {
+                let conn = self.ledger.stream_connection().await;
+                self.conn.insert(conn.map_err(LedgerError::redis(DOING))?)
+            }
         };
         let read = self
             .ledger
             .read_group(conn, stream, group, consumer, count, block)
             .await;
-        if read.as_ref().is_err_and(|e| !is_missing_group(e)) {
-            self.conn = None;
+        match read {
+            Err(e) if is_missing_group(&e) => {
+                tracing::warn!(what, "the consumer group is missing; creating it");
+                if let Err(e) = self.ledger.prepare().await {
+                    tracing::error!(error = %e, "cannot create the consumer groups");
+                }
+                Ok(Vec::new())
+            }
+            Err(e) => {
+                self.conn = None;
+                Err(LedgerError::redis(DOING)(e))
+            }
+            Ok(ids) => Ok(ids),
         }
-        read
     }
 }

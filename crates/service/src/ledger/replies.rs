@@ -145,14 +145,15 @@ impl Ledger {
         }
     }
 
-    /// XAUTOCLAIM on a lane: entries whose dispatcher stopped renewing its lease.
+    /// XAUTOCLAIM on a lane: entries whose dispatcher stopped renewing its lease; none while the
+    /// group is missing.
     pub async fn reclaim_lane(
         &self,
         lane: Lane,
         consumer: &str,
         min_idle: Duration,
         count: usize,
-    ) -> redis::RedisResult<Vec<LaneEntry>> {
+    ) -> Result<Vec<LaneEntry>, LedgerError> {
         let ids = self
             .autoclaim(
                 &self.lane_stream(lane),

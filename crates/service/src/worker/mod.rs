@@ -759,7 +759,6 @@ impl Worker {
                 }
                 self.clone().spawn_entries(entries, true).await;
             }
-            Err(e) if crate::ledger::is_missing_group(&e) => {}
             Err(e) => tracing::warn!(error = %e, "reclaiming idle entries failed"),
         }
     }
@@ -796,7 +795,7 @@ impl Consumer for JobsReader {
     fn read<'a>(
         &'a self,
         reader: &'a mut StreamReader,
-    ) -> impl std::future::Future<Output = Option<redis::RedisResult<Vec<JobEntry>>>> + Send + 'a
+    ) -> impl std::future::Future<Output = Option<Result<Vec<JobEntry>, LedgerError>>> + Send + 'a
     {
         let w = &self.0;
         async move {
