@@ -1,36 +1,15 @@
 //! The admission script is sent as a bare EVALSHA; Redis forgetting its scripts (a restart, or
 //! SCRIPT FLUSH) must cost a reload, not a failed update.
 
-use std::time::Duration;
-
-use oncebot::commands::Command;
-use oncebot::config::Settings;
-use oncebot::ledger::{Admission, AdmissionAction, Admitted, Ledger};
-use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot::ledger::{Admission, Admitted};
 
 fn search(update_id: i64) -> Admission {
-    Admission {
-        update_id,
-        chat_id: 42,
-        user_id: 42,
-        message_id: Some(update_id),
-        requester: None,
-        role: oncebot::vocabulary::Role::Admin,
-        action: AdmissionAction::Job {
-            command: Command::Search,
-            args: "Arrival".into(),
-            window: Duration::ZERO,
-        },
-    }
+    crate::support::search_admission(update_id, "Arrival")
 }
 
 #[tokio::test]
 async fn an_update_is_admitted_after_redis_forgot_the_scripts() {
-    let redis = RedisServer::start(Persistence::None).unwrap();
-    let settings =
-        Settings::load_from(None, [("ONCEBOT__REDIS__URL".to_string(), redis.url())]).unwrap();
-    let ledger = Ledger::connect(&settings).unwrap();
-    ledger.prepare().await.unwrap();
+    let (_redis, ledger) = crate::support::fresh_ledger().await;
     assert!(matches!(
         ledger.admit(&search(1)).await.unwrap(),
         Admitted::New { .. }

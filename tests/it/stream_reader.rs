@@ -3,34 +3,15 @@
 
 use std::time::Duration;
 
-use oncebot::commands::Command;
-use oncebot::config::Settings;
-use oncebot::ledger::{Admission, AdmissionAction, Admitted, Ledger, keys};
-use oncebot_tools::redis_server::{Persistence, RedisServer};
+use oncebot::ledger::{Admission, Admitted, keys};
 
 fn search(update_id: i64) -> Admission {
-    Admission {
-        update_id,
-        chat_id: 42,
-        user_id: 42,
-        message_id: Some(update_id),
-        requester: None,
-        role: oncebot::vocabulary::Role::Admin,
-        action: AdmissionAction::Job {
-            command: Command::Search,
-            args: format!("Arrival {update_id}"),
-            window: Duration::ZERO,
-        },
-    }
+    crate::support::search_admission(update_id, &format!("Arrival {update_id}"))
 }
 
 #[tokio::test]
 async fn a_reader_whose_group_was_deleted_makes_it_again_and_reads_on() {
-    let redis = RedisServer::start(Persistence::None).unwrap();
-    let settings =
-        Settings::load_from(None, [("ONCEBOT__REDIS__URL".to_string(), redis.url())]).unwrap();
-    let ledger = Ledger::connect(&settings).unwrap();
-    ledger.prepare().await.unwrap();
+    let (_redis, ledger) = crate::support::fresh_ledger().await;
     let mut conn = ledger.connection();
     let _: () = redis::cmd("XGROUP")
         .arg("DESTROY")

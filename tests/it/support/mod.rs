@@ -411,3 +411,37 @@ pub fn login_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         ..bare_settings(sim)
     }
 }
+
+/// A `/search <title>` admission from user and chat 42, as ingress makes it.
+pub fn search_admission(update_id: i64, title: &str) -> oncebot::ledger::Admission {
+    oncebot::ledger::Admission {
+        update_id,
+        chat_id: 42,
+        user_id: 42,
+        message_id: Some(update_id),
+        requester: None,
+        role: oncebot::vocabulary::Role::Admin,
+        action: oncebot::ledger::AdmissionAction::Job {
+            command: oncebot::commands::Command::Search,
+            args: title.to_string(),
+            window: Duration::ZERO,
+        },
+    }
+}
+
+/// A ledger on a fresh private Redis, its scripts loaded and groups made (keep the server).
+pub async fn fresh_ledger() -> (
+    oncebot_tools::redis_server::RedisServer,
+    oncebot::ledger::Ledger,
+) {
+    use oncebot_tools::redis_server::{Persistence, RedisServer};
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    let settings = oncebot::config::Settings::load_from(
+        None,
+        [("ONCEBOT__REDIS__URL".to_string(), redis.url())],
+    )
+    .unwrap();
+    let ledger = oncebot::ledger::Ledger::connect(&settings).unwrap();
+    ledger.prepare().await.unwrap();
+    (redis, ledger)
+}
