@@ -319,18 +319,7 @@ async fn subscribe_locked(
         // else's existing subscription, then give it.
         note_created(cx, id.to_string()).await?;
         crate::crash_point!("worker.after_subscribe_create");
-        let created = Subscription {
-            id,
-            name: new.name,
-            year: new.year,
-            kind: Some(kind),
-            tmdb_id: Some(tmdb_id),
-            season,
-            state: None,
-            lack_episode: None,
-            username: None,
-        };
-        give(cx, &created, owner).await?;
+        give(cx, (id, Some(tmdb_id), season), owner).await?;
     }
     Ok(Done {
         asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
@@ -350,7 +339,7 @@ async fn found(
     let r = &cx.render;
     let asked = AskedMedia::new(&existing.name, existing.year.as_deref(), season);
     if let Some(owner) = owner_to_set(cx, job, existing).await? {
-        give(cx, existing, owner).await?;
+        give(cx, (existing.id, existing.tmdb_id, existing.season), owner).await?;
         return Ok(Done {
             asked,
             ..subscribed(cx, job, (&existing.name, season, existing.id), recovered)
@@ -433,12 +422,16 @@ fn subscribed(
 
 /// Makes `owner` the owner of `sub`: in MoviePilot where its update writes the owner (v2),
 /// else in oncebot's own record (`owners`), which [`resolve_owners`] reads back.
-async fn give(cx: &Context<'_>, sub: &Subscription, owner: &str) -> Result<(), MpError> {
-    if cx.mp.set_subscription_owner(sub.id, owner).await? {
+async fn give(
+    cx: &Context<'_>,
+    (id, tmdb_id, season): (u64, Option<u64>, Option<u32>),
+    owner: &str,
+) -> Result<(), MpError> {
+    if cx.mp.set_subscription_owner(id, owner).await? {
         return Ok(());
     }
     cx.ledger
-        .record_owner(sub.id, sub.tmdb_id, sub.season, owner)
+        .record_owner(id, tmdb_id, season, owner)
         .await
         .map_err(|e| MpError::Transient(e.to_string()))
 }
@@ -455,12 +448,27 @@ fn service_owned(cx: &Context<'_>, sub: &Subscription) -> bool {
 /// Each of `subs` with its owner as a person sees it: MoviePilot's, except that a row the
 /// service account owns and oncebot gave to a requester in its own record (v3) is theirs.
 async fn resolve_owners(cx: &Context<'_>, subs: &mut [Subscription]) -> Result<(), MpError> {
-    let ask: Vec<usize> = (0..subs.len())
-        .filter(|&i| service_owned(cx, &subs[i]))
-        .collect();
+    let ask = service_owned_rows(cx, subs);
     if ask.is_empty() || !any_recorded_owner(cx).await? {
         return Ok(());
     }
+    fill_recorded_owners(cx, subs, ask).await
+}
+
+/// The positions of the rows MoviePilot says the service account owns.
+fn service_owned_rows(cx: &Context<'_>, subs: &[Subscription]) -> Vec<usize> {
+    (0..subs.len())
+        .filter(|&i| service_owned(cx, &subs[i]))
+        .collect()
+}
+
+/// [`resolve_owners`] once it is known that some owner is recorded: the rows at `ask` (those
+/// the service account owns) take their recorded owner.
+async fn fill_recorded_owners(
+    cx: &Context<'_>,
+    subs: &mut [Subscription],
+    ask: Vec<usize>,
+) -> Result<(), MpError> {
     let keys: Vec<(u64, Option<u64>, Option<u32>)> = ask
         .iter()
         .map(|&i| (subs[i].id, subs[i].tmdb_id, subs[i].season))
@@ -498,7 +506,8 @@ async fn list(
                 return Ok((cx.mp.user_subscriptions(me).await?, Whose::Own));
             }
             let mut subs = cx.mp.list_subscriptions().await?;
-            resolve_owners(cx, &mut subs).await?;
+            let ask = service_owned_rows(cx, &subs);
+            fill_recorded_owners(cx, &mut subs, ask).await?;
             subs.retain(|s| s.username.as_deref() == Some(me));
             Ok((subs, Whose::Own))
         }
