@@ -355,6 +355,33 @@ async fn transient_errors_fail_the_job_at_the_attempt_limit() {
     assert_eq!(rig.mp.calls(routes::SUBSCRIBE_LIST) - before, 2);
 }
 
+/// A job a newer release made, of a command this release does not know, fails with a clear
+/// error when this release's worker claims it: the row is read (not taken for corrupt and left
+/// pending for ever) and shown with the name it was stored with.
+#[tokio::test]
+async fn a_job_of_a_command_this_release_does_not_know_fails_clearly() {
+    use redis::AsyncCommands as _;
+    let rig = Rig::new(Dialect::V2).await;
+    let ingress = rig.start_roles(&["ingress"], None).await;
+    rig.send(1, "/search Dune").await;
+    let _: () = rig
+        .store
+        .conn()
+        .await
+        .hset(rig.store.keys.job(1), "command", "frobnicate")
+        .await
+        .unwrap();
+    let _worker = rig.start_worker_only().await;
+    let job = rig.job_in(1, "failed", RECOVERY_DEADLINE).await;
+    assert!(
+        job["error"].contains("/frobnicate Dune is not a command oncebot runs"),
+        "{job:?}"
+    );
+    assert_eq!(rig.pending_entries().await, 0);
+    assert_eq!(rig.job_shown(1).await["command"], "frobnicate");
+    drop(ingress);
+}
+
 #[tokio::test]
 async fn a_permanent_error_fails_at_once() {
     for dialect in [Dialect::V2, Dialect::V3] {

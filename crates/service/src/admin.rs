@@ -8,6 +8,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use crate::config::Settings;
 use crate::i18n::Render;
 use crate::ledger::{Job, JobFilter, Ledger, Resolution, Resolved};
+use crate::vocabulary::job_field as field;
 
 /// Prints jobs as a table, or as one JSON array.
 pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Result<()> {
@@ -166,22 +167,25 @@ pub(crate) enum FieldValue<'a> {
 pub(crate) fn job_fields(j: &Job) -> Vec<(&str, FieldValue<'_>)> {
     use FieldValue::{Stored, Text, Time};
     let mut rows = vec![
-        ("id", Text(j.id.to_string().into())),
-        ("status", Text(j.status.as_str().into())),
-        ("command", Text(j.command.as_str().into())),
-        ("args", Text(j.args.as_str().into())),
-        ("chat_id", Text(j.chat_id.to_string().into())),
-        ("user_id", Text(j.user_id.to_string().into())),
-        ("requester", optional(&j.requester)),
-        ("role", Text(j.role.as_str().into())),
-        ("update_id", Text(j.update_id.to_string().into())),
-        ("idempotency_key", Text(j.idempotency_key.as_str().into())),
-        ("attempts", Text(j.attempts.to_string().into())),
-        ("duplicates", Text(j.duplicates.to_string().into())),
-        ("created_at", Time(j.created_at)),
-        ("updated_at", Time(j.updated_at)),
-        ("result", optional(&j.result)),
-        ("error", optional(&j.error)),
+        (field::ID, Text(j.id.to_string().into())),
+        (field::STATUS, Text(j.status.as_str().into())),
+        (field::COMMAND, Text(j.command.name().into())),
+        (field::ARGS, Text(j.args.as_str().into())),
+        (field::CHAT_ID, Text(j.chat_id.to_string().into())),
+        (field::USER_ID, Text(j.user_id.to_string().into())),
+        (field::REQUESTER, optional(&j.requester)),
+        (field::ROLE, Text(j.role.as_str().into())),
+        (field::UPDATE_ID, Text(j.update_id.to_string().into())),
+        (
+            field::IDEMPOTENCY_KEY,
+            Text(j.idempotency_key.as_str().into()),
+        ),
+        (field::ATTEMPTS, Text(j.attempts.to_string().into())),
+        (field::DUPLICATES, Text(j.duplicates.to_string().into())),
+        (field::CREATED_AT, Time(j.created_at)),
+        (field::UPDATED_AT, Time(j.updated_at)),
+        (field::RESULT, optional(&j.result)),
+        (field::ERROR, optional(&j.error)),
     ];
     rows.extend(j.extra.iter().map(|(k, v)| (k.as_str(), Stored(v))));
     rows

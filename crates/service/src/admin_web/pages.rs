@@ -487,7 +487,7 @@ mod tests {
         Job {
             id: 7,
             status: JobState::NeedsReview,
-            command: "searchnow".into(),
+            command: crate::commands::JobCommand::Known(crate::commands::Command::SearchNow),
             args: args.into(),
             chat_id: 1,
             user_id: 1,

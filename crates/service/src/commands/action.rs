@@ -66,11 +66,12 @@ pub enum Action {
 }
 
 impl Action {
-    /// Reads a job's `command` and `args`; `None` for anything not on the whitelist.
-    pub fn parse(command: &str, args: &str) -> Option<Action> {
+    /// Reads a job's `command` and `args`; `None` for arguments the command cannot use, and for
+    /// a command that makes no job.
+    pub fn parse(command: Command, args: &str) -> Option<Action> {
         let args = args.trim();
         let id = |s: &str| s.parse::<u64>().ok().filter(|&n| n > 0);
-        Some(match Command::from_name(command)? {
+        Some(match command {
             Command::Search => Action::Search {
                 title: non_empty(args)?,
             },
@@ -229,28 +230,28 @@ mod tests {
     #[test]
     fn tmdb_references_with_and_without_a_season() {
         assert_eq!(
-            Action::parse("subscribe", "tmdb:108545 S1"),
+            Action::parse(Command::Subscribe, "tmdb:108545 S1"),
             Some(Action::SubscribeTmdb {
                 tmdb_id: 108545,
                 season: Some(1)
             })
         );
         assert_eq!(
-            Action::parse("subscribe", "TMDB:438631"),
+            Action::parse(Command::Subscribe, "TMDB:438631"),
             Some(Action::SubscribeTmdb {
                 tmdb_id: 438631,
                 season: None
             })
         );
         assert_eq!(
-            Action::parse("subscribe", "tmdb:63639 TV"),
+            Action::parse(Command::Subscribe, "tmdb:63639 TV"),
             Some(Action::ChooseSeason { tmdb_id: 63639 })
         );
-        assert_eq!(Action::parse("subscribe", "tmdb:63639 tv S1"), None);
-        assert_eq!(Action::parse("subscribe", "tmdb:abc"), None);
-        assert_eq!(Action::parse("subscribe", "tmdb:1 season2"), None);
+        assert_eq!(Action::parse(Command::Subscribe, "tmdb:63639 tv S1"), None);
+        assert_eq!(Action::parse(Command::Subscribe, "tmdb:abc"), None);
+        assert_eq!(Action::parse(Command::Subscribe, "tmdb:1 season2"), None);
         assert_eq!(
-            Action::parse("subscribe", "三体"),
+            Action::parse(Command::Subscribe, "三体"),
             Some(Action::SubscribeTitle {
                 title: "三体".into()
             })
@@ -260,7 +261,7 @@ mod tests {
     #[test]
     fn release_searches_and_grabs() {
         assert_eq!(
-            Action::parse("releases", "tmdb:438631"),
+            Action::parse(Command::Releases, "tmdb:438631"),
             Some(Action::FindReleases {
                 tmdb_id: 438631,
                 kind: MediaKind::Movie,
@@ -268,7 +269,7 @@ mod tests {
             })
         );
         assert_eq!(
-            Action::parse("releases", "tmdb:108545 S1"),
+            Action::parse(Command::Releases, "tmdb:108545 S1"),
             Some(Action::FindReleases {
                 tmdb_id: 108545,
                 kind: MediaKind::Tv,
@@ -276,26 +277,26 @@ mod tests {
             })
         );
         assert_eq!(
-            Action::parse("releases", "tmdb:63639 tv"),
+            Action::parse(Command::Releases, "tmdb:63639 tv"),
             Some(Action::FindReleases {
                 tmdb_id: 63639,
                 kind: MediaKind::Tv,
                 season: None
             })
         );
-        assert_eq!(Action::parse("releases", "Dune"), None);
+        assert_eq!(Action::parse(Command::Releases, "Dune"), None);
         assert_eq!(
-            Action::parse("grab", "12 3"),
+            Action::parse(Command::Grab, "12 3"),
             Some(Action::Grab { list: 12, index: 3 })
         );
-        assert_eq!(Action::parse("grab", "12"), None);
-        assert_eq!(Action::parse("grab", "12 0"), None);
+        assert_eq!(Action::parse(Command::Grab, "12"), None);
+        assert_eq!(Action::parse(Command::Grab, "12 0"), None);
     }
 
     #[test]
     fn a_bare_id_asks_and_an_id_with_its_media_deletes() {
         assert_eq!(
-            Action::parse("unsubscribe", "7"),
+            Action::parse(Command::Unsubscribe, "7"),
             Some(Action::AskUnsubscribe { subscription_id: 7 })
         );
         let three_body = SubscriptionMedia::Tmdb {
@@ -303,7 +304,7 @@ mod tests {
             season: Some(1),
         };
         assert_eq!(
-            Action::parse("unsubscribe", &format!("7 {}", three_body.args())),
+            Action::parse(Command::Unsubscribe, &format!("7 {}", three_body.args())),
             Some(Action::Unsubscribe {
                 subscription_id: 7,
                 media: three_body
@@ -312,19 +313,22 @@ mod tests {
         let named = SubscriptionMedia::Name("流浪地球 2".into());
         assert_eq!(named.args(), "name:流浪地球 2");
         assert_eq!(
-            Action::parse("unsubscribe", "7 name:流浪地球 2"),
+            Action::parse(Command::Unsubscribe, "7 name:流浪地球 2"),
             Some(Action::Unsubscribe {
                 subscription_id: 7,
                 media: named
             })
         );
-        assert_eq!(Action::parse("unsubscribe", "7 tmdb:x"), None);
-        assert_eq!(Action::parse("unsubscribe", "0"), None);
+        assert_eq!(Action::parse(Command::Unsubscribe, "7 tmdb:x"), None);
+        assert_eq!(Action::parse(Command::Unsubscribe, "0"), None);
     }
 
     #[test]
     fn commands_without_a_job_are_not_actions() {
-        assert_eq!(Action::parse("help", ""), None);
-        assert_eq!(Action::parse("rm", "-rf"), None);
+        assert_eq!(Action::parse(Command::Help, ""), None);
+        assert_eq!(
+            super::super::JobCommand::parse("rm"),
+            super::super::JobCommand::Other("rm".into())
+        );
     }
 }

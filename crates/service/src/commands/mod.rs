@@ -81,6 +81,42 @@ impl Command {
     }
 }
 
+/// A job's `command` field as read back from the ledger: a command this release knows, or the
+/// name a newer release wrote. The job of an unknown name fails with a clear error when a worker
+/// of this release claims it, instead of the whole row reading as corrupt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobCommand {
+    Known(Command),
+    Other(String),
+}
+
+impl JobCommand {
+    pub fn parse(name: &str) -> JobCommand {
+        Command::from_name(name)
+            .map_or_else(|| JobCommand::Other(name.to_string()), JobCommand::Known)
+    }
+
+    /// The stored name.
+    pub fn name(&self) -> &str {
+        match self {
+            JobCommand::Known(c) => c.name(),
+            JobCommand::Other(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for JobCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for JobCommand {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// A message's text, read as a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::reader::JobEntry;
 use super::scripts::ScriptCall;
 use super::{Job, Ledger, LedgerError, keys, scripts};
+use crate::vocabulary::job_field as field;
 use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
 
 /// One claimed attempt: the fencing token every later call presents.
@@ -26,22 +27,22 @@ pub struct Attempt {
 
 /// The job fields claim.lua returns, in its order (its `CLAIM_FIELDS`): what a worker reads.
 pub const CLAIM_FIELDS: [&str; 16] = [
-    "status",
-    "attempts",
-    "recoveries",
-    "entry",
-    "id",
-    "command",
-    "args",
-    "chat_id",
-    "user_id",
-    "message_id",
-    "recovery",
-    "attempt_base",
-    "auth_wait_since",
-    "auth_waits",
-    "requester",
-    "role",
+    field::STATUS,
+    field::ATTEMPTS,
+    field::RECOVERIES,
+    field::ENTRY,
+    field::ID,
+    field::COMMAND,
+    field::ARGS,
+    field::CHAT_ID,
+    field::USER_ID,
+    field::MESSAGE_ID,
+    field::RECOVERY,
+    field::ATTEMPT_BASE,
+    field::AUTH_WAIT_SINCE,
+    field::AUTH_WAITS,
+    field::REQUESTER,
+    field::ROLE,
 ];
 
 /// What claiming an entry gave.

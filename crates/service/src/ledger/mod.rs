@@ -26,9 +26,10 @@ use std::time::Duration;
 use redis::AsyncCommands as _;
 use serde::Serialize;
 
-use crate::commands::Command;
+use crate::commands::{Command, JobCommand};
 use crate::config::Settings;
 use crate::i18n::Texts;
+use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
 pub use conn::{Conn, cluster_nodes};
@@ -221,7 +222,9 @@ impl Admitted {
 pub struct Job {
     pub id: u64,
     pub status: JobState,
-    pub command: String,
+    /// Read as a `Command`; a name this release does not know (a newer release's job) stays
+    /// as stored.
+    pub command: JobCommand,
     pub args: String,
     pub chat_id: i64,
     pub user_id: i64,
@@ -264,25 +267,25 @@ impl Job {
             h.remove(k).filter(|v| !v.is_empty())
         }
         Ok(Job {
-            id: num(&mut h, "id")?,
-            status: match h.remove("status") {
+            id: num(&mut h, field::ID)?,
+            status: match h.remove(field::STATUS) {
                 Some(v) => v.parse().map_err(|_| format!("field status is {v:?}"))?,
                 None => return Err("field status is missing".into()),
             },
-            command: text(&mut h, "command"),
-            args: text(&mut h, "args"),
-            chat_id: num(&mut h, "chat_id")?,
-            user_id: num(&mut h, "user_id")?,
-            update_id: num(&mut h, "update_id")?,
-            idempotency_key: text(&mut h, "idempotency_key"),
-            attempts: num(&mut h, "attempts")?,
-            created_at: num(&mut h, "created_at")?,
-            updated_at: num(&mut h, "updated_at")?,
-            result: opt(&mut h, "result"),
-            error: opt(&mut h, "error"),
-            duplicates: num(&mut h, "duplicates")?,
-            requester: opt(&mut h, "requester"),
-            role: match h.remove("role") {
+            command: JobCommand::parse(&text(&mut h, field::COMMAND)),
+            args: text(&mut h, field::ARGS),
+            chat_id: num(&mut h, field::CHAT_ID)?,
+            user_id: num(&mut h, field::USER_ID)?,
+            update_id: num(&mut h, field::UPDATE_ID)?,
+            idempotency_key: text(&mut h, field::IDEMPOTENCY_KEY),
+            attempts: num(&mut h, field::ATTEMPTS)?,
+            created_at: num(&mut h, field::CREATED_AT)?,
+            updated_at: num(&mut h, field::UPDATED_AT)?,
+            result: opt(&mut h, field::RESULT),
+            error: opt(&mut h, field::ERROR),
+            duplicates: num(&mut h, field::DUPLICATES)?,
+            requester: opt(&mut h, field::REQUESTER),
+            role: match h.remove(field::ROLE) {
                 None => Role::Admin,
                 Some(r) if r.is_empty() => Role::Admin,
                 Some(r) => r.parse().map_err(|e| format!("field role: {e}"))?,

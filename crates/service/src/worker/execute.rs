@@ -792,5 +792,7 @@ fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
 
 /// The user's message a job answers (a job made by a button answers the command that showed it).
 pub(super) fn reply_to(job: &Job) -> Option<i64> {
-    job.extra.get("message_id").and_then(|m| m.parse().ok())
+    job.extra
+        .get(crate::vocabulary::job_field::MESSAGE_ID)
+        .and_then(|m| m.parse().ok())
 }

@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::backoff::{self, Retry};
-use crate::commands::{Action, Command, Recovery};
+use crate::commands::{Action, Command, JobCommand, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, read_loop};
@@ -44,7 +44,7 @@ use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
-use crate::vocabulary::{JobState, ReplyKind};
+use crate::vocabulary::{JobState, ReplyKind, job_field};
 pub use execute::KeyedLocks;
 use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
 use releases::ReleaseSettings;
@@ -284,13 +284,13 @@ impl Worker {
             return;
         };
         crate::crash_point!("worker.after_claim");
-        METRICS.transition(&job.command, JobState::Running.as_str());
+        METRICS.transition(job.command.name(), JobState::Running.as_str());
         let started = std::time::Instant::now();
         if recovered {
             tracing::warn!(
                 attempt = attempt.attempt,
                 command = %job.command,
-                policy = job.extra.get("recovery").map(String::as_str).unwrap_or(""),
+                policy = job.extra.get(job_field::RECOVERY).map(String::as_str).unwrap_or(""),
                 "recovering a job whose worker stopped mid-run"
             );
         } else {
@@ -306,8 +306,8 @@ impl Worker {
         };
         let status = outcome.status;
         if self.record(&attempt, outcome).await {
-            METRICS.transition(&job.command, status.as_str());
-            METRICS.job_finished(&job.command, status.as_str(), started.elapsed());
+            METRICS.transition(job.command.name(), status.as_str());
+            METRICS.job_finished(job.command.name(), status.as_str(), started.elapsed());
         }
         crate::crash_point!("worker.after_complete");
         self.lock_in_flight().remove(&attempt.entry);
@@ -341,7 +341,11 @@ impl Worker {
 
     /// Runs the job's action and turns the result into the outcome to record.
     async fn execute(&self, job: &Job, attempt: &Attempt, recovered: bool) -> Outcome {
-        let Some(action) = Action::parse(&job.command, &job.args) else {
+        let action = match &job.command {
+            JobCommand::Known(command) => Action::parse(*command, &job.args),
+            JobCommand::Other(_) => None,
+        };
+        let Some(action) = action else {
             let reason = format!(
                 "/{} {} is not a command oncebot runs",
                 job.command, job.args
@@ -915,7 +919,9 @@ enum Mapped {
 }
 
 fn recovery_of(job: &Job) -> Option<Recovery> {
-    job.extra.get("recovery").and_then(|name| name.parse().ok())
+    job.extra
+        .get(job_field::RECOVERY)
+        .and_then(|name| name.parse().ok())
 }
 
 /// Milliseconds since the Unix epoch by this host's clock (for the credentials wait, which is
