@@ -239,7 +239,10 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
         }
         Cmd::Jobs { command } => {
             settings.validate(Needs::default())?;
-            let ledger = Ledger::connect(&settings)?;
+            let ledger = Ledger::connect(
+                &settings,
+                oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+            )?;
             match command {
                 JobsCmd::List {
                     status,

@@ -44,7 +44,11 @@ fn env(redis: &RedisServer, sim: &TelegramSim, extra: &[(&str, &str)]) -> Vec<(S
 /// The test's own view of the ledger the child writes.
 fn ledger(env: &[(String, String)]) -> Ledger {
     let settings = Settings::load_from(None, env.iter().cloned()).unwrap();
-    Ledger::connect(&settings).unwrap()
+    Ledger::connect(
+        &settings,
+        oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )
+    .unwrap()
 }
 
 async fn jobs(ledger: &Ledger) -> Vec<Job> {

@@ -53,7 +53,10 @@ pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Re
 pub async fn users(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let base = settings.directory()?;
     let (stored, unread) = if settings.moviepilot.users_refresh().is_some() {
-        let read = match Ledger::connect(settings) {
+        let read = match Ledger::connect(
+            settings,
+            crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+        ) {
             Ok(ledger) => ledger.moviepilot_users().await.map_err(anyhow::Error::from),
             Err(e) => Err(e),
         };

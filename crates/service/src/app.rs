@@ -100,7 +100,10 @@ type Task = JoinHandle<anyhow::Result<()>>;
 /// Validates the settings for the chosen roles and starts them.
 pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Running> {
     check(&settings, &opts)?;
-    let ledger = Ledger::connect(&settings)?;
+    let ledger = Ledger::connect(
+        &settings,
+        crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )?;
     wait_for_redis(&ledger).await;
     let shutdown = CancellationToken::new();
     let mut tasks: Vec<Task> = Vec::new();

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::ledger::{cluster_nodes, is_redis_url};
 use crate::vocabulary::NotificationType;
 
 pub use crate::assets::DEFAULT_TOML;
@@ -660,11 +661,7 @@ impl RedisSettings {
     fn validate_url(&self) -> Result<(), SettingError> {
         if self.cluster {
             let nodes = cluster_nodes(self.url.expose());
-            if nodes.is_empty()
-                || nodes
-                    .iter()
-                    .any(|n| redis::IntoConnectionInfo::into_connection_info(*n).is_err())
-            {
+            if nodes.is_empty() || !nodes.iter().all(|n| is_redis_url(n)) {
                 return Err(SettingError::new(
                     "redis.url",
                     "is not a comma-separated list of Redis URLs (redis.cluster is on)",
@@ -674,7 +671,7 @@ impl RedisSettings {
                     ),
                 ));
             }
-        } else if redis::IntoConnectionInfo::into_connection_info(self.url.expose()).is_err() {
+        } else if !is_redis_url(self.url.expose()) {
             let hint = if self.url.expose().contains(',') {
                 format!(
                     " (several nodes of a Redis Cluster need {}=true)",
@@ -1082,14 +1079,6 @@ const MIN_MP_BODY_BYTES: u64 = 64 * 1024;
 /// core" counts.
 pub fn cpu_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
-pub fn cluster_nodes(url: &str) -> Vec<&str> {
-    url.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .collect()
 }
 
 /// The environment variable that sets `section.key`.

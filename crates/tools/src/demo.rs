@@ -421,7 +421,10 @@ impl Stage {
                 ("ONCEBOT__LOG__LEVEL", "warn".into()),
             ]);
         let settings = env.settings()?;
-        let ledger = Ledger::connect(&settings)?;
+        let ledger = Ledger::connect(
+            &settings,
+            oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+        )?;
         Ok(Stage {
             tg,
             mp,

@@ -91,7 +91,11 @@ pub async fn deploy(env: &[(&str, &str)]) -> Deployment {
     )
     .await
     .unwrap();
-    let ledger = Ledger::connect(&settings).unwrap();
+    let ledger = Ledger::connect(
+        &settings,
+        oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )
+    .unwrap();
     ledger.prepare().await.unwrap();
     Deployment {
         store: Store::new(&redis.url(), &settings.redis.key_prefix),

@@ -60,7 +60,11 @@ pub async fn spawn_ledger(overrides: &[(&str, &str)]) -> (RedisServer, Ledger, S
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let settings = settings(&redis.url(), &overrides);
-    let ledger = Ledger::connect(&settings).unwrap();
+    let ledger = Ledger::connect(
+        &settings,
+        oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )
+    .unwrap();
     ledger.prepare().await.unwrap();
     let store = Store::new(&redis.url(), &settings.redis.key_prefix);
     (redis, ledger, store, settings)
@@ -185,7 +189,11 @@ impl TestApp {
     /// A second `Ingress` over the same settings and Redis: the webhook's decision path, but
     /// returning what it decided (the webhook itself only ever answers an empty 200).
     pub fn ingress(&self) -> Ingress {
-        let ledger = Ledger::connect(&self.settings).unwrap();
+        let ledger = Ledger::connect(
+            &self.settings,
+            oncebot::i18n::Texts::new(self.settings.telegram.locale).for_ledger(),
+        )
+        .unwrap();
         Ingress::new(&self.settings, ledger)
     }
 

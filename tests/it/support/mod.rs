@@ -441,7 +441,11 @@ pub async fn fresh_ledger() -> (
         [("ONCEBOT__REDIS__URL".to_string(), redis.url())],
     )
     .unwrap();
-    let ledger = oncebot::ledger::Ledger::connect(&settings).unwrap();
+    let ledger = oncebot::ledger::Ledger::connect(
+        &settings,
+        oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )
+    .unwrap();
     ledger.prepare().await.unwrap();
     (redis, ledger)
 }

@@ -24,24 +24,8 @@ pub use replies::{Render, Whose, release_args, subscribe_args};
 
 use crate::commands::Command;
 use crate::config::Locale;
+use crate::ledger::{LedgerTexts, TapTexts};
 use crate::vocabulary::{JobState, Resolution};
-
-/// Answers to taps on buttons; see [`Texts::tap_texts`].
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct TapTexts {
-    pub expired: &'static str,
-    pub foreign: &'static str,
-    pub unknown: &'static str,
-    pub received: &'static str,
-    pub duplicate: &'static str,
-    pub already: &'static str,
-    pub already_done: &'static str,
-    pub cancelled: &'static str,
-    pub resolved: &'static str,
-    pub settled: &'static str,
-    /// A tap the user's role does not allow (issue 22).
-    pub forbidden: &'static str,
-}
 
 /// The texts of one locale.
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +40,19 @@ impl Texts {
 
     fn zh(&self) -> bool {
         self.locale == Locale::Zh
+    }
+
+    /// Every text the ledger's scripts write into chats, for `Ledger::connect` (the ledger
+    /// composes none of its own).
+    pub fn for_ledger(&self) -> LedgerTexts {
+        LedgerTexts {
+            state_labels: JobState::ALL.map(|s| (s, self.state_label(s))),
+            duplicate: self.duplicate_template(),
+            taps: self.tap_texts(),
+            resolved: Resolution::ALL.map(|d| (d, self.resolved(d))),
+            review: self.review_template(),
+            review_buttons: self.review_buttons(),
+        }
     }
 
     /// The label of a state, as users read it.

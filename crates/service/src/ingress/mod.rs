@@ -407,7 +407,11 @@ mod tests {
         )
         .unwrap();
         // Connecting is lazy (it needs a runtime, not a Redis): `decide` never reaches Redis.
-        let ledger = Ledger::connect(&settings).unwrap();
+        let ledger = Ledger::connect(
+            &settings,
+            crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+        )
+        .unwrap();
         Ingress::new(&settings, ledger)
     }
 

@@ -214,7 +214,19 @@ fn goes_home(cmd: &Cmd) -> bool {
     }
 }
 
-pub use crate::config::cluster_nodes;
+/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
+pub fn cluster_nodes(url: &str) -> Vec<&str> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Whether `url` is one Redis URL the ledger can connect to (`redis://`, `rediss://`,
+/// `redis+unix://`, `unix://`): what the settings check asks before anything connects.
+pub fn is_redis_url(url: &str) -> bool {
+    redis::IntoConnectionInfo::into_connection_info(url).is_ok()
+}
 
 /// Where connections come from: one Redis's client, or the cluster's two clients (one with the
 /// command timeout for the shared connection, one without for blocking reads: redis-rs fixes

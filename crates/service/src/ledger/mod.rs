@@ -28,11 +28,10 @@ use serde::Serialize;
 
 use crate::commands::{Command, JobCommand};
 use crate::config::Settings;
-use crate::i18n::Texts;
 use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
-pub use conn::{Conn, cluster_nodes};
+pub use conn::{Conn, cluster_nodes, is_redis_url};
 pub use keys::Keys;
 pub use liveness::{Reaped, Role as ConsumerRole};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
@@ -41,6 +40,7 @@ pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::StoredList;
 pub use replies::{Begin, CallbackEntry, Lane, MarkupOp, QueueStats, ReplyEntry, StreamStats};
 pub use scripts::{CREDENTIALS_NOTICE, hashes as script_hashes};
+pub use tokens::TapTexts;
 
 /// What [`Ledger::ready`] found besides a working admission path.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -306,6 +306,24 @@ pub struct JobFilter {
 /// KEYS of `lua/enqueue.lua` (see its header).
 const ENQUEUE_KEYS: usize = 10;
 
+/// Every text the ledger's scripts write into chats on their own (a repeat's answer, a tap's
+/// answer, the review notice), handed in by whoever opens the ledger: the ledger composes none.
+/// `i18n::Texts::for_ledger` builds them in the configured language.
+#[derive(Debug, Clone)]
+pub struct LedgerTexts {
+    /// Each state's label, for "{state}" in the answers to repeats and taps.
+    pub state_labels: [(JobState, &'static str); JobState::ALL.len()],
+    /// The answer to a command repeated inside its window ("{job}", "{state}").
+    pub duplicate: &'static str,
+    pub taps: TapTexts,
+    /// The reply to the asker when a review button settles their job, per decision ("{job}").
+    pub resolved: [(Resolution, &'static str); Resolution::ALL.len()],
+    /// The review notice for admin chats ("{job}", "{command}", "{args}", "{attempts}",
+    /// "{error}") and its buttons' labels, in `Resolution::ALL`'s order.
+    pub review: &'static str,
+    pub review_buttons: [&'static str; Resolution::ALL.len()],
+}
+
 /// Handle onto one deployment's ledger. Cheap to clone: one multiplexed connection underneath.
 #[derive(Clone)]
 pub struct Ledger {
@@ -334,7 +352,7 @@ impl Ledger {
     /// Connects lazily: a Redis that is down at start-up makes calls fail (and the webhook
     /// answer 503) until it comes back, instead of stopping the process. `redis.cluster` picks
     /// the connection kind (`conn`); nothing outside the ledger knows which it is.
-    pub fn connect(settings: &Settings) -> anyhow::Result<Ledger> {
+    pub fn connect(settings: &Settings, texts: LedgerTexts) -> anyhow::Result<Ledger> {
         use anyhow::Context as _;
         let keys = Keys::new(&settings.redis.key_prefix);
         let timeout = Duration::from_millis(settings.redis.command_timeout_ms);
@@ -356,10 +374,10 @@ impl Ledger {
             replicas: settings.redis.wait_replicas,
             timeout_ms: settings.redis.wait_timeout_ms,
         });
-        let texts = Texts::new(settings.telegram.locale);
-        let state_labels = JobState::ALL
-            .into_iter()
-            .flat_map(|s| [s.as_str().to_string(), texts.state_label(s).to_string()])
+        let state_labels = texts
+            .state_labels
+            .iter()
+            .flat_map(|(s, label)| [s.as_str().to_string(), label.to_string()])
             .collect();
         Ok(Ledger {
             source,
@@ -367,16 +385,17 @@ impl Ledger {
             wait,
             keys,
             state_labels,
-            duplicate_template: texts.duplicate_template().to_string(),
+            duplicate_template: texts.duplicate.to_string(),
             update_retention_secs: settings.ledger.update_retention_secs,
             chat_index_len: settings.ledger.chat_index_len,
             jobs_index_len: settings.ledger.jobs_index_len,
             job_retention_secs: settings.worker.job_retention_secs,
-            tap_texts: tokens::tap_texts_json(texts),
+            tap_texts: tokens::tap_texts_json(&texts),
             review: tokens::ReviewNotices {
                 admin_chats: settings.telegram.admin_chats.clone(),
                 ttl: Duration::from_secs(settings.telegram.review_ttl_secs),
-                texts,
+                template: texts.review,
+                buttons: texts.review_buttons,
             },
         })
     }

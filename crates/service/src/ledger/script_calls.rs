@@ -29,7 +29,11 @@ fn ledger() -> Ledger {
         ],
     )
     .unwrap();
-    Ledger::connect(&settings).unwrap()
+    Ledger::connect(
+        &settings,
+        crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )
+    .unwrap()
 }
 
 /// `KEYS[n]` / `ARGV[n]` → the header's description of it. A position is described where a

@@ -18,9 +18,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::scripts::{OrEmpty, ScriptCall};
-use super::{JobState, Ledger, LedgerError, Resolution, keys, scripts};
+use super::{JobState, Ledger, LedgerError, LedgerTexts, Resolution, keys, scripts};
 use crate::commands::{self, Command};
-use crate::i18n::Texts;
 use crate::telegram::keyboard::{self, Keyboard};
 
 /// Who may use a button.
@@ -279,7 +278,10 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
 pub(crate) struct ReviewNotices {
     pub admin_chats: Vec<i64>,
     pub ttl: Duration,
-    pub texts: Texts,
+    /// The notice, with "{job}", "{command}", "{args}", "{attempts}" and "{error}" to fill.
+    pub template: &'static str,
+    /// The buttons' labels, in `Resolution::ALL`'s order.
+    pub buttons: [&'static str; 3],
 }
 
 impl ReviewNotices {
@@ -290,7 +292,7 @@ impl ReviewNotices {
             return String::new();
         }
         let mut group = TokenGroup::new(self.ttl);
-        let labels = self.texts.review_buttons();
+        let labels = self.buttons;
         let decisions = Resolution::ALL;
         let messages: Vec<_> = self
             .admin_chats
@@ -314,7 +316,7 @@ impl ReviewNotices {
             })
             .collect();
         json!({
-            "text": self.texts.review_template(),
+            "text": self.template,
             "group": group.spec(),
             "messages": messages,
         })
@@ -399,17 +401,37 @@ impl Tapped {
     }
 }
 
+/// Answers to taps on buttons, for tap.lua (with the labels and resolved replies
+/// `tap_texts_json` adds).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct TapTexts {
+    pub expired: &'static str,
+    pub foreign: &'static str,
+    pub unknown: &'static str,
+    pub received: &'static str,
+    pub duplicate: &'static str,
+    pub already: &'static str,
+    pub already_done: &'static str,
+    pub cancelled: &'static str,
+    pub resolved: &'static str,
+    pub settled: &'static str,
+    /// A tap the user's role does not allow.
+    pub forbidden: &'static str,
+}
+
 /// The texts tap.lua answers with, as the JSON it reads (ARGV[15]).
-pub(crate) fn tap_texts_json(texts: Texts) -> String {
-    let labels: BTreeMap<&str, &str> = JobState::ALL
-        .into_iter()
-        .map(|s| (s.as_str(), texts.state_label(s)))
+pub(crate) fn tap_texts_json(texts: &LedgerTexts) -> String {
+    let labels: BTreeMap<&str, &str> = texts
+        .state_labels
+        .iter()
+        .map(|(s, label)| (s.as_str(), *label))
         .collect();
-    let resolved: BTreeMap<&str, &str> = Resolution::ALL
-        .into_iter()
-        .map(|d| (d.as_str(), texts.resolved(d)))
+    let resolved: BTreeMap<&str, &str> = texts
+        .resolved
+        .iter()
+        .map(|(d, reply)| (d.as_str(), *reply))
         .collect();
-    let mut doc = serde_json::to_value(texts.tap_texts()).unwrap_or_default();
+    let mut doc = serde_json::to_value(texts.taps).unwrap_or_default();
     doc["labels"] = json!(labels);
     doc["resolved_reply"] = json!(resolved);
     doc.to_string()

@@ -288,7 +288,10 @@ impl Pipeline {
         ];
         let env = if callgrind { env.set_all(slow) } else { env };
         let settings = env.settings().context("the pipeline's settings")?;
-        let ledger = Ledger::connect(&settings)?;
+        let ledger = Ledger::connect(
+            &settings,
+            oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+        )?;
         ledger
             .prepare()
             .await

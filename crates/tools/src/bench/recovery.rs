@@ -141,7 +141,10 @@ impl Scene {
     async fn start() -> anyhow::Result<Scene> {
         let redis = RedisServer::start(Persistence::None)?;
         let settings = OncebotEnv::new(&redis.url()).settings()?;
-        let ledger = Ledger::connect(&settings)?;
+        let ledger = Ledger::connect(
+            &settings,
+            oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+        )?;
         ledger.prepare().await?;
         Ok(Scene {
             redis,

@@ -48,7 +48,10 @@ pub async fn run(notifications: usize, idle: Duration) -> anyhow::Result<RelayRe
     ]);
     let settings = base.settings()?;
     let poll_interval_secs = settings.notify.poll_interval_secs;
-    let ledger = oncebot::ledger::Ledger::connect(&settings)?;
+    let ledger = oncebot::ledger::Ledger::connect(
+        &settings,
+        oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )?;
 
     // Throughput.
     let running = app::start(

@@ -98,7 +98,10 @@ impl Target {
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users.as_str()),
         ]);
         let settings = env.settings().context("the bench's settings")?;
-        let ledger = Ledger::connect(&settings)?;
+        let ledger = Ledger::connect(
+            &settings,
+            oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+        )?;
         ledger
             .prepare()
             .await
