@@ -638,18 +638,20 @@ async fn sigterm_ends_the_wait_after_a_401_at_once_and_the_reply_stays_pending()
         "ONCEBOT__TELEGRAM__TOKEN".into(),
         "123456:not-the-token".into(),
     ));
-    let mut bot = crate::support::child::Oncebot::spawn(
-        &[
-            "serve",
-            "--role",
-            "ingress",
-            "--role",
-            "worker",
-            "--role",
-            "dispatcher",
-        ],
-        &env_bad_token,
-    );
+    let mut bot = rig
+        .spawn(
+            &[
+                "serve",
+                "--role",
+                "ingress",
+                "--role",
+                "worker",
+                "--role",
+                "dispatcher",
+            ],
+            &env_bad_token,
+        )
+        .await;
     bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
         .await;
     rig.send(1, "/subscriptions").await;

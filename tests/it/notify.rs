@@ -44,11 +44,10 @@ async fn relay_rig(opts: SimOptions, overrides: &[(&str, &str)]) -> Rig {
     Rig::with_sim(opts, &env).await
 }
 
-/// A process with `roles` on a port of its own, once it logs `ready_line`.
+/// A process with `roles` (on a port of its own, as the rig's settings say port 0), once it
+/// logs `ready_line`.
 async fn spawn(rig: &Rig, roles: &[&str], failpoint: Option<&str>, ready_line: &str) -> Oncebot {
     let mut env = rig.env.clone();
-    env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
-    env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
     if let Some(point) = failpoint {
         env.push(("FAILPOINTS".into(), format!("{point}=return")));
     }
@@ -368,7 +367,7 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
         .start_roles(&["ingress", "dispatcher", "notify"], None)
         .await;
     position(&rig).await;
-    let base = format!("http://127.0.0.1:{}/moviepilot/notify", rig.port);
+    let base = rig.url("/moviepilot/notify");
     let id = rig.mp.notify(note(Download, "woken-up-notice"));
     let m = rig.mp.messages().into_iter().find(|m| m.id == id).unwrap();
     assert_eq!(
@@ -424,7 +423,7 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
     }
     let http = reqwest::Client::new();
     let metrics = http
-        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .get(rig.url("/metrics"))
         .send()
         .await
         .unwrap()
@@ -437,7 +436,7 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
         "{metrics}"
     );
     let page = http
-        .get(format!("http://127.0.0.1:{}/admin/", rig.port))
+        .get(rig.url("/admin/"))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
         .send()
         .await
