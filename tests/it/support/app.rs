@@ -258,12 +258,3 @@ pub async fn run_oncebot_within(
         stderr: String::from_utf8(out.stderr).unwrap(),
     }
 }
-
-/// A TCP port that was free a moment ago, for a child process's `ONCEBOT__HTTP__LISTEN`.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
