@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use oncebot::ledger::Keys;
 use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimMedia, SimOptions};
 use oncebot_tools::sim::telegram::TelegramSim;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +17,9 @@ use crate::support::cluster::{CLUSTER_DEADLINE, Cluster};
 use crate::support::{ALICE, BOB, SECRET, eventually, private_text};
 
 /// Where a job's keys live: the deployment's hash tag decides the slot.
-const TAGGED_KEY: &str = "{oncebot}:v1:stream:jobs";
+fn tagged_key() -> String {
+    Keys::new("oncebot").jobs_stream()
+}
 /// Films the MoviePilot simulator knows, from this tmdb id up (one subscription each).
 const FIRST_TMDB: u64 = 900_000;
 const FILMS: u64 = 1500;
@@ -204,7 +207,7 @@ fn subscribe(n: u64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_pipeline_works_whichever_node_the_url_names() {
     let rig = ClusterRig::new().await;
-    let owner = rig.cluster.master_of(TAGGED_KEY).await;
+    let owner = rig.cluster.master_of(&tagged_key()).await;
     let other_master = rig
         .cluster
         .masters()
@@ -331,7 +334,7 @@ async fn load(poster: Poster, lanes: u64, stop: CancellationToken, seen: Arc<Ans
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     let mut rig = ClusterRig::new().await;
-    let owner = rig.cluster.master_of(TAGGED_KEY).await;
+    let owner = rig.cluster.master_of(&tagged_key()).await;
     let replica = rig.cluster.replica_of(owner).await;
     let env = rig.env(
         &rig.cluster.nodes[(owner + 1) % 6].url(),

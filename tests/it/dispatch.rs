@@ -356,7 +356,7 @@ async fn a_text_over_4096_characters_is_sent_in_pieces() {
     let mut conn = rig.store.conn().await;
     let _: String = conn
         .xadd(
-            "{oncebot}:v1:stream:replies",
+            rig.store.keys.replies_stream(),
             "*",
             &[
                 ("chat_id", ALICE.to_string()),
@@ -435,7 +435,7 @@ async fn callback_answers_take_the_fast_lane() {
     let mut conn = rig.store.conn().await;
     let _: String = conn
         .xadd(
-            "{oncebot}:v1:stream:callbacks",
+            rig.store.keys.callbacks_stream(),
             "*",
             &[
                 ("callback_query_id", query_id.as_str()),

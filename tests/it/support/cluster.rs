@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::Duration;
 
+use oncebot::ledger::Keys;
 use redis::AsyncCommands as _;
 use tokio::process::{Child, Command};
 
@@ -378,9 +379,7 @@ impl Cluster {
     /// A job's HASH (empty if it does not exist), read through the cluster.
     pub async fn job(&self, id: u64) -> BTreeMap<String, String> {
         let mut conn = self.client().await;
-        conn.hgetall(format!("{{oncebot}}:v1:job:{id}"))
-            .await
-            .unwrap()
+        conn.hgetall(Keys::new("oncebot").job(id)).await.unwrap()
     }
 }
 

@@ -245,8 +245,8 @@ impl Rig {
             .await
             .unwrap();
         let summary: Value = redis::cmd("XPENDING")
-            .arg("{oncebot}:v1:stream:jobs")
-            .arg("workers")
+            .arg(self.store.keys.jobs_stream())
+            .arg(oncebot::ledger::keys::JOBS_GROUP)
             .query_async::<redis::Value>(&mut conn)
             .await
             .map(|v| match v {
