@@ -14,7 +14,7 @@ use oncebot_tools::sim::telegram::TelegramSim;
 use redis::AsyncCommands as _;
 use serde_json::Value;
 
-use crate::support::app::{free_port, run_oncebot, spawn_ledger};
+use crate::support::app::{run_oncebot, spawn_ledger};
 use crate::support::child::Oncebot;
 use crate::support::{ALICE, BOB, DEADLINE, SECRET, Store, eventually, private_text};
 
@@ -281,12 +281,12 @@ async fn users_with_redis_unreachable_lists_the_setting_and_exits_1() {
     );
 }
 
-/// The environment `oncebot serve` needs, against `redis_url`, listening on `port`.
-/// Settings for `serve`; `mp` is the MoviePilot the worker role talks to (a simulator).
-fn serve_env(redis_url: &str, port: u16) -> Vec<(&'static str, String)> {
+/// The environment `oncebot serve` needs, against `redis_url`, listening on port 0 (the child's
+/// log says which port it got: `Oncebot::http_addr`).
+fn serve_env(redis_url: &str) -> Vec<(&'static str, String)> {
     vec![
         ("ONCEBOT__REDIS__URL", redis_url.to_string()),
-        ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
+        ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0".into()),
         (
             "ONCEBOT__TELEGRAM__TOKEN",
             "123456:TEST-token_for-oncebot".into(),
@@ -300,11 +300,10 @@ fn serve_env(redis_url: &str, port: u16) -> Vec<(&'static str, String)> {
 /// roles (all roles run).
 async fn full_serve_env(
     redis_url: &str,
-    port: u16,
 ) -> ((MoviePilotSim, TelegramSim), Vec<(&'static str, String)>) {
     let sim = MoviePilotSim::start(SimOptions::v2_5_6()).await;
     let tg = TelegramSim::start().await.unwrap();
-    let mut env = serve_env(redis_url, port);
+    let mut env = serve_env(redis_url);
     env.retain(|(k, _)| *k != "ONCEBOT__TELEGRAM__TOKEN");
     env.push(("ONCEBOT__TELEGRAM__TOKEN", tg.token()));
     env.push(("ONCEBOT__TELEGRAM__API_URL", tg.url()));
@@ -333,10 +332,9 @@ fn as_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)
 #[tokio::test]
 async fn serve_answers_its_probes_admits_updates_and_exits_0_on_sigterm() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let port = free_port();
-    let (_mp, env) = full_serve_env(&redis.url(), port).await;
+    let (_mp, env) = full_serve_env(&redis.url()).await;
     let mut child = Oncebot::spawn(&["serve"], &owned(&env));
-    let base = format!("http://127.0.0.1:{port}");
+    let base = child.url("").await;
     let http = reqwest::Client::new();
 
     eventually("/healthz to answer 200", DEADLINE, || {
@@ -372,12 +370,12 @@ async fn serve_answers_its_probes_admits_updates_and_exits_0_on_sigterm() {
 #[tokio::test]
 async fn serve_finishes_a_request_in_flight_on_sigterm_then_exits_0() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let port = free_port();
-    let mut env = serve_env(&redis.url(), port);
+    let mut env = serve_env(&redis.url());
     // The request is held in Redis below; it must not time out meanwhile.
     env.push(("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "10000".into()));
     let mut child = Oncebot::spawn(&["serve", "--role", "ingress"], &owned(&env));
-    let base = format!("http://127.0.0.1:{port}");
+    let addr = child.http_addr().await;
+    let base = format!("http://{addr}");
     let http = reqwest::Client::new();
     wait_ready(&http, &base).await;
 
@@ -417,7 +415,7 @@ async fn serve_finishes_a_request_in_flight_on_sigterm_then_exits_0() {
     child.signal("TERM");
     // It stops accepting at once...
     eventually("the listener to close", DEADLINE, || async move {
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
+        tokio::net::TcpStream::connect(addr)
             .await
             .is_err()
             .then_some(())
@@ -440,10 +438,9 @@ async fn serve_finishes_a_request_in_flight_on_sigterm_then_exits_0() {
 #[tokio::test]
 async fn serve_exits_0_on_sigint() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let port = free_port();
-    let (_mp, env) = full_serve_env(&redis.url(), port).await;
+    let (_mp, env) = full_serve_env(&redis.url()).await;
     let mut child = Oncebot::spawn(&["serve"], &owned(&env));
-    wait_ready(&reqwest::Client::new(), &format!("http://127.0.0.1:{port}")).await;
+    wait_ready(&reqwest::Client::new(), &child.url("").await).await;
 
     child.signal("INT");
     let status = child.wait_exit(DEADLINE).await;
@@ -461,7 +458,7 @@ async fn wait_ready(http: &reqwest::Client, base: &str) {
 #[tokio::test]
 async fn serve_without_a_webhook_secret_exits_2_with_one_line_naming_it() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let mut env = serve_env(&redis.url(), free_port());
+    let mut env = serve_env(&redis.url());
     env.retain(|(k, _)| *k != "ONCEBOT__TELEGRAM__WEBHOOK_SECRET");
     let out = run_oncebot(&["serve"], &as_refs(&env)).await;
     assert_eq!(out.status.code(), Some(2), "{out:?}");
@@ -477,11 +474,10 @@ async fn serve_without_a_webhook_secret_exits_2_with_one_line_naming_it() {
 #[tokio::test]
 async fn serve_never_prints_its_secrets() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let port = free_port();
-    let (_mp, mut env) = full_serve_env(&redis.url(), port).await;
+    let (_mp, mut env) = full_serve_env(&redis.url()).await;
     env.push(("RUST_LOG", "trace".into()));
     let mut child = Oncebot::spawn(&["serve"], &owned(&env));
-    let base = format!("http://127.0.0.1:{port}");
+    let base = child.url("").await;
     let http = reqwest::Client::new();
     wait_ready(&http, &base).await;
     // A wrong secret is refused and logged; the log must not echo either secret.

@@ -2,20 +2,24 @@
 //! (`support::cluster`), oncebot's processes against it with `redis.cluster`, failovers under
 //! load with `redis.wait_replicas = 1`, and a standalone connection that meets MOVED.
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use oncebot::ledger::Keys;
 use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimMedia, SimOptions};
 use oncebot_tools::sim::telegram::TelegramSim;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::app::{app, free_port, run_oncebot};
+use crate::support::app::{app, run_oncebot};
 use crate::support::child::Oncebot;
 use crate::support::cluster::{CLUSTER_DEADLINE, Cluster};
 use crate::support::{ALICE, BOB, SECRET, eventually, private_text};
 
 /// Where a job's keys live: the deployment's hash tag decides the slot.
-const TAGGED_KEY: &str = "{oncebot}:v1:stream:jobs";
+fn tagged_key() -> String {
+    Keys::new("oncebot").jobs_stream()
+}
 /// Films the MoviePilot simulator knows, from this tmdb id up (one subscription each).
 const FIRST_TMDB: u64 = 900_000;
 const FILMS: u64 = 1500;
@@ -25,7 +29,8 @@ struct ClusterRig {
     cluster: Cluster,
     mp: MoviePilotSim,
     tg: TelegramSim,
-    port: u16,
+    /// Where the oncebot [`ClusterRig::spawn`] started last listens (each binds port 0).
+    addr: Mutex<Option<SocketAddr>>,
     http: reqwest::Client,
 }
 
@@ -44,7 +49,7 @@ impl ClusterRig {
             cluster,
             mp,
             tg: TelegramSim::start().await.unwrap(),
-            port: free_port(),
+            addr: Mutex::new(None),
             http: reqwest::Client::new(),
         }
     }
@@ -53,7 +58,7 @@ impl ClusterRig {
         let mut env: Vec<(String, String)> = [
             ("ONCEBOT__REDIS__URL", url.to_string()),
             ("ONCEBOT__REDIS__CLUSTER", "true".into()),
-            ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{}", self.port)),
+            ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0".into()),
             ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
             ("ONCEBOT__TELEGRAM__LOCALE", "en".into()),
@@ -87,20 +92,36 @@ impl ClusterRig {
         env
     }
 
+    /// `oncebot <args>` with `env`, once it listens; its address is the rig's from now on.
+    async fn spawn(&self, args: &[&str], env: &[(String, String)]) -> Oncebot {
+        let bot = Oncebot::spawn(args, env);
+        let addr = bot.http_addr().await;
+        *self.addr.lock().unwrap() = Some(addr);
+        bot
+    }
+
+    /// `http://<addr><path>` on the oncebot started last.
+    fn url(&self, path: &str) -> String {
+        let addr = self.addr.lock().unwrap().expect("an oncebot started");
+        format!("http://{addr}{path}")
+    }
+
     /// `oncebot serve` with every role, once `/readyz` answers 200 and the dispatcher reads.
     async fn start_pipeline(&self, env: &[(String, String)]) -> Oncebot {
-        let bot = Oncebot::spawn(
-            &[
-                "serve",
-                "--role",
-                "ingress",
-                "--role",
-                "worker",
-                "--role",
-                "dispatcher",
-            ],
-            env,
-        );
+        let bot = self
+            .spawn(
+                &[
+                    "serve",
+                    "--role",
+                    "ingress",
+                    "--role",
+                    "worker",
+                    "--role",
+                    "dispatcher",
+                ],
+                env,
+            )
+            .await;
         self.ready_is(200, Duration::from_secs(20)).await;
         bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
             .await;
@@ -110,7 +131,7 @@ impl ClusterRig {
     async fn readyz(&self) -> Option<(u16, String)> {
         let resp = self
             .http
-            .get(format!("http://127.0.0.1:{}/readyz", self.port))
+            .get(self.url("/readyz"))
             .timeout(Duration::from_secs(5))
             .send()
             .await
@@ -132,7 +153,7 @@ impl ClusterRig {
     fn poster(&self) -> Poster {
         Poster {
             http: self.http.clone(),
-            port: self.port,
+            url: self.url("/telegram/webhook"),
         }
     }
 
@@ -154,7 +175,8 @@ impl ClusterRig {
 #[derive(Clone)]
 struct Poster {
     http: reqwest::Client,
-    port: u16,
+    /// The webhook's URL.
+    url: String,
 }
 
 impl Poster {
@@ -162,7 +184,7 @@ impl Poster {
     async fn post(&self, update_id: i64, user: i64, text: &str) -> Option<u16> {
         let resp = self
             .http
-            .post(format!("http://127.0.0.1:{}/telegram/webhook", self.port))
+            .post(&self.url)
             .header("x-telegram-bot-api-secret-token", SECRET)
             .timeout(Duration::from_secs(10))
             .json(&private_text(update_id, user, text))
@@ -185,7 +207,7 @@ fn subscribe(n: u64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_whole_pipeline_works_whichever_node_the_url_names() {
     let rig = ClusterRig::new().await;
-    let owner = rig.cluster.master_of(TAGGED_KEY).await;
+    let owner = rig.cluster.master_of(&tagged_key()).await;
     let other_master = rig
         .cluster
         .masters()
@@ -198,7 +220,7 @@ async fn the_whole_pipeline_works_whichever_node_the_url_names() {
     // Standalone, pointed at another master: not ready, and the CLI says what to set.
     let misrouted = rig.cluster.nodes[other_master].url();
     let mut env = rig.env(&misrouted, &[("ONCEBOT__REDIS__CLUSTER", "false")]);
-    let mut bot = Oncebot::spawn(&["serve", "--role", "ingress"], &env);
+    let mut bot = rig.spawn(&["serve", "--role", "ingress"], &env).await;
     let body = rig.ready_is(503, Duration::from_secs(10)).await;
     // A fixed hint, never Redis's MOVED with the node's address.
     assert_eq!(
@@ -312,7 +334,7 @@ async fn load(poster: Poster, lanes: u64, stop: CancellationToken, seen: Arc<Ans
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_under_load_loses_and_repeats_nothing_acknowledged() {
     let mut rig = ClusterRig::new().await;
-    let owner = rig.cluster.master_of(TAGGED_KEY).await;
+    let owner = rig.cluster.master_of(&tagged_key()).await;
     let replica = rig.cluster.replica_of(owner).await;
     let env = rig.env(
         &rig.cluster.nodes[(owner + 1) % 6].url(),

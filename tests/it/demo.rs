@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use oncebot::ledger::Keys;
+use oncebot_tools::demo::alive_key;
 use oncebot_tools::redis_server::{Persistence, RedisServer};
 use redis::AsyncCommands as _;
 
@@ -107,19 +109,16 @@ async fn the_demo_plays_every_scene_under_its_own_prefix_and_leaves_no_demo_key_
         .unwrap();
     // A deployment's key; the leftovers of a demo that was killed (no liveness key); a demo
     // running elsewhere right now (its liveness key lives).
-    let _: () = conn.set("{oncebot}:v1:seq:job", "41").await.unwrap();
-    let _: () = conn
-        .set("{oncebot-demo-0badc0de}:v1:seq:job", "3")
-        .await
-        .unwrap();
-    let _: () = conn
-        .set("{oncebot-demo-a11ce0ff}:v1:seq:job", "2")
-        .await
-        .unwrap();
-    let _: () = conn
-        .set_ex("{oncebot-demo-a11ce0ff}:v1:demo:alive", "1", 300)
-        .await
-        .unwrap();
+    let (deployment, killed, live) = (
+        Keys::new("oncebot"),
+        Keys::new("oncebot-demo-0badc0de"),
+        Keys::new("oncebot-demo-a11ce0ff"),
+    );
+    let live_alive = alive_key("oncebot-demo-a11ce0ff");
+    let _: () = conn.set(deployment.job_seq(), "41").await.unwrap();
+    let _: () = conn.set(killed.job_seq(), "3").await.unwrap();
+    let _: () = conn.set(live.job_seq(), "2").await.unwrap();
+    let _: () = conn.set_ex(&live_alive, "1", 300).await.unwrap();
 
     let url = redis.url();
     let path = std::env::var("PATH").unwrap_or_default();
@@ -142,15 +141,14 @@ async fn the_demo_plays_every_scene_under_its_own_prefix_and_leaves_no_demo_key_
         !out.stdout.contains(&url) && !out.stderr.contains(&url),
         "the Redis URL may hold a password; it is never printed"
     );
+    let mut live_keys = vec![live_alive, live.job_seq()];
+    live_keys.sort();
     assert_eq!(
         keys_matching(&mut conn, "{oncebot-demo-*}*").await,
-        [
-            "{oncebot-demo-a11ce0ff}:v1:demo:alive",
-            "{oncebot-demo-a11ce0ff}:v1:seq:job"
-        ],
+        live_keys,
         "only the live demo's keys remain"
     );
-    let other: String = conn.get("{oncebot}:v1:seq:job").await.unwrap();
+    let other: String = conn.get(deployment.job_seq()).await.unwrap();
     assert_eq!(other, "41", "another deployment's key is untouched");
     assert_eq!(keys_matching(&mut conn, "*").await.len(), 3);
 

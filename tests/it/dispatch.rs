@@ -356,7 +356,7 @@ async fn a_text_over_4096_characters_is_sent_in_pieces() {
     let mut conn = rig.store.conn().await;
     let _: String = conn
         .xadd(
-            "{oncebot}:v1:stream:replies",
+            rig.store.keys.replies_stream(),
             "*",
             &[
                 ("chat_id", ALICE.to_string()),
@@ -435,7 +435,7 @@ async fn callback_answers_take_the_fast_lane() {
     let mut conn = rig.store.conn().await;
     let _: String = conn
         .xadd(
-            "{oncebot}:v1:stream:callbacks",
+            rig.store.keys.callbacks_stream(),
             "*",
             &[
                 ("callback_query_id", query_id.as_str()),
@@ -638,18 +638,20 @@ async fn sigterm_ends_the_wait_after_a_401_at_once_and_the_reply_stays_pending()
         "ONCEBOT__TELEGRAM__TOKEN".into(),
         "123456:not-the-token".into(),
     ));
-    let mut bot = crate::support::child::Oncebot::spawn(
-        &[
-            "serve",
-            "--role",
-            "ingress",
-            "--role",
-            "worker",
-            "--role",
-            "dispatcher",
-        ],
-        &env_bad_token,
-    );
+    let mut bot = rig
+        .spawn(
+            &[
+                "serve",
+                "--role",
+                "ingress",
+                "--role",
+                "worker",
+                "--role",
+                "dispatcher",
+            ],
+            &env_bad_token,
+        )
+        .await;
     bot.wait_for_stderr("dispatcher started", Duration::from_secs(10))
         .await;
     rig.send(1, "/subscriptions").await;

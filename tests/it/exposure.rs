@@ -12,7 +12,7 @@ use oncebot_tools::redis_server::{Persistence, RedisServer};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::support::app::{child_env, free_port, spawn_app};
+use crate::support::app::{child_env, spawn_app};
 use crate::support::child::Oncebot;
 use crate::support::{ALICE, DEADLINE, SECRET, Store, eventually, private_text};
 
@@ -188,11 +188,9 @@ async fn a_form_over_16_kib_under_admin_is_413_and_settles_nothing() {
 #[tokio::test]
 async fn readyz_and_metrics_give_a_fixed_reason_and_keep_redis_words_in_the_log() {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let port = free_port();
-    let env = child_env(&redis.url(), port, &[]);
+    let env = child_env(&redis.url(), &[]);
     let bot = Oncebot::spawn(&["serve", "--role", "ingress"], &env);
-    bot.wait_for_stderr("HTTP listening", DEADLINE).await;
-    let base = format!("http://127.0.0.1:{port}");
+    let base = bot.url("").await;
     let http = reqwest::Client::new();
     eventually("/readyz to answer 200", DEADLINE, || async {
         let r = http.get(format!("{base}/readyz")).send().await.ok()?;

@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use crate::support::app::{child_env, free_port};
+use crate::support::app::child_env;
 use crate::support::child::Oncebot;
 use crate::support::{DEADLINE, eventually};
 
@@ -26,19 +26,18 @@ struct Served {
 /// as a service manager would set them.
 async fn serve(extra: &[(&str, &str)], open_files: Option<(u64, u64)>) -> Served {
     let redis = RedisServer::start(Persistence::None).unwrap();
-    let port = free_port();
-    let env = child_env(&redis.url(), port, extra);
+    let env = child_env(&redis.url(), extra);
     let args = ["serve", "--role", "ingress"];
     let bot = match open_files {
         None => Oncebot::spawn(&args, &env),
         Some((soft, hard)) => Oncebot::spawn_with_open_files(&args, &env, soft, hard),
     };
-    bot.wait_for_stderr("HTTP listening", DEADLINE).await;
+    let addr = bot.http_addr().await;
     Served {
         _redis: redis,
         bot,
-        base: format!("http://127.0.0.1:{port}"),
-        addr: format!("127.0.0.1:{port}"),
+        base: format!("http://{addr}"),
+        addr: addr.to_string(),
     }
 }
 
@@ -240,20 +239,17 @@ async fn without_the_cap_the_same_sockets_exhaust_the_open_files_limit() {
 
 #[tokio::test]
 async fn admin_listen_has_the_same_limits() {
-    let admin = format!("127.0.0.1:{}", free_port());
     let s = serve(
         &[
             ("ONCEBOT__HTTP__HEADER_READ_TIMEOUT_SECS", "1"),
             ("ONCEBOT__HTTP__IDLE_TIMEOUT_SECS", "2"),
             ("ONCEBOT__ADMIN__PASSWORD", "admin-pw-0123456789"),
-            ("ONCEBOT__ADMIN__LISTEN", &admin),
+            ("ONCEBOT__ADMIN__LISTEN", "127.0.0.1:0"),
         ],
         None,
     )
     .await;
-    s.bot
-        .wait_for_stderr("operator page listening", DEADLINE)
-        .await;
+    let admin = s.bot.admin_addr().await;
     let mut half = TcpStream::connect(&admin).await.unwrap();
     half.write_all(b"GET /admin/ HT").await.unwrap();
     let took = closed_within(&mut half, Duration::from_secs(5)).await;

@@ -155,10 +155,7 @@ async fn a_killed_dispatchers_entries_are_taken_by_the_dispatcher_that_lives() {
     tap["update_id"] = 50.into();
     rig.tg.push_update(tap.clone());
     rig.post(&tap).await;
-    let mut env = rig.env.clone();
-    env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
-    env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
-    let other = crate::support::child::Oncebot::spawn(&["serve", "--role", "dispatcher"], &env);
+    let other = crate::support::child::Oncebot::spawn(&["serve", "--role", "dispatcher"], &rig.env);
     other.wait_for_stderr("dispatcher started", FAST).await;
     dying.sigkill().await;
     let killed = Instant::now();

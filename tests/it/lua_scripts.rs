@@ -392,6 +392,7 @@ async fn every_key_enqueue_writes_is_under_the_prefix_hash_tag_and_layout_versio
     let keys: BTreeSet<String> = store.all_keys().await;
     assert!(keys.len() >= 8, "{keys:?}");
     for key in &keys {
+        // Spelled out on purpose, not taken from `Keys`: the documented layout is the point.
         assert!(
             key.starts_with("{bot-2}:v1:"),
             "{key} is outside the layout"

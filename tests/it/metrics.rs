@@ -26,7 +26,7 @@ async fn metrics_count_what_happened() {
     )
     .await;
     let _bot = rig.start_pipeline().await;
-    let url = |path: &str| format!("http://127.0.0.1:{}{path}", rig.port);
+    let url = |path: &str| rig.url(path);
 
     // Two new jobs, one redelivered update, one repeated command, one stranger, one /help.
     rig.send(1, "/subscriptions").await;
@@ -200,7 +200,7 @@ async fn the_grafana_dashboard_reads_only_metrics_oncebot_exports_and_all_of_the
     );
     rig.send(1, "/subscriptions").await;
     rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
-    let metrics_url = format!("http://127.0.0.1:{}/metrics", rig.port);
+    let metrics_url = rig.url("/metrics");
     let http = rig.http.clone();
     let text = eventually("the reply counted", RECOVERY_DEADLINE, || {
         let req = http.get(&metrics_url).send();

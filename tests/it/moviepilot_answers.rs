@@ -629,12 +629,7 @@ async fn a_changed_password_costs_one_login_per_backoff_across_processes_and_tel
         .count();
     assert_eq!(notices, 1);
     // The ingress process makes no MoviePilot call, yet its /readyz says why jobs wait.
-    let ready = rig
-        .http
-        .get(format!("http://127.0.0.1:{}/readyz", rig.port))
-        .send()
-        .await
-        .unwrap();
+    let ready = rig.http.get(rig.url("/readyz")).send().await.unwrap();
     assert_eq!(ready.status(), 200);
     let body = ready.text().await.unwrap();
     assert!(

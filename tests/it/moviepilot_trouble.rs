@@ -26,12 +26,7 @@ async fn key_only_rig(opts: SimOptions, extra: &[(&str, &str)]) -> Rig {
 }
 
 async fn readyz(rig: &Rig) -> (u16, String) {
-    let resp = rig
-        .http
-        .get(format!("http://127.0.0.1:{}/readyz", rig.port))
-        .send()
-        .await
-        .unwrap();
+    let resp = rig.http.get(rig.url("/readyz")).send().await.unwrap();
     (resp.status().as_u16(), resp.text().await.unwrap())
 }
 
@@ -204,7 +199,7 @@ async fn a_moviepilot_restart_that_refuses_connections_is_waited_out() {
 async fn metric(rig: &Rig, name: &str) -> Option<String> {
     let text = rig
         .http
-        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .get(rig.url("/metrics"))
         .send()
         .await
         .unwrap()

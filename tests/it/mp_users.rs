@@ -71,7 +71,7 @@ async fn users_become(rig: &Rig, want: &BTreeMap<i64, (String, Option<String>, S
 async fn mapped_in_ingress(rig: &Rig, source: &str) -> Option<f64> {
     let text = rig
         .http
-        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .get(rig.url("/metrics"))
         .send()
         .await
         .ok()?

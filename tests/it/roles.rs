@@ -15,7 +15,7 @@ use crate::support::{ALICE, BOB, GROUP, eventually, group_text, private_text};
 async fn updates_counted(rig: &Rig, outcome: &str) -> f64 {
     let text = rig
         .http
-        .get(format!("http://127.0.0.1:{}/metrics", rig.port))
+        .get(rig.url("/metrics"))
         .send()
         .await
         .unwrap()

@@ -654,10 +654,7 @@ async fn every_bot_api_request_and_every_simulator_answer_is_teloxide_typed() {
 
     // A poller: an update waiting, and the long poll after it.
     let pushed = rig.tg.push_update(private_text(0, ALICE, "/help"));
-    let mut poll_env = rig.env.clone();
-    poll_env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
-    poll_env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
-    let poller = Oncebot::spawn(&["serve", "--role", "ingress", "--poll"], &poll_env);
+    let poller = Oncebot::spawn(&["serve", "--role", "ingress", "--poll"], &rig.env);
     rig.tg
         .wait_for(RECOVERY_DEADLINE, |o| o.confirmed_offset() == pushed + 1)
         .await

@@ -246,7 +246,7 @@ async fn two_workers_never_create_the_same_subscription_twice() {
     );
     let send = |update_id: i64, user: i64| {
         rig.http
-            .post(format!("http://127.0.0.1:{}/telegram/webhook", rig.port))
+            .post(rig.url("/telegram/webhook"))
             .header("x-telegram-bot-api-secret-token", SECRET)
             .json(&private_text(update_id, user, "/subscribe tmdb:108545 S1"))
             .send()

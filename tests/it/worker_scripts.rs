@@ -468,7 +468,7 @@ async fn one_completion_records_each_outcome_of_a_group_on_its_own() {
     // Both recorded outcomes' entries are acknowledged and deleted (together, at the end).
     assert!(store.jobs_on_stream().await.is_empty());
     let pending: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
-        .arg("{oncebot}:v1:stream:jobs")
+        .arg(store.keys.jobs_stream())
         .arg(oncebot::ledger::keys::JOBS_GROUP)
         .query_async(&mut store.conn().await)
         .await

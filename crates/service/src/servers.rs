@@ -26,6 +26,14 @@ use crate::ingress::webhook::{self, WebhookConfig};
 use crate::ledger::{Ledger, LedgerError};
 use crate::metrics::METRICS;
 
+/// The message of the line logged once `http.listen` is bound; its field `addr` is the address
+/// actually bound, so with port 0 in the setting it names the port the system chose. Stable, and
+/// documented in docs/operations.md: tests, and an operator's scripts, read the address from it.
+pub const HTTP_LISTENING: &str = "HTTP listening (/healthz, /readyz, /metrics)";
+
+/// As [`HTTP_LISTENING`], for the operator's page on its own address (`admin.listen`).
+pub const ADMIN_LISTENING: &str = "operator page listening (/admin/)";
+
 /// The servers of a started process: where they listen, and their tasks.
 pub struct Listening {
     /// The address `http.listen` actually bound (port 0 picks a free one).
@@ -83,7 +91,7 @@ pub async fn start(
         addr = %http_addr,
         webhook = webhook_on,
         admin_page = page_here,
-        "HTTP listening (/healthz, /readyz, /metrics)"
+        "{HTTP_LISTENING}"
     );
     Ok(Listening {
         http_addr,
@@ -114,7 +122,7 @@ async fn start_admin(
     let routes = admin_web::standalone(page);
     let server = http_server::serve(listener, routes, limits, "admin.listen", stopped(shutdown));
     let task = spawn(server);
-    tracing::info!(addr = %addr, "operator page listening (/admin/)");
+    tracing::info!(addr = %addr, "{ADMIN_LISTENING}");
     Ok((task, addr))
 }
 
@@ -268,4 +276,22 @@ pub async fn bind_for(addr: SocketAddr, var: &str) -> anyhow::Result<tokio::net:
     tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e} (set {var} to a free address)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/operations.md shows operators (and their scripts) the lines that say where each
+    /// listener is bound; they must be the lines logged.
+    #[test]
+    fn the_listening_lines_are_the_documented_ones() {
+        let doc = crate::assets::read("docs/operations.md");
+        for message in [HTTP_LISTENING, ADMIN_LISTENING] {
+            assert!(
+                doc.contains(&format!("`{message} addr=")),
+                "docs/operations.md does not show {message:?} with its addr"
+            );
+        }
+    }
 }

@@ -244,7 +244,7 @@ impl DemoRedis {
 
 /// `{<prefix>}:v1:demo:alive`: under the layout version like every other key, and the only key
 /// the demo adds to a deployment's layout.
-fn alive_key(prefix: &str) -> String {
+pub fn alive_key(prefix: &str) -> String {
     format!("{}demo:alive", Keys::new(prefix).base())
 }
 

@@ -14,7 +14,6 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::{PASSWORD, USER, deploy};
-use crate::support::app::free_port;
 use crate::support::{ALICE, BOB, DEADLINE, eventually};
 
 /// The W3C name of an element reference in WebDriver answers.
@@ -45,6 +44,33 @@ fn on_path(program: &str) -> PathBuf {
         })
 }
 
+/// The port chromedriver says it listens on ("ChromeDriver was started successfully on port
+/// 41234."); the rest of its stdout is read and dropped, so the pipe never fills.
+async fn driver_port(stdout: tokio::process::ChildStdout) -> u16 {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut seen = String::new();
+    let port = tokio::time::timeout(DEADLINE, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let port = line
+                .split_once("started successfully on port ")
+                .and_then(|(_, rest)| rest.trim_end_matches('.').parse().ok());
+            seen.push_str(&line);
+            seen.push('\n');
+            if port.is_some() {
+                return port;
+            }
+        }
+        None
+    })
+    .await;
+    let Ok(Some(port)) = port else {
+        panic!("chromedriver did not say its port; its stdout:\n{seen}");
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    port
+}
+
 /// A chromedriver process and one browser session in it; both end when dropped.
 struct Browser {
     http: reqwest::Client,
@@ -59,15 +85,16 @@ impl Browser {
     async fn start() -> Browser {
         let chromium = on_path("chromium");
         let chromedriver = on_path("chromedriver");
-        let port = free_port();
-        let driver = tokio::process::Command::new(chromedriver)
-            .arg(format!("--port={port}"))
+        // Port 0: chromedriver binds a port the system picks and says which on stdout.
+        let mut driver = tokio::process::Command::new(chromedriver)
+            .arg("--port=0")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
+        let port = driver_port(driver.stdout.take().unwrap()).await;
         let http = reqwest::Client::new();
         let base = format!("http://127.0.0.1:{port}");
         eventually("chromedriver to be ready", DEADLINE, || {

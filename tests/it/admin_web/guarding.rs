@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::{PASSWORD, USER, csrf_of, deploy};
-use crate::support::app::{child_env, free_port, run_oncebot};
+use crate::support::app::{child_env, run_oncebot};
 use crate::support::child::Oncebot;
 use crate::support::{ALICE, DEADLINE, SECRET, eventually};
 
@@ -23,12 +23,12 @@ async fn a_password_shorter_than_16_characters_stops_start_up_saying_how_to_make
     )
     .unwrap();
     let url = redis.url();
-    let listen = format!("127.0.0.1:{}", free_port());
+    // It stops at the password, before it would bind.
     let out = run_oncebot(
         &["serve", "--role", "ingress"],
         &[
             ("ONCEBOT__REDIS__URL", &url),
-            ("ONCEBOT__HTTP__LISTEN", &listen),
+            ("ONCEBOT__HTTP__LISTEN", "127.0.0.1:0"),
             ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET),
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1001"),
             ("ONCEBOT__ADMIN__PASSWORD", "short-pw-MARKER"),
@@ -164,22 +164,20 @@ async fn misses_are_logged_with_the_peer_at_most_once_a_second() {
         oncebot_tools::redis_server::Persistence::None,
     )
     .unwrap();
-    let port = free_port();
     let env = child_env(
         &redis.url(),
-        port,
         &[
             ("ONCEBOT__ADMIN__USER", USER),
             ("ONCEBOT__ADMIN__PASSWORD", PASSWORD),
         ],
     );
     let bot = Oncebot::spawn(&["serve", "--role", "ingress"], &env);
-    bot.wait_for_stderr("HTTP listening", DEADLINE).await;
+    let page = bot.url("/admin/").await;
     let http = reqwest::Client::new();
     // Five free misses and fifteen slowed ones: about 1.5 s of guessing.
     for n in 0..20 {
         let resp = http
-            .get(format!("http://127.0.0.1:{port}/admin/"))
+            .get(&page)
             .basic_auth(USER, Some(format!("guess-MARKER-{n}")))
             .send()
             .await

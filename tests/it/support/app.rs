@@ -1,5 +1,5 @@
 //! oncebot under test, two ways: in this process ([`spawn_app`]: a fresh Redis and
-//! `oncebot::app::start` on a random port), or as the real binary in a child process
+//! `oncebot::app::start` on port 0, the system's choice), or as the real binary in a child process
 //! ([`run_oncebot`], [`super::child::Oncebot`]) for what only a process shows: exit codes, stdout vs stderr,
 //! signals.
 //!
@@ -33,11 +33,10 @@ pub fn base_env(redis_url: &str) -> OncebotEnv {
     ])
 }
 
-/// `base_env` for a child process listening on `port`, with `extra` on top, as
-/// [`super::child::Oncebot::spawn`] takes it.
-pub fn child_env(redis_url: &str, port: u16, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+/// `base_env` for a child process, with `extra` on top, as [`super::child::Oncebot::spawn`]
+/// takes it. It listens on 127.0.0.1 port 0; [`super::child::Oncebot::http_addr`] says where.
+pub fn child_env(redis_url: &str, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     base_env(redis_url)
-        .set("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}"))
         .set_all(extra.iter().copied())
         .vars()
         .to_vec()
@@ -86,7 +85,7 @@ pub fn app() -> AppBuilder {
     }
 }
 
-/// A fresh Redis and oncebot's ingress, in this process, on a random port.
+/// A fresh Redis and oncebot's ingress, in this process, on a port of the system's choosing.
 pub async fn spawn_app() -> TestApp {
     app().spawn().await
 }
@@ -266,13 +265,4 @@ pub async fn run_oncebot_within(
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
     }
-}
-
-/// A TCP port that was free a moment ago, for a child process's `ONCEBOT__HTTP__LISTEN`.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

@@ -5,10 +5,15 @@
 //! Crash tests need a process of their own: failpoints are global, and a SIGKILL is the only
 //! honest crash.
 
+use std::net::SocketAddr;
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use oncebot_tools::rig::{self, OncebotCommand};
+
+/// How long a child may take to bind its listeners: start-up waits up to 7 s on a Redis that
+/// does not answer (`app::wait_for_redis`, the user mapping) before it binds.
+const STARTUP: Duration = Duration::from_secs(20);
 
 /// A running `oncebot`; killed when dropped.
 pub struct Oncebot(rig::Oncebot);
@@ -50,6 +55,29 @@ impl Oncebot {
     pub async fn wait_for_stderr(&self, needle: &str, deadline: Duration) {
         if let Err(e) = self.0.wait_for_stderr(needle, deadline).await {
             panic!("{e:#}");
+        }
+    }
+
+    /// The address `http.listen` bound, read from its log line; the test settings listen on
+    /// port 0, so the system picks a free port and nothing can take it before the child binds.
+    /// Panics with the stderr if the line does not come.
+    pub async fn http_addr(&self) -> SocketAddr {
+        match self.0.http_addr(STARTUP).await {
+            Ok(addr) => addr,
+            Err(e) => panic!("{e:#}"),
+        }
+    }
+
+    /// `http://<http_addr><path>`.
+    pub async fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.http_addr().await)
+    }
+
+    /// The operator page's own address (`admin.listen`), as [`Oncebot::http_addr`].
+    pub async fn admin_addr(&self) -> SocketAddr {
+        match self.0.admin_addr(STARTUP).await {
+            Ok(addr) => addr,
+            Err(e) => panic!("{e:#}"),
         }
     }
 

@@ -3,12 +3,20 @@
 //! a temporary directory of its own, all killed when dropped.
 //!
 //! Node timeout 2000 ms (as the issue asks): a killed master's replica takes over about three
-//! seconds later. Ports are chosen free (the node's and its bus port, +10000).
+//! seconds later.
+//!
+//! Ports: a cluster node needs TCP (`--port 0` turns TCP off in redis-server, it does not pick a
+//! port), so a port cannot be left to the system as oncebot's are. Each node gets a port that was
+//! free a moment ago (and its bus port, +10000); another process may take either before the node
+//! binds, so a node whose start fails with "Address already in use" is started again on another
+//! port. A node counts as started only when its own log line (by its pid) says it is ready, so a
+//! stranger on the port is never taken for it.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::Duration;
 
+use oncebot::ledger::Keys;
 use redis::AsyncCommands as _;
 use tokio::process::{Child, Command};
 
@@ -16,6 +24,18 @@ use super::eventually;
 
 /// How long the cluster may take to form, fail over, or take a node back.
 pub const CLUSTER_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How many ports a node tries before the cluster gives up: each retry follows a port taken by
+/// another process between the choice and the bind.
+const PORT_TRIES: usize = 20;
+
+/// How one start of a node ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Started {
+    Ready,
+    /// Its port or bus port was taken; it exited.
+    PortTaken,
+}
 
 pub struct Node {
     pub port: u16,
@@ -28,7 +48,13 @@ impl Node {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    async fn start(&mut self) {
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// Starts redis-server on `self.port` and waits until this process's own log lines say it
+    /// is ready, or that its port is taken (then it has exited).
+    async fn start(&mut self) -> Started {
         let mut cmd = Command::new("redis-server");
         cmd.arg("--port")
             .arg(self.port.to_string())
@@ -46,22 +72,49 @@ impl Node {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true);
-        self.child = Some(
-            cmd.spawn()
-                .expect("starting redis-server (apt-get install redis-server)"),
-        );
-        let url = self.url();
-        eventually("a cluster node to answer PING", CLUSTER_DEADLINE, || {
-            let url = url.clone();
-            async move {
-                let mut conn = connect(&url).await?;
-                redis::cmd("PING")
-                    .query_async::<String>(&mut conn)
-                    .await
-                    .ok()
-            }
+        let mut child = cmd
+            .spawn()
+            .expect("starting redis-server (apt-get install redis-server)");
+        // A restart appends to the same log: only this process's lines count.
+        let mine = format!("{}:", child.id().expect("a pid"));
+        let what = format!("redis-server on port {} to be ready", self.port);
+        let started = eventually(&what, CLUSTER_DEADLINE, || {
+            // Whether it exited first: then its log is complete.
+            let exited = matches!(child.try_wait(), Ok(Some(_)));
+            let log = self.log();
+            let said = |words: &str| {
+                log.lines()
+                    .any(|l| l.starts_with(mine.as_str()) && l.contains(words))
+            };
+            let seen = if said("Ready to accept connections") {
+                Some(Started::Ready)
+            } else if exited && said("Address already in use") {
+                Some(Started::PortTaken)
+            } else if exited {
+                panic!("redis-server exited at start; its log:\n{log}")
+            } else {
+                None
+            };
+            async move { seen }
         })
         .await;
+        if started == Started::Ready {
+            self.child = Some(child);
+        }
+        started
+    }
+
+    /// Starts the node, on another port whenever its port turns out to be taken.
+    async fn start_on_a_free_port(&mut self) {
+        for _ in 0..PORT_TRIES {
+            self.port = free_node_port();
+            if self.start().await == Started::Ready {
+                return;
+            }
+            // A fresh node: nothing of the failed start is kept.
+            let _ = std::fs::remove_file(self.dir.path().join("nodes.conf"));
+        }
+        panic!("no free port for a cluster node after {PORT_TRIES} tries");
     }
 
     /// SIGKILL, as a crash.
@@ -88,10 +141,14 @@ async fn connect(url: &str) -> Option<redis::aio::MultiplexedConnection> {
         .ok()
 }
 
-/// A free port whose cluster bus port (+10000) is free too.
+/// A port that was free a moment ago (the system's pick for a bind to port 0), whose cluster
+/// bus port (+10000) was free too. Not reserved: see the module's comment for the retry.
 fn free_node_port() -> u16 {
     loop {
-        let port = super::app::free_port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("binding a port of the system's choice")
+            .port();
         if port < 55_000 && std::net::TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
             return port;
         }
@@ -116,7 +173,7 @@ impl Cluster {
         let mut nodes = Vec::new();
         for _ in 0..6 {
             nodes.push(Node {
-                port: free_node_port(),
+                port: 0,
                 dir: tempfile::Builder::new()
                     .prefix("oncebot-cluster-")
                     .tempdir()
@@ -125,7 +182,7 @@ impl Cluster {
             });
         }
         for node in &mut nodes {
-            node.start().await;
+            node.start_on_a_free_port().await;
         }
         let mut create = Command::new("redis-cli");
         create.arg("--cluster").arg("create");
@@ -286,7 +343,16 @@ impl Cluster {
     /// Starts the node at `index` again on its port and directory (its nodes.conf), so it
     /// rejoins the cluster (a killed master comes back as a replica of its successor).
     pub async fn restart(&mut self, index: usize) {
-        self.nodes[index].start().await;
+        let node = &mut self.nodes[index];
+        // The cluster knows the node by its port, so it cannot move; if another process took the
+        // port in the seconds the node was down, the test cannot go on.
+        let started = node.start().await;
+        assert_eq!(
+            started,
+            Started::Ready,
+            "port {} was taken while its node was down",
+            node.port
+        );
     }
 
     /// Every node's URL, comma-separated: `redis.url` for several seed nodes.
@@ -313,9 +379,7 @@ impl Cluster {
     /// A job's HASH (empty if it does not exist), read through the cluster.
     pub async fn job(&self, id: u64) -> BTreeMap<String, String> {
         let mut conn = self.client().await;
-        conn.hgetall(format!("{{oncebot}}:v1:job:{id}"))
-            .await
-            .unwrap()
+        conn.hgetall(Keys::new("oncebot").job(id)).await.unwrap()
     }
 }
 

@@ -337,7 +337,7 @@ pub async fn deliver(url: &str, consumer: &str) -> String {
         .arg("COUNT")
         .arg(1)
         .arg("STREAMS")
-        .arg("{oncebot}:v1:stream:jobs")
+        .arg(Keys::new("oncebot").jobs_stream())
         .arg(">")
         .query_async(&mut conn)
         .await
@@ -353,7 +353,7 @@ pub async fn hand_over(url: &str, entry: &str, consumer: &str) {
         .await
         .unwrap();
     let _: redis::Value = redis::cmd("XCLAIM")
-        .arg("{oncebot}:v1:stream:jobs")
+        .arg(Keys::new("oncebot").jobs_stream())
         .arg(oncebot::ledger::keys::JOBS_GROUP)
         .arg(consumer)
         .arg(0)

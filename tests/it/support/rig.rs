@@ -2,6 +2,8 @@
 //! servers, and the environment for `oncebot serve` processes using them (short leases and
 //! backoffs so recoveries take about a second).
 
+use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
@@ -11,7 +13,6 @@ use oncebot_tools::sim::moviepilot::{MoviePilotSim, SimOptions};
 use oncebot_tools::sim::telegram::TelegramSim;
 use serde_json::Value;
 
-use super::app::free_port;
 use super::child::Oncebot;
 use super::{ALICE, BOB, SECRET, Store, eventually, private_text};
 
@@ -24,7 +25,9 @@ pub struct Rig {
     pub redis: RedisServer,
     pub mp: MoviePilotSim,
     pub tg: TelegramSim,
-    pub port: u16,
+    /// Where the process [`Rig::spawn`] started last listens: the environment says port
+    /// 0, so each process gets a free port of its own and logs it.
+    addr: Mutex<Option<SocketAddr>>,
     pub env: Vec<(String, String)>,
     pub store: Store,
     pub http: reqwest::Client,
@@ -58,10 +61,9 @@ impl Rig {
     pub async fn with_sim(opts: SimOptions, overrides: &[(&str, &str)]) -> Rig {
         let redis = RedisServer::start(Persistence::None).unwrap();
         let Sims { mp, tg } = Sims::start(opts).await.unwrap();
-        let port = free_port();
+        // `Sims::env_of` listens on 127.0.0.1 port 0.
         let env = Sims::env_of(&mp, &tg, &redis.url())
             .set_all([
-                ("ONCEBOT__HTTP__LISTEN", format!("127.0.0.1:{port}")),
                 ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", SECRET.into()),
                 ("ONCEBOT__TELEGRAM__ALLOWED_USERS", format!("{ALICE},{BOB}")),
                 ("ONCEBOT__TELEGRAM__LOCALE", "en".into()),
@@ -84,7 +86,7 @@ impl Rig {
             redis,
             mp,
             tg,
-            port,
+            addr: Mutex::new(None),
             env,
             store,
             http: reqwest::Client::new(),
@@ -96,7 +98,15 @@ impl Rig {
         self.start_roles(&["ingress", "worker"], crash_point).await
     }
 
-    /// `oncebot serve` with these roles (ingress among them), once it answers /readyz.
+    /// `http://<addr><path>` on the process [`Rig::spawn`] (or `start*`) started last.
+    pub fn url(&self, path: &str) -> String {
+        let addr = self.addr.lock().unwrap_or_else(|p| p.into_inner());
+        let addr = addr.expect("a process started with Rig::spawn or Rig::start*");
+        format!("http://{addr}{path}")
+    }
+
+    /// `oncebot serve` with these roles (ingress among them), once it answers /readyz; its
+    /// address is [`Rig::url`]'s from now on.
     pub async fn start_roles(&self, roles: &[&str], crash_point: Option<&str>) -> Oncebot {
         let mut env = self.env.clone();
         if let Some(point) = crash_point {
@@ -106,8 +116,8 @@ impl Rig {
         for role in roles {
             args.extend(["--role", role]);
         }
-        let child = Oncebot::spawn(&args, &env);
-        let url = format!("http://127.0.0.1:{}/readyz", self.port);
+        let child = self.spawn(&args, &env).await;
+        let url = self.url("/readyz");
         let http = self.http.clone();
         eventually("oncebot to be ready", Duration::from_secs(10), || {
             let req = http.get(&url).send();
@@ -127,12 +137,18 @@ impl Rig {
         bot
     }
 
-    /// A second worker-only process (no HTTP listener of its own), once it reads jobs.
+    /// `oncebot <args>` with `env` (the rig's, changed), once it listens; its address is
+    /// [`Rig::url`]'s from now on.
+    pub async fn spawn(&self, args: &[&str], env: &[(String, String)]) -> Oncebot {
+        let child = Oncebot::spawn(args, env);
+        let addr = child.http_addr().await;
+        *self.addr.lock().unwrap_or_else(|p| p.into_inner()) = Some(addr);
+        child
+    }
+
+    /// A second worker-only process (on a port of its own), once it reads jobs.
     pub async fn start_worker_only(&self) -> Oncebot {
-        let mut env = self.env.clone();
-        env.retain(|(k, _)| k != "ONCEBOT__HTTP__LISTEN");
-        env.push(("ONCEBOT__HTTP__LISTEN".into(), "127.0.0.1:0".into()));
-        let child = Oncebot::spawn(&["serve", "--role", "worker"], &env);
+        let child = Oncebot::spawn(&["serve", "--role", "worker"], &self.env);
         child
             .wait_for_stderr("worker started", Duration::from_secs(10))
             .await;
@@ -142,7 +158,7 @@ impl Rig {
     pub async fn send(&self, update_id: i64, text: &str) {
         let resp = self
             .http
-            .post(format!("http://127.0.0.1:{}/telegram/webhook", self.port))
+            .post(self.url("/telegram/webhook"))
             .header("x-telegram-bot-api-secret-token", SECRET)
             .json(&private_text(update_id, ALICE, text))
             .send()
@@ -155,7 +171,7 @@ impl Rig {
     pub async fn post(&self, update: &Value) {
         let resp = self
             .http
-            .post(format!("http://127.0.0.1:{}/telegram/webhook", self.port))
+            .post(self.url("/telegram/webhook"))
             .header("x-telegram-bot-api-secret-token", SECRET)
             .json(update)
             .send()
@@ -229,8 +245,8 @@ impl Rig {
             .await
             .unwrap();
         let summary: Value = redis::cmd("XPENDING")
-            .arg("{oncebot}:v1:stream:jobs")
-            .arg("workers")
+            .arg(self.store.keys.jobs_stream())
+            .arg(oncebot::ledger::keys::JOBS_GROUP)
             .query_async::<redis::Value>(&mut conn)
             .await
             .map(|v| match v {

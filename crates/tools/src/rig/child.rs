@@ -4,6 +4,7 @@
 //! (`std::env::current_exe`).
 
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use oncebot::servers::{ADMIN_LISTENING, HTTP_LISTENING};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::process::{Child, Command};
 use tokio::sync::Notify;
@@ -167,23 +169,59 @@ impl Oncebot {
 
     /// Waits until stderr contains `needle` (an event: woken by every line, no polling).
     pub async fn wait_for_stderr(&self, needle: &str, deadline: Duration) -> anyhow::Result<()> {
+        self.wait_for(&format!("{needle:?}"), deadline, |text| {
+            text.contains(needle).then_some(())
+        })
+        .await
+    }
+
+    /// The address `http.listen` bound (with port 0, the port the system chose), read from its
+    /// listening line (`oncebot::servers::HTTP_LISTENING`); waits for the line.
+    pub async fn http_addr(&self, deadline: Duration) -> anyhow::Result<SocketAddr> {
+        self.listening(HTTP_LISTENING, deadline).await
+    }
+
+    /// The operator page's own address (`admin.listen`), as [`Oncebot::http_addr`].
+    pub async fn admin_addr(&self, deadline: Duration) -> anyhow::Result<SocketAddr> {
+        self.listening(ADMIN_LISTENING, deadline).await
+    }
+
+    /// The `addr` of the first stderr line with `message`, in either log format.
+    async fn listening(&self, message: &str, deadline: Duration) -> anyhow::Result<SocketAddr> {
+        let what = format!("a line {message:?} with its addr");
+        self.wait_for(&what, deadline, |text| {
+            text.lines()
+                .filter(|line| line.contains(message))
+                .find_map(addr_field)
+        })
+        .await
+    }
+
+    /// Waits until `find` finds something in stderr so far (woken by every line, no polling);
+    /// the error names `what` and holds the stderr.
+    async fn wait_for<T>(
+        &self,
+        what: &str,
+        deadline: Duration,
+        find: impl Fn(&str) -> Option<T>,
+    ) -> anyhow::Result<T> {
         let until = tokio::time::Instant::now() + deadline;
         loop {
             let changed = self.stderr.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if self.stderr().contains(needle) {
-                return Ok(());
+            if let Some(found) = find(&self.stderr()) {
+                return Ok(found);
             }
             if self.stderr.closed.load(Ordering::SeqCst) {
                 anyhow::bail!(
-                    "oncebot exited without writing {needle:?} to stderr; stderr:\n{}",
+                    "oncebot exited without writing {what} to stderr; stderr:\n{}",
                     self.stderr()
                 );
             }
             if tokio::time::timeout_at(until, changed).await.is_err() {
                 anyhow::bail!(
-                    "oncebot did not write {needle:?} to stderr within {deadline:?}; stderr:\n{}",
+                    "oncebot did not write {what} to stderr within {deadline:?}; stderr:\n{}",
                     self.stderr()
                 );
             }
@@ -254,6 +292,15 @@ impl Oncebot {
     }
 }
 
+/// The field `addr` of a log line: `addr=127.0.0.1:43123` in the text format, or
+/// `"addr":"127.0.0.1:43123"` in JSON.
+fn addr_field(line: &str) -> Option<SocketAddr> {
+    let (_, rest) = line
+        .split_once(" addr=")
+        .or_else(|| line.split_once("\"addr\":\""))?;
+    rest.split([' ', '"']).next()?.parse().ok()
+}
+
 /// `kill -<signal> <pid>`.
 pub fn send_signal(pid: u32, signal: &str) -> anyhow::Result<()> {
     let status = std::process::Command::new("kill")
@@ -262,4 +309,19 @@ pub fn send_signal(pid: u32, signal: &str) -> anyhow::Result<()> {
         .context("running kill")?;
     anyhow::ensure!(status.success(), "kill -{signal} {pid} failed");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_address_is_read_from_either_log_format() {
+        let text = "2026-01-01T00:00:00.000000Z  INFO oncebot::servers: HTTP listening \
+                    (/healthz, /readyz, /metrics) addr=127.0.0.1:43123 webhook=true";
+        let json = r#"{"timestamp":"2026-01-01T00:00:00Z","level":"INFO","message":"HTTP listening (/healthz, /readyz, /metrics)","addr":"[::1]:8080","webhook":true}"#;
+        assert_eq!(addr_field(text), Some("127.0.0.1:43123".parse().unwrap()));
+        assert_eq!(addr_field(json), Some("[::1]:8080".parse().unwrap()));
+        assert_eq!(addr_field("INFO worker started"), None);
+    }
 }
