@@ -18,8 +18,9 @@
   KEYS[6]  replies stream   {P}:v1:stream:replies       entries: chat_id, text, kind, job_id, ...
   KEYS[7]  chat index       {P}:v1:chat:<chat_id>:jobs  LIST of job ids, newest first, trimmed
   KEYS[8]  jobs index       {P}:v1:index:recent         LIST of job ids, newest first, ARGV[14] of them
-  KEYS[9]  token prefix     {P}:v1:token:               mode "confirm": the buttons' tokens (HASH)
-  KEYS[10] token-group pfx  {P}:v1:tgroup:              mode "confirm": their group (HASH)
+  KEYS[9]  token prefix     {P}:v1:token:               the buttons' tokens (HASH): mode "confirm",
+                                                        and a repeat's force button
+  KEYS[10] token-group pfx  {P}:v1:tgroup:              their group (HASH)
   Keys built inside: KEYS[4] .. <id> (the job HASH), for a new job and for the job a key points to;
   a repeated resource search reads {P}:v1:releases:<id> (prefix derived from KEYS[4]);
   KEYS[9] .. <token> and KEYS[10] .. <group> (see include/tokens.lua).
@@ -47,13 +48,18 @@
   ARGV[16] consumer group of the replies stream
   ARGV[17] recovery policy of the command (rerun | once | verify | idempotent | review | none),
            stored in the job for claim.lua to read after a crash
-  ARGV[18] mode "confirm": the buttons' token group (JSON, see include/tokens.lua); else ""
+  ARGV[18] mode "confirm": the buttons' token group (JSON, see include/tokens.lua); mode "job":
+           a token group stored only when the command repeats one inside its window (a house
+           command's force button), else ""
   ARGV[19] mode "confirm": the question asked; else ""
-  ARGV[20] mode "confirm": the buttons (a Telegram InlineKeyboardMarkup, JSON); else ""
+  ARGV[20] mode "confirm": the buttons (a Telegram InlineKeyboardMarkup, JSON); mode "job": the
+           buttons under the answer to a repeat (with ARGV[18]'s tokens); else ""
   ARGV[21] the MoviePilot user the job acts for ("" for the service account), stored as the
            job's `requester`
   ARGV[22] the asker's role (viewer | user | admin), stored as the job's `role`
-  ARGV[23..] pairs: state name, state label (for "{state}")
+  ARGV[23] seconds east of UTC for "{time}" in the answer to a repeat: the first job's
+           `created_at` as HH:MM there (commands.day_zone's offset now)
+  ARGV[24..] pairs: state name, state label (for "{state}")
 
   Returns an array {outcome, job_id, state}:
     {"new", id, "pending"}                   a job was created and added to the jobs stream
@@ -106,11 +112,20 @@ if existing then
   mark_update(updates_key, update_id, existing, retention)
   absorb_duplicate(job_prefix, existing, update_id)
   local labels = {}
-  for i = 23, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
-  local text = fill(reply_text, {job = existing, state = label_of(state, labels)})
+  for i = 24, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
+  local created = tonumber(redis.call('HGET', job_prefix .. existing, 'created_at')) or now
+  local local_secs = math.floor(created / 1000) + (tonumber(ARGV[23]) or 0)
+  local time = string.format('%02d:%02d', math.floor(local_secs % 86400 / 3600),
+    math.floor(local_secs % 3600 / 60))
+  local text = fill(reply_text, {job = existing, state = label_of(state, labels), time = time})
   -- A finished resource search answers with its list again (its buttons still work).
   local list_text, list_markup = stored_list(job_prefix, existing, state)
   if list_text then text = text .. '\n\n' .. list_text end
+  -- A house command's repeat carries its force button.
+  if not list_markup and mode == 'job' and ARGV[18] ~= '' then
+    create_tokens(KEYS[9], KEYS[10], cjson.decode(ARGV[18]), now)
+    list_markup = ARGV[20]
+  end
   reply('duplicate', text, existing, list_markup)
   return {'duplicate_command', existing, state}
 end

@@ -45,13 +45,16 @@
            "already_done", "cancelled", "resolved", "settled", "resolved_reply": {"succeeded",
            "failed", "retry"}, "labels": {state: label}}; "{job}" and "{state}" are filled in
   ARGV[16] role of the user who tapped (viewer | user | admin; admin for everyone while nobody is
-           mapped, see crates/service/src/users): a review button needs admin, and a viewer's
-           tap on a button that runs a job is refused; stored as the job's `role`
+           mapped, see crates/service/src/users): a review button and a force button need
+           admin, and a viewer's tap on a button that runs a job is refused; stored as the
+           job's `role`
   ARGV[17] the MoviePilot user the tapper acts for ("" for the service account): the `requester`
            of a job the tap makes
 
   Returns {outcome, job_id, state}:
-    {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used
+    {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
+                                      A force button (action "force") creates it inside the
+                                      window, takes the window over and sets `forced_by`
     {"duplicate_command", id, state}  the same command is inside its window as job id: no new
                                       job; the group is used and points at that job
     {"cancelled", "", ""}             Cancel: the group is used, no job
@@ -152,7 +155,8 @@ if not mine then
   return finish('-', 'foreign')
 end
 -- The role: a review button is an admin's; a viewer's tap runs no job (Cancel acts on nothing).
-if (tok.action == 'review' and role ~= 'admin') or (tok.action == 'run' and role == 'viewer') then
+if ((tok.action == 'review' or tok.action == 'force') and role ~= 'admin')
+    or (tok.action == 'run' and role == 'viewer') then
   answer(texts.forbidden, true)
   return finish('-', 'forbidden')
 end
@@ -251,10 +255,15 @@ if tok.action == 'review' then
   return finish('-', 'settled', tok.job_id, status)
 end
 
--- action "run": the same business window as a typed command, then the job.
+-- action "run": the same business window as a typed command, then the job. Action "force" (an
+-- admin's button under a house command's repeat) skips the window once: its job takes the
+-- window over, and says who forced it.
 local window_ms = tonumber(tok.window_ms) or 0
 local command_key = cmd_prefix .. (tok.idem ~= '' and tok.idem or '-')
-local existing, state = find_duplicate(command_key, job_prefix, window_ms)
+local existing, state
+if tok.action ~= 'force' then
+  existing, state = find_duplicate(command_key, job_prefix, window_ms)
+end
 if existing then
   absorb_duplicate(job_prefix, existing, update_id)
   use_group('duplicate', existing)
@@ -279,6 +288,9 @@ local id = create_job({
     user_id = tok.user_id, message_id = tok.reply_to, command = tok.command, args = tok.args,
     recovery = tok.recovery, requester = ARGV[17], role = role},
 })
+if tok.action == 'force' then
+  redis.call('HSET', job_prefix .. id, 'forced_by', user_id)
+end
 use_group('job', id)
 answer(fill(texts.received, {job = id}), false)
 settle_markup(id)

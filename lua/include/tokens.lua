@@ -19,7 +19,8 @@
 
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
-                           for a user's button), action (run | cancel | review), label, command,
+                           for a user's button), action (run | force | cancel | review; force: run
+                           even inside the window, an admin's), label, command,
                            args, idem, window_ms, recovery, reply_to, job_id, decision, solo
                            ("1": its own group), list, used_label; a field
                            whose value would be empty is not stored (a Cancel button has no

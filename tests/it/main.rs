@@ -94,6 +94,9 @@ mod confirmations;
 /// verified in MoviePilot's history after a SIGKILL or a lost answer, the site cookie kept secret.
 mod downloads;
 
+/// The house commands (issue 23): each of MoviePilot's scheduler jobs started once per window
+/// for everyone, a force button for an admin, a crash recovered as the policy table says.
+mod house;
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
 /// MoviePilot's own Telegram mapping (`telegram_userid`): its roles, the setting winning, a

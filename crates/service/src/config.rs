@@ -292,6 +292,18 @@ pub struct CommandSettings {
     pub resources_window_secs: u64,
     /// The same release from the same chat and user inside this window is one download.
     pub download_window_secs: u64,
+    /// The house commands' windows (one start per window for everyone, issue 23).
+    pub subscribe_search_window_secs: u64,
+    pub subscribe_refresh_window_secs: u64,
+    pub transfer_window_secs: u64,
+    pub mediaserver_sync_window_secs: u64,
+    pub cookiecloud_window_secs: u64,
+    /// The time zone whose calendar day is `/site_signin`'s window (an IANA name), and in which
+    /// a repeat is told when the first started.
+    pub day_zone: String,
+    /// The scheduler job `/site_signin` starts: the AutoSignIn plugin's sign-in of every site
+    /// it is set to sign in to (`<plugin id>_<service id>`).
+    pub site_signin_job: String,
 }
 
 /// Where MoviePilot is and how to authenticate (see `moviepilot`).
@@ -935,11 +947,38 @@ impl CommandSettings {
                 ),
             ));
         }
+        if self.day_zone().is_err() {
+            return Err(SettingError::new(
+                "commands.day_zone",
+                format!("is {:?}, not a time zone name", self.day_zone),
+                format!(
+                    "set {} to an IANA zone name, e.g. Asia/Shanghai or Europe/Berlin",
+                    env_name("commands.day_zone")
+                ),
+            ));
+        }
+        let job = self.site_signin_job.as_str();
+        if job.is_empty() || job.len() > 100 || !job.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(SettingError::new(
+                "commands.site_signin_job",
+                format!("is {job:?}, not a scheduler job id"),
+                format!(
+                    "set {} to the AutoSignIn plugin's job id, AutoSignIn_AutoSignIn unless \
+                     MoviePilot's scheduler page lists another",
+                    env_name("commands.site_signin_job")
+                ),
+            ));
+        }
         nonzero(
             &[("commands.resources_window_secs", self.resources_window_secs)],
             ", so every button would have expired before it is shown",
             "a number of seconds, e.g. 600",
         )
+    }
+
+    /// `day_zone`, looked up in the bundled zone database.
+    pub fn day_zone(&self) -> Result<jiff::tz::TimeZone, jiff::Error> {
+        jiff::tz::TimeZone::get(&self.day_zone)
     }
 }
 

@@ -63,6 +63,38 @@ pub enum Action {
         list: u64,
         index: usize,
     },
+    /// Start one of MoviePilot's scheduler jobs for the whole house.
+    RunHouseJob(HouseJob),
+}
+
+/// The MoviePilot scheduler jobs an admin can start, each by its house command
+/// (`GET /api/v1/system/runscheduler?jobid=<id>`, MoviePilot's `app/scheduler.py`; the same ids
+/// in v2.5.6, the newest v2 and v3's `app/startup/scheduling/manifest.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HouseJob {
+    SubscribeSearch,
+    SubscribeRefresh,
+    /// The AutoSignIn plugin's scheduled sign-in of every site it is set to sign in to: a
+    /// plugin's job id is `<plugin id>_<service id>` (`AutoSignIn_AutoSignIn`), which the
+    /// setting `commands.site_signin_job` may change.
+    SiteSignin,
+    Transfer,
+    MediaserverSync,
+    Cookiecloud,
+}
+
+impl HouseJob {
+    /// The scheduler's job id (for `SiteSignin`, the default of `commands.site_signin_job`).
+    pub fn default_job_id(self) -> &'static str {
+        match self {
+            HouseJob::SubscribeSearch => "subscribe_search",
+            HouseJob::SubscribeRefresh => "subscribe_refresh",
+            HouseJob::SiteSignin => "AutoSignIn_AutoSignIn",
+            HouseJob::Transfer => "transfer",
+            HouseJob::MediaserverSync => "mediaserver_sync",
+            HouseJob::Cookiecloud => "cookiecloud",
+        }
+    }
 }
 
 impl Action {
@@ -99,6 +131,12 @@ impl Action {
                 subscription_id: id(args)?,
             },
             Command::Downloading => Action::Downloading,
+            Command::SubscribeSearch
+            | Command::SubscribeRefresh
+            | Command::SiteSignin
+            | Command::Transfer
+            | Command::MediaserverSync
+            | Command::Cookiecloud => Action::RunHouseJob(command.house_job()?),
             Command::Status if args.is_empty() => Action::Status { job_id: None },
             Command::Status => Action::Status {
                 job_id: Some(id(args)?),

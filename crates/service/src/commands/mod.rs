@@ -6,8 +6,8 @@
 mod action;
 mod policy;
 
-pub use action::{Action, SubscriptionMedia, parse_release, parse_series, parse_tmdb};
-pub use policy::{Policy, Recovery};
+pub use action::{Action, HouseJob, SubscriptionMedia, parse_release, parse_series, parse_tmdb};
+pub use policy::{Policy, Recovery, Window, calendar_day};
 
 use sha2::{Digest, Sha256};
 
@@ -32,10 +32,23 @@ pub enum Command {
     Releases,
     /// Download one release of a stored list (a `下载 k` button). Never typed.
     Grab,
+    /// The house's costly jobs, an admin's (each starts one of MoviePilot's scheduler jobs,
+    /// `HouseJob`): search every subscription on every site,
+    SubscribeSearch,
+    /// fetch every site's list again,
+    SubscribeRefresh,
+    /// sign in to every chosen site (the AutoSignIn plugin's run), once a calendar day,
+    SiteSignin,
+    /// file what the downloader finished,
+    Transfer,
+    /// read the media server's library again,
+    MediaserverSync,
+    /// and fetch the sites' cookies from CookieCloud.
+    Cookiecloud,
 }
 
 impl Command {
-    pub const ALL: [Command; 13] = [
+    pub const ALL: [Command; 19] = [
         Command::Search,
         Command::Subscribe,
         Command::Subscriptions,
@@ -49,6 +62,12 @@ impl Command {
         Command::Download,
         Command::Releases,
         Command::Grab,
+        Command::SubscribeSearch,
+        Command::SubscribeRefresh,
+        Command::SiteSignin,
+        Command::Transfer,
+        Command::MediaserverSync,
+        Command::Cookiecloud,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -67,7 +86,26 @@ impl Command {
             Command::Download => "download",
             Command::Releases => "releases",
             Command::Grab => "grab",
+            Command::SubscribeSearch => "subscribe_search",
+            Command::SubscribeRefresh => "subscribe_refresh",
+            Command::SiteSignin => "site_signin",
+            Command::Transfer => "transfer",
+            Command::MediaserverSync => "mediaserver_sync",
+            Command::Cookiecloud => "cookiecloud",
         }
+    }
+
+    /// The MoviePilot scheduler job a house command starts; `None` for every other command.
+    pub fn house_job(self) -> Option<HouseJob> {
+        Some(match self {
+            Command::SubscribeSearch => HouseJob::SubscribeSearch,
+            Command::SubscribeRefresh => HouseJob::SubscribeRefresh,
+            Command::SiteSignin => HouseJob::SiteSignin,
+            Command::Transfer => HouseJob::Transfer,
+            Command::MediaserverSync => HouseJob::MediaserverSync,
+            Command::Cookiecloud => HouseJob::Cookiecloud,
+            _ => return None,
+        })
     }
 
     /// Whether a user may type it: `releases` and `grab` jobs are made by `/download` and by
@@ -205,6 +243,9 @@ fn with_args(command: Command, args: &str) -> Parsed {
         | Command::Jobs
         | Command::Help
         | Command::Start => true,
+        // The house commands take no arguments; any are dropped below.
+        _ if command.house_job().is_some() => true,
+        _ => false,
     };
     if !ok {
         return Parsed::BadArgs { command };
@@ -218,6 +259,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
         | Command::Jobs
         | Command::Help
         | Command::Start => String::new(),
+        _ if command.house_job().is_some() => String::new(),
         _ => args.to_string(),
     };
     Parsed::Run { command, args }
@@ -241,9 +283,25 @@ pub enum Asker<'a> {
     MoviePilot(&'a str),
     /// A user with no MoviePilot name of their own, in this chat.
     Chat { chat_id: i64, user_id: i64 },
+    /// Nobody in particular: a house command (`Policy::house_wide`) is one per window for
+    /// everyone, whoever asks.
+    House,
 }
 
 impl<'a> Asker<'a> {
+    /// Whose repeat `command` is when `user_id` asks it in `chat_id`, acting for `requester`.
+    pub fn for_command(
+        command: Command,
+        chat_id: i64,
+        user_id: i64,
+        requester: Option<&'a str>,
+    ) -> Self {
+        if command.policy().house_wide {
+            return Asker::House;
+        }
+        Self::of(chat_id, user_id, requester)
+    }
+
     /// The asker of a command from `user_id` in `chat_id`, acting for `requester`.
     pub fn of(chat_id: i64, user_id: i64, requester: Option<&'a str>) -> Self {
         match requester {
@@ -276,6 +334,7 @@ pub fn idempotency_key(asker: Asker<'_>, command: Command, args: &str) -> String
             h.update(name.as_bytes());
             h.update([0]);
         }
+        Asker::House => h.update(b"house:\0"),
     }
     h.update(command.name().as_bytes());
     h.update([0]);

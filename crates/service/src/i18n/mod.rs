@@ -27,6 +27,38 @@ use crate::config::Locale;
 use crate::ledger::{LedgerTexts, TapTexts};
 use crate::vocabulary::{JobState, Resolution};
 
+/// "30 分钟", "2 小时", "45 秒".
+fn duration_zh(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 && s.is_multiple_of(3600) {
+        format!("{} 小时", s / 3600)
+    } else if s >= 60 && s.is_multiple_of(60) {
+        format!("{} 分钟", s / 60)
+    } else {
+        format!("{s} 秒")
+    }
+}
+
+/// "30 minutes", "2 hours", "1 hour", "45 seconds".
+fn duration_en(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    let (n, unit) = if s >= 3600 && s.is_multiple_of(3600) {
+        (s / 3600, "hour")
+    } else if s >= 60 && s.is_multiple_of(60) {
+        (s / 60, "minute")
+    } else {
+        (s, "second")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 /// The texts of one locale.
 #[derive(Debug, Clone, Copy)]
 pub struct Texts {
@@ -235,7 +267,53 @@ impl Texts {
                 "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)"
             ),
             Subscriptions | Downloading | Jobs | Help | Start => self.help(),
+            SubscribeSearch | SubscribeRefresh | SiteSignin | Transfer | MediaserverSync
+            | Cookiecloud => self.admin_help(),
         }
+    }
+
+    /// What a house command starts at MoviePilot, as a user reads it.
+    pub fn house_job_name(&self, command: Command) -> &'static str {
+        use Command::*;
+        match command {
+            SubscribeSearch => zh_en!(
+                self.zh(),
+                "搜索全部订阅",
+                "the search of every subscription"
+            ),
+            SubscribeRefresh => zh_en!(self.zh(), "刷新订阅", "the refresh of every site's list"),
+            SiteSignin => zh_en!(self.zh(), "站点签到", "the sign-in to every site"),
+            Transfer => zh_en!(self.zh(), "整理下载", "the filing of finished downloads"),
+            MediaserverSync => zh_en!(self.zh(), "同步媒体库", "the media server sync"),
+            Cookiecloud => zh_en!(self.zh(), "同步 CookieCloud", "the CookieCloud cookie sync"),
+            _ => zh_en!(self.zh(), "这个任务", "this job"),
+        }
+    }
+
+    /// The answer to a house command repeated inside its window, for enqueue.lua: "{time}" is
+    /// when the first started (in `commands.day_zone`), "{job}" and "{state}" as for any repeat.
+    /// `window` is how long the window is (`None`: until the end of the day).
+    pub fn house_repeat(&self, command: Command, window: Option<std::time::Duration>) -> String {
+        let name = self.house_job_name(command);
+        let until = match (window, self.zh()) {
+            (None, true) => "今天不会再执行".to_string(),
+            (None, false) => "it will not run again today".to_string(),
+            (Some(w), true) => format!("{}内不会重复", duration_zh(w)),
+            (Some(w), false) => format!("it will not run again within {}", duration_en(w)),
+        };
+        zh_en!(
+            self.zh(),
+            ("已在 {{time}} 开始{name}（任务 #{{job}}，{{state}}），{until}。如确需现在再执行一次，请点下面的按钮。"),
+            (
+                "{} was started at {{time}} (job #{{job}}, {{state}}); {until}. To run it again now anyway, tap the button.",
+                capitalised(name)
+            )
+        )
+    }
+
+    /// The button under a house command's repeat that runs it again anyway (once).
+    pub fn force_button(&self) -> &'static str {
+        zh_en!(self.zh(), "仍要再执行一次", "Run it again now")
     }
 
     /// The command menu registered with setMyCommands: (command, description).
@@ -277,6 +355,74 @@ impl Texts {
             ("jobs", zh_en!(self.zh(), "最近的任务", "Recent jobs")),
             ("help", zh_en!(self.zh(), "帮助", "Help")),
         ]
+    }
+
+    /// The house commands, an admin's, for the menu Telegram shows in an admin's chat.
+    pub fn admin_command_list(&self) -> Vec<(&'static str, &'static str)> {
+        vec![
+            (
+                "subscribe_search",
+                zh_en!(self.zh(), "搜索全部订阅", "Search every subscription now"),
+            ),
+            (
+                "subscribe_refresh",
+                zh_en!(self.zh(), "刷新订阅", "Refresh every site's list"),
+            ),
+            (
+                "site_signin",
+                zh_en!(
+                    self.zh(),
+                    "站点签到（每天一次）",
+                    "Sign in to the sites (once a day)"
+                ),
+            ),
+            (
+                "transfer",
+                zh_en!(self.zh(), "整理下载", "File finished downloads"),
+            ),
+            (
+                "mediaserver_sync",
+                zh_en!(self.zh(), "同步媒体库", "Sync the media server's library"),
+            ),
+            (
+                "cookiecloud",
+                zh_en!(
+                    self.zh(),
+                    "同步 CookieCloud",
+                    "Fetch cookies from CookieCloud"
+                ),
+            ),
+        ]
+    }
+
+    /// The help's part for admins: the house commands and what a repeat does.
+    pub fn admin_help(&self) -> &'static str {
+        zh_en!(
+            self.zh(),
+            "管理员命令（全家共用，窗口内只执行一次）：\n\
+             /subscribe_search 搜索全部订阅\n\
+             /subscribe_refresh 刷新订阅\n\
+             /site_signin 站点签到（每天一次）\n\
+             /transfer 整理下载\n\
+             /mediaserver_sync 同步媒体库\n\
+             /cookiecloud 同步 CookieCloud",
+            "Admin commands (one run per window for the whole house):\n\
+             /subscribe_search search every subscription now\n\
+             /subscribe_refresh refresh every site's list\n\
+             /site_signin sign in to the sites (once a day)\n\
+             /transfer file finished downloads\n\
+             /mediaserver_sync sync the media server's library\n\
+             /cookiecloud fetch cookies from CookieCloud"
+        )
+    }
+
+    /// The help for someone of `role`: an admin's adds the house commands.
+    pub fn help_for(&self, role: crate::vocabulary::Role) -> String {
+        if role == crate::vocabulary::Role::Admin {
+            format!("{}\n\n{}", self.help(), self.admin_help())
+        } else {
+            self.help().to_string()
+        }
     }
 
     pub fn help(&self) -> &'static str {
@@ -357,7 +503,15 @@ mod tests {
         // `releases` and `grab` are never typed (`Command::typed`), so never in the menu.
         const HIDDEN: [Command; 1] = [Command::Start];
         for locale in [Locale::Zh, Locale::En] {
-            let menu = Texts::new(locale).command_list();
+            let texts = Texts::new(locale);
+            // Everyone's menu, then an admin's (setMyCommands per admin chat): the house
+            // commands are in the second only.
+            let mut menu = texts.command_list();
+            for (name, _) in &menu {
+                let command = Command::from_name(name).unwrap();
+                assert!(!command.policy().house_wide, "/{name} in everyone's menu");
+            }
+            menu.extend(texts.admin_command_list());
             let names: Vec<&str> = menu.iter().map(|(name, _)| *name).collect();
             for command in Command::ALL {
                 let shown = command.typed() && !HIDDEN.contains(&command);

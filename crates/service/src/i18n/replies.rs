@@ -8,9 +8,10 @@
 //! NUL that makes Telegram refuse the whole list), nor a line break that fakes a line.
 
 use super::Texts;
+use crate::commands::Command;
 use crate::config::Locale;
 use crate::ledger::{Job, JobState, Resolution};
-use crate::moviepilot::{Download, MediaItem, MediaKind, Release, Subscription};
+use crate::moviepilot::{Download, MediaItem, MediaKind, Release, SchedulerRun, Subscription};
 use crate::telegram::keyboard::button_text;
 use crate::untrusted::clean_line;
 
@@ -323,6 +324,28 @@ impl Render {
             ("订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"),
             ("Subscription #{id} is now another one (\"{now}\"); the one you confirmed is gone. To be safe nothing was cancelled; to cancel \"{now}\", send /unsubscribe {id} again.")
         )
+    }
+
+    /// A house command's result: what MoviePilot's scheduler did with the job.
+    pub fn house_job_ran(&self, command: Command, run: &SchedulerRun) -> String {
+        let name = self.texts.house_job_name(command);
+        match run {
+            SchedulerRun::Finished => zh_en!(
+                self.zh(),
+                ("MoviePilot 已执行完{name}。"),
+                ("MoviePilot has run {name} to its end.")
+            ),
+            SchedulerRun::Started { .. } => zh_en!(
+                self.zh(),
+                ("MoviePilot 已开始{name}，仍在执行（完成后 MoviePilot 会自行通知）。"),
+                ("MoviePilot has started {name} and is still at it (MoviePilot reports when it is done).")
+            ),
+            SchedulerRun::AlreadyRunning => zh_en!(
+                self.zh(),
+                ("MoviePilot 正在执行{name}，这次没有再启动。"),
+                ("MoviePilot is already running {name}; it was not started again.")
+            ),
+        }
     }
 
     pub fn search_now(&self, id: u64) -> String {

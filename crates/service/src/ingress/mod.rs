@@ -16,14 +16,19 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 use sha2::{Digest, Sha256};
 
 use crate::commands::{self, ChatKind, Command, Parsed};
 use crate::config::{CommandSettings, Settings};
 use crate::i18n::Texts;
-use crate::ledger::{Admission, AdmissionAction, Admitted, Ledger, LedgerError, Tap, Tapped};
+use crate::ledger::{
+    Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped, TokenAction,
+    TokenGroup,
+};
 use crate::metrics::METRICS;
-use crate::telegram::keyboard;
+use crate::telegram::keyboard::{self, Keyboard};
 use crate::telegram::types::{CallbackQuery, Message, Update, User};
 use crate::users::Live;
 use crate::vocabulary::{JobState, ReplyKind, Role};
@@ -82,6 +87,10 @@ struct Inner {
     bot_username: String,
     texts: Texts,
     commands: CommandSettings,
+    /// `commands.day_zone`: a calendar-day window's zone, and the clock a repeat is told in.
+    day_zone: TimeZone,
+    /// `telegram.confirm_ttl_secs`: how long a force button works.
+    confirm_ttl: Duration,
     /// `notify.webhook_secret` while the relay is on: the wake-up path's secret (else it is 404).
     wake_secret: Option<crate::config::Secret>,
 }
@@ -102,6 +111,9 @@ impl Ingress {
                     .into(),
                 texts: Texts::new(settings.telegram.locale),
                 commands: settings.commands.clone(),
+                // Validated before any role starts; UTC only if it was not.
+                day_zone: settings.commands.day_zone().unwrap_or(TimeZone::UTC),
+                confirm_ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
                 wake_secret: (settings.notify.enabled
                     && !settings.notify.webhook_secret.is_empty())
                 .then(|| settings.notify.webhook_secret.clone()),
@@ -185,8 +197,10 @@ impl Ingress {
                 "command refused: the user's role does not allow it; no job"
             );
         }
-        if let (Admitted::New { .. }, AdmissionAction::Job { command, .. }) =
-            (admitted, &admission.action)
+        if let (
+            Admitted::New { .. },
+            AdmissionAction::Job { command, .. } | AdmissionAction::HouseJob { command, .. },
+        ) = (admitted, &admission.action)
         {
             METRICS.transition(command.name(), JobState::Pending.as_str());
         }
@@ -214,7 +228,7 @@ impl Ingress {
                 once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
             }
         } else {
-            self.action(parsed, role)?
+            self.action(parsed, role, message, from.id)?
         };
         Ok(Admission {
             update_id: update.update_id,
@@ -229,7 +243,13 @@ impl Ingress {
 
     /// What an allowed user's parsed text becomes: a job (a lookup without a window when its
     /// command asks first), or a reply (help, usage, unknown command, not for this role).
-    fn action(&self, parsed: Parsed, role: Role) -> Result<AdmissionAction, Ignored> {
+    fn action(
+        &self,
+        parsed: Parsed,
+        role: Role,
+        message: &Message,
+        user_id: i64,
+    ) -> Result<AdmissionAction, Ignored> {
         let texts = self.inner.texts;
         let reply = |kind: ReplyKind, text: String| AdmissionAction::Reply {
             kind,
@@ -245,7 +265,10 @@ impl Ingress {
             Parsed::Run {
                 command: Command::Help | Command::Start,
                 ..
-            } => reply(ReplyKind::Help, texts.help().into()),
+            } => reply(ReplyKind::Help, texts.help_for(role)),
+            Parsed::Run { command, .. } if command.policy().house_wide => {
+                self.house_job(command, message, user_id, Timestamp::now())
+            }
             // The ask is a lookup job without a window; its Confirm button makes the job that
             // has the window (see `Policy::needs_confirmation`).
             Parsed::Run { command, args } if command.policy().needs_confirmation => {
@@ -266,6 +289,48 @@ impl Ingress {
             }
             Parsed::NotForUs => return Err(Ignored::NotForUs),
         })
+    }
+}
+
+impl Ingress {
+    /// A house command's admission at `now`: its window (the rest of the day for a
+    /// calendar-day one), the answer a repeat gets, and the force button under that answer.
+    fn house_job(
+        &self,
+        command: Command,
+        message: &Message,
+        user_id: i64,
+        now: Timestamp,
+    ) -> AdmissionAction {
+        let inner = &self.inner;
+        let window = command.window_at(&inner.commands, &inner.day_zone, now);
+        let mut force = TokenGroup::new(inner.confirm_ttl);
+        let label = inner.texts.force_button();
+        let data = force.add(
+            Owner::User {
+                chat_id: message.chat.id,
+                user_id,
+            },
+            label,
+            TokenAction::Force {
+                command,
+                window: window.clone(),
+            },
+            Some(message.message_id),
+        );
+        let force_markup = Keyboard::new()
+            .row(vec![(label.to_string(), data)])
+            .to_json();
+        AdmissionAction::HouseJob {
+            command,
+            repeat: inner
+                .texts
+                .house_repeat(command, window.day.is_none().then_some(window.length)),
+            utc_offset_secs: inner.day_zone.to_offset(now).seconds(),
+            window,
+            force,
+            force_markup,
+        }
     }
 }
 

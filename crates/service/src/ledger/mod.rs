@@ -26,7 +26,7 @@ use std::time::Duration;
 use redis::AsyncCommands as _;
 use serde::Serialize;
 
-use crate::commands::{Command, JobCommand};
+use crate::commands::{Command, JobCommand, Window};
 use crate::config::Settings;
 use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
@@ -172,6 +172,17 @@ pub enum AdmissionAction {
         prompt: String,
         buttons: TokenGroup,
         markup: String,
+    },
+    /// A house command (`Policy::house_wide`): a job, one per window for the whole house. A
+    /// repeat inside the window is answered with `repeat` ("{time}" the first job's start at
+    /// `utc_offset_secs`) and `force`'s button, which runs it again anyway (an admin's, once).
+    HouseJob {
+        command: Command,
+        window: Window,
+        repeat: String,
+        utc_offset_secs: i32,
+        force: TokenGroup,
+        force_markup: String,
     },
     /// Queue a reply and make no job. With a non-zero `window`, the same `once_key` replies
     /// once per window (so a stranger's every message does not cost a refusal).
@@ -539,8 +550,35 @@ impl Ledger {
                     spec,
                     prompt,
                     markup,
+                    utc_offset_secs: 0,
                 }
             }
+            AdmissionAction::HouseJob {
+                command,
+                window,
+                repeat,
+                utc_offset_secs,
+                force,
+                force_markup,
+            } => EnqueueArgs {
+                mode: "job",
+                command: command.name(),
+                args: "",
+                // The day of a calendar-day window is in the key: a new day, a new key.
+                idem: crate::commands::idempotency_key(
+                    crate::commands::Asker::House,
+                    *command,
+                    window.day.as_deref().unwrap_or(""),
+                ),
+                window: window.length,
+                kind: ReplyKind::Duplicate,
+                text: repeat,
+                recovery: command.policy().recovery.as_str(),
+                spec: force.spec().to_string(),
+                prompt: "",
+                markup: force_markup,
+                utc_offset_secs: *utc_offset_secs,
+            },
             AdmissionAction::Reply {
                 kind,
                 text,
@@ -558,6 +596,7 @@ impl Ledger {
                 spec: String::new(),
                 prompt: "",
                 markup: "",
+                utc_offset_secs: 0,
             },
         }
     }
@@ -578,11 +617,12 @@ impl Ledger {
             spec,
             prompt,
             markup,
+            utc_offset_secs,
         } = self.enqueue_args(a);
         let mut call = ScriptCall::new(
             &scripts::ENQUEUE,
             ENQUEUE_KEYS,
-            22 + self.state_labels.len(),
+            23 + self.state_labels.len(),
             1024 + args.len() + text.len(),
         );
         call.key("updates HASH", k.updates(a.update_id))
@@ -623,6 +663,7 @@ impl Ledger {
                 a.requester.as_deref().unwrap_or(""),
             )
             .arg("the asker's role", a.role.as_str())
+            .arg("seconds east of UTC for \"{time}\"", utc_offset_secs)
             .args(&self.state_labels);
         call
     }
@@ -641,6 +682,8 @@ struct EnqueueArgs<'a> {
     spec: String,
     prompt: &'a str,
     markup: &'a str,
+    /// ARGV[23]: where "{time}" is read.
+    utc_offset_secs: i32,
 }
 
 /// enqueue.lua's answer (see its header).

@@ -188,6 +188,17 @@ async fn enqueue_calls_name_their_header_for_every_admission() {
             window: Duration::ZERO,
             once_key: String::new(),
         },
+        AdmissionAction::HouseJob {
+            command: Command::SiteSignin,
+            window: crate::commands::Window {
+                length: Duration::from_secs(30),
+                day: Some("2026-12-03".into()),
+            },
+            repeat: "again? {time}".into(),
+            utc_offset_secs: 8 * 3600,
+            force: TokenGroup::new(Duration::from_secs(60)),
+            force_markup: "{}".into(),
+        },
     ] {
         holds(&l.admit_call(&admission(action)), true);
     }

@@ -41,6 +41,12 @@ pub enum TokenAction {
         args: String,
         window: Duration,
     },
+    /// Create this house command's job even inside its window (an admin's button under a
+    /// repeat's answer): the new job takes the window over and records who forced it.
+    Force {
+        command: Command,
+        window: crate::commands::Window,
+    },
     /// Use the group and do nothing else.
     Cancel,
     /// Settle a `needs_review` job, as `oncebot jobs resolve` does.
@@ -254,6 +260,17 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
             spec.command = command.name();
             spec.args = args;
             spec.window_ms = window.as_millis().to_string();
+            spec.recovery = command.policy().recovery.as_str();
+        }
+        TokenAction::Force { command, window } => {
+            spec.idem = commands::idempotency_key(
+                commands::Asker::House,
+                *command,
+                window.day.as_deref().unwrap_or(""),
+            );
+            spec.action = "force";
+            spec.command = command.name();
+            spec.window_ms = window.length.as_millis().to_string();
             spec.recovery = command.policy().recovery.as_str();
         }
         TokenAction::Cancel => spec.action = "cancel",

@@ -713,6 +713,102 @@ impl MoviePilot {
     }
 }
 
+/// What starting one of MoviePilot's scheduler jobs came to (`MoviePilot::run_scheduler`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchedulerRun {
+    /// MoviePilot answered: it ran the job to its end. (It answers the same when it skipped
+    /// the run because the job was already running, or has no such job: its answer cannot tell.)
+    Finished,
+    /// The request went out and no answer came within the call's time: MoviePilot answers only
+    /// when the job ends, which for a search of every subscription takes hours. `detail` says
+    /// what happened to the call.
+    Started { detail: String },
+    /// MoviePilot's scheduler listed the job as running already: nothing was started.
+    AlreadyRunning,
+}
+
+impl SchedulerRun {
+    /// The job's `mp_outcome`.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            SchedulerRun::Finished => "finished",
+            SchedulerRun::Started { .. } => "started",
+            SchedulerRun::AlreadyRunning => "already_running",
+        }
+    }
+}
+
+/// A row of `GET /api/v1/dashboard/schedule` (v2.5.6 `app/api/endpoints/dashboard.py`
+/// `schedule`, a bare list of `ScheduleInfo`): only what tells a running job.
+#[derive(Debug, serde::Deserialize)]
+struct WireSchedule {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    status: String,
+}
+
+/// The house commands (issue 23): MoviePilot's scheduler jobs, started once.
+impl MoviePilot {
+    /// Starts scheduler job `job_id` (`GET /api/v1/system/runscheduler?jobid=`, a superuser's;
+    /// v2.5.6 `app/api/endpoints/system.py` L538-547, the same route in the newest v2 and in
+    /// v3). Looks first whether the scheduler lists it as running (`GET
+    /// /api/v1/dashboard/schedule`, status 正在运行): then nothing is sent. MoviePilot runs the
+    /// job inside the request, so a call that goes out and gets no answer in time is a job
+    /// under way, not a failure; one that never left (refused, unreachable) is transient.
+    pub async fn run_scheduler(&self, job_id: &str) -> Result<SchedulerRun, MpError> {
+        if self.scheduler_running(job_id).await {
+            return Ok(SchedulerRun::AlreadyRunning);
+        }
+        let call = Call {
+            what: format!("starting MoviePilot's scheduler job {job_id}"),
+            method: Method::GET,
+            path: "/api/v1/system/runscheduler".into(),
+            query: vec![("jobid", job_id.to_string())],
+            json: None,
+            effect: Effect::SideEffect,
+            timeout: self.inner.timeout,
+        };
+        let answer = match self.inner.call(&call).await {
+            Ok(answer) => answer,
+            Err(MpError::Uncertain(detail)) => return Ok(SchedulerRun::Started { detail }),
+            Err(e) => return Err(e),
+        };
+        let answer = match self.inner.check_status(&call, answer) {
+            Ok(answer) => answer,
+            // A proxy's 502/504 while MoviePilot works on the request: under way as well.
+            Err(MpError::Uncertain(detail)) => return Ok(SchedulerRun::Started { detail }),
+            Err(e) => return Err(e),
+        };
+        let _: Option<Value> = self.inner.accepted(&call, &answer)?;
+        Ok(SchedulerRun::Finished)
+    }
+
+    /// Whether the scheduler lists `job_id` as running now. Best effort: a MoviePilot that
+    /// does not list it (v2.5.6 lists only jobs with a timer) or cannot be asked reads as "not
+    /// running", and the start goes ahead (MoviePilot itself skips a job already running).
+    async fn scheduler_running(&self, job_id: &str) -> bool {
+        let call = Call {
+            what: "reading MoviePilot's scheduler".into(),
+            method: Method::GET,
+            path: "/api/v1/dashboard/schedule".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        match self.inner.fetch_list::<WireSchedule>(&call).await {
+            Ok(rows) => rows
+                .iter()
+                .any(|r| r.id == job_id && r.status == "正在运行"),
+            Err(e) => {
+                tracing::info!(error = %e, "could not read MoviePilot's scheduler; starting the job anyway");
+                false
+            }
+        }
+    }
+}
+
 /// The notification relay's source (see `messages`).
 impl MoviePilot {
     /// One page of the message history (`GET /api/v1/message/web?page=&count=`), as answered:

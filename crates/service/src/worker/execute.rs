@@ -10,9 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::asked::AskedMedia;
-use crate::commands::{Action, Command, SubscriptionMedia};
+use crate::commands::{Action, Command, HouseJob, JobCommand, SubscriptionMedia};
 use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
-use crate::moviepilot::{MediaItem, MediaKind, MoviePilot, MpError, NewSubscription, Subscription};
+use crate::moviepilot::{
+    MediaItem, MediaKind, MoviePilot, MpError, NewSubscription, SchedulerRun, Subscription,
+};
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::Role;
 
@@ -132,6 +134,8 @@ pub struct Context<'a> {
     pub releases: &'a super::releases::ReleaseSettings,
     /// The attempt running the action (its fence, for notes written mid-run).
     pub attempt: &'a Attempt,
+    /// `commands.site_signin_job`: the scheduler job `/site_signin` starts.
+    pub site_signin_job: &'a str,
 }
 
 /// How the buttons under a reply behave.
@@ -203,7 +207,35 @@ pub async fn run(
             Ok(Done::new(reply, "status".into()))
         }
         Action::Jobs => jobs(cx, job).await,
+        Action::RunHouseJob(house_job) => run_house_job(cx, job, *house_job).await,
     }
+}
+
+/// A house command: one of MoviePilot's scheduler jobs, started once (its window is admission's).
+async fn run_house_job(cx: &Context<'_>, job: &Job, house_job: HouseJob) -> Result<Done, MpError> {
+    let job_id = match house_job {
+        HouseJob::SiteSignin => cx.site_signin_job,
+        other => other.default_job_id(),
+    };
+    let run = cx.mp.run_scheduler(job_id).await?;
+    let command = match &job.command {
+        JobCommand::Known(c) => *c,
+        JobCommand::Other(_) => Command::Help,
+    };
+    let mut fields = vec![
+        ("mp_scheduler_job".into(), job_id.to_string()),
+        ("mp_outcome".into(), run.outcome().to_string()),
+    ];
+    if let SchedulerRun::Started { detail } = &run {
+        fields.push(("mp_call".into(), detail.clone()));
+    }
+    Ok(Done {
+        fields,
+        ..Done::new(
+            cx.render.house_job_ran(command, &run),
+            format!("{job_id}: {}", run.outcome()),
+        )
+    })
 }
 
 /// `/search` (`choose`: `订阅 X`, which offers the matches to subscribe to).

@@ -60,6 +60,8 @@ pub struct Worker {
     limits: AttemptLimits,
     buttons: ButtonSettings,
     releases: ReleaseSettings,
+    /// `commands.site_signin_job`.
+    site_signin_job: String,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     /// Outcomes waiting to be recorded together (`record_together`).
@@ -115,6 +117,7 @@ impl Worker {
                 subscribe_window: Command::Subscribe.window(&settings.commands),
                 unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
             },
+            site_signin_job: settings.commands.site_signin_job.clone(),
             releases: ReleaseSettings {
                 shown: settings.commands.resources_shown,
                 list_ttl: Duration::from_secs(settings.commands.resources_window_secs),
@@ -360,6 +363,7 @@ impl Worker {
             buttons: &self.buttons,
             releases: &self.releases,
             attempt,
+            site_signin_job: &self.site_signin_job,
         };
         if let Action::FindReleases { .. } = action {
             // The search takes as long as the slowest site: say so at once, not after

@@ -97,6 +97,10 @@ pub mod routes {
     pub const DOWNLOAD_HISTORY: &str = "GET /api/v1/history/download";
     /// The message history (notifications sent, messages received).
     pub const MESSAGE_WEB: &str = "GET /api/v1/message/web";
+    /// Starts a scheduler job and answers when it has run (v2.5.6 `system.py` L538-547).
+    pub const RUN_SCHEDULER: &str = "GET /api/v1/system/runscheduler";
+    /// The scheduler's jobs with their state (v2.5.6 `dashboard.py` L113-126).
+    pub const SCHEDULE: &str = "GET /api/v1/dashboard/schedule";
 }
 
 /// How the simulated server behaves.
@@ -326,7 +330,32 @@ struct Data {
     messages: Vec<SimMessage>,
     /// The user table, in MoviePilot's order (by id): the login user first.
     users: Vec<SimUser>,
+    /// The scheduler: the jobs it knows, which are running, and every run it made.
+    scheduler: SchedulerData,
 }
+
+/// MoviePilot's scheduler as `runscheduler` and `dashboard/schedule` see it.
+#[derive(Debug, Default)]
+struct SchedulerData {
+    /// Runs started, by job id (a skipped or unknown start is no run).
+    runs: HashMap<String, u64>,
+    /// Starts skipped because the job was running already, by job id.
+    skips: HashMap<String, u64>,
+    running: HashSet<String>,
+    /// How long a run takes; the answer comes when it ends (0: at once).
+    run_time: Duration,
+}
+
+/// The scheduler jobs the simulated MoviePilot has: the built-in ones oncebot starts and the
+/// AutoSignIn plugin's (`<plugin id>_<service id>`), as v2.5.6 names them (`app/scheduler.py`).
+pub const SCHEDULER_JOBS: [&str; 6] = [
+    "subscribe_search",
+    "subscribe_refresh",
+    "transfer",
+    "mediaserver_sync",
+    "cookiecloud",
+    "AutoSignIn_AutoSignIn",
+];
 
 /// One row of MoviePilot's user table, as `schemas.User` shows it.
 #[derive(Debug, Clone)]
@@ -573,6 +602,38 @@ impl MoviePilotSim {
         self.state.data().get_search_trigger = on;
     }
 
+    /// Runs of scheduler job `job` MoviePilot made (a skipped start is none).
+    pub fn scheduler_runs(&self, job: &str) -> u64 {
+        self.state
+            .data()
+            .scheduler
+            .runs
+            .get(job)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Starts of `job` skipped because it was running already.
+    pub fn scheduler_skips(&self, job: &str) -> u64 {
+        self.state
+            .data()
+            .scheduler
+            .skips
+            .get(job)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// How long each scheduler run takes before `runscheduler` answers.
+    pub fn set_scheduler_run_time(&self, run_time: Duration) {
+        self.state.data().scheduler.run_time = run_time;
+    }
+
+    /// Whether the scheduler is running `job` now.
+    pub fn scheduler_running(&self, job: &str) -> bool {
+        self.state.data().scheduler.running.contains(job)
+    }
+
     /// A MoviePilot restart: tokens die, the database (subscriptions) survives.
     pub fn restart(&self) {
         self.invalidate_tokens();
@@ -763,6 +824,8 @@ enum Route {
     DownloadAdd,
     DownloadHistory,
     MessageWeb,
+    RunScheduler,
+    Schedule,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -875,6 +938,8 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
                 Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
             }
         }
+        // A scheduler job runs inside the request, as MoviePilot's does.
+        None if matches!(route, Route::RunScheduler) => run_scheduler(state, req, user).await,
         None if slow.is_zero() => execute(&state, &route, &req, &user),
         // A slow route (a resource search, an add) as a late answer: the effect happens even
         // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
@@ -952,6 +1017,10 @@ fn resolve(
             Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
         }
         Some("/message/web") => Some((get, Route::MessageWeb, routes::MESSAGE_WEB, Jwt)),
+        Some("/system/runscheduler") => {
+            Some((get, Route::RunScheduler, routes::RUN_SCHEDULER, Jwt))
+        }
+        Some("/dashboard/schedule") => Some((get, Route::Schedule, routes::SCHEDULE, Jwt)),
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -1166,7 +1235,90 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         Route::DownloadHistory => releases::history(state, req),
         Route::Downloads => downloads(state),
         Route::MessageWeb => messages::history(&state.data(), dialect, &opts.version, req),
+        Route::RunScheduler => match start_scheduler_job(state, req, user) {
+            Ok(started) => {
+                if let Some(job) = started {
+                    state.data().scheduler.running.remove(&job);
+                }
+                scheduler_answer()
+            }
+            Err(resp) => *resp,
+        },
+        Route::Schedule => schedule(state),
     }
+}
+
+/// `GET /api/v1/system/runscheduler?jobid=`: a superuser's; an empty id is refused, anything
+/// else answers success once the job has run, also when it was running already (skipped, as
+/// `Scheduler.start` does) or does not exist (v2.5.6 `system.py` L538-547, `scheduler.py`
+/// L382-421).
+async fn run_scheduler(state: Arc<State>, req: Req, user: String) -> Resp {
+    let job = match start_scheduler_job(&state, &req, &user) {
+        Ok(Some(job)) => job,
+        Ok(None) => return scheduler_answer(),
+        Err(resp) => return *resp,
+    };
+    let run_time = state.data().scheduler.run_time;
+    // The run goes on when the client gives up, as a request MoviePilot received does.
+    let task = tokio::spawn(async move {
+        tokio::time::sleep(run_time).await;
+        state.data().scheduler.running.remove(&job);
+    });
+    let _ = task.await;
+    scheduler_answer()
+}
+
+/// The start itself: `Some(job id)` for a run now under way, `None` for a skipped or unknown one.
+fn start_scheduler_job(state: &State, req: &Req, user: &str) -> Result<Option<String>, Box<Resp>> {
+    let dialect = state.opts.dialect;
+    let mut data = state.data();
+    if !data.users.iter().any(|u| u.name == user && u.is_superuser) {
+        return Err(Box::new(error_resp(
+            dialect,
+            StatusCode::BAD_REQUEST,
+            "用户权限不足",
+        )));
+    }
+    let Some(job) = req.param("jobid") else {
+        return Err(Box::new(missing_param(dialect, "query", "jobid")));
+    };
+    if job.is_empty() {
+        return Err(Box::new(json_resp(
+            StatusCode::OK,
+            &json!({"success": false, "message": "命令不能为空！", "data": {}}),
+        )));
+    }
+    let scheduler = &mut data.scheduler;
+    if !SCHEDULER_JOBS.contains(&job) {
+        return Ok(None);
+    }
+    if !scheduler.running.insert(job.to_string()) {
+        *scheduler.skips.entry(job.to_string()).or_insert(0) += 1;
+        return Ok(None);
+    }
+    *scheduler.runs.entry(job.to_string()).or_insert(0) += 1;
+    Ok(Some(job.to_string()))
+}
+
+fn scheduler_answer() -> Resp {
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": null, "data": {}}),
+    )
+}
+
+/// `GET /api/v1/dashboard/schedule`: every job with its state, a bare list in v2.
+fn schedule(state: &State) -> Resp {
+    let data = state.data();
+    let rows: Vec<Value> = SCHEDULER_JOBS
+        .iter()
+        .map(|id| {
+            let running = data.scheduler.running.contains(*id);
+            json!({"id": id, "name": id, "provider": "MoviePilot",
+                   "status": if running { "正在运行" } else { "等待" }, "next_run": ""})
+        })
+        .collect();
+    ok_payload(state.opts.dialect, Value::Array(rows))
 }
 
 /// `GET /api/v1/user/`: every user, to a superuser (v2.5.6 `list_users` behind

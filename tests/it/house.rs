@@ -1,0 +1,242 @@
+//! The house commands (issue 23): an admin's commands that each start one of MoviePilot's
+//! scheduler jobs, whose repeat costs the whole house. Against the simulated MoviePilot, whose
+//! scheduler runs a job inside the request (as v2.5.6's `runscheduler` does), counts its runs
+//! and skips a start while the job runs.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use oncebot::moviepilot::Dialect;
+use oncebot_tools::sim::moviepilot::routes;
+use oncebot_tools::sim::telegram::callback_update;
+use redis::AsyncCommands as _;
+use serde_json::{Value, json};
+
+use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+use crate::support::{ALICE, BOB, buttons, eventually, private_text};
+
+/// Each house command and the scheduler job it starts.
+const HOUSE: [(&str, &str); 6] = [
+    ("subscribe_search", "subscribe_search"),
+    ("subscribe_refresh", "subscribe_refresh"),
+    ("site_signin", "AutoSignIn_AutoSignIn"),
+    ("transfer", "transfer"),
+    ("mediaserver_sync", "mediaserver_sync"),
+    ("cookiecloud", "cookiecloud"),
+];
+
+/// The answer to a repeat of job `id`, once it is queued.
+async fn repeat_answer(rig: &Rig, id: u64) -> BTreeMap<String, String> {
+    let id = id.to_string();
+    eventually("the answer to the repeat", RECOVERY_DEADLINE, || {
+        let store = rig.store.clone();
+        let id = id.clone();
+        async move {
+            store
+                .replies()
+                .await
+                .into_iter()
+                .find(|r| r["kind"] == "duplicate" && r["job_id"] == id)
+        }
+    })
+    .await
+}
+
+/// A tap by `user` on the button with `data` (its message id does not matter here).
+fn tap(update_id: i64, user: i64, data: &str) -> Value {
+    let mut update = callback_update(user, user, 999, data);
+    update["update_id"] = json!(update_id);
+    update
+}
+
+/// A double tap, and the same command from another admin, start each job once.
+#[tokio::test]
+async fn each_house_command_starts_its_job_once_however_often_it_is_asked() {
+    for dialect in [Dialect::V2, Dialect::V3] {
+        each_house_command_once(dialect).await;
+    }
+}
+
+async fn each_house_command_once(dialect: Dialect) {
+    let rig = Rig::new(dialect).await;
+    let _bot = rig.start(None).await;
+    for (i, (command, job)) in HOUSE.iter().enumerate() {
+        let first = i as i64 * 10 + 1;
+        rig.send(first, &format!("/{command}")).await;
+        rig.send(first + 1, &format!("/{command}")).await;
+        rig.post(&private_text(first + 2, BOB, &format!("/{command}")))
+            .await;
+        let id = i as u64 + 1;
+        let row = rig.job_in(id, "succeeded", RECOVERY_DEADLINE).await;
+        assert_eq!(row["command"], *command);
+        assert_eq!(row["mp_outcome"], "finished", "/{command}");
+        assert_eq!(row["mp_scheduler_job"], *job);
+        assert_eq!(row["duplicates"], "2", "/{command}");
+        assert_eq!(rig.mp.scheduler_runs(job), 1, "/{command}");
+        let replies = rig.replies_for(id).await;
+        let done: Vec<_> = replies.iter().filter(|r| r["kind"] == "result").collect();
+        assert_eq!(done.len(), 1, "{replies:?}");
+        assert!(
+            done[0]["text"].starts_with("MoviePilot has run the "),
+            "{replies:?}"
+        );
+    }
+    assert_eq!(rig.mp.calls(routes::RUN_SCHEDULER), 6);
+    assert_eq!(rig.store.job_ids().await.len(), 6);
+}
+
+/// A repeat is told when the first started and how long the window lasts, with one button that
+/// runs it again anyway: once, recorded as forced, taking the window over.
+#[tokio::test]
+async fn the_force_button_runs_it_once_more_and_says_who_forced_it() {
+    let rig = Rig::new(Dialect::V2).await;
+    let _bot = rig.start(None).await;
+    rig.send(1, "/subscribe_search").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    rig.send(2, "/subscribe_search").await;
+    let answer = repeat_answer(&rig, 1).await;
+    let text = &answer["text"];
+    assert!(
+        text.starts_with("The search of every subscription was started at "),
+        "{text}"
+    );
+    assert!(
+        text.contains("(job #1, succeeded); it will not run again within 30 minutes."),
+        "{text}"
+    );
+    // The time is HH:MM in commands.day_zone (Asia/Shanghai, UTC+8).
+    let created: u64 = rig.store.job(1).await["created_at"].parse().unwrap();
+    let secs = created / 1000 + 8 * 3600;
+    let hhmm = format!("{:02}:{:02}", secs % 86400 / 3600, secs % 3600 / 60);
+    assert!(
+        text.contains(&format!("started at {hhmm} ")),
+        "{text} ({hhmm})"
+    );
+    let row = buttons(&answer);
+    assert_eq!(row.len(), 1, "{row:?}");
+    assert_eq!(row[0].0, "Run it again now");
+
+    rig.post(&tap(3, ALICE, &row[0].1)).await;
+    let forced = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(forced["forced_by"], ALICE.to_string());
+    assert_eq!(rig.mp.scheduler_runs("subscribe_search"), 2);
+    // The button worked once.
+    rig.post(&tap(4, ALICE, &row[0].1)).await;
+    // The forced job holds the window now: a repeat points at it.
+    rig.send(5, "/subscribe_search").await;
+    repeat_answer(&rig, 2).await;
+    assert_eq!(rig.store.job_ids().await.len(), 2);
+    assert_eq!(rig.mp.scheduler_runs("subscribe_search"), 2);
+}
+
+/// Only an admin may start a house job, and only an admin may force one.
+#[tokio::test]
+async fn a_non_admin_gets_one_sentence_and_no_job() {
+    let users = format!("{ALICE}=alice:user,{BOB}=bob:admin");
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    let _bot = rig.start(None).await;
+    rig.send(1, "/transfer").await;
+    let refusal = eventually("the refusal", RECOVERY_DEADLINE, || async {
+        rig.store
+            .replies()
+            .await
+            .into_iter()
+            .find(|r| r["kind"] == "forbidden")
+    })
+    .await;
+    assert_eq!(refusal["text"], "Only an admin can do that.");
+    assert!(rig.store.job_ids().await.is_empty());
+    // An admin's is a job.
+    rig.post(&private_text(2, BOB, "/transfer")).await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(rig.mp.scheduler_runs("transfer"), 1);
+}
+
+/// MoviePilot answers a start only when the job ends; one that takes longer than a call may
+/// wait is under way, not failed. A start while it runs is skipped at MoviePilot and said so.
+#[tokio::test]
+async fn a_job_still_running_at_moviepilot_is_under_way_and_not_started_twice() {
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "1")]).await;
+    rig.mp.set_scheduler_run_time(Duration::from_secs(8));
+    let _bot = rig.start(None).await;
+    rig.send(1, "/mediaserver_sync").await;
+    let row = rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(row["mp_outcome"], "started");
+    assert!(rig.mp.scheduler_running("mediaserver_sync"));
+    let replies = rig.replies_for(1).await;
+    assert!(replies[0]["text"].contains("is still at it"), "{replies:?}");
+    // Forced while MoviePilot still runs it: its scheduler lists it running, so nothing is sent.
+    rig.send(2, "/mediaserver_sync").await;
+    let answer = repeat_answer(&rig, 1).await;
+    rig.post(&tap(3, ALICE, &buttons(&answer)[0].1)).await;
+    let forced = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(forced["mp_outcome"], "already_running");
+    let result = rig
+        .replies_for(2)
+        .await
+        .into_iter()
+        .find(|r| r["kind"] == "result")
+        .unwrap();
+    assert!(result["text"].contains("already running"), "{result:?}");
+    assert_eq!(rig.mp.scheduler_runs("mediaserver_sync"), 1);
+    assert_eq!(rig.mp.calls(routes::RUN_SCHEDULER), 1);
+}
+
+/// /site_signin's window is the calendar day in commands.day_zone: its business key lives
+/// until midnight there (Asia/Shanghai has no DST: UTC+8 all year), not a day from now.
+#[tokio::test]
+async fn a_site_signin_is_once_until_midnight_in_the_day_zone() {
+    let rig = Rig::new(Dialect::V2).await;
+    let _bot = rig.start(None).await;
+    rig.send(1, "/site_signin").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    rig.send(2, "/site_signin").await;
+    let answer = repeat_answer(&rig, 1).await;
+    assert!(
+        answer["text"].contains("it will not run again today."),
+        "{answer:?}"
+    );
+    let keys = rig.store.command_keys().await;
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let ttl: i64 = rig.store.conn().await.pttl(&keys[0]).await.unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let to_midnight = 86_400_000 - (now + 8 * 3_600_000) % 86_400_000;
+    assert!(
+        // Redis's clock and this one may differ by a little.
+        ttl <= to_midnight + 1_000 && ttl > to_midnight - 30_000,
+        "key ttl {ttl} ms, midnight in Shanghai in {to_midnight} ms"
+    );
+    assert_eq!(rig.mp.scheduler_runs("AutoSignIn_AutoSignIn"), 1);
+}
+
+/// SIGKILL right after MoviePilot took the start: what happens next is the table's. A search
+/// of every subscription is held for a person (it cannot be verified and costs every site); a
+/// transfer runs again (it files only what is not filed yet); a media server sync runs again
+/// once.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_start_cut_off_by_a_crash_recovers_as_the_table_says() {
+    for (command, job, status, runs) in [
+        ("subscribe_search", "subscribe_search", "needs_review", 1),
+        ("transfer", "transfer", "succeeded", 2),
+        ("mediaserver_sync", "mediaserver_sync", "succeeded", 2),
+    ] {
+        let rig = Rig::new(Dialect::V2).await;
+        let mut bot = rig.start(Some("worker.after_call")).await;
+        rig.send(1, &format!("/{command}")).await;
+        bot.wait_for_stderr(
+            "crash point worker.after_call reached",
+            Duration::from_secs(10),
+        )
+        .await;
+        assert_eq!(rig.mp.scheduler_runs(job), 1, "/{command}");
+        bot.sigkill().await;
+        let _bot = rig.start(None).await;
+        let row = rig.job_in(1, status, RECOVERY_DEADLINE).await;
+        assert_eq!(row["recoveries"], "1", "/{command}");
+        assert_eq!(rig.mp.scheduler_runs(job), runs, "/{command}");
+    }
+}
