@@ -152,6 +152,49 @@ async fn a_non_admin_gets_one_sentence_and_no_job() {
     assert_eq!(rig.mp.scheduler_runs("transfer"), 1);
 }
 
+/// Telegram shows the house commands in each admin's chat only (setMyCommands, scope `chat`).
+#[tokio::test]
+async fn only_admins_see_the_house_commands_in_their_menu() {
+    let users = format!("{ALICE}=alice:admin,{BOB}=bob:user");
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    let _bot = rig.start_pipeline().await;
+    let names = |menu: Option<&Value>| -> Vec<String> {
+        menu.and_then(Value::as_array)
+            .map(|m| {
+                m.iter()
+                    .map(|c| c["command"].as_str().unwrap_or("").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (mut everyone, mut alice, mut bob) = (Vec::new(), Vec::new(), Vec::new());
+    rig.tg
+        .wait_for(RECOVERY_DEADLINE, |o| {
+            alice = names(o.chat_commands(ALICE));
+            everyone = names(o.commands());
+            bob = names(o.chat_commands(BOB));
+            !alice.is_empty() && !everyone.is_empty()
+        })
+        .await
+        .unwrap();
+    for (command, _) in HOUSE {
+        assert!(
+            !everyone.contains(&command.to_string()),
+            "/{command} for everyone"
+        );
+        assert!(
+            alice.contains(&command.to_string()),
+            "/{command} not in the admin's menu"
+        );
+    }
+    assert!(everyone.contains(&"subscribe".to_string()));
+    assert!(alice.contains(&"subscribe".to_string()));
+    assert!(
+        bob.is_empty(),
+        "a user's chat has no menu of its own: {bob:?}"
+    );
+}
+
 /// MoviePilot answers a start only when the job ends; one that takes longer than a call may
 /// wait is under way, not failed. A start while it runs is skipped at MoviePilot and said so.
 #[tokio::test]

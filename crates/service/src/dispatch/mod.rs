@@ -67,6 +67,9 @@ pub struct Dispatcher {
     api: BotApi,
     cfg: DispatcherSettings,
     locale: Locale,
+    /// The admins' private chats (`telegram.users` at start; everyone allowed while nobody is
+    /// mapped there): each gets the menu with the house commands.
+    admin_chats: Vec<i64>,
     consumer: String,
     limiter: RateLimiter,
     /// Each chat's replies in stream order, one at a time.
@@ -142,6 +145,7 @@ impl Dispatcher {
             ),
             consumer,
             locale: settings.telegram.locale,
+            admin_chats: settings.directory().map(|d| d.admins()).unwrap_or_default(),
             ledger,
             api,
             order: ChatOrder::default(),
@@ -618,24 +622,38 @@ impl Dispatcher {
         }
     }
 
-    /// setMyCommands: the command list Telegram shows, in the reply language.
+    /// setMyCommands: the command list Telegram shows, in the reply language; in each admin's
+    /// private chat (Telegram's `chat` scope) the house commands too, which nobody else may run.
     async fn set_commands(&self) {
-        let commands: Vec<Value> = crate::i18n::Texts::new(self.locale)
-            .command_list()
-            .into_iter()
-            .map(|(command, description)| json!({"command": command, "description": description}))
-            .collect();
-        let body = json!({ "commands": commands });
-        match self
-            .api
-            .call::<Value>("setMyCommands", &body, CALL_TIMEOUT)
-            .await
-        {
-            Ok(_) => tracing::info!("command list registered with Telegram"),
-            Err(e) => {
-                tracing::warn!(error = %e, "setMyCommands failed; the command menu may be stale")
+        let texts = crate::i18n::Texts::new(self.locale);
+        let menu = |list: Vec<(&str, &str)>| -> Vec<Value> {
+            list.into_iter()
+                .map(|(command, description)| json!({"command": command, "description": description}))
+                .collect()
+        };
+        let everyone = menu(texts.command_list());
+        let mut admins = everyone.clone();
+        admins.extend(menu(texts.admin_command_list()));
+        let mut bodies = vec![json!({ "commands": everyone })];
+        bodies.extend(
+            self.admin_chats.iter().map(
+                |chat| json!({"commands": admins, "scope": {"type": "chat", "chat_id": chat}}),
+            ),
+        );
+        for body in &bodies {
+            if let Err(e) = self
+                .api
+                .call::<Value>("setMyCommands", body, CALL_TIMEOUT)
+                .await
+            {
+                tracing::warn!(error = %e, "setMyCommands failed; the command menu may be stale");
+                return;
             }
         }
+        tracing::info!(
+            admin_chats = self.admin_chats.len(),
+            "command list registered with Telegram"
+        );
     }
 
     /// Renews the leases of entries under way and takes over those of dead dispatchers.

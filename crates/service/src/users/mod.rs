@@ -226,6 +226,15 @@ impl Directory {
         !self.setting.is_empty() || !self.moviepilot.is_empty()
     }
 
+    /// The allowed users who are admins now (everyone allowed while nobody is mapped).
+    pub fn admins(&self) -> Vec<i64> {
+        self.allowed
+            .iter()
+            .copied()
+            .filter(|&id| self.identify(id).is_some_and(|i| i.role == Role::Admin))
+            .collect()
+    }
+
     /// What `user_id` is; `None` for anyone not on the allow-list.
     pub fn identify(&self, user_id: i64) -> Option<Identity> {
         if !self.allowed.contains(&user_id) {

@@ -533,6 +533,13 @@ impl Observed<'_> {
         self.0.commands.get(&commands_key(&Map::new()))
     }
 
+    /// The commands set for one chat (scope `chat`), in the default language, if any.
+    pub fn chat_commands(&self, chat_id: i64) -> Option<&Value> {
+        let mut params = Map::new();
+        params.insert("scope".into(), json!({"type": "chat", "chat_id": chat_id}));
+        self.0.commands.get(&commands_key(&params))
+    }
+
     /// One line per method: how many calls, for a test failure message.
     pub fn summary(&self) -> String {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
