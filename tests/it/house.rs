@@ -283,3 +283,132 @@ async fn a_start_cut_off_by_a_crash_recovers_as_the_table_says() {
         assert_eq!(rig.mp.scheduler_runs(job), runs, "/{command}");
     }
 }
+
+/// The Confirm button under `/restart`'s question (job `ask`), once the question is stored.
+async fn confirm_button(rig: &Rig, ask: u64) -> (String, BTreeMap<String, String>) {
+    rig.job_in(ask, "succeeded", RECOVERY_DEADLINE).await;
+    let question = rig
+        .replies_for(ask)
+        .await
+        .into_iter()
+        .find(|r| r["kind"] == "result")
+        .unwrap();
+    let row = buttons(&question);
+    assert_eq!(
+        row.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(),
+        ["Confirm", "Cancel"]
+    );
+    (row[0].1.clone(), question)
+}
+
+/// /restart asks first, naming what it cuts off; Confirm tapped twice restarts MoviePilot once,
+/// and the job ends when MoviePilot was seen gone and back, saying for how long.
+#[tokio::test]
+async fn a_restart_asks_first_runs_once_and_says_how_long_moviepilot_was_gone() {
+    let rig = Rig::new(Dialect::V2).await;
+    rig.mp.set_restart(
+        oncebot_tools::sim::moviepilot::RestartMode::Restarts,
+        Duration::from_secs(2),
+    );
+    let _bot = rig.start(None).await;
+    rig.send(1, "/restart").await;
+    let (confirm, question) = confirm_button(&rig, 1).await;
+    assert!(
+        question["text"].starts_with("Restart MoviePilot? It does not answer while it restarts"),
+        "{question:?}"
+    );
+    assert_eq!(rig.mp.restarts(), 0, "asking restarts nothing");
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    rig.post(&tap(3, ALICE, &confirm)).await;
+    let row = rig.job_in(2, "succeeded", Duration::from_secs(30)).await;
+    assert_eq!(row["mp_outcome"], "restarted");
+    let down: u64 = row["mp_down_secs"].parse().unwrap();
+    assert!((1..=10).contains(&down), "{row:?}");
+    assert_eq!(rig.mp.restarts(), 1);
+    let result = rig
+        .replies_for(2)
+        .await
+        .into_iter()
+        .find(|r| r["kind"] == "result")
+        .unwrap();
+    assert!(
+        result["text"].starts_with("MoviePilot has restarted and is back; it was gone for about "),
+        "{result:?}"
+    );
+    // Asked again inside the window: the Confirm of the new question is a repeat, not a restart.
+    rig.send(4, "/restart").await;
+    let (again, _) = confirm_button(&rig, 3).await;
+    rig.post(&tap(5, ALICE, &again)).await;
+    assert_eq!(rig.store.job_ids().await.len(), 3);
+    assert_eq!(rig.mp.restarts(), 1);
+}
+
+/// A MoviePilot that cannot restart itself says why, and nothing is watched; one that says it
+/// restarts and goes on answering did not restart (#2495): the job fails and may be asked again.
+#[tokio::test]
+async fn a_restart_moviepilot_refuses_or_ignores_is_not_taken_for_done() {
+    use oncebot_tools::sim::moviepilot::RestartMode;
+    let rig = Rig::with(
+        Dialect::V2,
+        &[("ONCEBOT__COMMANDS__RESTART_WATCH_SECS", "2")],
+    )
+    .await;
+    rig.mp.set_restart(
+        RestartMode::Refuses("当前运行环境不支持重启操作！".into()),
+        Duration::ZERO,
+    );
+    let _bot = rig.start(None).await;
+    rig.send(1, "/restart").await;
+    let (confirm, _) = confirm_button(&rig, 1).await;
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    let row = rig.job_in(2, "failed", RECOVERY_DEADLINE).await;
+    assert_eq!(row["attempts"], "1");
+    let reply = rig.replies_for(2).await;
+    assert!(
+        reply
+            .iter()
+            .any(|r| r["text"]
+                .contains("MoviePilot would not restart: 当前运行环境不支持重启操作！")),
+        "{reply:?}"
+    );
+    rig.mp.set_restart(RestartMode::Ignores, Duration::ZERO);
+    rig.send(3, "/restart").await;
+    let (confirm, _) = confirm_button(&rig, 3).await;
+    rig.post(&tap(4, ALICE, &confirm)).await;
+    let row = rig.job_in(4, "failed", RECOVERY_DEADLINE).await;
+    assert_eq!(
+        row.get("mp_outcome").map(String::as_str),
+        Some("not_restarted"),
+        "{row:?}"
+    );
+    assert_eq!(rig.mp.restarts(), 0);
+}
+
+/// SIGKILL right after MoviePilot took the restart: the new process does not send it again; it
+/// sees MoviePilot gone (it cannot even connect at start) and back, and the job succeeds.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_restart_cut_off_by_a_crash_is_verified_and_never_sent_twice() {
+    let rig = Rig::new(Dialect::V2).await;
+    rig.mp.set_restart(
+        oncebot_tools::sim::moviepilot::RestartMode::Restarts,
+        Duration::from_secs(4),
+    );
+    let mut bot = rig.start(Some("worker.after_restart_call")).await;
+    rig.send(1, "/restart").await;
+    let (confirm, _) = confirm_button(&rig, 1).await;
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    bot.wait_for_stderr(
+        "crash point worker.after_restart_call reached",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(rig.mp.restarts(), 1);
+    bot.sigkill().await;
+    let _bot = rig.start(None).await;
+    let row = rig.job_in(2, "succeeded", Duration::from_secs(40)).await;
+    assert_eq!(row["mp_outcome"], "restarted", "{row:?}");
+    assert_eq!(row["recoveries"], "1");
+    assert!(!row["restart_sent"].is_empty());
+    assert_eq!(rig.mp.restarts(), 1, "never sent twice");
+}

@@ -249,11 +249,17 @@ async fn start_worker(
     shutdown: CancellationToken,
 ) -> anyhow::Result<Task> {
     let first = first_connect(settings, "jobs wait until it is").await?;
+    // MoviePilot not answering at start-up is something a restart sent before a crash is
+    // verified by (`worker::restart`): the client remembers it.
+    let unreachable_at = first.is_none().then(std::time::SystemTime::now);
     let settings = settings.clone();
     Ok(tokio::spawn(async move {
         let Some(mp) = connect_eventually(&settings, first, &shutdown).await? else {
             return Ok(());
         };
+        if let Some(at) = unreachable_at {
+            mp.saw_unreachable_at(at);
+        }
         tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
         // Logins go through the deployment's gate: one at a time, none while refused.
         mp.share_logins(std::sync::Arc::new(ledger.clone()));

@@ -298,6 +298,11 @@ pub struct CommandSettings {
     pub transfer_window_secs: u64,
     pub mediaserver_sync_window_secs: u64,
     pub cookiecloud_window_secs: u64,
+    /// `/restart`'s window: one restart for the house inside it.
+    pub restart_window_secs: u64,
+    /// How long a restart is watched for MoviePilot to go and come back before a person is
+    /// asked to look.
+    pub restart_watch_secs: u64,
     /// The time zone whose calendar day is `/site_signin`'s window (an IANA name), and in which
     /// a repeat is told when the first started.
     pub day_zone: String,
@@ -969,6 +974,11 @@ impl CommandSettings {
                 ),
             ));
         }
+        nonzero(
+            &[("commands.restart_watch_secs", self.restart_watch_secs)],
+            ", so no restart could ever be seen",
+            "a number of seconds, e.g. 180",
+        )?;
         nonzero(
             &[("commands.resources_window_secs", self.resources_window_secs)],
             ", so every button would have expired before it is shown",

@@ -65,7 +65,14 @@ pub enum Action {
     },
     /// Start one of MoviePilot's scheduler jobs for the whole house.
     RunHouseJob(HouseJob),
+    /// `/restart`: ask, naming what a restart cuts off (Confirm / Cancel).
+    AskRestart,
+    /// Its Confirm button: restart MoviePilot once and watch it go and come back.
+    Restart,
 }
+
+/// The arguments of the job `/restart`'s Confirm button makes (typed, `/restart` drops any).
+pub const RESTART_CONFIRMED: &str = "confirmed";
 
 /// The MoviePilot scheduler jobs an admin can start, each by its house command
 /// (`GET /api/v1/system/runscheduler?jobid=<id>`, MoviePilot's `app/scheduler.py`; the same ids
@@ -137,6 +144,9 @@ impl Action {
             | Command::Transfer
             | Command::MediaserverSync
             | Command::Cookiecloud => Action::RunHouseJob(command.house_job()?),
+            Command::Restart if args == RESTART_CONFIRMED => Action::Restart,
+            Command::Restart if args.is_empty() => Action::AskRestart,
+            Command::Restart => return None,
             Command::Status if args.is_empty() => Action::Status { job_id: None },
             Command::Status => Action::Status {
                 job_id: Some(id(args)?),

@@ -6,7 +6,9 @@
 mod action;
 mod policy;
 
-pub use action::{Action, HouseJob, SubscriptionMedia, parse_release, parse_series, parse_tmdb};
+pub use action::{
+    Action, HouseJob, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
+};
 pub use policy::{Policy, Recovery, Window, calendar_day};
 
 use sha2::{Digest, Sha256};
@@ -45,10 +47,13 @@ pub enum Command {
     MediaserverSync,
     /// and fetch the sites' cookies from CookieCloud.
     Cookiecloud,
+    /// Restart MoviePilot, after Confirm / Cancel naming what is cut off; done when MoviePilot
+    /// was seen gone and back (an admin's).
+    Restart,
 }
 
 impl Command {
-    pub const ALL: [Command; 19] = [
+    pub const ALL: [Command; 20] = [
         Command::Search,
         Command::Subscribe,
         Command::Subscriptions,
@@ -68,6 +73,7 @@ impl Command {
         Command::Transfer,
         Command::MediaserverSync,
         Command::Cookiecloud,
+        Command::Restart,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -92,6 +98,7 @@ impl Command {
             Command::Transfer => "transfer",
             Command::MediaserverSync => "mediaserver_sync",
             Command::Cookiecloud => "cookiecloud",
+            Command::Restart => "restart",
         }
     }
 
@@ -245,6 +252,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
         | Command::Start => true,
         // The house commands take no arguments; any are dropped below.
         _ if command.house_job().is_some() => true,
+        Command::Restart => true,
         _ => false,
     };
     if !ok {
@@ -260,6 +268,8 @@ fn with_args(command: Command, args: &str) -> Parsed {
         | Command::Help
         | Command::Start => String::new(),
         _ if command.house_job().is_some() => String::new(),
+        // Typed, it always asks first: only its Confirm button's job says "confirmed".
+        Command::Restart => String::new(),
         _ => args.to_string(),
     };
     Parsed::Run { command, args }

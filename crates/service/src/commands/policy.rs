@@ -40,7 +40,7 @@ pub struct Policy {
 }
 
 /// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 19] = [
+pub const POLICIES: [Policy; 20] = [
     Policy {
         command: Command::Search,
         side_effect: false,
@@ -246,6 +246,19 @@ pub const POLICIES: [Policy; 19] = [
         house_wide: true,
         calendar_day: false,
     },
+    // Asks first, naming what is cut off. After a crash it is verified, never sent again: the
+    // job notes that the call is going out, and a later attempt only watches MoviePilot go and
+    // come back (worker::restart).
+    Policy {
+        command: Command::Restart,
+        side_effect: true,
+        needs_confirmation: true,
+        window: Some(|s| s.restart_window_secs),
+        recovery: Recovery::VerifyThenRetry,
+        least_role: Role::Admin,
+        house_wide: true,
+        calendar_day: false,
+    },
 ];
 
 impl Command {
@@ -419,12 +432,9 @@ mod tests {
             assert_eq!(p.calendar_day, command == Command::SiteSignin);
         }
         for p in POLICIES {
-            assert_eq!(
-                p.house_wide,
-                p.command.house_job().is_some(),
-                "{:?}",
-                p.command
-            );
+            // /restart is the house's too (one restart for everyone), but no scheduler job.
+            let house = p.command.house_job().is_some() || p.command == Command::Restart;
+            assert_eq!(p.house_wide, house, "{:?}", p.command);
         }
     }
 }

@@ -268,7 +268,7 @@ impl Texts {
             ),
             Subscriptions | Downloading | Jobs | Help | Start => self.help(),
             SubscribeSearch | SubscribeRefresh | SiteSignin | Transfer | MediaserverSync
-            | Cookiecloud => self.admin_help(),
+            | Cookiecloud | Restart => self.admin_help(),
         }
     }
 
@@ -392,6 +392,14 @@ impl Texts {
                     "Fetch cookies from CookieCloud"
                 ),
             ),
+            (
+                "restart",
+                zh_en!(
+                    self.zh(),
+                    "重启 MoviePilot（需确认）",
+                    "Restart MoviePilot (asks first)"
+                ),
+            ),
         ]
     }
 
@@ -405,14 +413,16 @@ impl Texts {
              /site_signin 站点签到（每天一次）\n\
              /transfer 整理下载\n\
              /mediaserver_sync 同步媒体库\n\
-             /cookiecloud 同步 CookieCloud",
+             /cookiecloud 同步 CookieCloud\n\
+             /restart 重启 MoviePilot（需确认）",
             "Admin commands (one run per window for the whole house):\n\
              /subscribe_search search every subscription now\n\
              /subscribe_refresh refresh every site's list\n\
              /site_signin sign in to the sites (once a day)\n\
              /transfer file finished downloads\n\
              /mediaserver_sync sync the media server's library\n\
-             /cookiecloud fetch cookies from CookieCloud"
+             /cookiecloud fetch cookies from CookieCloud\n\
+             /restart restart MoviePilot (asks first)"
         )
     }
 

@@ -266,9 +266,6 @@ impl Ingress {
                 command: Command::Help | Command::Start,
                 ..
             } => reply(ReplyKind::Help, texts.help_for(role)),
-            Parsed::Run { command, .. } if command.policy().house_wide => {
-                self.house_job(command, message, user_id, Timestamp::now())
-            }
             // The ask is a lookup job without a window; its Confirm button makes the job that
             // has the window (see `Policy::needs_confirmation`).
             Parsed::Run { command, args } if command.policy().needs_confirmation => {
@@ -277,6 +274,9 @@ impl Ingress {
                     window: Duration::ZERO,
                     args,
                 }
+            }
+            Parsed::Run { command, .. } if command.policy().house_wide => {
+                self.house_job(command, message, user_id, Timestamp::now())
             }
             Parsed::Run { command, args } => AdmissionAction::Job {
                 command,

@@ -250,7 +250,7 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
                 .unwrap_or(args);
             spec.idem = match t.owner {
                 Owner::User { chat_id, user_id } => commands::idempotency_key(
-                    commands::Asker::of(chat_id, user_id, requester),
+                    commands::Asker::for_command(*command, chat_id, user_id, requester),
                     *command,
                     key_args,
                 ),

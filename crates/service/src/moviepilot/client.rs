@@ -114,6 +114,9 @@ struct Inner {
     /// Why MoviePilot refuses oncebot's credentials, from the last call that was refused, until
     /// a call gets through. Text for operators (it may name settings), never for users.
     refused: std::sync::Mutex<Option<String>>,
+    /// When a call last found MoviePilot not answering at all (milliseconds since the epoch;
+    /// 0: never): how a restart sent before a crash is seen to have happened (`worker::restart`).
+    unreachable_at: std::sync::atomic::AtomicU64,
 }
 
 struct Auth {
@@ -292,8 +295,20 @@ impl Inner {
                 state: Mutex::new(TokenState::default()),
             },
             refused: std::sync::Mutex::new(None),
+            unreachable_at: std::sync::atomic::AtomicU64::new(0),
         })
     }
+
+    fn saw_unreachable(&self) {
+        self.unreachable_at
+            .store(epoch_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The HTTP client every call goes through: MoviePilot's texts in Chinese (`LOCALE`), and a
@@ -745,6 +760,8 @@ struct WireSchedule {
     #[serde(default)]
     id: String,
     #[serde(default)]
+    name: String,
+    #[serde(default)]
     status: String,
 }
 
@@ -782,6 +799,100 @@ impl MoviePilot {
         };
         let _: Option<Value> = self.inner.accepted(&call, &answer)?;
         Ok(SchedulerRun::Finished)
+    }
+
+    /// Restarts MoviePilot (`GET /api/v1/system/restart`, a superuser's; v2.5.6
+    /// `app/api/endpoints/system.py` L524-535, the same route in the newest v2 and v3). It
+    /// refuses with `success: false` and a reason where it cannot restart itself (not in Docker:
+    /// 当前运行环境不支持重启操作！ / 非Docker环境，无法重启！): that is `Declined`, with its words.
+    /// An answer lost on the way is `Uncertain`: MoviePilot may be going down already.
+    pub async fn restart(&self) -> Result<(), MpError> {
+        let call = Call {
+            what: "restarting MoviePilot".into(),
+            method: Method::GET,
+            path: "/api/v1/system/restart".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::SideEffect,
+            timeout: self.inner.timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        let head: EnvelopeHead<'_> = serde_json::from_slice(&answer.body)
+            .map_err(|_| self.inner.unexpected_body(&call, &answer))?;
+        if !head.success {
+            let why = crate::untrusted::clean_line(head.message.as_deref().unwrap_or("").trim());
+            return Err(MpError::Declined(short(&why, 200)));
+        }
+        Ok(())
+    }
+
+    /// When this process last found MoviePilot not answering at all (a refused connection, a
+    /// failed probe, or [`Self::saw_unreachable_at`] from before it connected); `None`: never.
+    pub fn last_unreachable(&self) -> Option<std::time::SystemTime> {
+        let ms = self
+            .inner
+            .unreachable_at
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (ms > 0).then(|| std::time::UNIX_EPOCH + Duration::from_millis(ms))
+    }
+
+    /// Records that MoviePilot did not answer at `at` (the connections tried at start-up,
+    /// before this client existed).
+    pub fn saw_unreachable_at(&self, at: std::time::SystemTime) {
+        let ms = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.inner
+            .unreachable_at
+            .fetch_max(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether MoviePilot answers at all now (`GET /api/v1/system/global`, no credentials: a
+    /// login does not survive a restart), within `within`. What a restart is watched with.
+    pub async fn is_answering(&self, within: Duration) -> bool {
+        let call = Call {
+            what: "asking whether MoviePilot answers".into(),
+            method: Method::GET,
+            path: "/api/v1/system/global".into(),
+            query: vec![("token", GLOBAL_TOKEN.into())],
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: within,
+        };
+        let up = matches!(self.inner.send(&call, &Credential::None).await, Ok(a) if a.status.is_success());
+        if !up {
+            self.inner.saw_unreachable();
+        }
+        up
+    }
+
+    /// The scheduler jobs MoviePilot is running now, by name (best effort: empty when the
+    /// scheduler cannot be read). What a restart would cut off.
+    pub async fn running_scheduler_jobs(&self) -> Vec<String> {
+        let call = Call {
+            what: "reading MoviePilot's scheduler".into(),
+            method: Method::GET,
+            path: "/api/v1/dashboard/schedule".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: self.inner.timeout,
+        };
+        match self.inner.fetch_list::<WireSchedule>(&call).await {
+            Ok(rows) => rows
+                .into_iter()
+                .filter(|r| r.status == "正在运行")
+                .map(|r| {
+                    let name = if r.name.is_empty() { r.id } else { r.name };
+                    short(&crate::untrusted::clean_line(&name), 60)
+                })
+                .collect(),
+            Err(e) => {
+                tracing::info!(error = %e, "could not read MoviePilot's scheduler");
+                Vec::new()
+            }
+        }
     }
 
     /// Whether the scheduler lists `job_id` as running now. Best effort: a MoviePilot that
@@ -1423,6 +1534,9 @@ impl Inner {
     /// timeout, a dropped connection) is uncertain for a call with a side effect.
     fn transport_error(&self, call: &Call, error: reqwest::Error) -> MpError {
         let not_sent = error.is_connect() || error.is_builder();
+        if error.is_connect() {
+            self.saw_unreachable();
+        }
         let text = transport_text(error, call.timeout);
         match (not_sent, call.effect) {
             (true, _) | (false, Effect::ReadOnly) => MpError::Transient(format!("{call}: {text}")),

@@ -51,7 +51,7 @@ pub enum Settle {
 
 impl Done {
     /// A reply and the ledger's short result, with no extra fields and no buttons.
-    fn new(reply: String, result: String) -> Done {
+    pub(super) fn new(reply: String, result: String) -> Done {
         Done {
             reply,
             result,
@@ -134,8 +134,17 @@ pub struct Context<'a> {
     pub releases: &'a super::releases::ReleaseSettings,
     /// The attempt running the action (its fence, for notes written mid-run).
     pub attempt: &'a Attempt,
+    /// What the house commands need of the settings.
+    pub house: &'a HouseSettings,
+}
+
+/// The house commands' settings (`commands.*`).
+#[derive(Debug, Clone)]
+pub struct HouseSettings {
     /// `commands.site_signin_job`: the scheduler job `/site_signin` starts.
-    pub site_signin_job: &'a str,
+    pub site_signin_job: String,
+    /// `commands.restart_watch_secs`.
+    pub restart_watch: Duration,
 }
 
 /// How the buttons under a reply behave.
@@ -147,6 +156,8 @@ pub struct ButtonSettings {
     pub subscribe_window: Duration,
     /// The duplicate window of `/unsubscribe`, which its Confirm button's job has.
     pub unsubscribe_window: Duration,
+    /// The same of `/restart`.
+    pub restart_window: Duration,
 }
 
 /// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
@@ -208,13 +219,15 @@ pub async fn run(
         }
         Action::Jobs => jobs(cx, job).await,
         Action::RunHouseJob(house_job) => run_house_job(cx, job, *house_job).await,
+        Action::AskRestart => super::restart::ask(cx, job).await,
+        Action::Restart => super::restart::restart(cx, job).await,
     }
 }
 
 /// A house command: one of MoviePilot's scheduler jobs, started once (its window is admission's).
 async fn run_house_job(cx: &Context<'_>, job: &Job, house_job: HouseJob) -> Result<Done, MpError> {
     let job_id = match house_job {
-        HouseJob::SiteSignin => cx.site_signin_job,
+        HouseJob::SiteSignin => cx.house.site_signin_job.as_str(),
         other => other.default_job_id(),
     };
     let run = cx.mp.run_scheduler(job_id).await?;
@@ -815,7 +828,7 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
 }
 
 /// The keyboard and its tokens; `None` for a group without buttons.
-fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
+pub(super) fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
     (!group.tokens.is_empty()).then(|| Buttons {
         markup: keyboard.to_json(),
         tokens: group.spec().to_string(),

@@ -19,6 +19,7 @@
 
 mod execute;
 mod releases;
+mod restart;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +47,7 @@ use crate::moviepilot::{MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
 use crate::vocabulary::{JobState, ReplyKind, job_field};
 pub use execute::KeyedLocks;
-use execute::{ButtonSettings, Context, Done, MediaLocks, Settle};
+use execute::{ButtonSettings, Context, Done, HouseSettings, MediaLocks, Settle};
 use releases::ReleaseSettings;
 
 /// One worker process's share of the jobs stream.
@@ -60,8 +61,8 @@ pub struct Worker {
     limits: AttemptLimits,
     buttons: ButtonSettings,
     releases: ReleaseSettings,
-    /// `commands.site_signin_job`.
-    site_signin_job: String,
+    /// What the house commands need of the settings.
+    house: HouseSettings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     /// Outcomes waiting to be recorded together (`record_together`).
@@ -116,8 +117,12 @@ impl Worker {
                 ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
                 subscribe_window: Command::Subscribe.window(&settings.commands),
                 unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
+                restart_window: Command::Restart.window(&settings.commands),
             },
-            site_signin_job: settings.commands.site_signin_job.clone(),
+            house: HouseSettings {
+                site_signin_job: settings.commands.site_signin_job.clone(),
+                restart_watch: Duration::from_secs(settings.commands.restart_watch_secs),
+            },
             releases: ReleaseSettings {
                 shown: settings.commands.resources_shown,
                 list_ttl: Duration::from_secs(settings.commands.resources_window_secs),
@@ -363,7 +368,7 @@ impl Worker {
             buttons: &self.buttons,
             releases: &self.releases,
             attempt,
-            site_signin_job: &self.site_signin_job,
+            house: &self.house,
         };
         if let Action::FindReleases { .. } = action {
             // The search takes as long as the slowest site: say so at once, not after
@@ -829,7 +834,8 @@ impl Consumer for JobsReader {
 
 /// The job's own recovery policy, stored at admission (`None` for a value this release does
 /// not know, which is then held for a person).
-/// The outcome of a run MoviePilot answered: succeeded, or settled as [`Settle`] says.
+/// The outcome of a run MoviePilot answered: succeeded, or settled as [`Settle`] says (with
+/// the run's fields either way: what it found is worth keeping when it did not succeed).
 fn settled(done: Done) -> Outcome {
     match done.settle {
         Some(Settle::Failed { error }) => {
@@ -839,7 +845,11 @@ fn settled(done: Done) -> Outcome {
                 error,
                 reply: done.reply,
                 reply_kind: ReplyKind::Result,
-                fields: vec![("mp_error_kind".into(), "permanent".into())],
+                fields: [
+                    vec![("mp_error_kind".into(), "permanent".into())],
+                    done.fields,
+                ]
+                .concat(),
                 ..Outcome::default()
             }
         }
@@ -850,7 +860,11 @@ fn settled(done: Done) -> Outcome {
                 error: format!("uncertain: {error}"),
                 reply: done.reply,
                 reply_kind: ReplyKind::NeedsReview,
-                fields: vec![("mp_error_kind".into(), "uncertain".into())],
+                fields: [
+                    vec![("mp_error_kind".into(), "uncertain".into())],
+                    done.fields,
+                ]
+                .concat(),
                 ..Outcome::default()
             }
         }

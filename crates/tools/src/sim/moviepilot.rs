@@ -101,6 +101,8 @@ pub mod routes {
     pub const RUN_SCHEDULER: &str = "GET /api/v1/system/runscheduler";
     /// The scheduler's jobs with their state (v2.5.6 `dashboard.py` L113-126).
     pub const SCHEDULE: &str = "GET /api/v1/dashboard/schedule";
+    /// Restarts MoviePilot (v2.5.6 `system.py` L524-535).
+    pub const RESTART: &str = "GET /api/v1/system/restart";
 }
 
 /// How the simulated server behaves.
@@ -332,6 +334,42 @@ struct Data {
     users: Vec<SimUser>,
     /// The scheduler: the jobs it knows, which are running, and every run it made.
     scheduler: SchedulerData,
+    /// What `GET /api/v1/system/restart` does, and the restarts it made.
+    restart: RestartData,
+}
+
+/// What the simulated MoviePilot does when asked to restart.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RestartMode {
+    /// Answers, then stops answering anything for `downtime` (every connection closed
+    /// unanswered, logins forgotten), then answers again: a restart in Docker.
+    #[default]
+    Restarts,
+    /// Answers `success: false` with this message and does nothing (v2.5.6 outside Docker:
+    /// 当前运行环境不支持重启操作！).
+    Refuses(String),
+    /// Answers success and goes on answering: the restart never happens (#2495).
+    Ignores,
+}
+
+#[derive(Debug)]
+struct RestartData {
+    mode: RestartMode,
+    downtime: Duration,
+    restarts: u64,
+    /// While a restart is under way: from when to when nothing answers.
+    down: Option<(tokio::time::Instant, tokio::time::Instant)>,
+}
+
+impl Default for RestartData {
+    fn default() -> Self {
+        Self {
+            mode: RestartMode::Restarts,
+            downtime: Duration::from_secs(3),
+            restarts: 0,
+            down: None,
+        }
+    }
 }
 
 /// MoviePilot's scheduler as `runscheduler` and `dashboard/schedule` see it.
@@ -602,6 +640,18 @@ impl MoviePilotSim {
         self.state.data().get_search_trigger = on;
     }
 
+    /// What a restart request does from now on, and how long a restart takes.
+    pub fn set_restart(&self, mode: RestartMode, downtime: Duration) {
+        let mut data = self.state.data();
+        data.restart.mode = mode;
+        data.restart.downtime = downtime;
+    }
+
+    /// Restarts MoviePilot made (a refused or ignored request is none).
+    pub fn restarts(&self) -> u64 {
+        self.state.data().restart.restarts
+    }
+
     /// Runs of scheduler job `job` MoviePilot made (a skipped start is none).
     pub fn scheduler_runs(&self, job: &str) -> u64 {
         self.state
@@ -826,6 +876,7 @@ enum Route {
     MessageWeb,
     RunScheduler,
     Schedule,
+    Restart,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -901,6 +952,11 @@ fn localized(mut resp: Resp, locale: &str) -> Resp {
 }
 
 async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
+    // Restarting: nothing answers, every connection is closed unanswered.
+    let now = tokio::time::Instant::now();
+    if matches!(state.data().restart.down, Some((from, until)) if from <= now && now < until) {
+        return drop_connection(kill).await;
+    }
     let get_search_trigger = state.data().get_search_trigger;
     let (route, key, access) = match resolve(
         state.opts.dialect,
@@ -1021,6 +1077,7 @@ fn resolve(
             Some((get, Route::RunScheduler, routes::RUN_SCHEDULER, Jwt))
         }
         Some("/dashboard/schedule") => Some((get, Route::Schedule, routes::SCHEDULE, Jwt)),
+        Some("/system/restart") => Some((get, Route::Restart, routes::RESTART, Jwt)),
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -1245,6 +1302,38 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
             Err(resp) => *resp,
         },
         Route::Schedule => schedule(state),
+        Route::Restart => restart(state, user),
+    }
+}
+
+/// `GET /api/v1/system/restart`: a superuser's. In Docker it answers, stops (logins die with
+/// the process), and comes back after the downtime; elsewhere it refuses in words.
+fn restart(state: &State, user: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let mut data = state.data();
+    if !data.users.iter().any(|u| u.name == user && u.is_superuser) {
+        return error_resp(dialect, StatusCode::BAD_REQUEST, "用户权限不足");
+    }
+    let ok = || {
+        json_resp(
+            StatusCode::OK,
+            &json!({"success": true, "message": "", "data": {}}),
+        )
+    };
+    match data.restart.mode.clone() {
+        RestartMode::Refuses(message) => json_resp(
+            StatusCode::OK,
+            &json!({"success": false, "message": message, "data": {}}),
+        ),
+        RestartMode::Ignores => ok(),
+        RestartMode::Restarts => {
+            data.restart.restarts += 1;
+            // The answer goes out first; the process stops a moment later.
+            let from = tokio::time::Instant::now() + Duration::from_millis(200);
+            data.restart.down = Some((from, from + data.restart.downtime));
+            data.tokens.clear();
+            ok()
+        }
     }
 }
 

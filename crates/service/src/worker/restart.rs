@@ -1,0 +1,211 @@
+//! `/restart`: MoviePilot restarted once, and known to be back.
+//!
+//! Asked first, naming what a restart cuts off (the scheduler jobs MoviePilot is running and
+//! oncebot's own jobs under way); its Confirm button makes the job. That job notes that the call
+//! is going out (`restart_sent`) before it sends it, so an attempt after a crash never sends it
+//! again: it only watches. A restart is done when MoviePilot was seen failing at least once and
+//! then answering again; the user is told how long it was gone. After a crash, MoviePilot seen
+//! not answering by the new process (at its start, before it could connect) counts as seen gone. MoviePilot that keeps answering
+//! after it accepted the restart did not restart (#2495: "系统正在重启", then nothing): the job
+//! fails and may be asked again. What cannot be told (a crash, then MoviePilot answering
+//! throughout; or MoviePilot gone for longer than `commands.restart_watch_secs`) is held for a
+//! person.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::execute::{Context, Done, Settle, buttons, reply_to};
+use crate::commands::{Command, RESTART_CONFIRMED};
+use crate::ledger::{Job, JobFilter, Owner, TokenAction, TokenGroup};
+use crate::moviepilot::MpError;
+use crate::telegram::keyboard::Keyboard;
+use crate::vocabulary::JobState;
+
+/// The job field noting the restart call: when it was about to go out (ms since the epoch);
+/// empty once a call that never left has been given up.
+const RESTART_SENT: &str = "restart_sent";
+
+/// How long one probe may take, and the pause between probes.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// `/restart`: the question, with what a restart would cut off, and Confirm / Cancel.
+pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let running = cx.mp.running_scheduler_jobs().await;
+    let filter = JobFilter {
+        status: Some(JobState::Running),
+        chat_id: None,
+        limit: 100,
+    };
+    let ours = match cx.ledger.list_jobs(&filter).await {
+        Ok(jobs) => jobs.iter().filter(|j| j.id != job.id).count(),
+        Err(e) => return Err(MpError::Transient(e.to_string())),
+    };
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let reply_to = reply_to(job);
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let confirm = group.add(
+        owner,
+        r.confirm_button(),
+        TokenAction::Run {
+            command: Command::Restart,
+            args: RESTART_CONFIRMED.into(),
+            window: cx.buttons.restart_window,
+        },
+        reply_to,
+    );
+    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
+    let keyboard = Keyboard::new().row(vec![
+        (r.confirm_button().to_string(), confirm),
+        (r.cancel_button().to_string(), cancel),
+    ]);
+    Ok(Done {
+        reply: r.confirm_restart(&running, ours),
+        result: "asked to confirm a restart".into(),
+        buttons: buttons(&group, keyboard),
+        ..Done::default()
+    })
+}
+
+/// The Confirm button's job: send the restart unless an earlier attempt did, then watch.
+pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
+    let sent_at = noted(cx, job).await?;
+    let sent_before = sent_at.is_some();
+    if let Some(at) = sent_at
+        && cx.mp.last_unreachable().is_some_and(|down| down > at)
+        && cx.mp.is_answering(PROBE_TIMEOUT).await
+    {
+        // This process found MoviePilot gone after the restart went out (at its start, while
+        // the previous one had died), and it answers now: it restarted.
+        let gone = at.elapsed().map_or(1, |d| d.as_secs().max(1));
+        return Ok(back(cx, gone));
+    }
+    if sent_before {
+        tracing::info!(
+            "an earlier attempt sent the restart; watching MoviePilot, not sending it again"
+        );
+    } else {
+        note(cx, now_ms().to_string()).await?;
+        crate::crash_point!("worker.before_restart_call");
+        match cx.mp.restart().await {
+            // An answer lost on the way: MoviePilot may be going down already. Watch.
+            Ok(()) | Err(MpError::Uncertain(_)) => {}
+            Err(MpError::Transient(e)) => {
+                // The call never left: a later attempt may send it.
+                note(cx, String::new()).await?;
+                return Err(MpError::Transient(e));
+            }
+            Err(MpError::Declined(why)) => {
+                return Err(MpError::Declined(cx.render.restart_refused(&why)));
+            }
+            Err(e) => return Err(e),
+        }
+        crate::crash_point!("worker.after_restart_call");
+    }
+    Ok(watch(cx, sent_before).await)
+}
+
+/// Watches MoviePilot go and come back, for `commands.restart_watch_secs` at most.
+async fn watch(cx: &Context<'_>, sent_before: bool) -> Done {
+    let r = &cx.render;
+    let limit = cx.house.restart_watch;
+    let start = Instant::now();
+    let mut gone_since: Option<Instant> = None;
+    while start.elapsed() < limit {
+        match (cx.mp.is_answering(PROBE_TIMEOUT).await, gone_since) {
+            (false, None) => gone_since = Some(Instant::now()),
+            (true, Some(at)) => return back(cx, at.elapsed().as_secs().max(1)),
+            _ => {}
+        }
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
+    let watched = limit.as_secs();
+    let (settle, outcome, reply) = match (gone_since, sent_before) {
+        (Some(_), _) => (
+            Settle::Held {
+                error: format!(
+                    "MoviePilot went down after the restart and has not answered for {watched} s"
+                ),
+            },
+            "not_back",
+            r.restart_not_back(watched),
+        ),
+        (None, true) => (
+            Settle::Held {
+                error: "the restart was sent before oncebot stopped, and MoviePilot answered \
+                        throughout the check: whether it restarted cannot be told"
+                    .into(),
+            },
+            "unknown",
+            r.restart_unknown(),
+        ),
+        (None, false) => (
+            Settle::Failed {
+                error: format!(
+                    "MoviePilot accepted the restart but kept answering for {watched} s"
+                ),
+            },
+            "not_restarted",
+            r.restart_not_seen(watched),
+        ),
+    };
+    Done {
+        fields: vec![("mp_outcome".into(), outcome.into())],
+        settle: Some(settle),
+        ..Done::new(reply, outcome.into())
+    }
+}
+
+/// MoviePilot restarted and was gone about `down` seconds.
+fn back(cx: &Context<'_>, down: u64) -> Done {
+    Done {
+        fields: vec![
+            ("mp_outcome".into(), "restarted".into()),
+            ("mp_down_secs".into(), down.to_string()),
+        ],
+        ..Done::new(
+            cx.render.restart_back(down),
+            format!("restarted; gone about {down} s"),
+        )
+    }
+}
+
+/// When an earlier attempt of this job sent (or was about to send) the restart; `None` if none
+/// did.
+async fn noted(cx: &Context<'_>, job: &Job) -> Result<Option<SystemTime>, MpError> {
+    // The claim hands over only the fields a worker always needs; notes are read here.
+    let full = cx
+        .ledger
+        .job(job.id)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    Ok(full
+        .as_ref()
+        .and_then(|j| j.extra.get(RESTART_SENT))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)))
+}
+
+async fn note(cx: &Context<'_>, value: String) -> Result<(), MpError> {
+    let noted = cx
+        .ledger
+        .note(cx.attempt, &[(RESTART_SENT, value)])
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    if noted {
+        Ok(())
+    } else {
+        Err(MpError::Transient(
+            "this attempt no longer owns the job (its lease was taken)".into(),
+        ))
+    }
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
