@@ -412,3 +412,98 @@ async fn a_restart_cut_off_by_a_crash_is_verified_and_never_sent_twice() {
     assert!(!row["restart_sent"].is_empty());
     assert_eq!(rig.mp.restarts(), 1, "never sent twice");
 }
+
+/// The Confirm button under `/redo`'s question (job `ask`), and the question.
+async fn redo_question(rig: &Rig, ask: u64) -> (String, BTreeMap<String, String>) {
+    rig.job_in(ask, "succeeded", RECOVERY_DEADLINE).await;
+    let question = rig
+        .replies_for(ask)
+        .await
+        .into_iter()
+        .find(|r| r["kind"] == "result")
+        .unwrap();
+    let confirm = match question.contains_key("markup") {
+        true => buttons(&question)
+            .into_iter()
+            .find(|(l, _)| l == "Confirm")
+            .map(|(_, d)| d),
+        false => None,
+    };
+    (confirm.unwrap_or_default(), question)
+}
+
+/// /redo asks first, naming the file MoviePilot deletes and the one it files again; Confirm
+/// tapped twice files it once (a second redo would delete the first one's file).
+#[tokio::test]
+async fn a_redo_names_the_file_and_runs_once() {
+    let rig = Rig::new(Dialect::V2).await;
+    let record = rig.mp.insert_transfer(
+        "/downloads/Dune.2021.2160p.mkv",
+        "/media/movies/Dune (2021)/Dune (2021).mkv",
+        "Dune",
+    );
+    let _bot = rig.start(None).await;
+    rig.send(1, &format!("/redo {record}")).await;
+    let (confirm, question) = redo_question(&rig, 1).await;
+    let text = &question["text"];
+    assert!(
+        text.starts_with(&format!("File transfer record #{record} (\"Dune\") again?")),
+        "{text}"
+    );
+    assert!(
+        text.contains("/media/movies/Dune (2021)/Dune (2021).mkv"),
+        "{text}"
+    );
+    assert!(text.contains("/downloads/Dune.2021.2160p.mkv"), "{text}");
+    assert_eq!(rig.mp.redos().0, 0, "asking redoes nothing");
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    rig.post(&tap(3, ALICE, &confirm)).await;
+    let row = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(row["mp_outcome"], "redone");
+    assert_eq!(
+        row["mp_redo_dest"],
+        "/media/movies/Dune (2021)/Dune (2021).mkv"
+    );
+    assert_eq!(
+        rig.mp.redos(),
+        (
+            1,
+            vec!["/media/movies/Dune (2021)/Dune (2021).mkv".to_string()]
+        )
+    );
+    // The record is gone (MoviePilot filed it under a new id): asking again says so.
+    rig.send(4, &format!("/redo {record}")).await;
+    let (confirm, question) = redo_question(&rig, 3).await;
+    assert!(confirm.is_empty(), "no buttons: {question:?}");
+    assert!(
+        question["text"].contains(&format!("has no record #{record}")),
+        "{question:?}"
+    );
+    assert_eq!(rig.mp.redos().0, 1);
+}
+
+/// SIGKILL right after MoviePilot took the redo: never sent again; held for a person, who sees
+/// which file in the job.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_redo_cut_off_by_a_crash_is_held_never_repeated() {
+    let rig = Rig::new(Dialect::V2).await;
+    let record = rig
+        .mp
+        .insert_transfer("/downloads/a.mkv", "/media/a/a.mkv", "A");
+    let mut bot = rig.start(Some("worker.after_redo_call")).await;
+    rig.send(1, &format!("/redo {record}")).await;
+    let (confirm, _) = redo_question(&rig, 1).await;
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    bot.wait_for_stderr(
+        "crash point worker.after_redo_call reached",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(rig.mp.redos().0, 1);
+    bot.sigkill().await;
+    let _bot = rig.start(None).await;
+    let row = rig.job_in(2, "needs_review", RECOVERY_DEADLINE).await;
+    assert_eq!(row["mp_redo_dest"], "/media/a/a.mkv");
+    assert_eq!(rig.mp.redos().0, 1, "never sent twice");
+}

@@ -300,6 +300,8 @@ pub struct CommandSettings {
     pub cookiecloud_window_secs: u64,
     /// `/restart`'s window: one restart for the house inside it.
     pub restart_window_secs: u64,
+    /// `/redo`'s window, per transfer record: one redo of a record for the house inside it.
+    pub redo_window_secs: u64,
     /// How long a restart is watched for MoviePilot to go and come back before a person is
     /// asked to look.
     pub restart_watch_secs: u64,

@@ -11,6 +11,7 @@
 //! `worker.after_subscribe_create` (MoviePilot created the subscription, its owner not yet set),
 //! `worker.before_restart_call` (the restart noted as going out, not yet sent),
 //! `worker.after_restart_call` (MoviePilot took the restart, not yet watched),
+//! `worker.after_redo_call` (MoviePilot answered the redo, its outcome not yet recorded),
 //! `worker.after_complete`, `dispatch.after_send`, `notify.after_read` (the relay read MoviePilot's
 //! history, notify.lua not yet run), `notify.after_record` (recorded and queued, not yet sent).
 

@@ -69,9 +69,18 @@ pub enum Action {
     AskRestart,
     /// Its Confirm button: restart MoviePilot once and watch it go and come back.
     Restart,
+    /// `/redo <record>`: ask, naming the file MoviePilot would delete and file again.
+    AskRedo {
+        record: u64,
+    },
+    /// Its Confirm button (`<record> confirmed`): file the record again, once.
+    Redo {
+        record: u64,
+    },
 }
 
-/// The arguments of the job `/restart`'s Confirm button makes (typed, `/restart` drops any).
+/// The arguments of the job `/restart`'s Confirm button makes (typed, `/restart` drops any),
+/// and what follows the record id in `/redo`'s.
 pub const RESTART_CONFIRMED: &str = "confirmed";
 
 /// The MoviePilot scheduler jobs an admin can start, each by its house command
@@ -147,6 +156,13 @@ impl Action {
             Command::Restart if args == RESTART_CONFIRMED => Action::Restart,
             Command::Restart if args.is_empty() => Action::AskRestart,
             Command::Restart => return None,
+            Command::Redo => match args.split_once(' ') {
+                None => Action::AskRedo { record: id(args)? },
+                Some((record, RESTART_CONFIRMED)) => Action::Redo {
+                    record: id(record)?,
+                },
+                Some(_) => return None,
+            },
             Command::Status if args.is_empty() => Action::Status { job_id: None },
             Command::Status => Action::Status {
                 job_id: Some(id(args)?),

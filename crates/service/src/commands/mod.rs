@@ -50,10 +50,13 @@ pub enum Command {
     /// Restart MoviePilot, after Confirm / Cancel naming what is cut off; done when MoviePilot
     /// was seen gone and back (an admin's).
     Restart,
+    /// File a transfer history record again (`/redo <record id>`), after Confirm naming the
+    /// file MoviePilot deletes first (an admin's).
+    Redo,
 }
 
 impl Command {
-    pub const ALL: [Command; 20] = [
+    pub const ALL: [Command; 21] = [
         Command::Search,
         Command::Subscribe,
         Command::Subscriptions,
@@ -74,6 +77,7 @@ impl Command {
         Command::MediaserverSync,
         Command::Cookiecloud,
         Command::Restart,
+        Command::Redo,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -99,6 +103,7 @@ impl Command {
             Command::MediaserverSync => "mediaserver_sync",
             Command::Cookiecloud => "cookiecloud",
             Command::Restart => "restart",
+            Command::Redo => "redo",
         }
     }
 
@@ -243,7 +248,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
                 && args.chars().count() <= 200
                 && (parse_series(args).is_some() || !matches!(parse_tmdb(args), Some(Err(()))))
         }
-        Command::Unsubscribe | Command::SearchNow => is_id(args),
+        Command::Unsubscribe | Command::SearchNow | Command::Redo => is_id(args),
         Command::Status => args.is_empty() || is_id(args),
         Command::Subscriptions
         | Command::Downloading

@@ -40,7 +40,7 @@ pub struct Policy {
 }
 
 /// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 20] = [
+pub const POLICIES: [Policy; 21] = [
     Policy {
         command: Command::Search,
         side_effect: false,
@@ -259,6 +259,19 @@ pub const POLICIES: [Policy; 20] = [
         house_wide: true,
         calendar_day: false,
     },
+    // Deletes what the record filed before it files it again: twice would delete the first
+    // redo's file. Once per record for the house in its window; after a crash a person decides,
+    // seeing which file (the job notes it before the call).
+    Policy {
+        command: Command::Redo,
+        side_effect: true,
+        needs_confirmation: true,
+        window: Some(|s| s.redo_window_secs),
+        recovery: Recovery::HoldForReview,
+        least_role: Role::Admin,
+        house_wide: true,
+        calendar_day: false,
+    },
 ];
 
 impl Command {
@@ -432,8 +445,9 @@ mod tests {
             assert_eq!(p.calendar_day, command == Command::SiteSignin);
         }
         for p in POLICIES {
-            // /restart is the house's too (one restart for everyone), but no scheduler job.
-            let house = p.command.house_job().is_some() || p.command == Command::Restart;
+            // /restart and /redo are the house's too (one for everyone), but no scheduler job.
+            let house = p.command.house_job().is_some()
+                || matches!(p.command, Command::Restart | Command::Redo);
             assert_eq!(p.house_wide, house, "{:?}", p.command);
         }
     }

@@ -269,6 +269,11 @@ impl Texts {
             Subscriptions | Downloading | Jobs | Help | Start => self.help(),
             SubscribeSearch | SubscribeRefresh | SiteSignin | Transfer | MediaserverSync
             | Cookiecloud | Restart => self.admin_help(),
+            Redo => zh_en!(
+                self.zh(),
+                "用法：/redo <整理记录 ID>（MoviePilot 整理历史中的记录编号）",
+                "Usage: /redo <transfer record id> (the record's number in MoviePilot's transfer history)"
+            ),
         }
     }
 
@@ -400,6 +405,14 @@ impl Texts {
                     "Restart MoviePilot (asks first)"
                 ),
             ),
+            (
+                "redo",
+                zh_en!(
+                    self.zh(),
+                    "重新整理一条整理记录（需确认）",
+                    "File a transfer record again (asks first)"
+                ),
+            ),
         ]
     }
 
@@ -414,7 +427,8 @@ impl Texts {
              /transfer 整理下载\n\
              /mediaserver_sync 同步媒体库\n\
              /cookiecloud 同步 CookieCloud\n\
-             /restart 重启 MoviePilot（需确认）",
+             /restart 重启 MoviePilot（需确认）\n\
+             /redo <整理记录 ID> 重新整理（需确认）",
             "Admin commands (one run per window for the whole house):\n\
              /subscribe_search search every subscription now\n\
              /subscribe_refresh refresh every site's list\n\
@@ -422,7 +436,8 @@ impl Texts {
              /transfer file finished downloads\n\
              /mediaserver_sync sync the media server's library\n\
              /cookiecloud fetch cookies from CookieCloud\n\
-             /restart restart MoviePilot (asks first)"
+             /restart restart MoviePilot (asks first)\n\
+             /redo <transfer record id> file it again (asks first)"
         )
     }
 

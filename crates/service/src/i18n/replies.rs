@@ -11,7 +11,9 @@ use super::Texts;
 use crate::commands::Command;
 use crate::config::Locale;
 use crate::ledger::{Job, JobState, Resolution};
-use crate::moviepilot::{Download, MediaItem, MediaKind, Release, SchedulerRun, Subscription};
+use crate::moviepilot::{
+    Download, MediaItem, MediaKind, Release, SchedulerRun, Subscription, TransferRecord,
+};
 use crate::telegram::keyboard::button_text;
 use crate::untrusted::clean_line;
 
@@ -323,6 +325,44 @@ impl Render {
             self.zh(),
             ("订阅 #{id} 现在是另一个订阅「{now}」，原来的订阅已经不在了。为安全起见没有取消任何订阅；如需取消「{now}」，请重新发送 /unsubscribe {id}。"),
             ("Subscription #{id} is now another one (\"{now}\"); the one you confirmed is gone. To be safe nothing was cancelled; to cancel \"{now}\", send /unsubscribe {id} again.")
+        )
+    }
+
+    /// `/redo`'s question: the file MoviePilot deletes and the one it files again.
+    pub fn confirm_redo(&self, record: &TransferRecord) -> String {
+        let (id, title) = (record.id, clean_line(&record.title));
+        let (dest, src) = (clean_line(&record.dest), clean_line(&record.src));
+        zh_en!(
+            self.zh(),
+            ("确认重新整理记录 #{id}「{title}」？MoviePilot 会先删除上次整理出的文件：\n{dest}\n再重新整理：\n{src}"),
+            ("File transfer record #{id} (\"{title}\") again? MoviePilot first deletes what it filed last time:\n{dest}\nthen files again:\n{src}")
+        )
+    }
+
+    pub fn no_such_record(&self, id: u64) -> String {
+        zh_en!(
+            self.zh(),
+            ("MoviePilot 的整理历史中没有记录 #{id}（重新整理过的记录会换成新编号）。"),
+            ("MoviePilot's transfer history has no record #{id} (a record filed again gets a new number).")
+        )
+    }
+
+    pub fn redo_done(&self, record: &TransferRecord) -> String {
+        let (id, title) = (record.id, clean_line(&record.title));
+        zh_en!(
+            self.zh(),
+            ("MoviePilot 已重新整理记录 #{id}「{title}」。"),
+            ("MoviePilot filed record #{id} (\"{title}\") again.")
+        )
+    }
+
+    /// MoviePilot would not file the record again, in its words.
+    pub fn redo_refused(&self, id: u64, why: &str) -> String {
+        let why = clean_line(why);
+        zh_en!(
+            self.zh(),
+            ("MoviePilot 没有重新整理记录 #{id}：{why}"),
+            ("MoviePilot did not file record #{id} again: {why}")
         )
     }
 

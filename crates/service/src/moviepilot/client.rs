@@ -765,6 +765,55 @@ struct WireSchedule {
     status: String,
 }
 
+/// Rows per page when looking for one transfer record, and the most pages read.
+const TRANSFER_PAGE: usize = 50;
+const TRANSFER_MAX_PAGES: usize = 20;
+
+/// `data` of `GET /api/v1/history/transfer`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct WireTransferPage {
+    #[serde(default)]
+    list: Vec<Value>,
+}
+
+/// One transfer history record, as `/redo` names it before asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferRecord {
+    pub id: u64,
+    /// What was filed (the downloaded file or folder).
+    pub src: String,
+    /// Where it was filed: what a redo deletes first.
+    pub dest: String,
+    pub title: String,
+    /// Whether the filing succeeded.
+    pub succeeded: bool,
+}
+
+impl TransferRecord {
+    /// Row `row` if it is record `id` (`TransferHistory`: id, src, dest, title, status).
+    fn from_wire(row: &Value, id: u64) -> Option<TransferRecord> {
+        let row_id = match row.get("id")? {
+            Value::Number(n) => n.as_u64()?,
+            Value::String(s) => s.trim().parse().ok()?,
+            _ => return None,
+        };
+        if row_id != id {
+            return None;
+        }
+        let text = |name: &str| {
+            let raw = row.get(name).and_then(Value::as_str).unwrap_or("");
+            short(&crate::untrusted::clean_line(raw), 300)
+        };
+        Some(TransferRecord {
+            id,
+            src: text("src"),
+            dest: text("dest"),
+            title: text("title"),
+            succeeded: row.get("status").and_then(Value::as_bool).unwrap_or(true),
+        })
+    }
+}
+
 /// The house commands (issue 23): MoviePilot's scheduler jobs, started once.
 impl MoviePilot {
     /// Starts scheduler job `job_id` (`GET /api/v1/system/runscheduler?jobid=`, a superuser's;
@@ -893,6 +942,74 @@ impl MoviePilot {
                 Vec::new()
             }
         }
+    }
+
+    /// Transfer history record `id` (`GET /api/v1/history/transfer?page=&count=`, v2.5.6
+    /// `app/api/endpoints/history.py` L42-71, `{data: {list, total}}`, newest first): MoviePilot
+    /// has no route for one record, so pages are read until it is found or the history ends
+    /// (at most `TRANSFER_MAX_PAGES` pages). `None`: no such record.
+    pub async fn transfer_record(&self, id: u64) -> Result<Option<TransferRecord>, MpError> {
+        for page in 1..=TRANSFER_MAX_PAGES {
+            let call = Call {
+                what: format!("reading the transfer history, page {page}"),
+                method: Method::GET,
+                path: "/api/v1/history/transfer".into(),
+                query: vec![
+                    ("page", page.to_string()),
+                    ("count", TRANSFER_PAGE.to_string()),
+                ],
+                json: None,
+                effect: Effect::ReadOnly,
+                timeout: self.inner.timeout,
+            };
+            let answer = self.inner.call(&call).await?;
+            let answer = self.inner.check_status(&call, answer)?;
+            let list: WireTransferPage = self.inner.accepted(&call, &answer)?.unwrap_or_default();
+            if let Some(found) = list
+                .list
+                .iter()
+                .find_map(|row| TransferRecord::from_wire(row, id))
+            {
+                return Ok(Some(found));
+            }
+            if list.list.len() < TRANSFER_PAGE {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Files transfer record `id` again (`POST /api/v1/transfer/manual` with `{"logid": id,
+    /// "from_history": true}`, a superuser's; v2.5.6 `app/api/endpoints/transfer.py` L70-165):
+    /// MoviePilot deletes what the record filed (unless it was moved), then files the source
+    /// again, and answers when done. It refuses in words (整理记录不存在: the record is gone,
+    /// also because a redo replaced it with a new one): `Declined`.
+    pub async fn redo_transfer(&self, id: u64) -> Result<(), MpError> {
+        let call = Call {
+            what: format!("filing transfer record {id} again"),
+            method: Method::POST,
+            path: "/api/v1/transfer/manual".into(),
+            query: Vec::new(),
+            json: Some(json!({"logid": id, "from_history": true})),
+            effect: Effect::SideEffect,
+            timeout: self.inner.download_timeout,
+        };
+        let answer = self.inner.call(&call).await?;
+        if answer.status.is_server_error() {
+            // The delete may have happened before the error: never a retry, a person's call.
+            return Err(MpError::Uncertain(format!(
+                "{call}: HTTP {}; MoviePilot may have deleted the earlier file already",
+                answer.status.as_u16()
+            )));
+        }
+        let answer = self.inner.check_status(&call, answer)?;
+        let head: EnvelopeHead<'_> = serde_json::from_slice(&answer.body)
+            .map_err(|_| self.inner.unexpected_body(&call, &answer))?;
+        if !head.success {
+            let why = crate::untrusted::clean_line(head.message.as_deref().unwrap_or("").trim());
+            return Err(MpError::Declined(short(&why, 200)));
+        }
+        Ok(())
     }
 
     /// Whether the scheduler lists `job_id` as running now. Best effort: a MoviePilot that

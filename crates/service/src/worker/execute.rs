@@ -156,8 +156,10 @@ pub struct ButtonSettings {
     pub subscribe_window: Duration,
     /// The duplicate window of `/unsubscribe`, which its Confirm button's job has.
     pub unsubscribe_window: Duration,
-    /// The same of `/restart`.
+    /// The same of `/restart`,
     pub restart_window: Duration,
+    /// and of `/redo`.
+    pub redo_window: Duration,
 }
 
 /// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
@@ -221,6 +223,8 @@ pub async fn run(
         Action::RunHouseJob(house_job) => run_house_job(cx, job, *house_job).await,
         Action::AskRestart => super::restart::ask(cx, job).await,
         Action::Restart => super::restart::restart(cx, job).await,
+        Action::AskRedo { record } => super::redo::ask(cx, job, *record).await,
+        Action::Redo { record } => super::redo::redo(cx, *record).await,
     }
 }
 

@@ -18,6 +18,7 @@
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
 mod execute;
+mod redo;
 mod releases;
 mod restart;
 
@@ -118,6 +119,7 @@ impl Worker {
                 subscribe_window: Command::Subscribe.window(&settings.commands),
                 unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
                 restart_window: Command::Restart.window(&settings.commands),
+                redo_window: Command::Redo.window(&settings.commands),
             },
             house: HouseSettings {
                 site_signin_job: settings.commands.site_signin_job.clone(),

@@ -103,6 +103,10 @@ pub mod routes {
     pub const SCHEDULE: &str = "GET /api/v1/dashboard/schedule";
     /// Restarts MoviePilot (v2.5.6 `system.py` L524-535).
     pub const RESTART: &str = "GET /api/v1/system/restart";
+    /// The transfer history, a page (v2.5.6 `history.py` L42-71).
+    pub const TRANSFER_HISTORY: &str = "GET /api/v1/history/transfer";
+    /// Files again (v2.5.6 `transfer.py` L70-165).
+    pub const TRANSFER_MANUAL: &str = "POST /api/v1/transfer/manual";
 }
 
 /// How the simulated server behaves.
@@ -336,6 +340,26 @@ struct Data {
     scheduler: SchedulerData,
     /// What `GET /api/v1/system/restart` does, and the restarts it made.
     restart: RestartData,
+    /// The transfer history, by record id, and the files in the library.
+    transfers: TransferData,
+}
+
+#[derive(Debug, Default)]
+struct TransferData {
+    records: BTreeMap<u64, SimTransfer>,
+    next_id: u64,
+    /// Redos made: each deleted its record's destination and filed the source again.
+    redos: u64,
+    /// Destinations deleted by redos, in order.
+    deleted: Vec<String>,
+}
+
+/// One transfer history record (`TransferHistory`).
+#[derive(Debug, Clone)]
+struct SimTransfer {
+    src: String,
+    dest: String,
+    title: String,
 }
 
 /// What the simulated MoviePilot does when asked to restart.
@@ -640,6 +664,28 @@ impl MoviePilotSim {
         self.state.data().get_search_trigger = on;
     }
 
+    /// Adds a transfer history record and returns its id.
+    pub fn insert_transfer(&self, src: &str, dest: &str, title: &str) -> u64 {
+        let mut data = self.state.data();
+        let t = &mut data.transfers;
+        t.next_id += 1;
+        t.records.insert(
+            t.next_id,
+            SimTransfer {
+                src: src.into(),
+                dest: dest.into(),
+                title: title.into(),
+            },
+        );
+        t.next_id
+    }
+
+    /// Redos made, and the destinations they deleted, in order.
+    pub fn redos(&self) -> (u64, Vec<String>) {
+        let data = self.state.data();
+        (data.transfers.redos, data.transfers.deleted.clone())
+    }
+
     /// What a restart request does from now on, and how long a restart takes.
     pub fn set_restart(&self, mode: RestartMode, downtime: Duration) {
         let mut data = self.state.data();
@@ -877,6 +923,8 @@ enum Route {
     RunScheduler,
     Schedule,
     Restart,
+    TransferHistory,
+    TransferManual,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1078,6 +1126,12 @@ fn resolve(
         }
         Some("/dashboard/schedule") => Some((get, Route::Schedule, routes::SCHEDULE, Jwt)),
         Some("/system/restart") => Some((get, Route::Restart, routes::RESTART, Jwt)),
+        Some("/history/transfer") => {
+            Some((get, Route::TransferHistory, routes::TRANSFER_HISTORY, Jwt))
+        }
+        Some("/transfer/manual") => {
+            Some((post, Route::TransferManual, routes::TRANSFER_MANUAL, Jwt))
+        }
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -1303,7 +1357,78 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         },
         Route::Schedule => schedule(state),
         Route::Restart => restart(state, user),
+        Route::TransferHistory => transfer_history(state, req),
+        Route::TransferManual => transfer_manual(state, req, user),
     }
+}
+
+/// `GET /api/v1/history/transfer?page=&count=`: `{success, data: {list, total}}`, newest first.
+fn transfer_history(state: &State, req: &Req) -> Resp {
+    let data = state.data();
+    let page: usize = req
+        .param("page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let count: usize = req
+        .param("count")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(30)
+        .max(1);
+    let rows: Vec<Value> = data
+        .transfers
+        .records
+        .iter()
+        .rev()
+        .skip((page - 1) * count)
+        .take(count)
+        .map(|(id, t)| {
+            json!({"id": id, "src": t.src, "dest": t.dest, "title": t.title, "status": true,
+                   "mode": "copy", "type": "电影", "date": "2026-12-01 20:00:00"})
+        })
+        .collect();
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": null,
+                "data": {"list": rows, "total": data.transfers.records.len()}}),
+    )
+}
+
+/// `POST /api/v1/transfer/manual` with `{"logid", "from_history"}`: a superuser's. The record's
+/// destination is deleted, the source filed again under a new record (`add_force` replaces the
+/// old one), so the old id is gone afterwards.
+fn transfer_manual(state: &State, req: &Req, user: &str) -> Resp {
+    let dialect = state.opts.dialect;
+    let body = match json_object(dialect, req) {
+        Ok(body) => body,
+        Err(resp) => return *resp,
+    };
+    let mut data = state.data();
+    if !data.users.iter().any(|u| u.name == user && u.is_superuser) {
+        return error_resp(dialect, StatusCode::BAD_REQUEST, "用户权限不足");
+    }
+    let refuse = |message: String| {
+        json_resp(
+            StatusCode::OK,
+            &json!({"success": false, "message": message, "data": {}}),
+        )
+    };
+    let Some(id) = body.get("logid").and_then(Value::as_u64) else {
+        return refuse("缺少参数".into());
+    };
+    let transfers = &mut data.transfers;
+    let Some(record) = transfers.records.remove(&id) else {
+        return refuse(format!("整理记录不存在，ID：{id}"));
+    };
+    transfers.redos += 1;
+    transfers.deleted.push(record.dest.clone());
+    transfers.next_id += 1;
+    let new_id = transfers.next_id;
+    transfers.records.insert(new_id, record);
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": true, "message": null, "data": {}}),
+    )
 }
 
 /// `GET /api/v1/system/restart`: a superuser's. In Docker it answers, stops (logins die with

@@ -1,0 +1,88 @@
+//! `/redo <record>`: one of MoviePilot's transfer history records filed again, once.
+//!
+//! MoviePilot deletes what the record filed before it files the source again, so a second redo
+//! would delete the first one's file. The typed command only asks, naming both paths; its
+//! Confirm button makes the job, which reads the record again, notes the paths in the job (what
+//! a person sees if it is held) and sends the redo. After a crash it is never sent again: the
+//! policy holds it for a person.
+
+use super::execute::{Context, Done, buttons, reply_to};
+use crate::commands::{Command, RESTART_CONFIRMED};
+use crate::ledger::{Job, Owner, TokenAction, TokenGroup};
+use crate::moviepilot::MpError;
+use crate::telegram::keyboard::Keyboard;
+
+/// `/redo <record>`: the question, naming the file deleted and the one filed again.
+pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let Some(found) = cx.mp.transfer_record(record).await? else {
+        return Ok(Done::new(
+            r.no_such_record(record),
+            format!("no transfer record {record}"),
+        ));
+    };
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let reply_to = reply_to(job);
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let confirm = group.add(
+        owner,
+        r.confirm_button(),
+        TokenAction::Run {
+            command: Command::Redo,
+            args: format!("{record} {RESTART_CONFIRMED}"),
+            window: cx.buttons.redo_window,
+        },
+        reply_to,
+    );
+    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
+    let keyboard = Keyboard::new().row(vec![
+        (r.confirm_button().to_string(), confirm),
+        (r.cancel_button().to_string(), cancel),
+    ]);
+    Ok(Done {
+        reply: r.confirm_redo(&found),
+        result: format!("asked to confirm a redo of transfer record {record}"),
+        buttons: buttons(&group, keyboard),
+        ..Done::default()
+    })
+}
+
+/// The Confirm button's job: the record again, its paths noted, then the redo.
+pub(super) async fn redo(cx: &Context<'_>, record: u64) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let Some(found) = cx.mp.transfer_record(record).await? else {
+        return Err(MpError::Declined(r.no_such_record(record)));
+    };
+    let noted = cx
+        .ledger
+        .note(
+            cx.attempt,
+            &[
+                ("mp_redo_src", found.src.clone()),
+                ("mp_redo_dest", found.dest.clone()),
+            ],
+        )
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    if !noted {
+        return Err(MpError::Transient(
+            "this attempt no longer owns the job (its lease was taken)".into(),
+        ));
+    }
+    let sent = cx.mp.redo_transfer(record).await;
+    crate::crash_point!("worker.after_redo_call");
+    match sent {
+        Ok(()) => Ok(Done {
+            fields: vec![("mp_outcome".into(), "redone".into())],
+            ..Done::new(
+                r.redo_done(&found),
+                format!("transfer record {record} filed again"),
+            )
+        }),
+        Err(MpError::Declined(why)) => Err(MpError::Declined(r.redo_refused(record, &why))),
+        Err(e) => Err(e),
+    }
+}
