@@ -42,6 +42,15 @@ async fn repeat_answer(rig: &Rig, id: u64) -> BTreeMap<String, String> {
     .await
 }
 
+/// Job `id`'s result reply.
+async fn result_of(rig: &Rig, id: u64) -> BTreeMap<String, String> {
+    rig.replies_for(id)
+        .await
+        .into_iter()
+        .find(|r| r["kind"] == "result")
+        .unwrap_or_else(|| panic!("job {id} has no result reply"))
+}
+
 /// A tap by `user` on the button with `data` (its message id does not matter here).
 fn tap(update_id: i64, user: i64, data: &str) -> Value {
     let mut update = callback_update(user, user, 999, data);
@@ -214,12 +223,7 @@ async fn a_job_still_running_at_moviepilot_is_under_way_and_not_started_twice() 
     rig.post(&tap(3, ALICE, &buttons(&answer)[0].1)).await;
     let forced = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(forced["mp_outcome"], "already_running");
-    let result = rig
-        .replies_for(2)
-        .await
-        .into_iter()
-        .find(|r| r["kind"] == "result")
-        .unwrap();
+    let result = result_of(&rig, 2).await;
     assert!(result["text"].contains("already running"), "{result:?}");
     assert_eq!(rig.mp.scheduler_runs("mediaserver_sync"), 1);
     assert_eq!(rig.mp.calls(routes::RUN_SCHEDULER), 1);
@@ -287,12 +291,7 @@ async fn a_start_cut_off_by_a_crash_recovers_as_the_table_says() {
 /// The Confirm button under `/restart`'s question (job `ask`), once the question is stored.
 async fn confirm_button(rig: &Rig, ask: u64) -> (String, BTreeMap<String, String>) {
     rig.job_in(ask, "succeeded", RECOVERY_DEADLINE).await;
-    let question = rig
-        .replies_for(ask)
-        .await
-        .into_iter()
-        .find(|r| r["kind"] == "result")
-        .unwrap();
+    let question = result_of(rig, ask).await;
     let row = buttons(&question);
     assert_eq!(
         row.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>(),
@@ -325,12 +324,7 @@ async fn a_restart_asks_first_runs_once_and_says_how_long_moviepilot_was_gone() 
     let down: u64 = row["mp_down_secs"].parse().unwrap();
     assert!((1..=10).contains(&down), "{row:?}");
     assert_eq!(rig.mp.restarts(), 1);
-    let result = rig
-        .replies_for(2)
-        .await
-        .into_iter()
-        .find(|r| r["kind"] == "result")
-        .unwrap();
+    let result = result_of(&rig, 2).await;
     assert!(
         result["text"].starts_with("MoviePilot has restarted and is back; it was gone for about "),
         "{result:?}"
@@ -416,12 +410,7 @@ async fn a_restart_cut_off_by_a_crash_is_verified_and_never_sent_twice() {
 /// The Confirm button under `/redo`'s question (job `ask`), and the question.
 async fn redo_question(rig: &Rig, ask: u64) -> (String, BTreeMap<String, String>) {
     rig.job_in(ask, "succeeded", RECOVERY_DEADLINE).await;
-    let question = rig
-        .replies_for(ask)
-        .await
-        .into_iter()
-        .find(|r| r["kind"] == "result")
-        .unwrap();
+    let question = result_of(rig, ask).await;
     let confirm = match question.contains_key("markup") {
         true => buttons(&question)
             .into_iter()

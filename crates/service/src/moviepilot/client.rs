@@ -867,13 +867,7 @@ impl MoviePilot {
         };
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
-        let head: EnvelopeHead<'_> = serde_json::from_slice(&answer.body)
-            .map_err(|_| self.inner.unexpected_body(&call, &answer))?;
-        if !head.success {
-            let why = crate::untrusted::clean_line(head.message.as_deref().unwrap_or("").trim());
-            return Err(MpError::Declined(short(&why, 200)));
-        }
-        Ok(())
+        self.inner.done_or_declined(&call, &answer)
     }
 
     /// When this process last found MoviePilot not answering at all (a refused connection, a
@@ -919,16 +913,7 @@ impl MoviePilot {
     /// The scheduler jobs MoviePilot is running now, by name (best effort: empty when the
     /// scheduler cannot be read). What a restart would cut off.
     pub async fn running_scheduler_jobs(&self) -> Vec<String> {
-        let call = Call {
-            what: "reading MoviePilot's scheduler".into(),
-            method: Method::GET,
-            path: "/api/v1/dashboard/schedule".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
-        match self.inner.fetch_list::<WireSchedule>(&call).await {
+        match self.schedule().await {
             Ok(rows) => rows
                 .into_iter()
                 .filter(|r| r.status == "正在运行")
@@ -1003,19 +988,11 @@ impl MoviePilot {
             )));
         }
         let answer = self.inner.check_status(&call, answer)?;
-        let head: EnvelopeHead<'_> = serde_json::from_slice(&answer.body)
-            .map_err(|_| self.inner.unexpected_body(&call, &answer))?;
-        if !head.success {
-            let why = crate::untrusted::clean_line(head.message.as_deref().unwrap_or("").trim());
-            return Err(MpError::Declined(short(&why, 200)));
-        }
-        Ok(())
+        self.inner.done_or_declined(&call, &answer)
     }
 
-    /// Whether the scheduler lists `job_id` as running now. Best effort: a MoviePilot that
-    /// does not list it (v2.5.6 lists only jobs with a timer) or cannot be asked reads as "not
-    /// running", and the start goes ahead (MoviePilot itself skips a job already running).
-    async fn scheduler_running(&self, job_id: &str) -> bool {
+    /// The scheduler's jobs with their state (`GET /api/v1/dashboard/schedule`).
+    async fn schedule(&self) -> Result<Vec<WireSchedule>, MpError> {
         let call = Call {
             what: "reading MoviePilot's scheduler".into(),
             method: Method::GET,
@@ -1025,7 +1002,14 @@ impl MoviePilot {
             effect: Effect::ReadOnly,
             timeout: self.inner.timeout,
         };
-        match self.inner.fetch_list::<WireSchedule>(&call).await {
+        self.inner.fetch_list(&call).await
+    }
+
+    /// Whether the scheduler lists `job_id` as running now. Best effort: a MoviePilot that
+    /// does not list it (v2.5.6 lists only jobs with a timer) or cannot be asked reads as "not
+    /// running", and the start goes ahead (MoviePilot itself skips a job already running).
+    async fn scheduler_running(&self, job_id: &str) -> bool {
+        match self.schedule().await {
             Ok(rows) => rows
                 .iter()
                 .any(|r| r.id == job_id && r.status == "正在运行"),
@@ -1756,6 +1740,18 @@ impl Inner {
                 .map(Some)
                 .map_err(|_| self.unexpected_body(call, answer)),
         }
+    }
+
+    /// `success: true`, or MoviePilot's refusal in its own words as `Declined` (the operator
+    /// commands show it to the admin who asked: 整理记录不存在, 当前运行环境不支持重启操作！).
+    fn done_or_declined(&self, call: &Call, answer: &Answer) -> Result<(), MpError> {
+        let head: EnvelopeHead<'_> =
+            serde_json::from_slice(&answer.body).map_err(|_| self.unexpected_body(call, answer))?;
+        if head.success {
+            return Ok(());
+        }
+        let why = crate::untrusted::clean_line(head.message.as_deref().unwrap_or("").trim());
+        Err(MpError::Declined(short(&why, 200)))
     }
 
     /// A list, each row read on its own so one odd row does not hide the others.

@@ -637,34 +637,41 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
     };
     let whose = ownership_check(cx, job, sub)?;
     let media = SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name);
+    let confirm = TokenAction::Run {
+        command: Command::Unsubscribe,
+        args: format!("{id} {}", media.args()),
+        window: cx.buttons.unsubscribe_window,
+    };
+    Ok(Done {
+        reply: r.confirm_unsubscribe(id, &sub.name, sub.season) + &whose,
+        result: format!("asked to confirm deleting subscription {id}"),
+        fields: vec![("mp_subscription_id".into(), id.to_string())],
+        buttons: confirm_or_cancel(cx, job, confirm),
+        ..Done::default()
+    })
+}
+
+/// **Confirm / Cancel** under a question: Confirm does `confirm` (makes the job with the side
+/// effect), Cancel nothing; siblings, bound to the asker in this chat.
+pub(super) fn confirm_or_cancel(
+    cx: &Context<'_>,
+    job: &Job,
+    confirm: TokenAction,
+) -> Option<Buttons> {
+    let r = &cx.render;
     let owner = Owner::User {
         chat_id: job.chat_id,
         user_id: job.user_id,
     };
     let reply_to = reply_to(job);
     let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
-    let confirm = group.add(
-        owner,
-        r.confirm_button(),
-        TokenAction::Run {
-            command: Command::Unsubscribe,
-            args: format!("{id} {}", media.args()),
-            window: cx.buttons.unsubscribe_window,
-        },
-        reply_to,
-    );
-    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
+    let yes = group.add(owner, r.confirm_button(), confirm, reply_to);
+    let no = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
     let keyboard = Keyboard::new().row(vec![
-        (r.confirm_button().to_string(), confirm),
-        (r.cancel_button().to_string(), cancel),
+        (r.confirm_button().to_string(), yes),
+        (r.cancel_button().to_string(), no),
     ]);
-    Ok(Done {
-        reply: r.confirm_unsubscribe(id, &sub.name, sub.season) + &whose,
-        result: format!("asked to confirm deleting subscription {id}"),
-        fields: vec![("mp_subscription_id".into(), id.to_string())],
-        buttons: buttons(&group, keyboard),
-        ..Done::default()
-    })
+    buttons(&group, keyboard)
 }
 
 /// The Confirm button's delete: only while `id` still names `media`, and (for a `user`) is

@@ -6,11 +6,10 @@
 //! a person sees if it is held) and sends the redo. After a crash it is never sent again: the
 //! policy holds it for a person.
 
-use super::execute::{Context, Done, buttons, reply_to};
+use super::execute::{Context, Done, confirm_or_cancel};
 use crate::commands::{Command, RESTART_CONFIRMED};
-use crate::ledger::{Job, Owner, TokenAction, TokenGroup};
+use crate::ledger::{Job, TokenAction};
 use crate::moviepilot::MpError;
-use crate::telegram::keyboard::Keyboard;
 
 /// `/redo <record>`: the question, naming the file deleted and the one filed again.
 pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
@@ -21,31 +20,15 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done
             format!("no transfer record {record}"),
         ));
     };
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
+    let confirm = TokenAction::Run {
+        command: Command::Redo,
+        args: format!("{record} {RESTART_CONFIRMED}"),
+        window: cx.buttons.redo_window,
     };
-    let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
-    let confirm = group.add(
-        owner,
-        r.confirm_button(),
-        TokenAction::Run {
-            command: Command::Redo,
-            args: format!("{record} {RESTART_CONFIRMED}"),
-            window: cx.buttons.redo_window,
-        },
-        reply_to,
-    );
-    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
-    let keyboard = Keyboard::new().row(vec![
-        (r.confirm_button().to_string(), confirm),
-        (r.cancel_button().to_string(), cancel),
-    ]);
     Ok(Done {
         reply: r.confirm_redo(&found),
         result: format!("asked to confirm a redo of transfer record {record}"),
-        buttons: buttons(&group, keyboard),
+        buttons: confirm_or_cancel(cx, job, confirm),
         ..Done::default()
     })
 }

@@ -13,11 +13,10 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::execute::{Context, Done, Settle, buttons, reply_to};
+use super::execute::{Context, Done, Settle, confirm_or_cancel};
 use crate::commands::{Command, RESTART_CONFIRMED};
-use crate::ledger::{Job, JobFilter, Owner, TokenAction, TokenGroup};
+use crate::ledger::{Job, JobFilter, TokenAction};
 use crate::moviepilot::MpError;
-use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::JobState;
 
 /// The job field noting the restart call: when it was about to go out (ms since the epoch);
@@ -41,31 +40,15 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         Ok(jobs) => jobs.iter().filter(|j| j.id != job.id).count(),
         Err(e) => return Err(MpError::Transient(e.to_string())),
     };
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
+    let confirm = TokenAction::Run {
+        command: Command::Restart,
+        args: RESTART_CONFIRMED.into(),
+        window: cx.buttons.restart_window,
     };
-    let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
-    let confirm = group.add(
-        owner,
-        r.confirm_button(),
-        TokenAction::Run {
-            command: Command::Restart,
-            args: RESTART_CONFIRMED.into(),
-            window: cx.buttons.restart_window,
-        },
-        reply_to,
-    );
-    let cancel = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
-    let keyboard = Keyboard::new().row(vec![
-        (r.confirm_button().to_string(), confirm),
-        (r.cancel_button().to_string(), cancel),
-    ]);
     Ok(Done {
         reply: r.confirm_restart(&running, ours),
         result: "asked to confirm a restart".into(),
-        buttons: buttons(&group, keyboard),
+        buttons: confirm_or_cancel(cx, job, confirm),
         ..Done::default()
     })
 }
