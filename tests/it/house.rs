@@ -204,6 +204,45 @@ async fn only_admins_see_the_house_commands_in_their_menu() {
     );
 }
 
+/// Who is an admin changes while oncebot runs (MoviePilot's own mapping, refreshed): a new admin's
+/// chat gets the admin menu, and loses it again when they are no longer one.
+#[tokio::test]
+async fn the_admin_menu_follows_moviepilots_mapping() {
+    // Bob is mapped by the setting, so the unmapped are users, not everyone an admin.
+    let users = format!("{BOB}=bob:viewer");
+    let rig = Rig::with(
+        Dialect::V2,
+        &[
+            ("ONCEBOT__MOVIEPILOT__USERS_REFRESH_SECS", "1"),
+            ("ONCEBOT__TELEGRAM__USERS", &users),
+        ],
+    )
+    .await;
+    rig.mp.add_user("alice", true, Some(&ALICE.to_string()));
+    let _bot = rig.start_pipeline().await;
+    let has_menu = |o: &oncebot_tools::sim::telegram::Observed<'_>| {
+        o.chat_commands(ALICE)
+            .and_then(Value::as_array)
+            .is_some_and(|m| m.iter().any(|c| c["command"] == "subscribe_search"))
+    };
+    rig.tg
+        .wait_for(Duration::from_secs(20), has_menu)
+        .await
+        .expect("Alice, a MoviePilot superuser, gets the admin menu");
+    rig.mp.remove_user("alice");
+    rig.tg
+        .wait_for(Duration::from_secs(20), |o| !has_menu(o))
+        .await
+        .expect("Alice, no longer mapped, loses it");
+    let deletes = rig
+        .tg
+        .calls()
+        .iter()
+        .filter(|c| c.method == "deleteMyCommands")
+        .count();
+    assert!(deletes >= 1, "the admin menu was deleted, not overwritten");
+}
+
 /// MoviePilot answers a start only when the job ends; one that takes longer than a call may
 /// wait is under way, not failed. A start while it runs is skipped at MoviePilot and said so.
 #[tokio::test]

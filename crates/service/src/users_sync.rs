@@ -313,6 +313,10 @@ pub struct Follower {
     live: Live,
     /// The entries last applied; `None` before the first read.
     seen: Option<Vec<(i64, String)>>,
+    /// Whether this follower's directory is the one the process admits with, whose counts the
+    /// `oncebot_users_mapped` gauges show (the ingress's); a second follower (the dispatcher's
+    /// menus) must not overwrite them with its own timing.
+    gauges: bool,
 }
 
 impl Follower {
@@ -321,7 +325,15 @@ impl Follower {
             ledger,
             live,
             seen: None,
+            gauges: true,
         }
+    }
+
+    /// A follower whose directory is not the one admission decides with: it leaves the gauges
+    /// to that one.
+    pub fn without_gauges(mut self) -> Follower {
+        self.gauges = false;
+        self
     }
 
     /// Reads the stored mapping once and applies it when it changed.
@@ -337,7 +349,9 @@ impl Follower {
             );
             self.seen = Some(stored.entries);
         }
-        set_gauges(&self.live.current());
+        if self.gauges {
+            set_gauges(&self.live.current());
+        }
         Ok(())
     }
 

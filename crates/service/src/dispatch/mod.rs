@@ -23,6 +23,7 @@
 //!   retried as the photo, never switched to text, which could deliver both forms.
 
 mod limits;
+mod menus;
 mod order;
 
 use std::collections::HashSet;
@@ -38,7 +39,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::backoff::{self, Retry};
-use crate::config::{DispatcherSettings, Locale, Settings};
+use crate::config::{DispatcherSettings, Settings};
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
     Begin, CallbackEntry, ConsumerRole, Lane, LaneEntry, Ledger, LedgerError, MarkupOp, ReplyEntry,
@@ -66,10 +67,8 @@ pub struct Dispatcher {
     ledger: Ledger,
     api: BotApi,
     cfg: DispatcherSettings,
-    locale: Locale,
-    /// The admins' private chats (`telegram.users` at start; everyone allowed while nobody is
-    /// mapped there): each gets the menu with the house commands.
-    admin_chats: Vec<i64>,
+    /// `setMyCommands`: everyone's menu, and the admins' kept in step (`menus`).
+    menus: Mutex<Option<menus::Menus>>,
     consumer: String,
     limiter: RateLimiter,
     /// Each chat's replies in stream order, one at a time.
@@ -144,8 +143,10 @@ impl Dispatcher {
                 Duration::from_millis(cfg.reclaim_idle_ms),
             ),
             consumer,
-            locale: settings.telegram.locale,
-            admin_chats: settings.directory().map(|d| d.admins()).unwrap_or_default(),
+            menus: Mutex::new(
+                cfg.set_commands
+                    .then(|| menus::Menus::new(settings, ledger.clone(), api.clone())),
+            ),
             ledger,
             api,
             order: ChatOrder::default(),
@@ -181,9 +182,12 @@ impl Dispatcher {
                 this.clone().take_reaped(reaped)
             })
         });
-        if self.cfg.set_commands {
-            self.set_commands().await;
-        }
+        let menus = self
+            .menus
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map(|m| tokio::spawn(m.run(shutdown.clone())));
         let callbacks = tokio::spawn(self.clone().lane_loop(Lane::Callbacks, shutdown.clone()));
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
         self.clone()
@@ -192,6 +196,9 @@ impl Dispatcher {
         let _ = callbacks.await;
         let _ = housekeeping.await;
         let _ = heartbeat.await;
+        if let Some(menus) = menus {
+            let _ = menus.await;
+        }
         self.tasks.close();
         if tokio::time::timeout(Duration::from_secs(10), self.tasks.wait())
             .await
@@ -620,40 +627,6 @@ impl Dispatcher {
         if let Err(e) = self.ledger.callback_done(&cb.entry).await {
             tracing::error!(error = %e, "cannot acknowledge a callback answer");
         }
-    }
-
-    /// setMyCommands: the command list Telegram shows, in the reply language; in each admin's
-    /// private chat (Telegram's `chat` scope) the house commands too, which nobody else may run.
-    async fn set_commands(&self) {
-        let texts = crate::i18n::Texts::new(self.locale);
-        let menu = |list: Vec<(&str, &str)>| -> Vec<Value> {
-            list.into_iter()
-                .map(|(command, description)| json!({"command": command, "description": description}))
-                .collect()
-        };
-        let everyone = menu(texts.command_list());
-        let mut admins = everyone.clone();
-        admins.extend(menu(texts.admin_command_list()));
-        let mut bodies = vec![json!({ "commands": everyone })];
-        bodies.extend(
-            self.admin_chats.iter().map(
-                |chat| json!({"commands": admins, "scope": {"type": "chat", "chat_id": chat}}),
-            ),
-        );
-        for body in &bodies {
-            if let Err(e) = self
-                .api
-                .call::<Value>("setMyCommands", body, CALL_TIMEOUT)
-                .await
-            {
-                tracing::warn!(error = %e, "setMyCommands failed; the command menu may be stale");
-                return;
-            }
-        }
-        tracing::info!(
-            admin_chats = self.admin_chats.len(),
-            "command list registered with Telegram"
-        );
     }
 
     /// Renews the leases of entries under way and takes over those of dead dispatchers.
