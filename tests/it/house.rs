@@ -295,6 +295,21 @@ async fn a_site_signin_is_once_until_midnight_in_the_day_zone() {
         ttl <= to_midnight + 1_000 && ttl > to_midnight - 30_000,
         "key ttl {ttl} ms, midnight in Shanghai in {to_midnight} ms"
     );
+    // Its force button ends with the day too: a button from before midnight cannot force
+    // yesterday's sign-in into today.
+    let data = &buttons(&answer)[0].1;
+    let token = data.strip_prefix("t:").unwrap();
+    let token_ttl: i64 = rig
+        .store
+        .conn()
+        .await
+        .pttl(rig.store.keys.token(token))
+        .await
+        .unwrap();
+    assert!(
+        token_ttl > 0 && token_ttl <= to_midnight.min(600_000) + 1_000,
+        "force button ttl {token_ttl} ms, midnight in Shanghai in {to_midnight} ms"
+    );
     assert_eq!(rig.mp.scheduler_runs("AutoSignIn_AutoSignIn"), 1);
 }
 

@@ -304,7 +304,13 @@ impl Ingress {
     ) -> AdmissionAction {
         let inner = &self.inner;
         let window = command.window_at(&inner.commands, &inner.day_zone, now);
-        let mut force = TokenGroup::new(inner.confirm_ttl);
+        // A calendar day's force button ends with the day: after midnight the command runs
+        // again anyway, and a button from yesterday would force yesterday's key.
+        let ttl = match window.day {
+            Some(_) => inner.confirm_ttl.min(window.length),
+            None => inner.confirm_ttl,
+        };
+        let mut force = TokenGroup::new(ttl);
         let label = inner.texts.force_button();
         let data = force.add(
             Owner::User {
@@ -487,6 +493,34 @@ mod tests {
                 "text": text}
         }))
         .unwrap()
+    }
+
+    /// A house command's force button lives `telegram.confirm_ttl_secs`, except a calendar
+    /// day's, which ends with the day: from 23:59:30 in Shanghai it works 30 s, so it cannot
+    /// force yesterday's sign-in after midnight. (The clock is the argument.)
+    #[tokio::test]
+    async fn a_calendar_days_force_button_ends_with_the_day() {
+        let ingress = ingress("");
+        let update = message(1, "/site_signin");
+        let msg = update.message.as_ref().unwrap();
+        let ttl_at = |command: Command, at: &str| match ingress.house_job(
+            command,
+            msg,
+            1,
+            at.parse().unwrap(),
+        ) {
+            AdmissionAction::HouseJob { force, window, .. } => (force.ttl, window.length),
+            other => panic!("{other:?}"),
+        };
+        let (ttl, window) = ttl_at(Command::SiteSignin, "2026-12-03T15:59:30Z");
+        assert_eq!(
+            (ttl, window),
+            (Duration::from_secs(30), Duration::from_secs(30))
+        );
+        let (ttl, _) = ttl_at(Command::SiteSignin, "2026-12-03T03:00:00Z");
+        assert_eq!(ttl, Duration::from_secs(600), "telegram.confirm_ttl_secs");
+        let (ttl, _) = ttl_at(Command::Transfer, "2026-12-03T15:59:30Z");
+        assert_eq!(ttl, Duration::from_secs(600));
     }
 
     fn forbidden(a: &Admission) -> bool {
