@@ -63,8 +63,12 @@ pub enum Action {
         list: u64,
         index: usize,
     },
-    /// Start one of MoviePilot's scheduler jobs for the whole house.
-    RunHouseJob(HouseJob),
+    /// Start one of MoviePilot's scheduler jobs for the whole house: `command`'s, whose
+    /// `job_id` is [`Command::scheduler_job`] (`/site_signin`'s setting may replace it).
+    RunHouseJob {
+        command: Command,
+        job_id: &'static str,
+    },
     /// `/restart`: ask, naming what a restart cuts off (Confirm / Cancel).
     AskRestart,
     /// Its Confirm button: restart MoviePilot once and watch it go and come back.
@@ -82,36 +86,6 @@ pub enum Action {
 /// The arguments of the job `/restart`'s Confirm button makes (typed, `/restart` drops any),
 /// and what follows the record id in `/redo`'s.
 pub const RESTART_CONFIRMED: &str = "confirmed";
-
-/// The MoviePilot scheduler jobs an admin can start, each by its house command
-/// (`GET /api/v1/system/runscheduler?jobid=<id>`, MoviePilot's `app/scheduler.py`; the same ids
-/// in v2.5.6, the newest v2 and v3's `app/startup/scheduling/manifest.py`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HouseJob {
-    SubscribeSearch,
-    SubscribeRefresh,
-    /// The AutoSignIn plugin's scheduled sign-in of every site it is set to sign in to: a
-    /// plugin's job id is `<plugin id>_<service id>` (`AutoSignIn_AutoSignIn`), which the
-    /// setting `commands.site_signin_job` may change.
-    SiteSignin,
-    Transfer,
-    MediaserverSync,
-    Cookiecloud,
-}
-
-impl HouseJob {
-    /// The scheduler's job id (for `SiteSignin`, the default of `commands.site_signin_job`).
-    pub fn default_job_id(self) -> &'static str {
-        match self {
-            HouseJob::SubscribeSearch => "subscribe_search",
-            HouseJob::SubscribeRefresh => "subscribe_refresh",
-            HouseJob::SiteSignin => "AutoSignIn_AutoSignIn",
-            HouseJob::Transfer => "transfer",
-            HouseJob::MediaserverSync => "mediaserver_sync",
-            HouseJob::Cookiecloud => "cookiecloud",
-        }
-    }
-}
 
 impl Action {
     /// Reads a job's `command` and `args`; `None` for arguments the command cannot use, and for
@@ -152,7 +126,10 @@ impl Action {
             | Command::SiteSignin
             | Command::Transfer
             | Command::MediaserverSync
-            | Command::Cookiecloud => Action::RunHouseJob(command.house_job()?),
+            | Command::Cookiecloud => Action::RunHouseJob {
+                command,
+                job_id: command.scheduler_job()?,
+            },
             Command::Restart if args == RESTART_CONFIRMED => Action::Restart,
             Command::Restart if args.is_empty() => Action::AskRestart,
             Command::Restart => return None,

@@ -7,7 +7,7 @@ mod action;
 mod policy;
 
 pub use action::{
-    Action, HouseJob, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
+    Action, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
 };
 pub use policy::{Policy, Recovery, Window, calendar_day};
 
@@ -35,7 +35,7 @@ pub enum Command {
     /// Download one release of a stored list (a `下载 k` button). Never typed.
     Grab,
     /// The house's costly jobs, an admin's (each starts one of MoviePilot's scheduler jobs,
-    /// `HouseJob`): search every subscription on every site,
+    /// `Command::scheduler_job`): search every subscription on every site,
     SubscribeSearch,
     /// fetch every site's list again,
     SubscribeRefresh,
@@ -107,15 +107,19 @@ impl Command {
         }
     }
 
-    /// The MoviePilot scheduler job a house command starts; `None` for every other command.
-    pub fn house_job(self) -> Option<HouseJob> {
+    /// The MoviePilot scheduler job a house command starts (`GET
+    /// /api/v1/system/runscheduler?jobid=<id>`, MoviePilot's `app/scheduler.py`; the same ids in
+    /// v2.5.6, the newest v2 and v3's `app/startup/scheduling/manifest.py`); `None` for every
+    /// other command. `/site_signin`'s is the AutoSignIn plugin's, `<plugin id>_<service id>`,
+    /// the default of `commands.site_signin_job`.
+    pub fn scheduler_job(self) -> Option<&'static str> {
         Some(match self {
-            Command::SubscribeSearch => HouseJob::SubscribeSearch,
-            Command::SubscribeRefresh => HouseJob::SubscribeRefresh,
-            Command::SiteSignin => HouseJob::SiteSignin,
-            Command::Transfer => HouseJob::Transfer,
-            Command::MediaserverSync => HouseJob::MediaserverSync,
-            Command::Cookiecloud => HouseJob::Cookiecloud,
+            Command::SubscribeSearch => "subscribe_search",
+            Command::SubscribeRefresh => "subscribe_refresh",
+            Command::SiteSignin => "AutoSignIn_AutoSignIn",
+            Command::Transfer => "transfer",
+            Command::MediaserverSync => "mediaserver_sync",
+            Command::Cookiecloud => "cookiecloud",
             _ => return None,
         })
     }
@@ -256,7 +260,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
         | Command::Help
         | Command::Start => true,
         // The house commands take no arguments; any are dropped below.
-        _ if command.house_job().is_some() => true,
+        _ if command.scheduler_job().is_some() => true,
         Command::Restart => true,
         _ => false,
     };
@@ -272,7 +276,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
         | Command::Jobs
         | Command::Help
         | Command::Start => String::new(),
-        _ if command.house_job().is_some() => String::new(),
+        _ if command.scheduler_job().is_some() => String::new(),
         // Typed, it always asks first: only its Confirm button's job says "confirmed".
         Command::Restart => String::new(),
         _ => args.to_string(),

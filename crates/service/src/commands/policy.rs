@@ -441,12 +441,15 @@ mod tests {
         ] {
             let p = command.policy();
             assert_eq!(p.recovery, recovery, "{command:?}");
-            assert!(p.house_wide && command.house_job().is_some(), "{command:?}");
+            assert!(
+                p.house_wide && command.scheduler_job().is_some(),
+                "{command:?}"
+            );
             assert_eq!(p.calendar_day, command == Command::SiteSignin);
         }
         for p in POLICIES {
             // /restart and /redo are the house's too (one for everyone), but no scheduler job.
-            let house = p.command.house_job().is_some()
+            let house = p.command.scheduler_job().is_some()
                 || matches!(p.command, Command::Restart | Command::Redo);
             assert_eq!(p.house_wide, house, "{:?}", p.command);
         }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::asked::AskedMedia;
-use crate::commands::{Action, Command, HouseJob, JobCommand, SubscriptionMedia};
+use crate::commands::{Action, Command, SubscriptionMedia};
 use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{
     MediaItem, MediaKind, MoviePilot, MpError, NewSubscription, SchedulerRun, Subscription,
@@ -220,7 +220,7 @@ pub async fn run(
             Ok(Done::new(reply, "status".into()))
         }
         Action::Jobs => jobs(cx, job).await,
-        Action::RunHouseJob(house_job) => run_house_job(cx, job, *house_job).await,
+        Action::RunHouseJob { command, job_id } => run_house_job(cx, *command, job_id).await,
         Action::AskRestart => super::restart::ask(cx, job).await,
         Action::Restart => super::restart::restart(cx, job).await,
         Action::AskRedo { record } => super::redo::ask(cx, job, *record).await,
@@ -229,16 +229,16 @@ pub async fn run(
 }
 
 /// A house command: one of MoviePilot's scheduler jobs, started once (its window is admission's).
-async fn run_house_job(cx: &Context<'_>, job: &Job, house_job: HouseJob) -> Result<Done, MpError> {
-    let job_id = match house_job {
-        HouseJob::SiteSignin => cx.house.site_signin_job.as_str(),
-        other => other.default_job_id(),
+async fn run_house_job(
+    cx: &Context<'_>,
+    command: Command,
+    job_id: &'static str,
+) -> Result<Done, MpError> {
+    let job_id = match command {
+        Command::SiteSignin => cx.house.site_signin_job.as_str(),
+        _ => job_id,
     };
     let run = cx.mp.run_scheduler(job_id).await?;
-    let command = match &job.command {
-        JobCommand::Known(c) => *c,
-        JobCommand::Other(_) => Command::Help,
-    };
     let mut fields = vec![
         ("mp_scheduler_job".into(), job_id.to_string()),
         ("mp_outcome".into(), run.outcome().to_string()),
