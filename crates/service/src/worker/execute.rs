@@ -352,7 +352,7 @@ async fn subscribe_locked(
     if job.requester.is_some() {
         // Before the create: whatever the service account owns for this media after a crash
         // from here on is this job's to give to the requester.
-        note_created(cx, CREATING.into()).await?;
+        note(cx, &[(SUBSCRIPTION_CREATED, CREATING.into())]).await?;
     }
     let new = NewSubscription {
         name: media.title.clone(),
@@ -366,7 +366,7 @@ async fn subscribe_locked(
         // MoviePilot made the service account the owner: note the row as this job's, so an
         // attempt after a crash here gives it to the requester instead of calling it someone
         // else's existing subscription, then give it.
-        note_created(cx, id.to_string()).await?;
+        note(cx, &[(SUBSCRIPTION_CREATED, id.to_string())]).await?;
         crate::crash_point!("worker.after_subscribe_create");
         give(cx, (id, Some(tmdb_id), season), owner).await?;
     }
@@ -422,10 +422,12 @@ async fn found(
 const SUBSCRIPTION_CREATED: &str = "sub_created";
 const CREATING: &str = "creating";
 
-async fn note_created(cx: &Context<'_>, value: String) -> Result<(), MpError> {
+/// Notes `fields` in the job (note.lua, fenced by this attempt) before a call whose effect a
+/// later attempt must know of after a crash. Fails when this attempt no longer owns the job.
+pub(super) async fn note(cx: &Context<'_>, fields: &[(&str, String)]) -> Result<(), MpError> {
     let noted = cx
         .ledger
-        .note(cx.attempt, &[(SUBSCRIPTION_CREATED, value)])
+        .note(cx.attempt, fields)
         .await
         .map_err(|e| MpError::Transient(e.to_string()))?;
     if noted {
@@ -435,6 +437,21 @@ async fn note_created(cx: &Context<'_>, value: String) -> Result<(), MpError> {
             "this attempt no longer owns the job (its lease was taken)".into(),
         ))
     }
+}
+
+/// The note `field` an attempt of job `id` left (`None`: none). The claim hands over only the
+/// fields a worker always needs, so notes are read from the whole job.
+pub(super) async fn noted(
+    cx: &Context<'_>,
+    id: u64,
+    field: &str,
+) -> Result<Option<String>, MpError> {
+    let full = cx
+        .ledger
+        .job(id)
+        .await
+        .map_err(|e| MpError::Transient(e.to_string()))?;
+    Ok(full.and_then(|mut j| j.extra.remove(field)))
 }
 
 /// A subscription this job created (`name`, `season`, `id`), given to the requester: the reply
@@ -585,16 +602,8 @@ async fn owner_to_set<'j>(
     if existing.username.as_deref() == Some(requester) {
         return Ok(None);
     }
-    // The claim hands over only the fields a worker always needs; notes are read here.
-    let full = cx
-        .ledger
-        .job(job.id)
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
-    let noted = full
-        .as_ref()
-        .and_then(|j| j.extra.get(SUBSCRIPTION_CREATED))
-        .map(String::as_str);
+    let noted = noted(cx, job.id, SUBSCRIPTION_CREATED).await?;
+    let noted = noted.as_deref();
     let ours = noted == Some(existing.id.to_string().as_str())
         || (noted == Some(CREATING) && service_owned(cx, existing));
     Ok(ours.then_some(requester))

@@ -944,8 +944,8 @@ fn recovery_of(job: &Job) -> Option<Recovery> {
         .and_then(|name| name.parse().ok())
 }
 
-/// Milliseconds since the Unix epoch by this host's clock (for the credentials wait, which is
-/// measured in minutes; a skew of seconds between hosts does not matter there).
+/// Milliseconds since the Unix epoch by this host's clock (the credentials wait, measured in
+/// minutes; a download's and a restart's start, noted for a later attempt).
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

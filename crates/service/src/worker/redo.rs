@@ -6,7 +6,7 @@
 //! a person sees if it is held) and sends the redo. After a crash it is never sent again: the
 //! policy holds it for a person.
 
-use super::execute::{Context, Done, confirm_or_cancel};
+use super::execute::{Context, Done, confirm_or_cancel, note};
 use crate::commands::{Command, RESTART_CONFIRMED};
 use crate::ledger::{Job, TokenAction};
 use crate::moviepilot::MpError;
@@ -39,22 +39,14 @@ pub(super) async fn redo(cx: &Context<'_>, record: u64) -> Result<Done, MpError>
     let Some(found) = cx.mp.transfer_record(record).await? else {
         return Err(MpError::Declined(r.no_such_record(record)));
     };
-    let noted = cx
-        .ledger
-        .note(
-            cx.attempt,
-            &[
-                ("mp_redo_src", found.src.clone()),
-                ("mp_redo_dest", found.dest.clone()),
-            ],
-        )
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
-    if !noted {
-        return Err(MpError::Transient(
-            "this attempt no longer owns the job (its lease was taken)".into(),
-        ));
-    }
+    note(
+        cx,
+        &[
+            ("mp_redo_src", found.src.clone()),
+            ("mp_redo_dest", found.dest.clone()),
+        ],
+    )
+    .await?;
     let sent = cx.mp.redo_transfer(record).await;
     crate::crash_point!("worker.after_redo_call");
     match sent {

@@ -14,7 +14,7 @@
 //!   earlier send, too many sends) goes to `needs_review`.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -306,13 +306,6 @@ impl Noted {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Downloads release `index` of list `list`, once (see the module's doc): an earlier attempt's
 /// add is looked for first, then the intent is noted, then the add is sent.
 pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Result<Done, MpError> {
@@ -428,7 +421,7 @@ async fn look_again(
         return Ok(Some(hash));
     }
     let settle_at = began + cx.releases.settle.as_millis() as u64;
-    let now = now_ms();
+    let now = super::now_ms();
     if now >= settle_at {
         return Ok(None);
     }
@@ -466,7 +459,7 @@ async fn note_intent(
         ("grab_title", identity.title.clone()),
         ("grab_description", identity.description.clone()),
         ("grab_before", before.join(",")),
-        ("grab_began_ms", now_ms().to_string()),
+        ("grab_began_ms", super::now_ms().to_string()),
         ("grab_magnet", magnet.unwrap_or_default().to_string()),
         ("grab_sends", sends.to_string()),
     ];

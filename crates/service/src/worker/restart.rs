@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::execute::{Context, Done, Settle, confirm_or_cancel};
+use super::execute::{Context, Done, Settle, confirm_or_cancel, note, noted};
 use crate::commands::{Command, RESTART_CONFIRMED};
 use crate::ledger::{Job, JobFilter, TokenAction};
 use crate::moviepilot::MpError;
@@ -55,7 +55,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
 
 /// The Confirm button's job: send the restart unless an earlier attempt did, then watch.
 pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
-    let sent_at = noted(cx, job).await?;
+    let sent_at = sent_at(cx, job).await?;
     let sent_before = sent_at.is_some();
     if let Some(at) = sent_at
         && cx.mp.last_unreachable().is_some_and(|down| down > at)
@@ -71,14 +71,14 @@ pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError
             "an earlier attempt sent the restart; watching MoviePilot, not sending it again"
         );
     } else {
-        note(cx, now_ms().to_string()).await?;
+        note(cx, &[(RESTART_SENT, super::now_ms().to_string())]).await?;
         crate::crash_point!("worker.before_restart_call");
         match cx.mp.restart().await {
             // An answer lost on the way: MoviePilot may be going down already. Watch.
             Ok(()) | Err(MpError::Uncertain(_)) => {}
             Err(MpError::Transient(e)) => {
                 // The call never left: a later attempt may send it.
-                note(cx, String::new()).await?;
+                note(cx, &[(RESTART_SENT, String::new())]).await?;
                 return Err(MpError::Transient(e));
             }
             Err(MpError::Declined(why)) => {
@@ -158,37 +158,9 @@ fn back(cx: &Context<'_>, down: u64) -> Done {
 
 /// When an earlier attempt of this job sent (or was about to send) the restart; `None` if none
 /// did.
-async fn noted(cx: &Context<'_>, job: &Job) -> Result<Option<SystemTime>, MpError> {
-    // The claim hands over only the fields a worker always needs; notes are read here.
-    let full = cx
-        .ledger
-        .job(job.id)
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
-    Ok(full
-        .as_ref()
-        .and_then(|j| j.extra.get(RESTART_SENT))
+async fn sent_at(cx: &Context<'_>, job: &Job) -> Result<Option<SystemTime>, MpError> {
+    Ok(noted(cx, job.id, RESTART_SENT)
+        .await?
         .and_then(|v| v.parse::<u64>().ok())
         .map(|ms| UNIX_EPOCH + Duration::from_millis(ms)))
-}
-
-async fn note(cx: &Context<'_>, value: String) -> Result<(), MpError> {
-    let noted = cx
-        .ledger
-        .note(cx.attempt, &[(RESTART_SENT, value)])
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
-    if noted {
-        Ok(())
-    } else {
-        Err(MpError::Transient(
-            "this attempt no longer owns the job (its lease was taken)".into(),
-        ))
-    }
-}
-
-fn now_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
 }
