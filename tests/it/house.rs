@@ -550,3 +550,31 @@ async fn a_redo_cut_off_by_a_crash_is_held_never_repeated() {
     assert_eq!(row["mp_redo_dest"], "/media/a/a.mkv");
     assert_eq!(rig.mp.redos().0, 1, "never sent twice");
 }
+
+/// A 5xx to the restart is no proof that nothing happened (MoviePilot stops its own work
+/// before it restarts): the restart is watched, never sent again.
+#[tokio::test]
+async fn a_restart_answered_with_a_server_error_is_not_sent_again() {
+    use oncebot_tools::sim::moviepilot::Fault;
+    let rig = Rig::with(
+        Dialect::V2,
+        &[("ONCEBOT__COMMANDS__RESTART_WATCH_SECS", "2")],
+    )
+    .await;
+    rig.mp.fail_next(
+        routes::RESTART,
+        Fault::Status(500, "Internal Server Error".into()),
+    );
+    let _bot = rig.start(None).await;
+    rig.send(1, "/restart").await;
+    let (confirm, _) = confirm_button(&rig, 1).await;
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    let row = rig.job_in(2, "failed", RECOVERY_DEADLINE).await;
+    assert_eq!(
+        row.get("mp_outcome").map(String::as_str),
+        Some("not_restarted"),
+        "{row:?}"
+    );
+    assert_eq!(rig.mp.calls(routes::RESTART), 1, "never sent twice");
+    assert_eq!(rig.mp.restarts(), 0);
+}

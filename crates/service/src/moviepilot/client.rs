@@ -866,6 +866,13 @@ impl MoviePilot {
             timeout: self.inner.timeout,
         };
         let answer = self.inner.call(&call).await?;
+        // MoviePilot stops its own work before it restarts: an error after that is no proof
+        // that nothing happened, so the restart is watched, not sent again.
+        self.inner.uncertain_on_server_error(
+            &call,
+            &answer,
+            "MoviePilot may be restarting already",
+        )?;
         let answer = self.inner.check_status(&call, answer)?;
         self.inner.done_or_declined(&call, &answer)
     }
@@ -980,13 +987,12 @@ impl MoviePilot {
             timeout: self.inner.download_timeout,
         };
         let answer = self.inner.call(&call).await?;
-        if answer.status.is_server_error() {
-            // The delete may have happened before the error: never a retry, a person's call.
-            return Err(MpError::Uncertain(format!(
-                "{call}: HTTP {}; MoviePilot may have deleted the earlier file already",
-                answer.status.as_u16()
-            )));
-        }
+        // The delete may have happened before the error: never a retry, a person's call.
+        self.inner.uncertain_on_server_error(
+            &call,
+            &answer,
+            "MoviePilot may have deleted the earlier file already",
+        )?;
         let answer = self.inner.check_status(&call, answer)?;
         self.inner.done_or_declined(&call, &answer)
     }
@@ -1740,6 +1746,24 @@ impl Inner {
                 .map(Some)
                 .map_err(|_| self.unexpected_body(call, answer)),
         }
+    }
+
+    /// A 5xx to a call that must never be sent twice (a restart, a redo) is `Uncertain`, not the
+    /// `Transient` that [`Self::check_status`] makes of it for calls a retry verifies first: the
+    /// request arrived, and part of it may have run. `maybe` says what.
+    fn uncertain_on_server_error(
+        &self,
+        call: &Call,
+        answer: &Answer,
+        maybe: &str,
+    ) -> Result<(), MpError> {
+        if answer.status.is_server_error() {
+            return Err(MpError::Uncertain(format!(
+                "{call}: HTTP {}; {maybe}",
+                answer.status.as_u16()
+            )));
+        }
+        Ok(())
     }
 
     /// `success: true`, or MoviePilot's refusal in its own words as `Declined` (the operator
