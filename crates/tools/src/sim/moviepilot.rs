@@ -885,6 +885,15 @@ impl Req {
     fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// A numeric query parameter (`page`, `count`): `default` when missing or empty, `Err` when
+    /// not a number (FastAPI's 422, where a route checks it).
+    fn number(&self, name: &str, default: usize) -> Result<usize, ()> {
+        match self.param(name) {
+            None | Some("") => Ok(default),
+            Some(v) => v.parse().map_err(|_| ()),
+        }
+    }
 }
 
 /// Bodies are `Bytes`, so a cached answer is shared, not copied, per request.
@@ -1365,16 +1374,8 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
 /// `GET /api/v1/history/transfer?page=&count=`: `{success, data: {list, total}}`, newest first.
 fn transfer_history(state: &State, req: &Req) -> Resp {
     let data = state.data();
-    let page: usize = req
-        .param("page")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(1)
-        .max(1);
-    let count: usize = req
-        .param("count")
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(30)
-        .max(1);
+    let page = req.number("page", 1).unwrap_or(1).max(1);
+    let count = req.number("count", 30).unwrap_or(30).max(1);
     let rows: Vec<Value> = data
         .transfers
         .records

@@ -136,15 +136,8 @@ fn row(m: &SimMessage) -> Value {
 
 /// `GET /api/v1/message/web`.
 pub(super) fn history(data: &Data, dialect: Dialect, version: &str, req: &Req) -> Resp {
-    let page: usize = req
-        .param("page")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(1)
-        .max(1);
-    let count: usize = req
-        .param("count")
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(20);
+    let page = req.number("page", 1).unwrap_or(1).max(1);
+    let count = req.number("count", 20).unwrap_or(20);
     let mut rows: Vec<&SimMessage> = data.messages.iter().collect();
     rows.sort_by(|a, b| (&b.reg_time, b.id).cmp(&(&a.reg_time, a.id)));
     let mut rows: Vec<&SimMessage> = rows

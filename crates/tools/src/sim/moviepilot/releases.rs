@@ -358,11 +358,7 @@ pub(super) fn add(state: &State, req: &Req, user: &str) -> Resp {
 /// `GET /api/v1/history/download?page=&count=`.
 pub(super) fn history(state: &State, req: &Req) -> Resp {
     let dialect = state.opts.dialect;
-    let number = |name: &str, default: usize| match req.param(name) {
-        None | Some("") => Ok(default),
-        Some(v) => v.parse::<usize>().map_err(|_| ()),
-    };
-    let (Ok(page), Ok(count)) = (number("page", 1), number("count", 30)) else {
+    let (Ok(page), Ok(count)) = (req.number("page", 1), req.number("count", 30)) else {
         return super::bad_int(dialect, "query", "page");
     };
     let data = state.data();
