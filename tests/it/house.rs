@@ -411,13 +411,15 @@ async fn a_restart_moviepilot_refuses_or_ignores_is_not_taken_for_done() {
     rig.post(&tap(2, ALICE, &confirm)).await;
     let row = rig.job_in(2, "failed", RECOVERY_DEADLINE).await;
     assert_eq!(row["attempts"], "1");
-    let reply = rig.replies_for(2).await;
-    assert!(
-        reply
-            .iter()
-            .any(|r| r["text"]
-                .contains("MoviePilot would not restart: 当前运行环境不支持重启操作！")),
-        "{reply:?}"
+    // The user reads oncebot's sentence; MoviePilot's own words stay in the job for the admins.
+    assert_eq!(
+        result_of(&rig, 2).await["text"],
+        "Job #2 did not go through: MoviePilot would not restart itself (it can only in Docker, \
+         with access to Docker); restart it by hand."
+    );
+    assert_eq!(
+        row["error"],
+        "MoviePilot would not restart: 当前运行环境不支持重启操作！"
     );
     rig.mp.set_restart(RestartMode::Ignores, Duration::ZERO);
     rig.send(3, "/restart").await;
@@ -577,4 +579,40 @@ async fn a_restart_answered_with_a_server_error_is_not_sent_again() {
     );
     assert_eq!(rig.mp.calls(routes::RESTART), 1, "never sent twice");
     assert_eq!(rig.mp.restarts(), 0);
+}
+
+/// MoviePilot refusing the redo: the user reads oncebot's sentence, MoviePilot's words stay in
+/// the job for the admins, and nothing is sent again.
+#[tokio::test]
+async fn a_redo_moviepilot_refuses_fails_in_oncebots_words() {
+    use oncebot_tools::sim::moviepilot::Fault;
+    let rig = Rig::new(Dialect::V2).await;
+    let record = rig
+        .mp
+        .insert_transfer("/downloads/b.mkv", "/media/b/b.mkv", "B");
+    rig.mp.fail_next(
+        routes::TRANSFER_MANUAL,
+        Fault::Status(
+            200,
+            r#"{"success":false,"message":"/media/b/b.mkv 删除失败","data":{}}"#.into(),
+        ),
+    );
+    let _bot = rig.start(None).await;
+    rig.send(1, &format!("/redo {record}")).await;
+    let (confirm, _) = redo_question(&rig, 1).await;
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    let row = rig.job_in(2, "failed", RECOVERY_DEADLINE).await;
+    assert_eq!(
+        row["error"],
+        format!("MoviePilot did not file record {record} again: /media/b/b.mkv 删除失败")
+    );
+    let text = &result_of(&rig, 2).await["text"];
+    assert_eq!(
+        text,
+        &format!(
+            "Job #2 did not go through: MoviePilot did not file record #{record} again; why is \
+             kept in the job for the admins."
+        )
+    );
+    assert_eq!(rig.mp.calls(routes::TRANSFER_MANUAL), 1);
 }

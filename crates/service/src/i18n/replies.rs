@@ -356,13 +356,12 @@ impl Render {
         )
     }
 
-    /// MoviePilot would not file the record again, in its words.
-    pub fn redo_refused(&self, id: u64, why: &str) -> String {
-        let why = clean_line(why);
+    /// MoviePilot would not file the record again (its own words stay in the job's `error`).
+    pub fn redo_refused(&self, id: u64) -> String {
         zh_en!(
             self.zh(),
-            ("MoviePilot 没有重新整理记录 #{id}：{why}"),
-            ("MoviePilot did not file record #{id} again: {why}")
+            ("MoviePilot 没有重新整理记录 #{id}，原因已记录在任务中，管理员可以查看。"),
+            ("MoviePilot did not file record #{id} again; why is kept in the job for the admins.")
         )
     }
 
@@ -410,13 +409,12 @@ impl Render {
         )
     }
 
-    /// MoviePilot would not restart, in its words (e.g. not running in Docker).
-    pub fn restart_refused(&self, why: &str) -> String {
-        let why = clean_line(why);
+    /// MoviePilot would not restart (its own words stay in the job's `error`).
+    pub fn restart_refused(&self) -> &'static str {
         zh_en!(
             self.zh(),
-            ("MoviePilot 拒绝重启：{why}"),
-            ("MoviePilot would not restart: {why}")
+            "MoviePilot 无法自行重启（只有在 Docker 中且能访问 Docker 时才可以），请手动重启它。",
+            "MoviePilot would not restart itself (it can only in Docker, with access to Docker); restart it by hand."
         )
     }
 

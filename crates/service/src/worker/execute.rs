@@ -224,7 +224,7 @@ pub async fn run(
         Action::AskRestart => super::restart::ask(cx, job).await,
         Action::Restart => super::restart::restart(cx, job).await,
         Action::AskRedo { record } => super::redo::ask(cx, job, *record).await,
-        Action::Redo { record } => super::redo::redo(cx, *record).await,
+        Action::Redo { record } => super::redo::redo(cx, job, *record).await,
     }
 }
 
@@ -658,6 +658,16 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
         buttons: confirm_or_cancel(cx, job, confirm),
         ..Done::default()
     })
+}
+
+/// MoviePilot refused: `failed`, not retried; the user reads `reply`, MoviePilot's own words
+/// stay in the job's `error` (`error`) for the admins.
+pub(super) fn refused(cx: &Context<'_>, job: &Job, reply: &str, error: String) -> Done {
+    Done {
+        reply: cx.render.failed(job.id, "permanent", Some(reply)),
+        settle: Some(Settle::Failed { error }),
+        ..Done::default()
+    }
 }
 
 /// **Confirm / Cancel** under a question: Confirm does `confirm` (makes the job with the side

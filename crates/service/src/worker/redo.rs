@@ -6,7 +6,7 @@
 //! a person sees if it is held) and sends the redo. After a crash it is never sent again: the
 //! policy holds it for a person.
 
-use super::execute::{Context, Done, confirm_or_cancel, note};
+use super::execute::{Context, Done, confirm_or_cancel, note, refused};
 use crate::commands::{Command, RESTART_CONFIRMED};
 use crate::ledger::{Job, TokenAction};
 use crate::moviepilot::MpError;
@@ -34,7 +34,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done
 }
 
 /// The Confirm button's job: the record again, its paths noted, then the redo.
-pub(super) async fn redo(cx: &Context<'_>, record: u64) -> Result<Done, MpError> {
+pub(super) async fn redo(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
     let r = &cx.render;
     let Some(found) = cx.mp.transfer_record(record).await? else {
         return Err(MpError::Declined(r.no_such_record(record)));
@@ -57,7 +57,10 @@ pub(super) async fn redo(cx: &Context<'_>, record: u64) -> Result<Done, MpError>
                 format!("transfer record {record} filed again"),
             )
         }),
-        Err(MpError::Declined(why)) => Err(MpError::Declined(r.redo_refused(record, &why))),
+        Err(MpError::Declined(why)) => {
+            let error = format!("MoviePilot did not file record {record} again: {why}");
+            Ok(refused(cx, job, &r.redo_refused(record), error))
+        }
         Err(e) => Err(e),
     }
 }

@@ -394,16 +394,8 @@ fn started(cx: &Context<'_>, identity: &ReleaseIdentity, hash: &str, outcome: &s
 
 /// MoviePilot refused the add: failed, not retried, the user told which release.
 fn refused(cx: &Context<'_>, job: &Job, identity: &ReleaseIdentity, reason: String) -> Done {
-    let r = &cx.render;
-    Done {
-        reply: r.failed(
-            job.id,
-            "permanent",
-            Some(&r.download_refused(&identity.title, &identity.site)),
-        ),
-        settle: Some(Settle::Failed { error: reason }),
-        ..Done::default()
-    }
+    let reply = cx.render.download_refused(&identity.title, &identity.site);
+    super::execute::refused(cx, job, &reply, reason)
 }
 
 /// After an attempt that began an add (`began`, ms): the add's hash if MoviePilot shows it now

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::execute::{Context, Done, Settle, confirm_or_cancel, note, noted};
+use super::execute::{Context, Done, Settle, confirm_or_cancel, note, noted, refused};
 use crate::commands::{Command, RESTART_CONFIRMED};
 use crate::ledger::{Job, JobFilter, TokenAction};
 use crate::moviepilot::MpError;
@@ -82,7 +82,8 @@ pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError
                 return Err(MpError::Transient(e));
             }
             Err(MpError::Declined(why)) => {
-                return Err(MpError::Declined(cx.render.restart_refused(&why)));
+                let error = format!("MoviePilot would not restart: {why}");
+                return Ok(refused(cx, job, cx.render.restart_refused(), error));
             }
             Err(e) => return Err(e),
         }
