@@ -564,12 +564,7 @@ impl Ledger {
                 mode: "job",
                 command: command.name(),
                 args: "",
-                // The day of a calendar-day window is in the key: a new day, a new key.
-                idem: crate::commands::idempotency_key(
-                    crate::commands::Asker::House,
-                    *command,
-                    window.day.as_deref().unwrap_or(""),
-                ),
+                idem: window.house_key(*command),
                 window: window.length,
                 kind: ReplyKind::Duplicate,
                 text: repeat,

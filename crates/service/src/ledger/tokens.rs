@@ -263,11 +263,7 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
             spec.recovery = command.policy().recovery.as_str();
         }
         TokenAction::Force { command, window } => {
-            spec.idem = commands::idempotency_key(
-                commands::Asker::House,
-                *command,
-                window.day.as_deref().unwrap_or(""),
-            );
+            spec.idem = window.house_key(*command);
             spec.action = "force";
             spec.command = command.name();
             spec.window_ms = window.length.as_millis().to_string();
