@@ -348,7 +348,15 @@ pub struct MoviePilotSettings {
     /// again; 0 turns that mapping off (`telegram.users` alone maps users). See
     /// [`MoviePilotSettings::users_refresh`].
     pub users_refresh_secs: u64,
+    /// How long the library check's answer for one media is kept in Redis (shared by every
+    /// worker, kept over a restart); 0 asks MoviePilot every time. See
+    /// [`MoviePilotSettings::library_cache`].
+    pub library_cache_secs: u64,
 }
+
+/// The longest `moviepilot.library_cache_secs` (a day): a library answer older than that would
+/// keep calling something "in your library" long after it was deleted, or the reverse.
+pub const MAX_LIBRARY_CACHE_SECS: u64 = 86_400;
 
 /// The longest `moviepilot.users_refresh_secs` (a day): a mapping older than that would keep a
 /// removed MoviePilot user's role for too long.
@@ -1000,6 +1008,31 @@ impl MoviePilotSettings {
         (self.users_refresh_secs > 0).then(|| Duration::from_secs(self.users_refresh_secs))
     }
 
+    /// How long a library check's answer is kept, `None` when the cache is off (0).
+    pub fn library_cache(&self) -> Option<Duration> {
+        (self.library_cache_secs > 0).then(|| Duration::from_secs(self.library_cache_secs))
+    }
+
+    /// `library_cache_secs`: at most a day.
+    fn validate_library_cache(&self) -> Result<(), SettingError> {
+        if self.library_cache_secs > MAX_LIBRARY_CACHE_SECS {
+            return Err(SettingError::new(
+                "moviepilot.library_cache_secs",
+                format!(
+                    "is {}, more than {MAX_LIBRARY_CACHE_SECS} (a day): what is in the library \
+                     would be told from an answer that old",
+                    self.library_cache_secs
+                ),
+                format!(
+                    "set {} to a number of seconds from 1 to {MAX_LIBRARY_CACHE_SECS} (default \
+                     600), or 0 to ask MoviePilot every time",
+                    env_name("moviepilot.library_cache_secs")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// `users_refresh_secs`: every role reads it (workers refresh, ingress follows).
     fn validate_users_refresh(&self) -> Result<(), SettingError> {
         if self.users_refresh_secs > MAX_USERS_REFRESH_SECS {
@@ -1247,6 +1280,7 @@ impl Settings {
         self.redis.validate()?;
         self.directory()?;
         self.moviepilot.validate_users_refresh()?;
+        self.moviepilot.validate_library_cache()?;
         self.http.validate_limits()?;
         self.ledger.validate()?;
         self.worker.validate()?;

@@ -400,6 +400,7 @@ pub fn bare_settings(sim: &MoviePilotSim) -> MoviePilotSettings {
         download_settle_secs: 2,
         max_body_bytes: 8 * 1024 * 1024,
         users_refresh_secs: 600,
+        library_cache_secs: 600,
     }
 }
 

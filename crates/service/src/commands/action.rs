@@ -13,10 +13,13 @@ pub enum Action {
     SubscribeTitle {
         title: String,
     },
-    /// Subscribe directly: a movie (`season: None`) or one season of a series.
+    /// Subscribe directly: a movie (`season: None`) or one season of a series. `check`: look
+    /// in the library first and stop if it is there; false for the "Subscribe anyway" button's
+    /// job (arguments ending in [`ANYWAY`]).
     SubscribeTmdb {
         tmdb_id: u64,
         season: Option<u32>,
+        check: bool,
     },
     /// A series whose season is not chosen yet (`tmdb:<id> tv`): ask MoviePilot for its seasons
     /// and offer one button per season. Changes nothing.
@@ -52,11 +55,13 @@ pub enum Action {
         title: String,
     },
     /// A resource search: a movie (`kind` Movie), one season, or every season of a series
-    /// (`season: None`).
+    /// (`season: None`). `check`: stop if the library has it already; false for the "Download
+    /// anyway" button's job (arguments ending in [`ANYWAY`]).
     FindReleases {
         tmdb_id: u64,
         kind: MediaKind,
         season: Option<u32>,
+        check: bool,
     },
     /// Download release `index` (1-based) of the list stored by resource-search job `list`.
     Grab {
@@ -87,6 +92,20 @@ pub enum Action {
 /// and what follows the record id in `/redo`'s.
 pub const RESTART_CONFIRMED: &str = "confirmed";
 
+/// What ends the arguments of a "Subscribe anyway" / "Download anyway" button's job: the same
+/// subscription or resource search, without stopping for what the library holds. Never typed
+/// (a typed `/subscribe tmdb:1 anyway` is a bad argument), so only those buttons make it, and
+/// its duplicate key is its own.
+pub const ANYWAY: &str = "anyway";
+
+/// `args` without a trailing [`ANYWAY`], and whether the library check stops the action.
+fn without_anyway(args: &str) -> (&str, bool) {
+    match args.strip_suffix(ANYWAY) {
+        Some(rest) if rest.ends_with(' ') => (rest.trim_end(), false),
+        _ => (args, true),
+    }
+}
+
 impl Action {
     /// Reads a job's `command` and `args`; `None` for arguments the command cannot use, and for
     /// a command that makes no job.
@@ -100,8 +119,12 @@ impl Action {
             Command::Subscribe if parse_series(args).is_some() => Action::ChooseSeason {
                 tmdb_id: parse_series(args)?,
             },
-            Command::Subscribe => match parse_tmdb(args) {
-                Some(Ok((tmdb_id, season))) => Action::SubscribeTmdb { tmdb_id, season },
+            Command::Subscribe => match parse_tmdb(without_anyway(args).0) {
+                Some(Ok((tmdb_id, season))) => Action::SubscribeTmdb {
+                    tmdb_id,
+                    season,
+                    check: without_anyway(args).1,
+                },
                 Some(Err(())) => return None,
                 None => Action::SubscribeTitle {
                     title: non_empty(args)?,
@@ -149,11 +172,13 @@ impl Action {
                 title: non_empty(args)?,
             },
             Command::Releases => {
-                let (tmdb_id, kind, season) = parse_release_target(args)?;
+                let (target, check) = without_anyway(args);
+                let (tmdb_id, kind, season) = parse_release_target(target)?;
                 Action::FindReleases {
                     tmdb_id,
                     kind,
                     season,
+                    check,
                 }
             }
             Command::Grab => {
@@ -274,14 +299,16 @@ mod tests {
             Action::parse(Command::Subscribe, "tmdb:108545 S1"),
             Some(Action::SubscribeTmdb {
                 tmdb_id: 108545,
-                season: Some(1)
+                season: Some(1),
+                check: true
             })
         );
         assert_eq!(
             Action::parse(Command::Subscribe, "TMDB:438631"),
             Some(Action::SubscribeTmdb {
                 tmdb_id: 438631,
-                season: None
+                season: None,
+                check: true
             })
         );
         assert_eq!(
@@ -300,13 +327,46 @@ mod tests {
     }
 
     #[test]
+    fn an_anyway_button_runs_the_same_action_without_the_library_stop() {
+        assert_eq!(
+            Action::parse(Command::Subscribe, "tmdb:108545 S1 anyway"),
+            Some(Action::SubscribeTmdb {
+                tmdb_id: 108545,
+                season: Some(1),
+                check: false
+            })
+        );
+        assert_eq!(
+            Action::parse(Command::Releases, "tmdb:438631 anyway"),
+            Some(Action::FindReleases {
+                tmdb_id: 438631,
+                kind: MediaKind::Movie,
+                season: None,
+                check: false
+            })
+        );
+        assert_eq!(Action::parse(Command::Releases, "tmdb:438631anyway"), None);
+        // Typed, it is a bad argument: only the buttons make it.
+        for typed in [
+            "/subscribe tmdb:108545 S1 anyway",
+            "/download tmdb:438631 anyway",
+        ] {
+            assert!(matches!(
+                super::super::parse(typed, super::super::ChatKind::Private, ""),
+                super::super::Parsed::BadArgs { .. }
+            ));
+        }
+    }
+
+    #[test]
     fn release_searches_and_grabs() {
         assert_eq!(
             Action::parse(Command::Releases, "tmdb:438631"),
             Some(Action::FindReleases {
                 tmdb_id: 438631,
                 kind: MediaKind::Movie,
-                season: None
+                season: None,
+                check: true
             })
         );
         assert_eq!(
@@ -314,7 +374,8 @@ mod tests {
             Some(Action::FindReleases {
                 tmdb_id: 108545,
                 kind: MediaKind::Tv,
-                season: Some(1)
+                season: Some(1),
+                check: true
             })
         );
         assert_eq!(
@@ -322,7 +383,8 @@ mod tests {
             Some(Action::FindReleases {
                 tmdb_id: 63639,
                 kind: MediaKind::Tv,
-                season: None
+                season: None,
+                check: true
             })
         );
         assert_eq!(Action::parse(Command::Releases, "Dune"), None);

@@ -7,7 +7,7 @@ mod action;
 mod policy;
 
 pub use action::{
-    Action, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
+    ANYWAY, Action, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
 };
 pub use policy::{Policy, Recovery, Window, calendar_day};
 

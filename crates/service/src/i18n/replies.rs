@@ -12,7 +12,8 @@ use crate::commands::Command;
 use crate::config::Locale;
 use crate::ledger::{Job, JobState, Resolution};
 use crate::moviepilot::{
-    Download, MediaItem, MediaKind, Release, SchedulerRun, Subscription, TransferRecord,
+    Download, Gap, Library, MediaItem, MediaKind, Release, SchedulerRun, Subscription,
+    TransferRecord,
 };
 use crate::telegram::keyboard::button_text;
 use crate::untrusted::clean_line;
@@ -75,7 +76,15 @@ impl Render {
         }
     }
 
-    pub fn search_results(&self, title: &str, items: &[MediaItem], choose: bool) -> String {
+    /// `/search` and `订阅 X`: the matches, each with what the library holds of it
+    /// (`library[i]` for match `i`; a missing one says nothing).
+    pub fn search_results(
+        &self,
+        title: &str,
+        items: &[MediaItem],
+        library: &[Library],
+        choose: bool,
+    ) -> String {
         if items.is_empty() {
             return zh_en!(
                 self.zh(),
@@ -102,10 +111,11 @@ impl Render {
                 .map(|y| format!(" ({})", clean_line(y)))
                 .unwrap_or_default();
             out.push_str(&format!(
-                "{}. {}{year} · {}",
+                "{}. {}{year} · {}{}",
                 i + 1,
                 clean_line(&item.title),
-                self.kind(Some(item.kind))
+                self.kind(Some(item.kind)),
+                self.library_suffix(library.get(i))
             ));
             if let Some(args) = subscribe_args(item) {
                 out.push_str(&format!("\n   /subscribe {args}"));
@@ -738,9 +748,14 @@ fn human_size(bytes: f64) -> String {
 /// The replies of the release flow (`/download`, resource search, `下载 k`).
 impl Render {
     /// `/download <title>`: the matches, each with a button that searches its releases.
-    pub fn download_matches(&self, title: &str, items: &[MediaItem]) -> String {
+    pub fn download_matches(
+        &self,
+        title: &str,
+        items: &[MediaItem],
+        library: &[Library],
+    ) -> String {
         if items.is_empty() {
-            return self.search_results(title, items, false);
+            return self.search_results(title, items, library, false);
         }
         let mut out = zh_en!(
             self.zh(),
@@ -760,10 +775,11 @@ impl Render {
                 .map(|y| format!(" ({})", clean_line(y)))
                 .unwrap_or_default();
             out.push_str(&format!(
-                "{}. {}{year} · {}\n",
+                "{}. {}{year} · {}{}\n",
                 i + 1,
                 clean_line(&item.title),
-                self.kind(Some(item.kind))
+                self.kind(Some(item.kind)),
+                self.library_suffix(library.get(i))
             ));
         }
         out.trim_end().to_string()
@@ -797,10 +813,17 @@ impl Render {
         &self,
         media: &str,
         releases: &[Release],
-        total: usize,
-        cut: bool,
+        (total, cut): (usize, bool),
+        library: &Library,
     ) -> String {
         let media = clean_line(media);
+        if releases.is_empty() && library.is_present() {
+            return zh_en!(
+                self.zh(),
+                ("没有找到「{media}」的资源；已在媒体库。"),
+                ("No releases found for {media}; it is already in your library.")
+            );
+        }
         if releases.is_empty() {
             return zh_en!(
                 self.zh(),
@@ -827,6 +850,10 @@ impl Render {
                 "{total} releases of {media}, the first {shown} shown; tap a button to download:\n"
             ),
         };
+        if let Some(line) = self.library_line(library) {
+            out.push_str(&line);
+            out.push('\n');
+        }
         for (i, r) in releases.iter().enumerate() {
             let mut line = format!(
                 "{}. 【{}】{}",
@@ -908,5 +935,187 @@ impl Render {
             ("无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"),
             ("Cannot tell whether \"{title}\" (site: {site}) reached the downloader; to avoid a second download, an operator will check.")
         )
+    }
+}
+
+/// Episodes as a reader scans them: runs of three or more as ranges, `E05–E08, E10`.
+fn episode_ranges(episodes: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < episodes.len() {
+        let start = episodes[i];
+        let mut end = start;
+        while i + 1 < episodes.len() && episodes[i + 1] == end + 1 {
+            i += 1;
+            end = episodes[i];
+        }
+        match end - start {
+            0 => parts.push(format!("E{start:02}")),
+            1 => parts.push(format!("E{start:02}, E{end:02}")),
+            _ => parts.push(format!("E{start:02}–E{end:02}")),
+        }
+        i += 1;
+    }
+    parts.join(", ")
+}
+
+/// How many incomplete seasons a line names before it says "…".
+const GAPS_SHOWN: usize = 3;
+
+/// The library check's words (`moviepilot::Library`): in a match line, a release list's
+/// header, a subscription's confirmation, and the answers that stop before a search or a
+/// subscription. A check that said nothing (not configured, no answer) adds nothing.
+impl Render {
+    /// One incomplete season: "第 1 季缺 E05–E08" / "缺第 2 季".
+    fn gap(&self, gap: &Gap) -> String {
+        let season = gap.season;
+        if gap.episodes.is_empty() {
+            return zh_en!(self.zh(), ("缺第 {season} 季"), ("season {season} missing"));
+        }
+        let eps = episode_ranges(&gap.episodes);
+        zh_en!(
+            self.zh(),
+            ("第 {season} 季缺 {eps}"),
+            ("season {season} is missing {eps}")
+        )
+    }
+
+    /// What is missing, every incomplete season (at most [`GAPS_SHOWN`], then "…").
+    fn gaps(&self, gaps: &[Gap]) -> String {
+        let mut parts: Vec<String> = gaps.iter().take(GAPS_SHOWN).map(|g| self.gap(g)).collect();
+        if gaps.len() > GAPS_SHOWN {
+            parts.push("…".into());
+        }
+        parts.join(zh_en!(self.zh(), "；", "; "))
+    }
+
+    /// The short note of a match line: "已在媒体库", or what is missing; `None`: nothing to say.
+    pub fn library_note(&self, library: &Library) -> Option<String> {
+        match library {
+            Library::Present => {
+                Some(zh_en!(self.zh(), "已在媒体库", "in your library").to_string())
+            }
+            Library::Partly { missing } => Some(self.gaps(missing)),
+            Library::Absent | Library::NotConfigured | Library::Unknown => None,
+        }
+    }
+
+    /// " · 已在媒体库" after a match, or nothing.
+    fn library_suffix(&self, library: Option<&Library>) -> String {
+        library
+            .and_then(|l| self.library_note(l))
+            .map(|note| format!(" · {note}"))
+            .unwrap_or_default()
+    }
+
+    /// A release list's line about the library (not in it is worth saying there too).
+    fn library_line(&self, library: &Library) -> Option<String> {
+        match library {
+            Library::Present => Some(
+                zh_en!(
+                    self.zh(),
+                    "媒体库：已有（这是仍然下载的结果）",
+                    "Library: already there (you asked to download anyway)"
+                )
+                .to_string(),
+            ),
+            Library::Partly { missing } => {
+                let gaps = self.gaps(missing);
+                Some(zh_en!(self.zh(), ("媒体库：{gaps}"), ("Library: {gaps}")))
+            }
+            Library::Absent => {
+                Some(zh_en!(self.zh(), "媒体库：还没有", "Library: not there yet").to_string())
+            }
+            Library::NotConfigured | Library::Unknown => None,
+        }
+    }
+
+    /// A subscription made for media partly in the library: what is missing, after the
+    /// confirmation; empty otherwise.
+    pub fn subscribed_missing(&self, library: &Library) -> String {
+        match library {
+            Library::Partly { missing } => {
+                let gaps = self.gaps(missing);
+                zh_en!(
+                    self.zh(),
+                    ("\n媒体库中缺：{gaps}"),
+                    ("\nMissing from your library: {gaps}")
+                )
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// A subscription not made: the media is in the library already.
+    pub fn in_library_not_subscribed(&self, name: &str, season: Option<u32>) -> String {
+        let name = clean_line(name);
+        let s = self.season(season);
+        zh_en!(
+            self.zh(),
+            ("「{name}」{s}已在媒体库中，没有订阅。如仍要订阅，请点「仍然订阅」。"),
+            ("\"{name}\"{s} is already in your library, so no subscription was made. Tap \"Subscribe anyway\" to subscribe all the same.")
+        )
+    }
+
+    /// A resource search not made: the media is in the library already.
+    pub fn in_library_not_searched(&self, media: &str) -> String {
+        let media = clean_line(media);
+        zh_en!(
+            self.zh(),
+            ("「{media}」已在媒体库中，没有搜索站点资源。如仍要下载，请点「仍然下载」。"),
+            ("{media} is already in your library, so the sites were not searched. Tap \"Download anyway\" to search all the same.")
+        )
+    }
+
+    pub fn subscribe_anyway_button(&self) -> &'static str {
+        zh_en!(self.zh(), "仍然订阅", "Subscribe anyway")
+    }
+
+    pub fn download_anyway_button(&self) -> &'static str {
+        zh_en!(self.zh(), "仍然下载", "Download anyway")
+    }
+}
+
+#[cfg(test)]
+mod library_tests {
+    use super::*;
+
+    #[test]
+    fn episode_ranges_are_compact() {
+        assert_eq!(episode_ranges(&[5, 6, 7, 8]), "E05–E08");
+        assert_eq!(
+            episode_ranges(&[1, 3, 4, 10, 11, 12]),
+            "E01, E03, E04, E10–E12"
+        );
+        assert_eq!(episode_ranges(&[]), "");
+    }
+
+    #[test]
+    fn a_partly_present_season_names_what_is_missing() {
+        let zh = Render::new(Locale::Zh);
+        let library = Library::Partly {
+            missing: vec![
+                Gap {
+                    season: 1,
+                    episodes: vec![5, 6, 7, 8],
+                    total: 8,
+                },
+                Gap {
+                    season: 2,
+                    episodes: vec![],
+                    total: 10,
+                },
+            ],
+        };
+        assert_eq!(
+            zh.library_note(&library).as_deref(),
+            Some("第 1 季缺 E05–E08；缺第 2 季")
+        );
+        assert_eq!(
+            zh.library_note(&Library::Present).as_deref(),
+            Some("已在媒体库")
+        );
+        assert_eq!(zh.library_note(&Library::NotConfigured), None);
+        assert_eq!(zh.library_note(&Library::Unknown), None);
     }
 }

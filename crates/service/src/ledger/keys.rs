@@ -191,6 +191,16 @@ impl Keys {
         format!("{}lock:media:{tmdb_id}:{}", self.base, season.unwrap_or(0))
     }
 
+    /// STRING, PX = `moviepilot.library_cache_secs`: the library check's answer for one media
+    /// (`movie` or `tv`; season 0: a movie, or every season of a series), as JSON.
+    pub fn library(&self, kind: &str, tmdb_id: u64, season: Option<u32>) -> String {
+        format!(
+            "{}library:{kind}:{tmdb_id}:{}",
+            self.base,
+            season.unwrap_or(0)
+        )
+    }
+
     /// STRING, EX = how long it lasts: a deployment-wide condition the admin chats were told
     /// about (`credentials`: MoviePilot refuses oncebot's credentials), so they are told once.
     pub fn notice(&self, condition: &str) -> String {

@@ -6,6 +6,7 @@
 mod attempts;
 mod conn;
 pub mod keys;
+mod library;
 mod liveness;
 mod mp_login;
 mod notify;
@@ -33,6 +34,7 @@ pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
 pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
 pub use conn::{Conn, cluster_nodes, is_redis_url};
 pub use keys::Keys;
+pub use library::LibraryKey;
 pub use liveness::{Reaped, Role as ConsumerRole};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, StateCounts};

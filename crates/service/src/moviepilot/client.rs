@@ -1294,6 +1294,61 @@ impl MoviePilot {
             .map(str::to_ascii_lowercase)
             .collect())
     }
+
+    /// How many media servers MoviePilot has enabled (`GET /api/v1/mediaserver/clients`): none
+    /// means its library answers say nothing (everything "missing"). Within `within`.
+    pub(super) async fn media_servers(&self, within: Duration) -> Result<usize, MpError> {
+        let call = Call {
+            what: "listing the media servers".into(),
+            method: Method::GET,
+            path: "/api/v1/mediaserver/clients".into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: within,
+        };
+        let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows.len())
+    }
+
+    /// `POST /api/v1/mediaserver/<route>` (`notexists`, `exists_remote`) with the media as
+    /// MoviePilot's `MediaInfo` names it (v3 also by `media_source` + `media_id`); the answer's
+    /// payload, bare (v2) or from its envelope (v3). Within `within`.
+    pub(super) async fn library_route(
+        &self,
+        route: &str,
+        media: &super::library::LibraryMedia,
+        within: Duration,
+    ) -> Result<Value, MpError> {
+        let mut body = json!({
+            "type": media.kind.wire_name(),
+            "tmdb_id": media.tmdb_id,
+            "title": media.title,
+            "year": media.year,
+        });
+        if let Some(season) = media.season {
+            body["season"] = json!(season);
+        }
+        if self.inner.dialect == Dialect::V3 {
+            body["media_source"] = json!("themoviedb");
+            body["media_id"] = json!(media.tmdb_id.to_string());
+        }
+        let call = Call {
+            what: format!(
+                "asking the library ({route}) about {}",
+                media_label(media.tmdb_id, media.season)
+            ),
+            method: Method::POST,
+            path: format!("/api/v1/mediaserver/{route}"),
+            query: Vec::new(),
+            json: Some(body),
+            effect: Effect::ReadOnly,
+            timeout: within,
+        };
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        Ok(self.inner.decode(&call, &answer)?.unwrap_or(Value::Null))
+    }
 }
 
 impl Inner {

@@ -6,6 +6,8 @@
 //!   the lenient wire shapes behind them.
 //! - `error`: [`MpError`], whose kind (permanent, transient, uncertain) is the worker's retry
 //!   decision.
+//! - `library`: [`Library`], what MoviePilot's media server holds of a media (the library
+//!   check: quick, never an error, never in the way).
 //! - `gate`: [`LoginGate`], how the processes of a deployment make one login at a time and back
 //!   off while logins are refused (the ledger implements it in Redis).
 //!
@@ -16,6 +18,7 @@
 mod client;
 mod error;
 mod gate;
+mod library;
 mod messages;
 mod releases;
 mod types;
@@ -26,6 +29,7 @@ pub use error::{ListUsersError, MpError, Unreachable};
 pub use gate::{
     GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,
 };
+pub use library::{Gap, LIBRARY_TIMEOUT, Library, LibraryMedia};
 pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
 pub use types::{Dialect, Download, MediaItem, MediaKind, MpUser, NewSubscription, Subscription};

@@ -13,7 +13,8 @@ use crate::asked::AskedMedia;
 use crate::commands::{Action, Command, SubscriptionMedia};
 use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{
-    MediaItem, MediaKind, MoviePilot, MpError, NewSubscription, SchedulerRun, Subscription,
+    Library, LibraryMedia, MediaItem, MediaKind, MoviePilot, MpError, NewSubscription,
+    SchedulerRun, Subscription,
 };
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::Role;
@@ -136,6 +137,9 @@ pub struct Context<'a> {
     pub attempt: &'a Attempt,
     /// What the house commands need of the settings.
     pub house: &'a HouseSettings,
+    /// How long a library check's answer is cached (`moviepilot.library_cache_secs`; `None`:
+    /// not cached).
+    pub library_cache: Option<Duration>,
 }
 
 /// The house commands' settings (`commands.*`).
@@ -178,12 +182,15 @@ pub async fn run(
             tmdb_id,
             kind,
             season,
-        } => super::releases::search(cx, job, *tmdb_id, *kind, *season).await,
+            check,
+        } => super::releases::search(cx, job, (*tmdb_id, *kind, *season), *check).await,
         Action::Grab { list, index } => super::releases::grab(cx, job, *list, *index).await,
         Action::ChooseSeason { tmdb_id } => choose_season(cx, job, *tmdb_id).await,
-        Action::SubscribeTmdb { tmdb_id, season } => {
-            subscribe(cx, job, *tmdb_id, *season, recovered).await
-        }
+        Action::SubscribeTmdb {
+            tmdb_id,
+            season,
+            check,
+        } => subscribe(cx, job, (*tmdb_id, *season, *check), recovered).await,
         Action::Subscriptions { all } => {
             let (subs, whose) = list(cx, job, *all).await?;
             Ok(Done::new(
@@ -258,8 +265,9 @@ async fn run_house_job(
 /// `/search` (`choose`: `订阅 X`, which offers the matches to subscribe to).
 async fn search(cx: &Context<'_>, job: &Job, title: &str, choose: bool) -> Result<Done, MpError> {
     let items = cx.mp.search_media(title).await?;
+    let library = super::library::check_items(cx, &items).await;
     Ok(Done {
-        reply: cx.render.search_results(title, &items, choose),
+        reply: cx.render.search_results(title, &items, &library, choose),
         result: format!("{} results", items.len()),
         buttons: subscribe_buttons(cx, job, &items, !choose),
         ..Done::default()
@@ -288,11 +296,11 @@ async fn jobs(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     ))
 }
 
+/// `/subscribe tmdb:<id> [S<n>]` (`check`: stop if the library has it), under the media lock.
 async fn subscribe(
     cx: &Context<'_>,
     job: &Job,
-    tmdb_id: u64,
-    season: Option<u32>,
+    (tmdb_id, season, check): (u64, Option<u32>, bool),
     recovered: bool,
 ) -> Result<Done, MpError> {
     let lock = cx.media_locks.get((tmdb_id, season));
@@ -312,7 +320,7 @@ async fn subscribe(
             "another worker is creating this subscription right now".into(),
         ));
     }
-    let result = subscribe_locked(cx, job, tmdb_id, season, recovered).await;
+    let result = subscribe_locked(cx, job, (tmdb_id, season, check), recovered).await;
     if let Err(e) = cx.ledger.unlock_media(tmdb_id, season, &owner).await {
         tracing::warn!(error = %e, "could not release the media lock; it expires by itself");
     }
@@ -325,8 +333,7 @@ const MEDIA_LOCK_LEASE: std::time::Duration = std::time::Duration::from_secs(120
 async fn subscribe_locked(
     cx: &Context<'_>,
     job: &Job,
-    tmdb_id: u64,
-    season: Option<u32>,
+    (tmdb_id, season, check): (u64, Option<u32>, bool),
     recovered: bool,
 ) -> Result<Done, MpError> {
     let r = &cx.render;
@@ -349,6 +356,13 @@ async fn subscribe_locked(
     {
         return Err(MpError::Declined(r.no_such_season(&media.title, n)));
     }
+    let library = match check {
+        true => super::library::check(cx, &library_media(&media, kind, tmdb_id, season)).await,
+        false => Library::Unknown,
+    };
+    if library.is_present() {
+        return Ok(in_library(cx, job, &media.title, (tmdb_id, season)));
+    }
     if job.requester.is_some() {
         // Before the create: whatever the service account owns for this media after a crash
         // from here on is this job's to give to the requester.
@@ -370,10 +384,68 @@ async fn subscribe_locked(
         crate::crash_point!("worker.after_subscribe_create");
         give(cx, (id, Some(tmdb_id), season), owner).await?;
     }
+    let done = subscribed(cx, job, (&media.title, season, id), false);
     Ok(Done {
+        reply: done.reply.clone() + &r.subscribed_missing(&library),
         asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
-        ..subscribed(cx, job, (&media.title, season, id), false)
+        ..done
     })
+}
+
+/// The library check of a subscription to `media` (its season, when one is asked).
+fn library_media(
+    media: &MediaItem,
+    kind: MediaKind,
+    tmdb_id: u64,
+    season: Option<u32>,
+) -> LibraryMedia {
+    LibraryMedia {
+        tmdb_id,
+        kind,
+        season,
+        title: media.title.clone(),
+        year: media.year.clone(),
+    }
+}
+
+/// No subscription made: the library has the media. One line, and a "Subscribe anyway" button
+/// that runs the same subscription without the check (its own job and duplicate key).
+fn in_library(
+    cx: &Context<'_>,
+    job: &Job,
+    name: &str,
+    (tmdb_id, season): (u64, Option<u32>),
+) -> Done {
+    let r = &cx.render;
+    let media = SubscriptionMedia::Tmdb { tmdb_id, season };
+    let anyway = TokenAction::Run {
+        command: Command::Subscribe,
+        args: format!("{} {}", media.args(), crate::commands::ANYWAY),
+        window: cx.buttons.subscribe_window,
+    };
+    Done {
+        reply: r.in_library_not_subscribed(name, season),
+        result: "in the library; not subscribed".into(),
+        fields: vec![("mp_outcome".into(), "in_library".into())],
+        buttons: one_button(cx, job, r.subscribe_anyway_button(), anyway),
+        ..Done::default()
+    }
+}
+
+/// One once-only button under an answer, bound to the asker in this chat.
+pub(super) fn one_button(
+    cx: &Context<'_>,
+    job: &Job,
+    label: &str,
+    action: TokenAction,
+) -> Option<Buttons> {
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let data = group.add(owner, label, action, reply_to(job));
+    buttons(&group, Keyboard::new().row(vec![(label.to_string(), data)]))
 }
 
 /// The subscription to this media exists: this job's own (created before a crash or a lost

@@ -18,6 +18,7 @@
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
 mod execute;
+mod library;
 mod redo;
 mod releases;
 mod restart;
@@ -64,6 +65,8 @@ pub struct Worker {
     releases: ReleaseSettings,
     /// What the house commands need of the settings.
     house: HouseSettings,
+    /// `moviepilot.library_cache_secs` (`None`: off).
+    library_cache: Option<Duration>,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     /// Outcomes waiting to be recorded together (`record_together`).
@@ -132,6 +135,7 @@ impl Worker {
                 download_window: Command::Grab.window(&settings.commands),
                 settle: Duration::from_secs(settings.moviepilot.download_settle_secs),
             },
+            library_cache: settings.moviepilot.library_cache(),
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
             mp,
@@ -371,6 +375,7 @@ impl Worker {
             releases: &self.releases,
             attempt,
             house: &self.house,
+            library_cache: self.library_cache,
         };
         if let Action::FindReleases { .. } = action {
             // The search takes as long as the slowest site: say so at once, not after

@@ -22,7 +22,10 @@ use super::execute::{Buttons, Context, Done, Settle, reply_to};
 use crate::asked::AskedMedia;
 use crate::commands::Command;
 use crate::ledger::{Job, LedgerError, Owner, Solo, TokenAction, TokenGroup};
-use crate::moviepilot::{MediaItem, MediaKind, MpError, Release, ReleaseIdentity, ReleaseList};
+use crate::moviepilot::{
+    LIBRARY_TIMEOUT, Library, LibraryMedia, MediaItem, MediaKind, MpError, Release,
+    ReleaseIdentity, ReleaseList,
+};
 use crate::telegram::keyboard::Keyboard;
 
 /// The most payload a stored list may hold: the bytes of the values written (media_info once,
@@ -73,8 +76,9 @@ pub async fn matches(cx: &Context<'_>, job: &Job, title: &str) -> Result<Done, M
         };
         keyboard = keyboard.row(vec![(label, data)]);
     }
+    let library = super::library::check_items(cx, &items).await;
     Ok(Done {
-        reply: cx.render.download_matches(title, &items),
+        reply: cx.render.download_matches(title, &items, &library),
         result: format!("{} results", items.len()),
         buttons: buttons(&group, keyboard),
         ..Done::default()
@@ -110,14 +114,21 @@ pub fn release_search_button(
 /// stored with its `下载 k` buttons for `commands.resources_window_secs`. Nothing found is a
 /// result (the job succeeds and its window absorbs repeats); an answer cut at
 /// `moviepilot.max_body_bytes` is listed from what was read, and the list says so.
+///
+/// Before the sites are asked, the library: a media it holds already stops the search with one
+/// line and a "Download anyway" button (`check`; the button's job runs with `check` false and
+/// still shows what the library holds in the list's header).
 pub async fn search(
     cx: &Context<'_>,
     job: &Job,
-    tmdb_id: u64,
-    kind: MediaKind,
-    season: Option<u32>,
+    (tmdb_id, kind, season): (u64, MediaKind, Option<u32>),
+    check: bool,
 ) -> Result<Done, MpError> {
     let r = &cx.render;
+    let (name, library) = library_first(cx, (tmdb_id, kind, season)).await;
+    if check && library.is_present() {
+        return Ok(in_library(cx, job, &name, (tmdb_id, kind, season)));
+    }
     let found = match cx
         .mp
         .search_releases(tmdb_id, kind, season, cx.releases.shown)
@@ -141,12 +152,71 @@ pub async fn search(
     let media = media_name(&found, tmdb_id, season);
     if found.releases.is_empty() {
         return Ok(Done {
-            reply: r.release_list(&media, &[], 0, false),
+            reply: r.release_list(&media, &[], (0, false), &library),
             result: "0 releases".into(),
             ..Done::default()
         });
     }
-    store_list(cx, job, &media, &found).await
+    store_list(cx, job, (&media, &library), &found).await
+}
+
+/// The media's name (MoviePilot's title and year, else `tmdb:<id>`) and what the library
+/// holds of it. The title is read from MoviePilot within the library check's own timeout, as
+/// the media servers look a media up by its name; without it the check goes by the id alone.
+async fn library_first(
+    cx: &Context<'_>,
+    (tmdb_id, kind, season): (u64, MediaKind, Option<u32>),
+) -> (String, Library) {
+    let detail = tokio::time::timeout(LIBRARY_TIMEOUT, cx.mp.media_detail(tmdb_id, kind)).await;
+    let item = match detail {
+        Ok(Ok(item)) => item,
+        _ => None,
+    };
+    let (title, year) = item.map(|i| (i.title, i.year)).unwrap_or_default();
+    let mut name = match (&year, title.is_empty()) {
+        (_, true) => format!("tmdb:{tmdb_id}"),
+        (Some(y), false) if !y.is_empty() => format!("{title} ({y})"),
+        _ => title.clone(),
+    };
+    if let Some(s) = season {
+        name.push_str(&format!(" S{s:02}"));
+    }
+    let media = LibraryMedia {
+        tmdb_id,
+        kind,
+        season,
+        title,
+        year,
+    };
+    (name, super::library::check(cx, &media).await)
+}
+
+/// No resource search made: the library has the media. One line and a "Download anyway"
+/// button that runs the same search without stopping (its own job and duplicate key).
+fn in_library(
+    cx: &Context<'_>,
+    job: &Job,
+    name: &str,
+    (tmdb_id, kind, season): (u64, MediaKind, Option<u32>),
+) -> Done {
+    let r = &cx.render;
+    let target = match (kind, season) {
+        (MediaKind::Movie, _) => format!("tmdb:{tmdb_id}"),
+        (MediaKind::Tv, Some(n)) => format!("tmdb:{tmdb_id} S{n}"),
+        (MediaKind::Tv, None) => format!("tmdb:{tmdb_id} tv"),
+    };
+    let anyway = TokenAction::Run {
+        command: Command::Releases,
+        args: format!("{target} {}", crate::commands::ANYWAY),
+        window: cx.releases.search_window,
+    };
+    Done {
+        reply: r.in_library_not_searched(name),
+        result: "in the library; sites not searched".into(),
+        fields: vec![("mp_outcome".into(), "in_library".into())],
+        buttons: super::execute::one_button(cx, job, r.download_anyway_button(), anyway),
+        ..Done::default()
+    }
 }
 
 /// Stores the list with as many of the releases shown as fit in [`LIST_BUDGET_BYTES`] and
@@ -154,7 +224,7 @@ pub async fn search(
 async fn store_list(
     cx: &Context<'_>,
     job: &Job,
-    media: &str,
+    (media, library): (&str, &Library),
     found: &ReleaseList,
 ) -> Result<Done, MpError> {
     let total = found.total;
@@ -165,7 +235,8 @@ async fn store_list(
         .cloned()
         .collect();
     loop {
-        let (text, keyboard, group) = release_buttons(cx, job, media, &shown, total, found.cut);
+        let (text, keyboard, group) =
+            release_buttons(cx, job, (media, library), &shown, (total, found.cut));
         let markup = keyboard.to_json();
         let infos: Vec<Value> = shown.iter().map(|r| r.torrent_info.0.clone()).collect();
         let bytes = found.media_info.0.to_string().len()
@@ -232,10 +303,9 @@ fn media_name(found: &ReleaseList, tmdb_id: u64, season: Option<u32>) -> String 
 fn release_buttons(
     cx: &Context<'_>,
     job: &Job,
-    media: &str,
+    (media, library): (&str, &Library),
     shown: &[Release],
-    total: usize,
-    cut: bool,
+    (total, cut): (usize, bool),
 ) -> (String, Keyboard, TokenGroup) {
     let r = &cx.render;
     let mut group = TokenGroup::new(cx.releases.list_ttl).acting_for(job.requester.as_deref());
@@ -262,7 +332,11 @@ fn release_buttons(
         }
     }
     keyboard = keyboard.row(row);
-    (r.release_list(media, shown, total, cut), keyboard, group)
+    (
+        r.release_list(media, shown, (total, cut), library),
+        keyboard,
+        group,
+    )
 }
 
 /// What an earlier attempt of this download noted before its add.

@@ -38,8 +38,10 @@ use warp::Filter;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 
+mod library;
 mod messages;
 mod releases;
+pub use library::MediaServer;
 pub use messages::{
     SimMessage, SimNotification, download_added_payload, notice_payload, send_webhook,
 };
@@ -107,6 +109,12 @@ pub mod routes {
     pub const TRANSFER_HISTORY: &str = "GET /api/v1/history/transfer";
     /// Files again (v2.5.6 `transfer.py` L70-165).
     pub const TRANSFER_MANUAL: &str = "POST /api/v1/transfer/manual";
+    /// The enabled media servers (v2.5.6 `mediaserver.py` L150-158).
+    pub const MEDIASERVER_CLIENTS: &str = "GET /api/v1/mediaserver/clients";
+    /// What the library lacks of a media (v2.5.6 `mediaserver.py` L93-120).
+    pub const MEDIASERVER_NOTEXISTS: &str = "POST /api/v1/mediaserver/notexists";
+    /// The episodes the library has of a media (v2.5.6 `mediaserver.py` L74-90).
+    pub const MEDIASERVER_EXISTS_REMOTE: &str = "POST /api/v1/mediaserver/exists_remote";
 }
 
 /// How the simulated server behaves.
@@ -342,6 +350,8 @@ struct Data {
     restart: RestartData,
     /// The transfer history, by record id, and the files in the library.
     transfers: TransferData,
+    /// The media server and what its library holds.
+    library: library::LibraryData,
 }
 
 #[derive(Debug, Default)]
@@ -497,6 +507,34 @@ impl MoviePilotSim {
             stop,
             listening: Arc::new(Mutex::new(listening)),
         })
+    }
+
+    /// Which media server MoviePilot has (none at start), and how its library routes answer.
+    pub fn set_media_server(&self, server: MediaServer) {
+        self.state.data().library.server = server;
+    }
+
+    /// Puts a movie into the media server's library.
+    pub fn library_add_movie(&self, tmdb_id: u64) {
+        self.library_add_episodes(tmdb_id, 0, [1]);
+    }
+
+    /// Puts these episodes of a season of a series into the media server's library.
+    pub fn library_add_episodes(
+        &self,
+        tmdb_id: u64,
+        season: u32,
+        episodes: impl IntoIterator<Item = u32>,
+    ) {
+        self.state
+            .data()
+            .library
+            .held
+            .entry(tmdb_id)
+            .or_default()
+            .entry(season)
+            .or_default()
+            .extend(episodes);
     }
 
     /// `http://127.0.0.1:<port>`, the value for `moviepilot.url`.
@@ -934,6 +972,9 @@ enum Route {
     Restart,
     TransferHistory,
     TransferManual,
+    MediaServerClients,
+    MediaServerNotExists,
+    MediaServerExistsRemote,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1039,7 +1080,10 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         .faults
         .get_mut(key)
         .and_then(VecDeque::pop_front);
-    let slow = releases::delay(&state.data(), key);
+    let slow = {
+        let data = state.data();
+        releases::delay(&data, key).max(library::delay(&data, key))
+    };
     match fault {
         // The answers that can be tens of MB (a site listing thousands of releases, a downloader
         // with thousands of torrents) are built off the runtime, so a test's own tasks (its Redis
@@ -1141,6 +1185,24 @@ fn resolve(
         Some("/transfer/manual") => {
             Some((post, Route::TransferManual, routes::TRANSFER_MANUAL, Jwt))
         }
+        Some("/mediaserver/clients") => Some((
+            get,
+            Route::MediaServerClients,
+            routes::MEDIASERVER_CLIENTS,
+            Jwt,
+        )),
+        Some("/mediaserver/notexists") => Some((
+            post,
+            Route::MediaServerNotExists,
+            routes::MEDIASERVER_NOTEXISTS,
+            Jwt,
+        )),
+        Some("/mediaserver/exists_remote") => Some((
+            post,
+            Route::MediaServerExistsRemote,
+            routes::MEDIASERVER_EXISTS_REMOTE,
+            Jwt,
+        )),
         Some("/subscribe") => {
             let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
             *resp.body_mut() = Bytes::new();
@@ -1368,6 +1430,9 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         Route::Restart => restart(state, user),
         Route::TransferHistory => transfer_history(state, req),
         Route::TransferManual => transfer_manual(state, req, user),
+        Route::MediaServerClients => library::clients(state),
+        Route::MediaServerNotExists => library::not_exists(state, req),
+        Route::MediaServerExistsRemote => library::exists_remote(state, req),
     }
 }
 

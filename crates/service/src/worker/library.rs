@@ -1,0 +1,105 @@
+//! The library check as jobs use it: the cached answer when there is one
+//! (`moviepilot.library_cache_secs`, in Redis, shared by every worker), else MoviePilot's
+//! (`MoviePilot::library`, within its own short timeout), kept for the next ask. A list's
+//! checks run at once, side by side. Nothing here fails a job: Redis or MoviePilot not
+//! answering makes the check say nothing.
+
+use crate::ledger::LibraryKey;
+use crate::moviepilot::{Library, LibraryMedia, MediaItem, MediaKind};
+
+use super::execute::Context;
+
+/// How many matches of a list are checked: the ones a list shows.
+const CHECKED_MATCHES: usize = 8;
+
+fn cache_key(media: &LibraryMedia) -> LibraryKey {
+    let kind = match media.kind {
+        MediaKind::Movie => "movie",
+        MediaKind::Tv => "tv",
+    };
+    (kind, media.tmdb_id, media.season)
+}
+
+/// The library check of one match of a list: the media with the season its buttons act on
+/// (a series with one known season: that season; with several: every season).
+pub fn of_item(item: &MediaItem) -> Option<LibraryMedia> {
+    let season = match (item.kind, item.season_numbers.as_slice()) {
+        (MediaKind::Tv, [only]) => Some(*only),
+        _ => None,
+    };
+    Some(LibraryMedia {
+        tmdb_id: item.tmdb_id?,
+        kind: item.kind,
+        season,
+        title: item.title.clone(),
+        year: item.year.clone(),
+    })
+}
+
+/// What the library holds of `media`.
+pub async fn check(cx: &Context<'_>, media: &LibraryMedia) -> Library {
+    check_all(cx, std::slice::from_ref(media))
+        .await
+        .pop()
+        .unwrap_or(Library::Unknown)
+}
+
+/// What the library holds of each of the first matches of `items`, in order (one per item;
+/// `Unknown` for a match without a TMDB id and past the ones a list shows).
+pub async fn check_items(cx: &Context<'_>, items: &[MediaItem]) -> Vec<Library> {
+    let media: Vec<Option<LibraryMedia>> =
+        items.iter().take(CHECKED_MATCHES).map(of_item).collect();
+    let known: Vec<LibraryMedia> = media.iter().flatten().cloned().collect();
+    let mut answers = check_all(cx, &known).await.into_iter();
+    media
+        .iter()
+        .map(|m| match m {
+            Some(_) => answers.next().unwrap_or(Library::Unknown),
+            None => Library::Unknown,
+        })
+        .collect()
+}
+
+/// [`check`] for each of `media`: one read of the cache for all, then MoviePilot for the ones
+/// it does not hold, concurrently.
+async fn check_all(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Library> {
+    let cached = cached(cx, media).await;
+    let asks = media.iter().zip(cached).map(|(m, hit)| async move {
+        match hit {
+            Some(library) => library,
+            None => ask(cx, m).await,
+        }
+    });
+    futures::future::join_all(asks).await
+}
+
+/// The cached answers (`None` for each when the cache is off or Redis does not answer).
+async fn cached(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Option<Library>> {
+    if cx.library_cache.is_none() {
+        return vec![None; media.len()];
+    }
+    let keys: Vec<LibraryKey> = media.iter().map(cache_key).collect();
+    match cx.ledger.cached_library(&keys).await {
+        Ok(found) => found
+            .into_iter()
+            .map(|text| text.and_then(|t| serde_json::from_str(&t).ok()))
+            .collect(),
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the library cache; asking MoviePilot");
+            vec![None; media.len()]
+        }
+    }
+}
+
+/// MoviePilot's answer, kept in the cache when it is one.
+async fn ask(cx: &Context<'_>, media: &LibraryMedia) -> Library {
+    let library = cx.mp.library(media).await;
+    if let Some(ttl) = cx.library_cache
+        && library.cacheable()
+        && let Ok(text) = serde_json::to_string(&library)
+        && let Err(e) = cx.ledger.cache_library(cache_key(media), &text, ttl).await
+    {
+        tracing::warn!(error = %e, "could not keep the library check's answer");
+    }
+    library
+}
