@@ -94,6 +94,11 @@ mod confirmations;
 /// verified in MoviePilot's history after a SIGKILL or a lost answer, the site cookie kept secret.
 mod downloads;
 
+/// The library check (issue 24): match lines, the stop before a subscription or a resource
+/// search of media already there and its once-only "anyway" buttons, the cache, and a media
+/// server that is missing, slow or not configured never in the way.
+mod library;
+
 /// The house commands (issue 23): each of MoviePilot's scheduler jobs started once per window
 /// for everyone, a force button for an admin, a crash recovered as the policy table says.
 mod house;

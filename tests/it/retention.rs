@@ -94,7 +94,7 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
                 );
             }
             "job" | "updates" | "token" | "tgroup" | "cmd" | "releases" | "reply" | "alive"
-            | "notice" | "lock" | "asked" => {
+            | "notice" | "lock" | "asked" | "library" => {
                 let ttl: i64 = conn.ttl(&key).await.unwrap();
                 assert!(ttl > 0, "{key} must expire (TTL {ttl})");
                 *expiring.entry(kind.to_string()).or_default() += 1;
@@ -111,4 +111,6 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
         "the Dune searches left buttons: {expiring:?}"
     );
     assert_eq!(expiring.get("releases"), Some(&1), "{expiring:?}");
+    // The library check's answers (here: no media server), one per media asked about.
+    assert!(expiring.contains_key("library"), "{expiring:?}");
 }

@@ -1011,14 +1011,9 @@ impl Render {
     /// A release list's line about the library (not in it is worth saying there too).
     fn library_line(&self, library: &Library) -> Option<String> {
         match library {
-            Library::Present => Some(
-                zh_en!(
-                    self.zh(),
-                    "媒体库：已有（这是仍然下载的结果）",
-                    "Library: already there (you asked to download anyway)"
-                )
-                .to_string(),
-            ),
+            Library::Present => {
+                Some(zh_en!(self.zh(), "媒体库：已有", "Library: already there").to_string())
+            }
             Library::Partly { missing } => {
                 let gaps = self.gaps(missing);
                 Some(zh_en!(self.zh(), ("媒体库：{gaps}"), ("Library: {gaps}")))

@@ -149,7 +149,7 @@ pub async fn search(
         }
         Err(e) => return Err(e),
     };
-    let media = media_name(&found, tmdb_id, season);
+    let media = media_name(&found, season).unwrap_or(name);
     if found.releases.is_empty() {
         return Ok(Done {
             reply: r.release_list(&media, &[], (0, false), &library),
@@ -277,26 +277,26 @@ async fn store_list(
     }
 }
 
-/// The media's name for the list's header: MoviePilot's title and year, else `tmdb:<id>`.
-fn media_name(found: &ReleaseList, tmdb_id: u64, season: Option<u32>) -> String {
+/// The media's name for the list's header: the title and year of the search's answer (`None`
+/// when it names none, as an empty one does).
+fn media_name(found: &ReleaseList, season: Option<u32>) -> Option<String> {
     let info = &found.media_info.0;
-    let title = info.get("title").and_then(Value::as_str).unwrap_or("");
-    let mut name = if title.is_empty() {
-        format!("tmdb:{tmdb_id}")
-    } else {
-        match info
-            .get("year")
-            .and_then(Value::as_str)
-            .filter(|y| !y.is_empty())
-        {
-            Some(year) => format!("{title} ({year})"),
-            None => title.to_string(),
-        }
+    let title = info
+        .get("title")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())?;
+    let mut name = match info
+        .get("year")
+        .and_then(Value::as_str)
+        .filter(|y| !y.is_empty())
+    {
+        Some(year) => format!("{title} ({year})"),
+        None => title.to_string(),
     };
     if let Some(s) = season {
         name.push_str(&format!(" S{s:02}"));
     }
-    name
+    Some(name)
 }
 
 /// The list's text, its keyboard (four `下载 k` to a row) and the solo tokens behind them.
