@@ -99,6 +99,10 @@ mod downloads;
 /// server that is missing, slow or not configured never in the way.
 mod library;
 
+/// `/best` (洗版, issue 24): best-version subscriptions, a command of its own, a plain
+/// subscription left as it is, a crash after the create verified.
+mod best;
+
 /// The house commands (issue 23): each of MoviePilot's scheduler jobs started once per window
 /// for everyone, a force button for an admin, a crash recovered as the policy table says.
 mod house;

@@ -62,6 +62,7 @@ fn dune() -> NewSubscription {
         kind: MediaKind::Movie,
         tmdb_id: DUNE,
         season: None,
+        best: false,
     }
 }
 
@@ -72,6 +73,7 @@ fn expanse(season: u32) -> NewSubscription {
         kind: MediaKind::Tv,
         tmdb_id: EXPANSE,
         season: Some(season),
+        best: false,
     }
 }
 

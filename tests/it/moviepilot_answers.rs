@@ -114,6 +114,7 @@ async fn an_action_refused_with_any_data_is_a_refusal_not_an_odd_body() {
             kind: MediaKind::Movie,
             tmdb_id: DUNE,
             season: None,
+            best: false,
         })
         .await
         .unwrap_err();

@@ -284,6 +284,9 @@ pub struct DispatcherSettings {
 #[serde(deny_unknown_fields)]
 pub struct CommandSettings {
     pub subscribe_window_secs: u64,
+    /// `/best` (洗版): a command of its own, so a plain `/subscribe` of the same media is not
+    /// its repeat.
+    pub best_window_secs: u64,
     pub unsubscribe_window_secs: u64,
     pub searchnow_window_secs: u64,
     /// Releases one resource-search result lists (one `下载 k` button each).

@@ -9,22 +9,26 @@ pub enum Action {
     Search {
         title: String,
     },
-    /// Search, then let the user choose what to subscribe to.
+    /// Search, then let the user choose what to subscribe to (`best`: `/best`, 洗版).
     SubscribeTitle {
         title: String,
+        best: bool,
     },
     /// Subscribe directly: a movie (`season: None`) or one season of a series. `check`: look
     /// in the library first and stop if it is there; false for the "Subscribe anyway" button's
-    /// job (arguments ending in [`ANYWAY`]).
+    /// job (arguments ending in [`ANYWAY`]) and for `/best`. `best`: with MoviePilot's
+    /// `best_version` (洗版).
     SubscribeTmdb {
         tmdb_id: u64,
         season: Option<u32>,
         check: bool,
+        best: bool,
     },
     /// A series whose season is not chosen yet (`tmdb:<id> tv`): ask MoviePilot for its seasons
-    /// and offer one button per season. Changes nothing.
+    /// and offer one button per season (`best`: buttons of `/best`). Changes nothing.
     ChooseSeason {
         tmdb_id: u64,
+        best: bool,
     },
     /// `/subscriptions`: the asker's own (every one for an asker without a MoviePilot name of
     /// their own); `all: true` (`/subscriptions all`, an admin's) every one, with its owner.
@@ -116,18 +120,37 @@ impl Action {
             Command::Search => Action::Search {
                 title: non_empty(args)?,
             },
-            Command::Subscribe if parse_series(args).is_some() => Action::ChooseSeason {
-                tmdb_id: parse_series(args)?,
-            },
+            Command::Subscribe | Command::Best if parse_series(args).is_some() => {
+                Action::ChooseSeason {
+                    tmdb_id: parse_series(args)?,
+                    best: command == Command::Best,
+                }
+            }
             Command::Subscribe => match parse_tmdb(without_anyway(args).0) {
                 Some(Ok((tmdb_id, season))) => Action::SubscribeTmdb {
                     tmdb_id,
                     season,
                     check: without_anyway(args).1,
+                    best: false,
                 },
                 Some(Err(())) => return None,
                 None => Action::SubscribeTitle {
                     title: non_empty(args)?,
+                    best: false,
+                },
+            },
+            // 洗版 is for media one has already: no library check (MoviePilot's own bot skips it).
+            Command::Best => match parse_tmdb(args) {
+                Some(Ok((tmdb_id, season))) => Action::SubscribeTmdb {
+                    tmdb_id,
+                    season,
+                    check: false,
+                    best: true,
+                },
+                Some(Err(())) => return None,
+                None => Action::SubscribeTitle {
+                    title: non_empty(args)?,
+                    best: true,
                 },
             },
             Command::Subscriptions => Action::Subscriptions { all: args == "all" },
@@ -300,7 +323,8 @@ mod tests {
             Some(Action::SubscribeTmdb {
                 tmdb_id: 108545,
                 season: Some(1),
-                check: true
+                check: true,
+                best: false
             })
         );
         assert_eq!(
@@ -308,12 +332,16 @@ mod tests {
             Some(Action::SubscribeTmdb {
                 tmdb_id: 438631,
                 season: None,
-                check: true
+                check: true,
+                best: false
             })
         );
         assert_eq!(
             Action::parse(Command::Subscribe, "tmdb:63639 TV"),
-            Some(Action::ChooseSeason { tmdb_id: 63639 })
+            Some(Action::ChooseSeason {
+                tmdb_id: 63639,
+                best: false
+            })
         );
         assert_eq!(Action::parse(Command::Subscribe, "tmdb:63639 tv S1"), None);
         assert_eq!(Action::parse(Command::Subscribe, "tmdb:abc"), None);
@@ -321,9 +349,39 @@ mod tests {
         assert_eq!(
             Action::parse(Command::Subscribe, "三体"),
             Some(Action::SubscribeTitle {
-                title: "三体".into()
+                title: "三体".into(),
+                best: false
             })
         );
+    }
+
+    #[test]
+    fn best_is_a_best_version_subscription_without_the_library_stop() {
+        assert_eq!(
+            Action::parse(Command::Best, "tmdb:108545 S1"),
+            Some(Action::SubscribeTmdb {
+                tmdb_id: 108545,
+                season: Some(1),
+                check: false,
+                best: true
+            })
+        );
+        assert_eq!(
+            Action::parse(Command::Best, "tmdb:63639 tv"),
+            Some(Action::ChooseSeason {
+                tmdb_id: 63639,
+                best: true
+            })
+        );
+        assert_eq!(
+            Action::parse(Command::Best, "三体"),
+            Some(Action::SubscribeTitle {
+                title: "三体".into(),
+                best: true
+            })
+        );
+        assert_eq!(Action::parse(Command::Best, "tmdb:1 S1 anyway"), None);
+        assert_eq!(Action::parse(Command::Best, ""), None);
     }
 
     #[test]
@@ -333,7 +391,8 @@ mod tests {
             Some(Action::SubscribeTmdb {
                 tmdb_id: 108545,
                 season: Some(1),
-                check: false
+                check: false,
+                best: false
             })
         );
         assert_eq!(

@@ -53,10 +53,14 @@ pub enum Command {
     /// File a transfer history record again (`/redo <record id>`), after Confirm naming the
     /// file MoviePilot deletes first (an admin's).
     Redo,
+    /// `/best <title>` (`洗版 <title>`) and `/best tmdb:<id> [S<n>]`: a subscription with
+    /// MoviePilot's `best_version` (洗版: it keeps upgrading to a better release), a command
+    /// of its own (its own duplicate key and window, `commands.best_window_secs`).
+    Best,
 }
 
 impl Command {
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 22] = [
         Command::Search,
         Command::Subscribe,
         Command::Subscriptions,
@@ -78,6 +82,7 @@ impl Command {
         Command::Cookiecloud,
         Command::Restart,
         Command::Redo,
+        Command::Best,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -104,6 +109,7 @@ impl Command {
             Command::Cookiecloud => "cookiecloud",
             Command::Restart => "restart",
             Command::Redo => "redo",
+            Command::Best => "best",
         }
     }
 
@@ -207,6 +213,7 @@ pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
             ("订阅", Command::Subscribe),
             ("搜索", Command::Search),
             ("下载", Command::Download),
+            ("洗版", Command::Best),
         ] {
             if let Some(args) = text.strip_prefix(word)
                 && (args.is_empty() || args.starts_with(' '))
@@ -247,7 +254,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
     let ok = match command {
         Command::Search | Command::Download => !args.is_empty() && args.chars().count() <= 200,
         Command::Releases | Command::Grab => false,
-        Command::Subscribe => {
+        Command::Subscribe | Command::Best => {
             !args.is_empty()
                 && args.chars().count() <= 200
                 && (parse_series(args).is_some() || !matches!(parse_tmdb(args), Some(Err(()))))
@@ -415,6 +422,29 @@ mod tests {
         assert_eq!(
             parse("订阅者", ChatKind::Private, ""),
             run(Command::Search, "订阅者")
+        );
+        assert_eq!(
+            parse("洗版 三体", ChatKind::Private, ""),
+            run(Command::Best, "三体")
+        );
+        assert_eq!(
+            parse("/best tmdb:108545 S1", ChatKind::Private, ""),
+            run(Command::Best, "tmdb:108545 S1")
+        );
+        assert_eq!(
+            parse("/best tmdb:1 season2", ChatKind::Private, ""),
+            Parsed::BadArgs {
+                command: Command::Best
+            }
+        );
+    }
+
+    #[test]
+    fn best_and_subscribe_of_the_same_media_are_different_commands() {
+        let asker = Asker::of(1, 2, None);
+        assert_ne!(
+            idempotency_key(asker, Command::Best, "tmdb:438631"),
+            idempotency_key(asker, Command::Subscribe, "tmdb:438631")
         );
     }
 

@@ -40,7 +40,7 @@ pub struct Policy {
 }
 
 /// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 21] = [
+pub const POLICIES: [Policy; 22] = [
     Policy {
         command: Command::Search,
         side_effect: false,
@@ -270,6 +270,17 @@ pub const POLICIES: [Policy; 21] = [
         recovery: Recovery::HoldForReview,
         least_role: Role::Admin,
         house_wide: true,
+        calendar_day: false,
+    },
+    Policy {
+        command: Command::Best,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.best_window_secs),
+        // As /subscribe's: the look for an existing subscription is the verification.
+        recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
+        house_wide: false,
         calendar_day: false,
     },
 ];

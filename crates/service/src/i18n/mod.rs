@@ -241,6 +241,11 @@ impl Texts {
         use Command::*;
         match command {
             Search => zh_en!(self.zh(), "用法：/search <片名>", "Usage: /search <title>"),
+            Best => zh_en!(
+                self.zh(),
+                "用法：/best <片名>（或“洗版 <片名>”），或 /best tmdb:<id>（电影），或 /best tmdb:<id> S<季>（剧集），或 /best tmdb:<id> tv（剧集，选择季）",
+                "Usage: /best <title>, or /best tmdb:<id> (a movie), or /best tmdb:<id> S<n> (season n of a series), or /best tmdb:<id> tv (a series; choose the season)"
+            ),
             Subscribe => zh_en!(
                 self.zh(),
                 "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集），或 /subscribe tmdb:<id> tv（剧集，选择季）",
@@ -329,6 +334,14 @@ impl Texts {
                 zh_en!(self.zh(), "搜索影视", "Search for a movie or series"),
             ),
             ("subscribe", zh_en!(self.zh(), "订阅", "Subscribe")),
+            (
+                "best",
+                zh_en!(
+                    self.zh(),
+                    "洗版（订阅更好的版本）",
+                    "Subscribe to a better version"
+                ),
+            ),
             (
                 "download",
                 zh_en!(
@@ -456,6 +469,7 @@ impl Texts {
             "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\
              /search <片名> 搜索影视\n\
              /subscribe <片名> 订阅（或 tmdb:<id> [S<季>]）\n\
+             /best <片名> 洗版：订阅并不断换成更好的版本（或 tmdb:<id> [S<季>]）\n\
              /download <片名> 搜索站点资源并下载（或 tmdb:<id> [S<季>]）\n\
              /subscriptions 查看订阅\n\
              /unsubscribe <订阅 ID> 取消订阅（需确认）\n\
@@ -463,10 +477,11 @@ impl Texts {
              /downloading 正在下载\n\
              /status [任务编号] 任务状态\n\
              /jobs 最近的任务\n\
-             直接发送片名即可搜索；“订阅 X”“搜索 X”“下载 X”也可以。",
+             直接发送片名即可搜索；“订阅 X”“搜索 X”“下载 X”“洗版 X”也可以。",
             "I drive MoviePilot for you, and every command takes effect once:\n\
              /search <title> search for a movie or series\n\
              /subscribe <title> subscribe (or tmdb:<id> [S<n>])\n\
+             /best <title> subscribe and keep upgrading to a better version (or tmdb:<id> [S<n>])\n\
              /download <title> find a release and download it (or tmdb:<id> [S<n>])\n\
              /subscriptions list subscriptions\n\
              /unsubscribe <subscription id> cancel one (asks first)\n\

@@ -104,6 +104,29 @@ impl Render {
             ),
             (false, false) => format!("{} results for \"{title}\":\n", items.len()),
         };
+        out.push_str(&self.match_lines(items, library, "subscribe"));
+        out.trim_end().to_string()
+    }
+
+    /// `洗版 X` / `/best X`: the matches to subscribe to a better version of.
+    pub fn best_results(&self, title: &str, items: &[MediaItem], library: &[Library]) -> String {
+        if items.is_empty() {
+            return self.search_results(title, items, library, true);
+        }
+        let n = items.len();
+        let mut out = zh_en!(
+            self.zh(),
+            ("「{title}」有 {n} 个结果，请选择要洗版（订阅更好版本）的条目：\n"),
+            ("{n} results for \"{title}\"; choose one to subscribe to a better version of:\n")
+        );
+        out.push_str(&self.match_lines(items, library, "best"));
+        out.trim_end().to_string()
+    }
+
+    /// The numbered lines of a match list (at most 8), each with what the library holds and
+    /// the typed form of its button (`/<command> <args>`).
+    fn match_lines(&self, items: &[MediaItem], library: &[Library], command: &str) -> String {
+        let mut out = String::new();
         for (i, item) in items.iter().take(8).enumerate() {
             let year = item
                 .year
@@ -118,11 +141,36 @@ impl Render {
                 self.library_suffix(library.get(i))
             ));
             if let Some(args) = subscribe_args(item) {
-                out.push_str(&format!("\n   /subscribe {args}"));
+                out.push_str(&format!("\n   /{command} {args}"));
             }
             out.push('\n');
         }
-        out.trim_end().to_string()
+        out
+    }
+
+    /// The text of the 洗版 button of result number `n` (1-based).
+    pub fn best_button(&self, n: usize, item: &MediaItem) -> String {
+        self.media_button(n, zh_en!(self.zh(), "洗版", "Best"), item)
+    }
+
+    /// What a best-version subscription does, after its confirmation.
+    pub fn best_note(&self) -> &'static str {
+        zh_en!(
+            self.zh(),
+            "\n洗版：MoviePilot 会一直寻找更好的版本并替换，直到达到最高优先级。",
+            "\nBest version: MoviePilot keeps looking for a better release and replaces the one it has, up to your top priority."
+        )
+    }
+
+    /// `/best` found a plain subscription, left as it is.
+    pub fn plain_subscription_exists(&self, name: &str, season: Option<u32>, id: u64) -> String {
+        let name = clean_line(name);
+        let s = self.season(season);
+        zh_en!(
+            self.zh(),
+            ("「{name}」{s}已有普通订阅（订阅 #{id}），MoviePilot 每部影视只能有一个订阅，所以没有改成洗版。要洗版，请先 /unsubscribe {id}，再发送 洗版。"),
+            ("\"{name}\"{s} already has a plain subscription (#{id}), and MoviePilot keeps one per title, so it was not changed to best version. To get the best version, send /unsubscribe {id} first, then /best again.")
+        )
     }
 
     /// The text of the Subscribe button of result number `n` (1-based).

@@ -521,6 +521,10 @@ impl MoviePilot {
                 body
             }
         };
+        let mut body = body;
+        if item.best {
+            body["best_version"] = json!(1);
+        }
         let call = Call {
             what: format!("subscribing {}", media_label(item.tmdb_id, season)),
             method: Method::POST,

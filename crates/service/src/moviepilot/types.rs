@@ -94,6 +94,9 @@ pub struct Subscription {
     /// The MoviePilot user who owns it (`None` when the row names nobody).
     #[serde(default)]
     pub username: Option<String>,
+    /// A best-version subscription (洗版: `best_version` 1), which keeps upgrading.
+    #[serde(default)]
+    pub best_version: bool,
 }
 
 /// One torrent MoviePilot's downloader is working on, reduced to what a reply may show.
@@ -121,6 +124,9 @@ pub struct NewSubscription {
     pub tmdb_id: u64,
     /// For TV; MoviePilot assumes season 1 when it is missing. Ignored for movies.
     pub season: Option<u32>,
+    /// Sent as `best_version: 1` (洗版). A plain one sends nothing: MoviePilot reads a falsy
+    /// value as "the admin's default", so 0 would not force a plain subscription either.
+    pub best: bool,
 }
 
 // ----- wire shapes -----
@@ -226,6 +232,8 @@ pub(crate) struct WireSubscribe {
     lack_episode: Option<i64>,
     #[serde(default)]
     username: Option<String>,
+    #[serde(default, deserialize_with = "lenient_flag")]
+    best_version: bool,
 }
 
 impl WireSubscribe {
@@ -251,6 +259,7 @@ impl WireSubscribe {
             state: self.state,
             lack_episode: self.lack_episode,
             username: self.username.filter(|u| !u.trim().is_empty()),
+            best_version: self.best_version,
         })
     }
 }
@@ -413,6 +422,18 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
         Some(Scalar::Float(f)) if f >= 0.0 && f.fract() == 0.0 && f < 1e18 => Some(f as u64),
         Some(Scalar::Text(s)) => s.trim().parse().ok(),
         _ => None,
+    })
+}
+
+/// `1`, `true` or `"1"` (MoviePilot's Integer column as each version writes it); anything
+/// else, `null` included, is false.
+fn lenient_flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(match value {
+        Some(serde_json::Value::Bool(b)) => b,
+        Some(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(serde_json::Value::String(s)) => matches!(s.trim(), "1" | "true"),
+        _ => false,
     })
 }
 

@@ -158,12 +158,24 @@ pub struct ButtonSettings {
     pub ttl: Duration,
     /// The duplicate window of `/subscribe`, which a Subscribe button's job has too.
     pub subscribe_window: Duration,
+    /// The same of `/best` (洗版).
+    pub best_window: Duration,
     /// The duplicate window of `/unsubscribe`, which its Confirm button's job has.
     pub unsubscribe_window: Duration,
     /// The same of `/restart`,
     pub restart_window: Duration,
     /// and of `/redo`.
     pub redo_window: Duration,
+}
+
+impl ButtonSettings {
+    /// The window of a subscription button's job: `/best`'s or `/subscribe`'s.
+    pub fn window_of(&self, command: Command) -> Duration {
+        match command {
+            Command::Best => self.best_window,
+            _ => self.subscribe_window,
+        }
+    }
 }
 
 /// Runs `action` for `job`. `recovered` marks a job whose previous worker died mid-run.
@@ -175,8 +187,8 @@ pub async fn run(
 ) -> Result<Done, MpError> {
     let r = &cx.render;
     match action {
-        Action::Search { title } => search(cx, job, title, false).await,
-        Action::SubscribeTitle { title } => search(cx, job, title, true).await,
+        Action::Search { title } => search(cx, job, title, None).await,
+        Action::SubscribeTitle { title, best } => search(cx, job, title, Some(verb(*best))).await,
         Action::DownloadTitle { title } => super::releases::matches(cx, job, title).await,
         Action::FindReleases {
             tmdb_id,
@@ -185,12 +197,15 @@ pub async fn run(
             check,
         } => super::releases::search(cx, job, (*tmdb_id, *kind, *season), *check).await,
         Action::Grab { list, index } => super::releases::grab(cx, job, *list, *index).await,
-        Action::ChooseSeason { tmdb_id } => choose_season(cx, job, *tmdb_id).await,
-        Action::SubscribeTmdb {
+        Action::ChooseSeason { tmdb_id, best } => {
+            choose_season(cx, job, *tmdb_id, verb(*best)).await
+        }
+        &Action::SubscribeTmdb {
             tmdb_id,
             season,
             check,
-        } => subscribe(cx, job, (*tmdb_id, *season, *check), recovered).await,
+            best,
+        } => subscribe(cx, job, Ask::new(tmdb_id, season, check, best), recovered).await,
         Action::Subscriptions { all } => {
             let (subs, whose) = list(cx, job, *all).await?;
             Ok(Done::new(
@@ -262,14 +277,34 @@ async fn run_house_job(
     })
 }
 
-/// `/search` (`choose`: `订阅 X`, which offers the matches to subscribe to).
-async fn search(cx: &Context<'_>, job: &Job, title: &str, choose: bool) -> Result<Done, MpError> {
+/// The command a subscription's buttons run: `/best` (洗版) or `/subscribe`.
+fn verb(best: bool) -> Command {
+    if best {
+        Command::Best
+    } else {
+        Command::Subscribe
+    }
+}
+
+/// `/search` (`choose`: `订阅 X` / `洗版 X`, which offer the matches to subscribe to with
+/// that command).
+async fn search(
+    cx: &Context<'_>,
+    job: &Job,
+    title: &str,
+    choose: Option<Command>,
+) -> Result<Done, MpError> {
     let items = cx.mp.search_media(title).await?;
     let library = super::library::check_items(cx, &items).await;
+    let r = &cx.render;
+    let reply = match choose {
+        Some(Command::Best) => r.best_results(title, &items, &library),
+        _ => r.search_results(title, &items, &library, choose.is_some()),
+    };
     Ok(Done {
-        reply: cx.render.search_results(title, &items, &library, choose),
+        reply,
         result: format!("{} results", items.len()),
-        buttons: subscribe_buttons(cx, job, &items, !choose),
+        buttons: subscribe_buttons(cx, job, &items, choose),
         ..Done::default()
     })
 }
@@ -296,13 +331,38 @@ async fn jobs(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     ))
 }
 
-/// `/subscribe tmdb:<id> [S<n>]` (`check`: stop if the library has it), under the media lock.
+/// A subscription to make: `/subscribe tmdb:<id> [S<n>]` or `/best`.
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    tmdb_id: u64,
+    season: Option<u32>,
+    /// Stop if the library has the media (not for an "anyway" button's job, nor `/best`).
+    check: bool,
+    /// With MoviePilot's `best_version` (洗版).
+    best: bool,
+}
+
+impl Ask {
+    fn new(tmdb_id: u64, season: Option<u32>, check: bool, best: bool) -> Ask {
+        Ask {
+            tmdb_id,
+            season,
+            check,
+            best,
+        }
+    }
+}
+
+/// A subscription (`ask`), under the media lock: looked for first, then made.
 async fn subscribe(
     cx: &Context<'_>,
     job: &Job,
-    (tmdb_id, season, check): (u64, Option<u32>, bool),
+    ask: Ask,
     recovered: bool,
 ) -> Result<Done, MpError> {
+    let Ask {
+        tmdb_id, season, ..
+    } = ask;
     let lock = cx.media_locks.get((tmdb_id, season));
     let _guard = lock.lock().await;
     // Across processes too: the existence check and the create must not interleave with another
@@ -320,7 +380,7 @@ async fn subscribe(
             "another worker is creating this subscription right now".into(),
         ));
     }
-    let result = subscribe_locked(cx, job, (tmdb_id, season, check), recovered).await;
+    let result = subscribe_locked(cx, job, ask, recovered).await;
     if let Err(e) = cx.ledger.unlock_media(tmdb_id, season, &owner).await {
         tracing::warn!(error = %e, "could not release the media lock; it expires by itself");
     }
@@ -330,15 +390,28 @@ async fn subscribe(
 /// How long a media lock lives if its holder dies before releasing it.
 const MEDIA_LOCK_LEASE: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// MoviePilot keeps one subscription per media (TMDB id and season): an existing one is this
+/// job's (made before a crash) or someone's; a `/best` that finds a plain one leaves it as it
+/// is and says how to switch (see `plain_exists`).
 async fn subscribe_locked(
     cx: &Context<'_>,
     job: &Job,
-    (tmdb_id, season, check): (u64, Option<u32>, bool),
+    ask: Ask,
     recovered: bool,
 ) -> Result<Done, MpError> {
     let r = &cx.render;
+    let Ask {
+        tmdb_id,
+        season,
+        check,
+        best,
+    } = ask;
     if let Some(existing) = cx.mp.find_subscription(tmdb_id, season).await? {
-        return found(cx, job, &existing, season, recovered).await;
+        if best && !existing.best_version {
+            return Ok(plain_exists(cx, &existing, season));
+        }
+        let done = found(cx, job, &existing, season, recovered).await?;
+        return Ok(best_noted(cx, best, done));
     }
     let kind = if season.is_some() {
         MediaKind::Tv
@@ -374,6 +447,7 @@ async fn subscribe_locked(
         kind,
         tmdb_id,
         season,
+        best,
     };
     let id = cx.mp.create_subscription(&new).await?;
     if let Some(owner) = job.requester.as_deref() {
@@ -385,11 +459,41 @@ async fn subscribe_locked(
         give(cx, (id, Some(tmdb_id), season), owner).await?;
     }
     let done = subscribed(cx, job, (&media.title, season, id), false);
-    Ok(Done {
+    let done = Done {
         reply: done.reply.clone() + &r.subscribed_missing(&library),
         asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
         ..done
-    })
+    };
+    Ok(best_noted(cx, best, done))
+}
+
+/// A `/best` answer says what best version means; any other is `done` as it is.
+fn best_noted(cx: &Context<'_>, best: bool, done: Done) -> Done {
+    if !best {
+        return done;
+    }
+    Done {
+        reply: done.reply.clone() + cx.render.best_note(),
+        ..done
+    }
+}
+
+/// `/best` found a plain subscription to the media. MoviePilot keeps one per media (a
+/// best-version create would answer the plain one's id and leave it plain), and switching it
+/// means rewriting someone's whole row (`PUT /api/v1/subscribe/`), which oncebot does not do
+/// for them: it is left as it is and the user is told how to switch (cancel it, then 洗版).
+fn plain_exists(cx: &Context<'_>, existing: &Subscription, season: Option<u32>) -> Done {
+    Done {
+        reply: cx
+            .render
+            .plain_subscription_exists(&existing.name, season, existing.id),
+        result: format!("plain subscription {} exists; not switched", existing.id),
+        fields: vec![
+            ("mp_subscription_id".into(), existing.id.to_string()),
+            ("mp_outcome".into(), "plain_exists".into()),
+        ],
+        ..Done::default()
+    }
 }
 
 /// The library check of a subscription to `media` (its season, when one is asked).
@@ -837,17 +941,19 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
 }
 
 /// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
-/// each runs `/subscribe <args>` as if typed (see `i18n::subscribe_args`). Siblings: one tap
-/// uses them all. `None` when no result can be subscribed by id, and for a viewer (a button
-/// they could not use would only be refused). With `download`, each row also has a solo button
-/// that starts a resource search for that match (it uses nothing else up).
+/// each runs `/subscribe <args>` (`choose`: that command, `/best` for 洗版) as if typed (see
+/// `i18n::subscribe_args`). Siblings: one tap uses them all. `None` when no result can be
+/// subscribed by id, and for a viewer (a button they could not use would only be refused).
+/// A plain search's rows (`choose` none) also have a solo button that starts a resource search
+/// for that match (it uses nothing else up).
 fn subscribe_buttons(
     cx: &Context<'_>,
     job: &Job,
     items: &[MediaItem],
-    download: bool,
+    choose: Option<Command>,
 ) -> Option<Buttons> {
-    if job.role < Command::Subscribe.least_role("") {
+    let command = choose.unwrap_or(Command::Subscribe);
+    if job.role < command.least_role("") {
         return None;
     }
     let owner = Owner::User {
@@ -861,15 +967,18 @@ fn subscribe_buttons(
         let Some(args) = i18n::subscribe_args(item) else {
             continue;
         };
-        let label = cx.render.subscribe_button(i + 1, item);
+        let label = match command {
+            Command::Best => cx.render.best_button(i + 1, item),
+            _ => cx.render.subscribe_button(i + 1, item),
+        };
         let action = TokenAction::Run {
-            command: Command::Subscribe,
+            command,
             args,
-            window: cx.buttons.subscribe_window,
+            window: cx.buttons.window_of(command),
         };
         let data = group.add(owner, &label, action, reply_to);
         let mut row = vec![(label, data)];
-        if download
+        if choose.is_none()
             && let Some(button) =
                 super::releases::release_search_button(cx, job, &mut group, i + 1, item, true)
         {
@@ -880,8 +989,14 @@ fn subscribe_buttons(
     buttons(&group, keyboard)
 }
 
-/// `/subscribe tmdb:<id> tv`: the series' seasons as buttons (four to a row) and a Cancel.
-async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done, MpError> {
+/// `/subscribe tmdb:<id> tv` (or `/best`'s, `command`): the series' seasons as buttons (four
+/// to a row) and a Cancel.
+async fn choose_season(
+    cx: &Context<'_>,
+    job: &Job,
+    tmdb_id: u64,
+    command: Command,
+) -> Result<Done, MpError> {
     let r = &cx.render;
     let media = cx
         .mp
@@ -908,9 +1023,9 @@ async fn choose_season(cx: &Context<'_>, job: &Job, tmdb_id: u64) -> Result<Done
             .map(|&n| {
                 let label = r.season_button(n);
                 let action = TokenAction::Run {
-                    command: Command::Subscribe,
+                    command,
                     args: format!("tmdb:{tmdb_id} S{n}"),
-                    window: cx.buttons.subscribe_window,
+                    window: cx.buttons.window_of(command),
                 };
                 let data = group.add(owner, &label, action, reply_to);
                 (label, data)

@@ -120,6 +120,7 @@ impl Worker {
             buttons: ButtonSettings {
                 ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
                 subscribe_window: Command::Subscribe.window(&settings.commands),
+                best_window: Command::Best.window(&settings.commands),
                 unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
                 restart_window: Command::Restart.window(&settings.commands),
                 redo_window: Command::Redo.window(&settings.commands),

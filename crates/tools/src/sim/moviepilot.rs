@@ -289,6 +289,8 @@ pub struct SimSubscription {
     pub username: String,
     /// Local time, `%Y-%m-%d %H:%M:%S` (UTC here).
     pub date: String,
+    /// `best_version` (洗版), as the create's body set it.
+    pub best_version: bool,
 }
 
 /// A running simulated MoviePilot. Dropping it stops the server.
@@ -597,7 +599,15 @@ impl MoviePilotSim {
             .iter()
             .find(|m| m.tmdb_id == media_tmdb_id && m.kind == kind)?
             .clone();
-        Some(insert(&mut data, &media, season, username))
+        Some(insert(&mut data, &media, season, username, false))
+    }
+
+    /// Makes subscription `id` a best-version one (洗版), or a plain one, as MoviePilot's web UI
+    /// would.
+    pub fn set_best_version(&self, id: u64, on: bool) {
+        if let Some(sub) = self.state.data().subs.get_mut(&id) {
+            sub.best_version = on;
+        }
     }
 
     /// Requests that reached `route` (see [`routes`]), including refused ones.
@@ -2066,9 +2076,15 @@ fn create(state: &State, req: &Req, user: &str) -> Resp {
             Some(season)
         }
     };
+    // `best_version` is not part of MoviePilot's duplicate check: an existing row's id is
+    // answered and the row is left as it is (v2.5.6 `SubscribeOper.add`).
+    let best = body
+        .get("best_version")
+        .and_then(lenient_u64)
+        .is_some_and(|b| b != 0);
     let (id, created) = match exists(&data, media.tmdb_id, season) {
         Some(existing) => (existing.id, false),
-        None => (insert(&mut data, &media, season, user), true),
+        None => (insert(&mut data, &media, season, user, best), true),
     };
     let message = match (dialect, created) {
         // v2's chain drops the oper's message.
@@ -2110,7 +2126,7 @@ fn exists(data: &Data, tmdb_id: u64, season: Option<u32>) -> Option<&SimSubscrip
 /// A new row's id is one more than the largest in the table, as SQLite gives a table without
 /// AUTOINCREMENT (MoviePilot's): after the newest subscription is deleted, the next one gets
 /// its id again.
-fn insert(data: &mut Data, media: &SimMedia, season: Option<u32>, user: &str) -> u64 {
+fn insert(data: &mut Data, media: &SimMedia, season: Option<u32>, user: &str, best: bool) -> u64 {
     let id = data.subs.keys().next_back().map_or(1, |last| last + 1);
     let total_episode = season
         .and_then(|n| media.seasons.iter().find(|(s, _)| *s == n))
@@ -2128,6 +2144,7 @@ fn insert(data: &mut Data, media: &SimMedia, season: Option<u32>, user: &str) ->
             state: "N".into(),
             username: user.to_string(),
             date: local_time_now(),
+            best_version: best,
         },
     );
     id
@@ -2170,6 +2187,7 @@ fn sub_json(dialect: Dialect, sub: &SimSubscription) -> Value {
         ("state", json!(sub.state)),
         ("username", json!(sub.username)),
         ("date", json!(sub.date)),
+        ("best_version", json!(u8::from(sub.best_version))),
     ];
     for (key, value) in fields {
         row[key] = value;
