@@ -25,7 +25,9 @@ use std::time::Duration;
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Data, Req, Resp, SimMedia, State, error_resp, json_object, ok_payload, text_resp};
+use super::{
+    Data, Early, Req, Resp, SimMedia, State, early, error_resp, json_object, ok_payload, text_resp,
+};
 use oncebot::moviepilot::{Dialect, MediaKind};
 
 /// The simulated MoviePilot's media server.
@@ -92,9 +94,9 @@ struct Asked {
 }
 
 /// The body read as MoviePilot reads it, or its answer to a body it refuses.
-fn asked(state: &State, req: &Req) -> Result<Asked, Resp> {
+fn asked(state: &State, req: &Req) -> Result<Asked, Early> {
     let dialect = state.opts.dialect;
-    let body = json_object(dialect, req).map_err(|e| *e)?;
+    let body = json_object(dialect, req)?;
     let type_name = body.get("type").and_then(Value::as_str).unwrap_or("");
     let kind = match (type_name, dialect) {
         ("电影", _) => MediaKind::Movie,
@@ -103,10 +105,10 @@ fn asked(state: &State, req: &Req) -> Result<Asked, Resp> {
         ("tv", Dialect::V3) => MediaKind::Tv,
         // `MediaType(...)` raises: v2.5.6 answers an unhandled 500.
         _ => {
-            return Err(text_resp(
+            return Err(early(text_resp(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Internal Server Error",
-            ));
+            )));
         }
     };
     let tmdb_id = body.get("tmdb_id").and_then(super::lenient_u64);
@@ -141,7 +143,7 @@ pub(super) fn not_exists(state: &State, req: &Req) -> Resp {
     }
     let asked = match asked(state, req) {
         Ok(a) => a,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let held = match server {
         MediaServer::None => BTreeMap::new(),
@@ -190,7 +192,7 @@ pub(super) fn exists_remote(state: &State, req: &Req) -> Resp {
     }
     let asked = match asked(state, req) {
         Ok(a) => a,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let held = match server {
         MediaServer::None => BTreeMap::new(),
