@@ -91,6 +91,14 @@ async fn match_lines_say_what_the_library_holds_in_both_dialects() {
             text.contains("1. 三体 (2023) · series · season 1 is missing E05–E08"),
             "{dialect:?}: {text}"
         );
+
+        // A series of several seasons is checked whole: the seasons missing whole, as a range.
+        rig.send(3, "/search expanse").await;
+        let text = answer(&rig, 3).await["text"].clone();
+        assert!(
+            text.contains("1. The Expanse (2015) · series · seasons 2–6 missing"),
+            "{dialect:?}: {text}"
+        );
     }
 }
 

@@ -1028,10 +1028,37 @@ impl Render {
         )
     }
 
-    /// What is missing, every incomplete season (at most [`GAPS_SHOWN`], then "…").
+    /// Seasons missing whole, in a row: "缺第 2–6 季" / "seasons 2–6 missing".
+    fn whole_seasons(&self, first: u32, last: u32) -> String {
+        zh_en!(
+            self.zh(),
+            ("缺第 {first}–{last} 季"),
+            ("seasons {first}–{last} missing")
+        )
+    }
+
+    /// What is missing, every incomplete season (seasons missing whole and in a row as one
+    /// range; at most [`GAPS_SHOWN`] parts, then "…").
     fn gaps(&self, gaps: &[Gap]) -> String {
-        let mut parts: Vec<String> = gaps.iter().take(GAPS_SHOWN).map(|g| self.gap(g)).collect();
-        if gaps.len() > GAPS_SHOWN {
+        let mut parts: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < gaps.len() {
+            let mut j = i;
+            while gaps[i].episodes.is_empty()
+                && j + 1 < gaps.len()
+                && gaps[j + 1].episodes.is_empty()
+                && gaps[j + 1].season == gaps[j].season + 1
+            {
+                j += 1;
+            }
+            parts.push(match j > i {
+                true => self.whole_seasons(gaps[i].season, gaps[j].season),
+                false => self.gap(&gaps[i]),
+            });
+            i = j + 1;
+        }
+        if parts.len() > GAPS_SHOWN {
+            parts.truncate(GAPS_SHOWN);
             parts.push("…".into());
         }
         parts.join(zh_en!(self.zh(), "；", "; "))
@@ -1157,6 +1184,25 @@ mod library_tests {
         assert_eq!(
             zh.library_note(&Library::Present).as_deref(),
             Some("已在媒体库")
+        );
+        let seasons = |range: std::ops::RangeInclusive<u32>| Library::Partly {
+            missing: range
+                .map(|season| Gap {
+                    season,
+                    episodes: vec![],
+                    total: 10,
+                })
+                .collect(),
+        };
+        assert_eq!(
+            zh.library_note(&seasons(2..=6)).as_deref(),
+            Some("缺第 2–6 季")
+        );
+        assert_eq!(
+            Render::new(Locale::En)
+                .library_note(&seasons(2..=2))
+                .as_deref(),
+            Some("season 2 missing")
         );
         assert_eq!(zh.library_note(&Library::NotConfigured), None);
         assert_eq!(zh.library_note(&Library::Unknown), None);
