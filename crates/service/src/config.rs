@@ -1765,6 +1765,27 @@ mod tests {
     }
 
     #[test]
+    fn a_library_cache_longer_than_a_day_is_refused_and_0_turns_it_off() {
+        let with = |secs: &str| load(&[("ONCEBOT__MOVIEPILOT__LIBRARY_CACHE_SECS", secs)]).unwrap();
+        let defaults = load(&[]).unwrap();
+        assert_eq!(
+            defaults.moviepilot.library_cache(),
+            Some(Duration::from_secs(600))
+        );
+        assert_eq!(with("0").moviepilot.library_cache(), None);
+        with("0").validate(Needs::default()).unwrap();
+        with("86400").validate(Needs::default()).unwrap();
+        let e = with("86401").validate(Needs::default()).unwrap_err();
+        assert_eq!(e.key, "moviepilot.library_cache_secs");
+        let said = e.to_string();
+        assert!(
+            said.contains("ONCEBOT__MOVIEPILOT__LIBRARY_CACHE_SECS"),
+            "{said}"
+        );
+        assert!(!said.contains('\n'), "one line: {said}");
+    }
+
+    #[test]
     fn admin_public_url_is_an_origin_or_empty() {
         let with = |url: &str| {
             load(&[
