@@ -223,6 +223,19 @@ async fn a_release_list_header_says_what_the_library_lacks() {
 }
 
 #[tokio::test]
+async fn media_not_in_the_library_is_searched_and_its_list_says_so() {
+    let rig = Rig::new(Dialect::V3).await;
+    rig.mp.set_media_server(MediaServer::Configured);
+    let _bot = rig.start(None).await;
+    rig.send(1, &format!("/download tmdb:{DUNE}")).await;
+    let list = answer(&rig, 1).await;
+    let second = list["text"].lines().nth(1).unwrap_or_default().to_string();
+    assert_eq!(second, "Library: not there yet", "{list:?}");
+    assert_eq!(rig.mp.resource_searches(), 1);
+    assert_eq!(rig.store.job(1).await["command"], "releases");
+}
+
+#[tokio::test]
 async fn the_check_is_cached_across_restarts_and_asked_again_after_it_expires() {
     let rig = rig(
         Dialect::V2,
