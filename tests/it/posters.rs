@@ -13,7 +13,7 @@ use std::time::Duration;
 use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::moviepilot::SimMedia;
 use oncebot_tools::sim::posters::PosterServer;
-use oncebot_tools::sim::telegram::{StoredMessage, callback_update, descriptions};
+use oncebot_tools::sim::telegram::{Fault, StoredMessage, callback_update, descriptions};
 use redis::AsyncCommands as _;
 use serde_json::json;
 
@@ -25,12 +25,17 @@ const DUNE: u64 = 438631;
 /// A rig whose MoviePilot's media and subscriptions carry posters on `posters`, at Telegram's
 /// pace scaled down.
 async fn rig(posters: &PosterServer, overrides: &[(&str, &str)]) -> Rig {
+    rig_of(Dialect::V2, posters, overrides).await
+}
+
+/// The same with MoviePilot speaking `dialect`.
+async fn rig_of(dialect: Dialect, posters: &PosterServer, overrides: &[(&str, &str)]) -> Rig {
     let mut env = vec![
         ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10"),
         ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
     ];
     env.extend_from_slice(overrides);
-    let rig = Rig::with(Dialect::V2, &env).await;
+    let rig = Rig::with(dialect, &env).await;
     rig.mp.set_poster_host(Some(&posters.host()));
     rig
 }
@@ -138,11 +143,12 @@ async fn search_results_and_a_subscription_carry_the_medias_poster_at_w500() {
         confirmation.text
     );
 
-    let fetched = posters.requests();
+    let mut fetched = posters.requests();
+    fetched.sort();
     assert_eq!(
         fetched,
         [
-            format!("/t/p/w500/sim-{DUNE}.jpg"),
+            "/t/p/w500/sim-438631.jpg".to_string(),
             "/t/p/w500/sim-693134.jpg".to_string()
         ],
         "Telegram fetched each poster once, never the original"
@@ -262,8 +268,14 @@ async fn a_crash_between_a_refused_poster_and_its_text_sends_one_message() {
 /// poster, as a new photo, and the progress message is deleted: one message stays.
 #[tokio::test]
 async fn a_release_list_after_its_progress_message_replaces_it_with_a_photo() {
+    for dialect in [Dialect::V2, Dialect::V3] {
+        release_list_replaces_its_progress_message(dialect).await;
+    }
+}
+
+async fn release_list_replaces_its_progress_message(dialect: Dialect) {
     let posters = PosterServer::start().await.unwrap();
-    let rig = rig(&posters, &[]).await;
+    let rig = rig_of(dialect, &posters, &[]).await;
     rig.mp.set_search_delay(Duration::from_millis(500));
     let _bot = rig.start_pipeline().await;
     rig.send(1, &format!("/download tmdb:{DUNE}")).await;
@@ -290,9 +302,37 @@ async fn a_release_list_after_its_progress_message_replaces_it_with_a_photo() {
     );
     assert!(message.text.contains("【PTSiteA】"), "{}", message.text);
     assert!(message.reply_markup.is_some(), "its Download buttons");
-    assert_eq!(rig.tg.deleted(), [(ALICE, progress)]);
+    assert_eq!(rig.tg.deleted(), [(ALICE, progress)], "{dialect:?}");
     assert!(calls(&rig, "editMessageText").is_empty());
     assert_eq!(job["reply_message_id"], message.message_id.to_string());
+}
+
+/// Telegram may refuse to delete the progress message (a bot cannot delete a message older than
+/// 48 hours): it is left, and the result with its poster is delivered and recorded all the same.
+#[tokio::test]
+async fn a_progress_message_telegram_will_not_delete_is_left_and_the_result_still_arrives() {
+    let posters = PosterServer::start().await.unwrap();
+    let rig = rig(&posters, &[]).await;
+    rig.mp.set_search_delay(Duration::from_millis(500));
+    rig.tg.fail_next(
+        "deleteMessage",
+        Fault::BadRequest("Bad Request: message can't be deleted for everyone".into()),
+    );
+    let bot = rig.start_pipeline().await;
+    rig.send(1, &format!("/download tmdb:{DUNE}")).await;
+    let job = reply_sent(&rig, 1).await;
+    let progress: i64 = job["progress_message_id"].parse().unwrap();
+    let received = rig.tg.received(ALICE);
+    assert_eq!(received.len(), 2, "{received:#?}");
+    assert!(received[0].message_id == progress && received[0].photo.is_none());
+    assert!(received[1].photo.is_some(), "the list with its poster");
+    assert_eq!(job["reply_message_id"], received[1].message_id.to_string());
+    assert_eq!(job["reply_attempts"], "1", "delivered once, not retried");
+    assert_eq!(calls(&rig, "deleteMessage"), [Some(400)], "tried once");
+    assert!(
+        bot.stderr()
+            .contains("could not delete the \"working on it\" message")
+    );
 }
 
 /// Queues an entry that edits `message_id` (as a page turn does), with `job` when given.

@@ -1226,6 +1226,49 @@ mod tests {
     }
 
     #[test]
+    fn telegrams_answer_to_an_edit_in_the_wrong_form_switches_the_form() {
+        let mut tries = Tries {
+            chat: 1,
+            failures: 0,
+            migrated: false,
+            edit_allowed: true,
+            photo: None,
+            caption: false,
+            media: Some("https://image.tmdb.org/t/p/w500/d.jpg"),
+        };
+        let no_text = "Bad Request: there is no text in the message to edit";
+        assert!(
+            other_form(&mut tries, None, no_text).is_none(),
+            "no edit, no form"
+        );
+        assert!(matches!(
+            other_form(&mut tries, Some(5), no_text),
+            Some(Next::Now)
+        ));
+        assert!(tries.caption, "a photo: its caption");
+        let refused = "Bad Request: failed to get HTTP URL content";
+        assert!(matches!(
+            other_form(&mut tries, Some(5), refused),
+            Some(Next::Now)
+        ));
+        assert_eq!(
+            tries.media, None,
+            "the new poster refused: the caption alone"
+        );
+        assert!(other_form(&mut tries, Some(5), refused).is_none());
+        let no_caption = "Bad Request: there is no caption in the message to edit";
+        assert!(matches!(
+            other_form(&mut tries, Some(5), no_caption),
+            Some(Next::Now)
+        ));
+        assert!(!tries.caption, "a text: its text");
+        assert!(
+            other_form(&mut tries, Some(5), no_caption).is_none(),
+            "asked once"
+        );
+    }
+
+    #[test]
     fn a_caption_edit_is_cut_to_a_captions_length() {
         assert_eq!(caption_of("短"), "短");
         let long = "字".repeat(MAX_CAPTION_CHARS + 5);
