@@ -320,6 +320,11 @@ async fn send_photo_fetches_its_url_and_refuses_as_telegram_does() {
             refused("http://127.0.0.1:1/d.jpg".into()),
             descriptions::PHOTO_URL_FAILED,
         ),
+        // TMDB's original size, over the 5 MB a photo by URL may have.
+        (
+            refused(format!("{}/t/p/original/f.jpg", posters.host())),
+            descriptions::PHOTO_URL_FAILED,
+        ),
         (
             refused("AgACAgQAAxkBAAI".into()),
             descriptions::WRONG_FILE_ID,
