@@ -23,7 +23,7 @@
   ARGV[1] retention of a finished job's HASH, seconds
   ARGV[2] jobs consumer group
   ARGV[3] replies consumer group
-  then one record per outcome, in KEYS order, of 13 values and the extra fields:
+  then one record per outcome, in KEYS order, of 14 values and the extra fields:
     +1  stream entry id of the attempt
     +2  consumer name
     +3  attempt number (the fencing token)
@@ -74,8 +74,9 @@ local function complete_one(job_key, at)
   local entry, consumer, attempt, new_status = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
   local result, err, text, kind = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]
   local due, markup, notice, tokens = ARGV[at + 9], ARGV[at + 10], ARGV[at + 11], ARGV[at + 12]
-  local extra = tonumber(ARGV[at + 13])
-  local next_at = at + 13 + 2 * extra
+  local photo = ARGV[at + 13]
+  local extra = tonumber(ARGV[at + 14])
+  local next_at = at + 14 + 2 * extra
 
   local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
     'message_id', 'id', 'command', 'args', 'error', 'mp_error_kind')
@@ -90,7 +91,7 @@ local function complete_one(job_key, at)
   if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
   if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
   if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
-  for i = at + 14, next_at, 2 do
+  for i = at + 15, next_at, 2 do
     set[#set + 1] = ARGV[i]
     set[#set + 1] = ARGV[i + 1]
   end
@@ -132,7 +133,7 @@ local function complete_one(job_key, at)
       replies_ready = true
     end
     queue_reply(replies, {chat_id = job[5], reply_to = job[6], kind = kind, job_id = id,
-      text = text, markup = markup, now = now})
+      text = text, markup = markup, photo = photo, now = now})
   end
 
   acked[#acked + 1] = entry

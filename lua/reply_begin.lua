@@ -5,8 +5,9 @@
 
   KEYS[1] reply HASH        {P}:v1:reply:<entry id>     state, attempts, message_id, error, ...
   KEYS[2] replies stream    {P}:v1:stream:replies
-  KEYS[3] job HASH          {P}:v1:job:<job id>         read only, for its progress_message_id;
-                            any key of the deployment when the reply has no job
+  KEYS[3] job HASH          {P}:v1:job:<job id>         read only, for its progress_message_id,
+                            reply_message_id and reply_form; any key of the deployment when
+                            the reply has no job
 
   ARGV[1] entry id
   ARGV[2] replies consumer group
@@ -15,11 +16,17 @@
   ARGV[5] chat id, ARGV[6] job id ("" for none), ARGV[7] kind (copied into the HASH)
 
   Returns:
-    {"send", attempts, progress}    go ahead (attempts includes this one; > 1 means a retry or
+    {"send", attempts, progress, form, photo}
+                                    go ahead (attempts includes this one; > 1 means a retry or
                                     a recovery after a crash, and the message may exist already);
                                     progress is the job's "working on it" message_id ("" for
                                     none), which its result edits in place: read here so the
-                                    send needs no round trip of its own
+                                    send needs no round trip of its own; form is the form an
+                                    earlier attempt settled on (reply_form.lua: "text" after a
+                                    refused poster; "" for none); photo is the job's reply's
+                                    message_id when that reply went as a photo (reply_end.lua's
+                                    reply_form), so an edit of it changes its caption ("" for
+                                    none or no job)
     {"done", state, message_id}     already `sent` or `failed`: the entry was acknowledged and
                                     deleted, nothing to send
     {"done", "gone", ""}            no HASH and the entry is no longer pending in the group:
@@ -51,6 +58,10 @@ if state then attempts = tostring(redis.call('HINCRBY', reply, 'attempts', 1)) e
 redis.call('HSET', reply, 'state', 'sending', 'consumer', ARGV[3], 'updated_at', now,
   'chat_id', ARGV[5], 'job_id', ARGV[6], 'kind', ARGV[7], 'attempts', attempts)
 redis.call('EXPIRE', reply, ARGV[4])
-local progress = ''
-if ARGV[6] ~= '' then progress = redis.call('HGET', KEYS[3], 'progress_message_id') or '' end
-return {'send', attempts, progress}
+local progress, photo = '', ''
+if ARGV[6] ~= '' then
+  local job = redis.call('HMGET', KEYS[3], 'progress_message_id', 'reply_message_id', 'reply_form')
+  progress = job[1] or ''
+  if job[3] == 'photo' then photo = job[2] or '' end
+end
+return {'send', attempts, progress, redis.call('HGET', reply, 'form') or '', photo}

@@ -3,7 +3,7 @@
 
   A reply to a job (ARGV[6] names a job that still exists; not its "working on it" message) is
   recorded in the job HASH only: reply_state, reply_attempts (from the reply HASH),
-  reply_message_id when sent, reply_error when failed (the other one of the two is removed, so
+  reply_message_id and reply_form (photo | text) when sent, reply_error when failed (the other one of the two is removed, so
   the fields describe one reply), and its reply HASH is deleted. The entry is acknowledged and
   deleted in this same step, so nothing can deliver it again (reply_begin.lua answers "done" for
   an entry that is no longer pending). Every other reply keeps its HASH for ARGV[8].
@@ -23,6 +23,8 @@
           message_id as progress_message_id, so the final result edits it in place; the reply
           HASH is kept as for a reply without a job
   ARGV[8] retention of a reply HASH that is kept, seconds
+  ARGV[9] form of the message sent: photo | text ("" when failed); a kept reply HASH has it
+          as `form`
 
   Returns {"ok", state}.
   Runs after include/common.lua (now_ms, ensure_group).
@@ -44,7 +46,8 @@ if job and ARGV[7] ~= 'progress' then
     set[#set + 1] = 'reply_attempts'
     set[#set + 1] = attempts
   end
-  for _, f in ipairs({{'reply_message_id', message_id}, {'reply_error', err}}) do
+  for _, f in ipairs({{'reply_message_id', message_id}, {'reply_error', err},
+      {'reply_form', ARGV[9]}}) do
     if f[2] ~= '' then
       set[#set + 1] = f[1]
       set[#set + 1] = f[2]
@@ -64,6 +67,10 @@ else
   if err ~= '' then
     set[#set + 1] = 'error'
     set[#set + 1] = err
+  end
+  if ARGV[9] ~= '' then
+    set[#set + 1] = 'form'
+    set[#set + 1] = ARGV[9]
   end
   redis.call('HSET', reply, unpack(set))
   redis.call('EXPIRE', reply, tonumber(ARGV[8]))

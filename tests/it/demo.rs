@@ -30,7 +30,9 @@ const SCENE_PHRASES: &[&str] = &[
     "bot → you (edits its message",
     "已向 MoviePilot 核实",
     "job #3 ended succeeded with mp_outcome = verified_existing after 1 recovery",
-    // 3c. A double-tapped download and a worker killed mid-download.
+    // 3c. A double-tapped download and a worker killed mid-download; its list with its poster.
+    "bot → you (📷 poster + caption): ",
+    "the list came as one photo, its poster with the list as caption",
     "two taps on 下载 1 made one job",
     "ended succeeded with mp_outcome = verified_existing, from the history",
     "MoviePilot has 1 subscription to The Expanse S2 and got 1 create call",

@@ -159,7 +159,7 @@ async fn a_delivered_job_reply_is_recorded_in_the_job_and_leaves_no_reply_hash()
 /// with the entry, and A's late reply_begin is told "done" instead of sending it again.
 #[tokio::test]
 async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
-    use oncebot::ledger::{Admission, AdmissionAction, Begin, ReplyEntry};
+    use oncebot::ledger::{Admission, AdmissionAction, Begin, Form, ReplyEntry};
     let (_redis, ledger, store, _) = crate::support::app::spawn_ledger(&[]).await;
     let admitted = ledger
         .admit(&Admission {
@@ -220,16 +220,24 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
         ledger.reply_begin(&reply, "a", retention).await.unwrap(),
         Begin::Send {
             attempts: 1,
-            progress_message_id: None
+            progress_message_id: None,
+            form: None,
+            photo_message_id: None,
         }
     );
     assert_eq!(
         ledger.reply_begin(&reply, "b", retention).await.unwrap(),
         Begin::Send {
             attempts: 2,
-            progress_message_id: None
+            progress_message_id: None,
+            form: None,
+            photo_message_id: None,
         }
     );
+    // A refused poster: the switch to text is recorded by the send's own consumer only, and
+    // handed to the next attempt.
+    assert!(!ledger.reply_form(&reply, "a", Form::Text).await.unwrap());
+    assert!(ledger.reply_form(&reply, "b", Form::Text).await.unwrap());
     // The job's "working on it" message comes with the go-ahead, for the result to edit.
     let _: () = conn
         .hset(store.keys.job(1), "progress_message_id", 55)
@@ -239,14 +247,20 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
         ledger.reply_begin(&reply, "c", retention).await.unwrap(),
         Begin::Send {
             attempts: 3,
-            progress_message_id: Some(55)
+            progress_message_id: Some(55),
+            form: Some(Form::Text),
+            photo_message_id: None,
         }
     );
-    ledger.reply_end(&reply, Ok(99), retention).await.unwrap();
+    ledger
+        .reply_end(&reply, Ok((99, Form::Photo)), retention)
+        .await
+        .unwrap();
     let job = store.job(1).await;
     assert_eq!(job["reply_state"], "sent");
     assert_eq!(job["reply_attempts"], "3");
     assert_eq!(job["reply_message_id"], "99");
+    assert_eq!(job["reply_form"], "photo");
     let exists: bool = conn.exists(store.keys.reply(&entry)).await.unwrap();
     assert!(!exists, "the job's reply HASH is deleted");
     assert!(store.replies().await.is_empty());

@@ -85,6 +85,11 @@ mod dispatch;
 /// Telegram refuses the poster or the text is too long for a caption, retries as the photo.
 mod photos;
 
+/// Posters on the worker's replies (issue 24): search results, release lists and subscriptions
+/// as one photo; a caption too long, a refused poster (also across a crash), a result after its
+/// progress message, edits of a photo message, `telegram.posters = false`.
+mod posters;
+
 /// One-time buttons (the seed's scenario 3): Confirm / Cancel under `/unsubscribe`, Subscribe
 /// under search results and the season choice, review buttons in admin chats; a double tap, an
 /// expired button, another user's tap and a redelivered update each run nothing more.

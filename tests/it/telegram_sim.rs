@@ -320,6 +320,11 @@ async fn send_photo_fetches_its_url_and_refuses_as_telegram_does() {
             refused("http://127.0.0.1:1/d.jpg".into()),
             descriptions::PHOTO_URL_FAILED,
         ),
+        // TMDB's original size, over the 5 MB a photo by URL may have.
+        (
+            refused(format!("{}/t/p/original/f.jpg", posters.host())),
+            descriptions::PHOTO_URL_FAILED,
+        ),
         (
             refused("AgACAgQAAxkBAAI".into()),
             descriptions::WRONG_FILE_ID,
@@ -381,6 +386,106 @@ async fn send_photo_fetches_its_url_and_refuses_as_telegram_does() {
     )
     .await;
     assert_eq!(answer["description"], descriptions::NO_TEXT_TO_EDIT);
+}
+
+/// A photo's caption and photo are edited, and a message deleted, as the real API does: a
+/// text message has no caption and no media to edit, a caption over 1024 characters and an
+/// edit that changes nothing are refused, a photo by URL that cannot be fetched is refused as
+/// sendPhoto's, and a message deleted twice is not found the second time.
+#[tokio::test]
+async fn captions_media_and_deletions_are_edited_and_refused_as_telegram_does() {
+    let sim = TelegramSim::start().await.unwrap();
+    let posters = PosterServer::start().await.unwrap();
+    let (_, photo) = post(
+        &sim,
+        "sendPhoto",
+        json!({"chat_id": 7, "photo": posters.poster("a"), "caption": "page 1"}),
+    )
+    .await;
+    let photo = photo["result"]["message_id"].as_i64().unwrap();
+    let (_, text) = post(&sim, "sendMessage", json!({"chat_id": 7, "text": "hi"})).await;
+    let text = text["result"]["message_id"].as_i64().unwrap();
+    let caption =
+        |id: i64, caption: String| json!({"chat_id": 7, "message_id": id, "caption": caption});
+    let media = |id: i64, url: String| {
+        json!({"chat_id": 7, "message_id": id,
+               "media": {"type": "photo", "media": url, "caption": "page 3"}})
+    };
+    for (method, body, description) in [
+        (
+            "editMessageCaption",
+            caption(text, "x".into()),
+            descriptions::NO_CAPTION_TO_EDIT,
+        ),
+        (
+            "editMessageMedia",
+            media(text, posters.poster("b")),
+            descriptions::NO_MEDIA_TO_EDIT,
+        ),
+        (
+            "editMessageCaption",
+            caption(photo, "字".repeat(1025)),
+            descriptions::CAPTION_TOO_LONG,
+        ),
+        (
+            "editMessageCaption",
+            caption(photo, "page 1".into()),
+            descriptions::NOT_MODIFIED,
+        ),
+        (
+            "editMessageMedia",
+            media(photo, posters.missing("c")),
+            descriptions::PHOTO_URL_FAILED,
+        ),
+        (
+            "deleteMessage",
+            json!({"chat_id": 7, "message_id": 999}),
+            descriptions::MESSAGE_TO_DELETE_NOT_FOUND,
+        ),
+    ] {
+        let (status, answer) = post(&sim, method, body).await;
+        assert_eq!(
+            (status, answer["description"].as_str()),
+            (400, Some(description)),
+            "{method}"
+        );
+    }
+
+    let (status, edited) = post(&sim, "editMessageCaption", caption(photo, "page 2".into())).await;
+    assert_eq!(status, 200);
+    assert_eq!(edited["result"]["caption"], "page 2");
+    assert!(edited["result"]["edit_date"].is_i64());
+    let (status, _) = post(&sim, "editMessageMedia", media(photo, posters.poster("b"))).await;
+    assert_eq!(status, 200);
+    let now = sim.received(7)[0].clone();
+    assert_eq!(
+        (now.photo, now.text),
+        (Some(posters.poster("b")), "page 3".to_string())
+    );
+
+    let (status, answer) = post(
+        &sim,
+        "deleteMessage",
+        json!({"chat_id": 7, "message_id": text}),
+    )
+    .await;
+    assert_eq!((status, answer["result"].clone()), (200, json!(true)));
+    let (_, again) = post(
+        &sim,
+        "deleteMessage",
+        json!({"chat_id": 7, "message_id": text}),
+    )
+    .await;
+    assert_eq!(
+        again["description"],
+        descriptions::MESSAGE_TO_DELETE_NOT_FOUND
+    );
+    assert_eq!(sim.deleted(), [(7, text)]);
+    assert_eq!(
+        sim.received(7).len(),
+        1,
+        "the photo stays, the text is gone"
+    );
 }
 
 #[tokio::test]

@@ -221,6 +221,10 @@ pub struct TelegramSettings {
     /// How long those review buttons can be used; longer than `confirm_ttl_secs`, because a
     /// person may not look at once (and `oncebot jobs resolve` remains after it).
     pub review_ttl_secs: u64,
+    /// Posters: a reply that names a media (search results, a release list, a subscription)
+    /// and a relayed notification go as a photo with the text as its caption. `false`: text
+    /// only, every one of them (the dispatcher drops the poster).
+    pub posters: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

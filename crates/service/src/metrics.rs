@@ -33,8 +33,8 @@ pub struct Metrics {
     /// oncebot_moviepilot_errors_total{call, kind}: permanent, declined, credentials,
     /// transient, uncertain.
     pub mp_errors: Family<Labels, Counter>,
-    /// oncebot_replies_total{result}: sent, retried, failed, poster_refused (a notification's
-    /// poster Telegram refused, sent as text instead).
+    /// oncebot_replies_total{result}: sent, retried, failed, poster_refused (a reply's or a
+    /// notification's poster Telegram refused, sent as text instead).
     pub replies: Family<Labels, Counter>,
     /// oncebot_telegram_429_total
     pub telegram_429: Counter,

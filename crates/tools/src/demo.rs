@@ -752,6 +752,9 @@ impl Stage {
              the same torrent again. oncebot's buttons work once, and a download whose answer was\n\
              lost is looked for in MoviePilot's download history before anything is sent again.",
         );
+        // Posters MoviePilot names, on an image host the simulated Bot API fetches from.
+        let posters = crate::sim::posters::PosterServer::start().await?;
+        self.mp.set_poster_host(Some(&posters.host()));
         let text = format!("/download tmdb:{DUNE}");
         let (update_id, update) = self.message(&text);
         you(&text);
@@ -764,6 +767,8 @@ impl Stage {
             .get("reply_message_id")
             .and_then(|m| m.parse().ok())
             .context("the release list has no message id")?;
+        self.poster_list_checked(list_message)?;
+        self.mp.set_poster_host(None);
         let keyboard = self.tg.observe(|o| {
             o.calls()
                 .iter()
@@ -858,6 +863,31 @@ impl Stage {
     }
 
     /// Scene 3, after the commands: MoviePilot's own notice, sent twice by MoviePilot.
+    /// The release list came as one photo (its media's poster) with the list as its caption,
+    /// and the "searching" message before it was deleted: one message in the chat.
+    fn poster_list_checked(&self, list_message: i64) -> anyhow::Result<()> {
+        let (photo, deleted) = self.tg.observe(|o| {
+            let photo = o
+                .received(YOU)
+                .into_iter()
+                .find(|m| m.message_id == list_message)
+                .and_then(|m| m.photo.clone());
+            (photo, o.deleted().to_vec())
+        });
+        anyhow::ensure!(
+            photo.is_some(),
+            "the release list should have come with its poster"
+        );
+        anyhow::ensure!(
+            deleted.iter().any(|(chat, _)| *chat == YOU),
+            "the \"searching\" message should have been deleted: {deleted:?}"
+        );
+        check(
+            "the list came as one photo, its poster with the list as caption, and replaced the \"searching\" message",
+        );
+        Ok(())
+    }
+
     async fn repeated_notice(&mut self) -> anyhow::Result<()> {
         scene(
             "3d. MoviePilot sends the same 开始下载 notice twice",
@@ -953,7 +983,12 @@ impl Stage {
             o.calls()
                 .iter()
                 .filter(|c| c.status() == Some(200))
-                .filter(|c| c.method == "sendMessage" || c.method == "editMessageText")
+                .filter(|c| {
+                    matches!(
+                        c.method.as_str(),
+                        "sendMessage" | "sendPhoto" | "editMessageText" | "editMessageCaption"
+                    )
+                })
                 .count()
         });
         println!();
@@ -1151,17 +1186,21 @@ impl Stage {
             if call.status() != Some(200) || !to_you {
                 continue;
             }
-            let text = call
-                .params
-                .get("text")
-                .and_then(Value::as_str)
+            let text = ["text", "caption"]
+                .into_iter()
+                .find_map(|k| call.params.get(k).and_then(Value::as_str))
                 .unwrap_or_default();
+            let id = call.params.get("message_id").cloned().unwrap_or_default();
             match call.method.as_str() {
                 "sendMessage" => speak("bot → you: ", text),
+                "sendPhoto" => speak("bot → you (📷 poster + caption): ", text),
                 "editMessageText" => {
-                    let id = call.params.get("message_id").cloned().unwrap_or_default();
                     speak(&format!("bot → you (edits its message {id}): "), text);
                 }
+                "editMessageCaption" => {
+                    speak(&format!("bot → you (edits the caption of {id}): "), text);
+                }
+                "deleteMessage" => println!("bot → you (deletes its message {id})"),
                 _ => {}
             }
         }

@@ -17,10 +17,20 @@
 //!   Telegram shows a spinner until they arrive and drops the query after about 150 s.
 //! - **Progress in place.** A job's result edits its "working on it" message when there was one.
 //! - Messages over 4096 characters are split.
-//! - **Posters.** An entry with a `photo` (a relayed notification's poster) and a text of at most
-//!   1024 characters goes as one `sendPhoto`, the text its caption; a longer text goes as text
-//!   alone. A poster Telegram refuses (400) is sent as text at once; an uncertain failure is
-//!   retried as the photo, never switched to text, which could deliver both forms.
+//! - **Posters.** An entry with a `photo` (a relayed notification's poster, a job's reply about a
+//!   media) and a text of at most 1024 characters goes as one `sendPhoto`, the text its caption;
+//!   a longer text goes as text alone (`telegram.posters = false`: always). A poster Telegram
+//!   refuses (400) is sent as text at once, the switch recorded first (reply_form.lua), so a
+//!   crash between the two sends one message; an uncertain failure is retried as the photo,
+//!   never switched to text, which could deliver both forms. A job's result that follows its
+//!   text "working on it" message goes as a new photo, and the progress message is deleted
+//!   after it (a text message cannot become a photo); a result that stays text edits it.
+//! - **Edits know the form.** A text edit of a photo message changes its caption
+//!   (`editMessageCaption`, cut to 1024 characters; `editMessageMedia` when the entry brings a
+//!   new poster), of a text message its text. The form is the one recorded for the job's reply
+//!   (reply_end.lua's `reply_form`); otherwise Telegram's own 400 ("there is no text in the
+//!   message to edit", "there is no caption in the message to edit") says it, and the edit is
+//!   tried again in the other form.
 
 mod limits;
 mod menus;
@@ -42,8 +52,8 @@ use crate::backoff::{self, Retry};
 use crate::config::{DispatcherSettings, Settings};
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
-    Begin, CallbackEntry, ConsumerRole, Lane, LaneEntry, Ledger, LedgerError, MarkupOp, ReplyEntry,
-    StreamReader,
+    Begin, CallbackEntry, ConsumerRole, Form, Lane, LaneEntry, Ledger, LedgerError, MarkupOp,
+    ReplyEntry, StreamReader,
 };
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
@@ -67,6 +77,8 @@ pub struct Dispatcher {
     ledger: Ledger,
     api: BotApi,
     cfg: DispatcherSettings,
+    /// `telegram.posters`: `false` sends every reply as text.
+    posters: bool,
     /// `setMyCommands`: everyone's menu, and the admins' kept in step (`menus`).
     menus: Mutex<Option<menus::Menus>>,
     consumer: String,
@@ -99,13 +111,27 @@ impl Drop for Done {
 
 /// How one send ended.
 enum Sent {
-    /// Delivered (or already as wanted): the message id, if Telegram gave one.
-    Delivered(Option<i64>),
+    /// Delivered (or already as wanted): the message id, if Telegram gave one, and its form.
+    Delivered(Option<i64>, Form),
     /// Will never succeed as it is; the reason is recorded.
     Failed(String),
     /// Shutdown came while waiting to try again: nothing recorded, the reply stays pending and
     /// is sent after the restart.
     Stopped,
+}
+
+/// What reply_begin.lua handed over for one reply: the message its text replaces and what
+/// is known of the forms.
+struct Plan {
+    /// The message to edit: the entry's own target, else the job's "working on it" message.
+    edit_target: Option<i64>,
+    /// The job's "working on it" message, when the entry has no target of its own (always a
+    /// text message): deleted after a result sent as a photo.
+    progress: Option<i64>,
+    /// The message to edit is known to be a photo (the job's reply went as one).
+    caption: bool,
+    /// An earlier attempt settled on text (its poster was refused).
+    text_only: bool,
 }
 
 /// Where a reply's tries stand: what an earlier refusal changed for the next try.
@@ -114,13 +140,31 @@ struct Tries<'r> {
     failures: u32,
     migrated: bool,
     edit_allowed: bool,
+    /// The poster of a new photo message; `None`: text.
     photo: Option<&'r str>,
+    /// The message to edit is a photo: its caption is edited, not its text.
+    caption: bool,
+    /// A new poster for the edited photo (editMessageMedia); dropped after a refusal.
+    media: Option<&'r str>,
+}
+
+impl Tries<'_> {
+    /// The form the message stands in once this try succeeds.
+    fn form(&self, edit_target: Option<i64>) -> Form {
+        if self.photo.is_some() || (edit_target.is_some() && self.caption) {
+            Form::Photo
+        } else {
+            Form::Text
+        }
+    }
 }
 
 /// What to do after a refused try.
 enum Next {
     /// Try again at once (something changed: the chat, the form).
     Now,
+    /// Telegram refused the poster: record that the reply goes as text, then send it.
+    TextInstead,
     /// Try again after this long.
     After(Duration),
     Give(Sent),
@@ -149,6 +193,7 @@ impl Dispatcher {
             ),
             ledger,
             api,
+            posters: settings.telegram.posters,
             order: ChatOrder::default(),
             in_flight: Mutex::default(),
             tasks: TaskTracker::new(),
@@ -297,10 +342,12 @@ impl Dispatcher {
     async fn deliver(&self, reply: ReplyEntry, mut place: Place) {
         place.wait().await;
         let retention = Duration::from_secs(self.cfg.reply_retention_secs);
-        let progress = match self.begin(&reply, retention).await {
+        let plan = match self.begin(&reply, retention).await {
             Ok(Begin::Send {
                 attempts,
                 progress_message_id,
+                form,
+                photo_message_id,
             }) => {
                 if attempts > 1 {
                     tracing::warn!(
@@ -308,7 +355,7 @@ impl Dispatcher {
                         "sending a reply again after an interrupted attempt; Telegram may show it twice"
                     );
                 }
-                progress_message_id
+                plan(&reply, progress_message_id, form, photo_message_id)
             }
             Ok(Begin::Done { state }) => {
                 tracing::debug!(state = %state, "reply already settled");
@@ -319,25 +366,21 @@ impl Dispatcher {
                 return;
             }
         };
-        // An explicit target, else a job's result replaces its "working on it" message (reply_begin
-        // reads that message only for a reply that has a job).
-        let edit_target = reply
-            .edit_message_id
-            .or_else(|| progress.filter(|_| reply.kind.is_some_and(ReplyKind::reports_on_job)));
-        let outcome = self.send_with_retries(&reply, edit_target).await;
+        let outcome = self.send_with_retries(&reply, &plan).await;
         crate::crash_point!("dispatch.after_send");
         // Not ended at shutdown: once sent, this record is what keeps the reply from going twice.
         let recorded = match &outcome {
-            Sent::Delivered(id) => {
+            Sent::Delivered(id, form) => {
                 METRICS.reply("sent");
                 tracing::info!(
                     message_id = id,
+                    form = form.as_str(),
                     kind = reply.kind.map_or("", ReplyKind::as_str),
                     "reply sent"
                 );
                 recorded("the reply's outcome", None, || {
                     self.ledger
-                        .reply_end(&reply, Ok(id.unwrap_or_default()), retention)
+                        .reply_end(&reply, Ok((id.unwrap_or_default(), *form)), retention)
                 })
                 .await
             }
@@ -360,25 +403,43 @@ impl Dispatcher {
         }
     }
 
-    async fn send_with_retries(&self, reply: &ReplyEntry, edit_target: Option<i64>) -> Sent {
+    async fn send_with_retries(&self, reply: &ReplyEntry, plan: &Plan) -> Sent {
+        let poster_on = self.posters && !plan.text_only;
         let mut tries = Tries {
             chat: reply.chat_id,
             failures: 0,
             migrated: false,
             edit_allowed: true,
-            photo: poster(reply, edit_target),
+            photo: poster(reply, poster_on),
+            caption: plan.caption,
+            media: reply
+                .photo
+                .as_deref()
+                .filter(|_| poster_on)
+                .filter(|u| is_http(u)),
         };
         loop {
-            let edit_target = edit_target.filter(|_| tries.edit_allowed);
-            let refused = match self
-                .send_once(reply, tries.chat, edit_target, tries.photo)
-                .await
-            {
-                Ok(id) => return Sent::Delivered(id),
+            // A new photo replaces no message: the progress message is deleted after it.
+            let edit_target = plan
+                .edit_target
+                .filter(|_| tries.edit_allowed && tries.photo.is_none());
+            let refused = match self.send_once(reply, &tries, edit_target).await {
+                Ok(id) => {
+                    if let (Some(_), Some(progress)) = (tries.photo, plan.progress) {
+                        self.delete_progress(tries.chat, progress).await;
+                    }
+                    return Sent::Delivered(id, tries.form(edit_target));
+                }
                 Err(e) => e,
             };
-            match self.after_refusal(reply, &mut tries, refused) {
+            match self.after_refusal(reply, &mut tries, edit_target, refused) {
                 Next::Now => {}
+                Next::TextInstead => {
+                    if let Err(sent) = self.record_text_instead(reply).await {
+                        return sent;
+                    }
+                    tries.photo = None;
+                }
                 Next::After(wait) => {
                     if sleep_or_stop(wait, &self.stop).await {
                         return Sent::Stopped;
@@ -389,8 +450,67 @@ impl Dispatcher {
         }
     }
 
+    /// Records that a reply whose poster was refused goes as text (reply_form.lua), before the
+    /// text is sent: after a crash here the text goes, once, and the photo is not tried again.
+    async fn record_text_instead(&self, reply: &ReplyEntry) -> Result<(), Sent> {
+        let recorded = recorded("the reply's form", Some(&self.stop), || {
+            self.ledger.reply_form(reply, &self.consumer, Form::Text)
+        })
+        .await;
+        match recorded {
+            Ok(true) => {
+                crate::crash_point!("dispatch.before_text_fallback");
+                Ok(())
+            }
+            Ok(false) => {
+                tracing::warn!("another dispatcher took this reply over; leaving it to that one");
+                Err(Sent::Stopped)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot record the switch to text; the reply stays queued");
+                Err(Sent::Stopped)
+            }
+        }
+    }
+
+    /// Deletes a job's "working on it" message after its result went as a photo: a text message
+    /// cannot become one. A failure leaves it (it is only a stale notice), logged.
+    async fn delete_progress(&self, chat: i64, message_id: i64) {
+        self.limiter.acquire(chat).await;
+        let body = json!({"chat_id": chat, "message_id": message_id});
+        let deleted = self
+            .api
+            .call::<Value>("deleteMessage", &body, CALL_TIMEOUT)
+            .await;
+        self.limiter.sent(chat);
+        match deleted {
+            Ok(_) => {}
+            Err(ApiError::Api { description, .. })
+                if description.contains("message to delete not found") => {}
+            Err(e) => tracing::warn!(
+                error = %e,
+                message_id,
+                "could not delete the \"working on it\" message after its result went as a photo"
+            ),
+        }
+    }
+
     /// What a refused try means for the next one.
-    fn after_refusal(&self, reply: &ReplyEntry, tries: &mut Tries<'_>, refused: ApiError) -> Next {
+    fn after_refusal(
+        &self,
+        reply: &ReplyEntry,
+        tries: &mut Tries<'_>,
+        edit_target: Option<i64>,
+        refused: ApiError,
+    ) -> Next {
+        if let ApiError::Api {
+            code: 400,
+            description,
+        } = &refused
+            && let Some(next) = other_form(tries, edit_target, description)
+        {
+            return next;
+        }
         match refused {
             ApiError::RetryAfter(wait) => {
                 METRICS.telegram_429.inc();
@@ -429,14 +549,13 @@ impl Dispatcher {
                 tracing::warn!(
                     poster = %url_for_log(tries.photo.unwrap_or_default()),
                     reason = %description,
-                    "Telegram refused the poster; sending the notification as text"
+                    "Telegram refused the poster; sending the text alone"
                 );
-                tries.photo = None;
-                Next::Now
+                Next::TextInstead
             }
-            ApiError::Api { description, .. } if is_not_modified(&description) => {
-                Next::Give(Sent::Delivered(reply.edit_message_id))
-            }
+            ApiError::Api { description, .. } if is_not_modified(&description) => Next::Give(
+                Sent::Delivered(reply.edit_message_id, tries.form(edit_target)),
+            ),
             ApiError::Api { description, .. }
                 if tries.edit_allowed && is_edit_target_gone(&description) =>
             {
@@ -467,24 +586,21 @@ impl Dispatcher {
     async fn send_once(
         &self,
         reply: &ReplyEntry,
-        chat: i64,
+        tries: &Tries<'_>,
         edit_target: Option<i64>,
-        photo: Option<&str>,
     ) -> Result<Option<i64>, ApiError> {
-        let result = self
-            .send_once_unpaced(reply, chat, edit_target, photo)
-            .await;
-        self.limiter.sent(chat);
+        let result = self.send_once_unpaced(reply, tries, edit_target).await;
+        self.limiter.sent(tries.chat);
         result
     }
 
     async fn send_once_unpaced(
         &self,
         reply: &ReplyEntry,
-        chat: i64,
+        tries: &Tries<'_>,
         edit_target: Option<i64>,
-        photo: Option<&str>,
     ) -> Result<Option<i64>, ApiError> {
+        let chat = tries.chat;
         // Checked to be JSON and passed on as text: the stored markup is not rebuilt as a
         // `Value` tree and serialised again for every message.
         let markup: Option<Box<RawValue>> = reply
@@ -498,7 +614,12 @@ impl Dispatcher {
             allow_sending_without_reply: true,
             message_id: to,
         });
-        if let Some(photo) = photo {
+        if let (Some(message_id), true) = (edit_target, tries.caption) {
+            return self
+                .edit_caption(reply, chat, message_id, tries.media, markup.as_deref())
+                .await;
+        }
+        if let Some(photo) = tries.photo {
             // Plain text, as the text of a message: no parse_mode.
             let body = PhotoBody {
                 chat_id: chat,
@@ -519,6 +640,49 @@ impl Dispatcher {
             reply_parameters,
         )
         .await
+    }
+
+    /// A text edit of a photo message: its caption (cut to a caption's length), with a new
+    /// image (editMessageMedia) when the entry brings one.
+    async fn edit_caption(
+        &self,
+        reply: &ReplyEntry,
+        chat: i64,
+        message_id: i64,
+        media: Option<&str>,
+        markup: Option<&RawValue>,
+    ) -> Result<Option<i64>, ApiError> {
+        let caption = caption_of(&reply.text);
+        self.limiter.acquire(chat).await;
+        let message: SentMessage = match media {
+            Some(url) => {
+                let body = MediaBody {
+                    chat_id: chat,
+                    message_id,
+                    media: InputMediaPhoto {
+                        kind: "photo",
+                        media: url,
+                        caption: &caption,
+                    },
+                    reply_markup: markup,
+                };
+                self.api
+                    .call("editMessageMedia", &body, CALL_TIMEOUT)
+                    .await?
+            }
+            None => {
+                let body = CaptionBody {
+                    chat_id: chat,
+                    message_id,
+                    caption: &caption,
+                    reply_markup: markup,
+                };
+                self.api
+                    .call("editMessageCaption", &body, CALL_TIMEOUT)
+                    .await?
+            }
+        };
+        Ok(message.message_id.or(Some(message_id)))
     }
 
     /// clear_markup removes a message's buttons; edit_markup replaces them (a release list
@@ -731,6 +895,69 @@ impl Consumer for LaneReader {
     }
 }
 
+/// What reply_begin.lua's answer means for one reply's sends.
+fn plan(
+    reply: &ReplyEntry,
+    progress: Option<i64>,
+    form: Option<Form>,
+    photo_message_id: Option<i64>,
+) -> Plan {
+    // A job's result replaces its "working on it" message (reply_begin reads that message only
+    // for a reply that has a job); an entry with a target of its own edits that one.
+    let progress = progress
+        .filter(|_| reply.edit_message_id.is_none())
+        .filter(|_| reply.kind.is_some_and(ReplyKind::reports_on_job));
+    let edit_target = reply.edit_message_id.or(progress);
+    Plan {
+        edit_target,
+        progress,
+        caption: reply.edit_message_id.is_some() && reply.edit_message_id == photo_message_id,
+        text_only: form == Some(Form::Text),
+    }
+}
+
+/// Telegram's answer to an edit in the wrong form: the message is a photo ("there is no text
+/// in the message to edit") or a text ("there is no caption ..."); the edit is tried again in
+/// the other form. A new poster Telegram refused for a photo's edit is left out (its caption is
+/// edited alone). `None`: the refusal is not about the form.
+fn other_form(tries: &mut Tries<'_>, edit_target: Option<i64>, description: &str) -> Option<Next> {
+    edit_target?;
+    if description.contains("there is no text in the message to edit") && !tries.caption {
+        tracing::info!("the message to edit is a photo; editing its caption");
+        tries.caption = true;
+        return Some(Next::Now);
+    }
+    // editMessageMedia of a text message says "no media".
+    let text_message = description.contains("there is no caption in the message to edit")
+        || description.contains("there is no media in the message to edit");
+    if text_message && tries.caption {
+        tracing::info!("the message to edit is a text; editing its text");
+        tries.caption = false;
+        return Some(Next::Now);
+    }
+    if tries.caption && tries.media.is_some() && !is_not_modified(description) {
+        tracing::warn!(reason = %description, "Telegram refused the new poster; editing the caption alone");
+        tries.media = None;
+        return Some(Next::Now);
+    }
+    None
+}
+
+fn is_http(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("http://")
+}
+
+/// A text as a caption: at most [`MAX_CAPTION_CHARS`] characters, a longer one cut with "…"
+/// (only an edit of a photo message cuts: a new message with a longer text goes as text).
+fn caption_of(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().count() <= MAX_CAPTION_CHARS {
+        return text.into();
+    }
+    let mut cut: String = text.chars().take(MAX_CAPTION_CHARS - 1).collect();
+    cut.push('…');
+    cut.into()
+}
+
 fn is_not_modified(description: &str) -> bool {
     description.contains("message is not modified")
 }
@@ -767,18 +994,48 @@ struct PhotoBody<'a> {
     reply_parameters: Option<ReplyParameters>,
 }
 
-/// The poster to send an entry with, if any: an http(s) URL, on a new message (an edit or a
-/// keyboard change stays text), with a text that fits a caption. A longer text goes as text
-/// alone: one message per notification, never a photo and then the text.
-fn poster(reply: &ReplyEntry, edit_target: Option<i64>) -> Option<&str> {
-    let url = reply.photo.as_deref()?;
-    if reply.op.is_some() || edit_target.is_some() {
+/// An `editMessageCaption` body.
+#[derive(Serialize)]
+struct CaptionBody<'a> {
+    chat_id: i64,
+    message_id: i64,
+    caption: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_markup: Option<&'a RawValue>,
+}
+
+/// An `editMessageMedia` body: a new poster by URL with the caption.
+#[derive(Serialize)]
+struct MediaBody<'a> {
+    chat_id: i64,
+    message_id: i64,
+    media: InputMediaPhoto<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reply_markup: Option<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct InputMediaPhoto<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media: &'a str,
+    caption: &'a str,
+}
+
+/// The poster to send an entry with as a new photo message, if any: posters on (`on`:
+/// `telegram.posters`, and no earlier refusal of this one), an http(s) URL, an entry that edits
+/// no message of its own (a keyboard change or an edit keeps its message's form; a job's result
+/// after its "working on it" message is a new message), with a text that fits a caption. A
+/// longer text goes as text alone: one message per reply, never a photo and then the text.
+fn poster(reply: &ReplyEntry, on: bool) -> Option<&str> {
+    let url = reply.photo.as_deref().filter(|_| on)?;
+    if reply.op.is_some() || reply.edit_message_id.is_some() {
         return None;
     }
-    if !(url.starts_with("https://") || url.starts_with("http://")) {
+    if !is_http(url) {
         tracing::warn!(
             poster = %url_for_log(url),
-            "a poster that is not an http(s) URL; sending the notification as text"
+            "a poster that is not an http(s) URL; sending the text alone"
         );
         return None;
     }
@@ -945,18 +1202,102 @@ mod tests {
         let url = "https://image.tmdb.org/t/p/w500/d.jpg";
         // Counted in characters (code points), not bytes: 1024 CJK characters are 3072 bytes.
         let fits = reply("字".repeat(MAX_CAPTION_CHARS), url);
-        assert_eq!(poster(&fits, None), Some(url));
-        assert_eq!(poster(&fits, Some(5)), None, "an edit stays text");
+        assert_eq!(poster(&fits, true), Some(url));
+        assert_eq!(poster(&fits, false), None, "telegram.posters = false");
+        let edit = ReplyEntry {
+            edit_message_id: Some(5),
+            ..fits.clone()
+        };
+        assert_eq!(
+            poster(&edit, true),
+            None,
+            "an edit keeps its message's form"
+        );
         let long = reply("字".repeat(MAX_CAPTION_CHARS + 1), url);
-        assert_eq!(poster(&long, None), None);
+        assert_eq!(poster(&long, true), None);
         let not_a_url = reply("hi".into(), "AgACAgQAAxkBAAI");
-        assert_eq!(poster(&not_a_url, None), None);
+        assert_eq!(poster(&not_a_url, true), None);
         let markup_op = ReplyEntry {
             op: Some(MarkupOp::Clear),
             ..reply("hi".into(), url)
         };
-        assert_eq!(poster(&markup_op, None), None);
-        assert_eq!(poster(&ReplyEntry::default(), None), None);
+        assert_eq!(poster(&markup_op, true), None);
+        assert_eq!(poster(&ReplyEntry::default(), true), None);
+    }
+
+    #[test]
+    fn telegrams_answer_to_an_edit_in_the_wrong_form_switches_the_form() {
+        let mut tries = Tries {
+            chat: 1,
+            failures: 0,
+            migrated: false,
+            edit_allowed: true,
+            photo: None,
+            caption: false,
+            media: Some("https://image.tmdb.org/t/p/w500/d.jpg"),
+        };
+        let no_text = "Bad Request: there is no text in the message to edit";
+        assert!(
+            other_form(&mut tries, None, no_text).is_none(),
+            "no edit, no form"
+        );
+        assert!(matches!(
+            other_form(&mut tries, Some(5), no_text),
+            Some(Next::Now)
+        ));
+        assert!(tries.caption, "a photo: its caption");
+        let refused = "Bad Request: failed to get HTTP URL content";
+        assert!(matches!(
+            other_form(&mut tries, Some(5), refused),
+            Some(Next::Now)
+        ));
+        assert_eq!(
+            tries.media, None,
+            "the new poster refused: the caption alone"
+        );
+        assert!(other_form(&mut tries, Some(5), refused).is_none());
+        let no_caption = "Bad Request: there is no caption in the message to edit";
+        assert!(matches!(
+            other_form(&mut tries, Some(5), no_caption),
+            Some(Next::Now)
+        ));
+        assert!(!tries.caption, "a text: its text");
+        assert!(
+            other_form(&mut tries, Some(5), no_caption).is_none(),
+            "asked once"
+        );
+    }
+
+    #[test]
+    fn a_caption_edit_is_cut_to_a_captions_length() {
+        assert_eq!(caption_of("短"), "短");
+        let long = "字".repeat(MAX_CAPTION_CHARS + 5);
+        let cut = caption_of(&long);
+        assert_eq!(cut.chars().count(), MAX_CAPTION_CHARS);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn an_edit_of_the_jobs_photo_reply_edits_its_caption() {
+        let edit = ReplyEntry {
+            edit_message_id: Some(7),
+            kind: Some(ReplyKind::Result),
+            ..ReplyEntry::default()
+        };
+        let p = plan(&edit, Some(3), None, Some(7));
+        assert_eq!(
+            (p.edit_target, p.progress, p.caption),
+            (Some(7), None, true)
+        );
+        let other = plan(&edit, None, None, Some(8));
+        assert!(!other.caption, "another message's form is not known");
+        let result = ReplyEntry {
+            kind: Some(ReplyKind::Result),
+            ..ReplyEntry::default()
+        };
+        let p = plan(&result, Some(3), Some(Form::Text), None);
+        assert_eq!((p.edit_target, p.progress), (Some(3), Some(3)));
+        assert!(p.text_only && !p.caption);
     }
 
     #[test]

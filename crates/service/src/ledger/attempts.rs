@@ -80,6 +80,9 @@ pub struct Outcome {
     /// The buttons' tokens (`TokenGroup::spec` JSON, "" for none), stored by complete.lua in the
     /// same step as the reply that shows them.
     pub tokens: String,
+    /// The poster sent with the reply (its http(s) URL, "" for none), written as the reply's
+    /// `photo` field in the same step.
+    pub photo: String,
     /// For retry_wait: when it is due.
     pub retry_in: Duration,
     /// Extra job fields to record (MoviePilot ids touched, the external outcome, ...).
@@ -97,6 +100,7 @@ impl Default for Outcome {
             reply_kind: ReplyKind::Result,
             markup: String::new(),
             tokens: String::new(),
+            photo: String::new(),
             retry_in: Duration::ZERO,
             fields: Vec::new(),
         }
@@ -488,7 +492,7 @@ impl Ledger {
         let n = done.len();
         let text_len: usize = done
             .iter()
-            .map(|(_, o)| o.reply.len() + o.markup.len() + o.tokens.len())
+            .map(|(_, o)| o.reply.len() + o.markup.len() + o.tokens.len() + o.photo.len())
             .sum();
         let mut call = ScriptCall::new(
             &scripts::COMPLETE,
@@ -527,6 +531,7 @@ impl Ledger {
                     outcome.markup.as_str(),
                     review.as_str(),
                     outcome.tokens.as_str(),
+                    outcome.photo.as_str(),
                 ])
                 .args([outcome.fields.len()]);
             for (name, value) in &outcome.fields {

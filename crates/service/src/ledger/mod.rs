@@ -40,7 +40,9 @@ pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped}
 pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::StoredList;
-pub use replies::{Begin, CallbackEntry, Lane, MarkupOp, QueueStats, ReplyEntry, StreamStats};
+pub use replies::{
+    Begin, CallbackEntry, Form, Lane, MarkupOp, QueueStats, ReplyEntry, StreamStats,
+};
 pub use scripts::{CREDENTIALS_NOTICE, hashes as script_hashes};
 pub use tokens::TapTexts;
 

@@ -115,14 +115,42 @@ impl CallbackEntry {
     }
 }
 
+/// The form a message went in: what an edit of it must change (its text or its caption).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// sendPhoto: the text is the photo's caption.
+    Photo,
+    /// sendMessage (or an edit of a text message).
+    Text,
+}
+
+impl Form {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Form::Photo => "photo",
+            Form::Text => "text",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Form> {
+        [Form::Photo, Form::Text]
+            .into_iter()
+            .find(|f| f.as_str() == text)
+    }
+}
+
 /// What reply_begin.lua said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Begin {
     /// Send it; `attempts` counts this one. `progress_message_id`: the job's "working on it"
-    /// message, if it has one, which its result replaces by an edit.
+    /// message, if it has one, which its result replaces. `form`: the form an earlier attempt
+    /// settled on (text after a refused poster: reply_form.lua). `photo_message_id`: the job's
+    /// reply's message when it went as a photo, whose edit changes the caption.
     Send {
         attempts: u64,
         progress_message_id: Option<i64>,
+        form: Option<Form>,
+        photo_message_id: Option<i64>,
     },
     /// Already settled (a redelivery after a crash that followed the recording): `sent` or
     /// `failed`, or `gone` when the entry is no longer pending in the group (settled by another
@@ -211,6 +239,8 @@ impl Ledger {
             Some("send") => Ok(Begin::Send {
                 attempts: out.get(1).and_then(|a| a.parse().ok()).unwrap_or(1),
                 progress_message_id: out.get(2).and_then(|m| m.parse().ok()),
+                form: out.get(3).and_then(|f| Form::parse(f)),
+                photo_message_id: out.get(4).and_then(|m| m.parse().ok()),
             }),
             Some("done") => Ok(Begin::Done {
                 state: out.get(1).cloned().unwrap_or_default(),
@@ -244,12 +274,12 @@ impl Ledger {
         call
     }
 
-    /// reply_end.lua: `sent` (with Telegram's message_id) or `failed` (with the reason), and
-    /// the entry acknowledged, in one step.
+    /// reply_end.lua: `sent` (with Telegram's message_id and the form it went in) or `failed`
+    /// (with the reason), and the entry acknowledged, in one step.
     pub async fn reply_end(
         &self,
         reply: &ReplyEntry,
-        sent: Result<i64, String>,
+        sent: Result<(i64, Form), String>,
         retention: Duration,
     ) -> Result<(), LedgerError> {
         let call = self.reply_end_call(reply, &sent, retention);
@@ -262,15 +292,15 @@ impl Ledger {
     pub(super) fn reply_end_call(
         &self,
         reply: &ReplyEntry,
-        sent: &Result<i64, String>,
+        sent: &Result<(i64, Form), String>,
         retention: Duration,
     ) -> ScriptCall {
-        let (state, message_id, error) = match sent {
-            Ok(id) => ("sent", id.to_string(), ""),
-            Err(e) => ("failed", String::new(), e.as_str()),
+        let (state, message_id, error, form) = match sent {
+            Ok((id, form)) => ("sent", id.to_string(), "", form.as_str()),
+            Err(e) => ("failed", String::new(), e.as_str(), ""),
         };
         let progress = reply.kind == Some(ReplyKind::Progress);
-        let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 8, 256 + error.len());
+        let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 9, 256 + error.len());
         call.key("reply HASH", self.keys.reply(&reply.entry))
             .key("replies stream", self.keys.replies_stream())
             .key("job key prefix", self.keys.job_prefix())
@@ -281,7 +311,34 @@ impl Ledger {
             .arg("error", error)
             .arg("job id", OrEmpty(reply.job_id))
             .arg("\"progress\" if", if progress { "progress" } else { "" })
-            .arg("retention of a reply HASH", retention.as_secs());
+            .arg("retention of a reply HASH", retention.as_secs())
+            .arg("form of the message sent", form);
+        call
+    }
+
+    /// reply_form.lua: this reply goes as text after Telegram refused its poster, recorded
+    /// before the text is sent. `false`: the send is no longer this consumer's.
+    pub async fn reply_form(
+        &self,
+        reply: &ReplyEntry,
+        consumer: &str,
+        form: Form,
+    ) -> Result<bool, LedgerError> {
+        let call = self.reply_form_call(reply, consumer, form);
+        let recorded: i64 = self.send_durable(&call, "recording a reply's form").await?;
+        Ok(recorded == 1)
+    }
+
+    pub(super) fn reply_form_call(
+        &self,
+        reply: &ReplyEntry,
+        consumer: &str,
+        form: Form,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::REPLY_FORM, 1, 2, 128);
+        call.key("reply HASH", self.keys.reply(&reply.entry))
+            .arg("consumer name", consumer)
+            .arg("form", form.as_str());
         call
     }
 

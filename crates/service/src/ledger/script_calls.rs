@@ -276,9 +276,13 @@ async fn reply_calls_name_their_headers() {
     holds(
         &l.reply_end_call(
             &reply_entry(ReplyKind::Progress),
-            &Ok(5),
+            &Ok((5, Form::Photo)),
             Duration::from_secs(60),
         ),
+        true,
+    );
+    holds(
+        &l.reply_form_call(&reply_entry(ReplyKind::Result), "d1", Form::Text),
         true,
     );
     holds(&l.queue_progress_call(7, 1, "working"), true);

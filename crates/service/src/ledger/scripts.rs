@@ -80,6 +80,9 @@ pub(crate) static REPLY_BEGIN: LazyLock<Lua> =
 /// `lua/reply_end.lua`: record `sent`/`failed` and acknowledge the entry, in one step.
 pub(crate) static REPLY_END: LazyLock<Lua> = LazyLock::new(|| lua!("reply_end.lua", "common.lua"));
 
+/// `lua/reply_form.lua`: a reply goes as text after its poster was refused, recorded first.
+pub(crate) static REPLY_FORM: LazyLock<Lua> = LazyLock::new(|| lua!("reply_form.lua"));
+
 /// `lua/lease.lua`: renew a live consumer's PEL entries (replies, callbacks).
 pub(crate) static LEASE: LazyLock<Lua> = LazyLock::new(|| lua!("lease.lua"));
 
@@ -128,7 +131,7 @@ pub(crate) static USERS: LazyLock<Lua> = LazyLock::new(|| lua!("users.lua", "com
 pub(crate) static ASKED: LazyLock<Lua> = LazyLock::new(|| lua!("asked.lua", "common.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 24] {
+fn all() -> [(&'static str, &'static Lua); 25] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -139,6 +142,7 @@ fn all() -> [(&'static str, &'static Lua); 24] {
         ("resolve", &RESOLVE),
         ("reply_begin", &REPLY_BEGIN),
         ("reply_end", &REPLY_END),
+        ("reply_form", &REPLY_FORM),
         ("lease", &LEASE),
         ("progress", &PROGRESS),
         ("lock", &LOCK),

@@ -32,4 +32,6 @@ pub use gate::{
 pub use library::{Gap, LIBRARY_TIMEOUT, Library, LibraryMedia};
 pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
-pub use types::{Dialect, Download, MediaItem, MediaKind, MpUser, NewSubscription, Subscription};
+pub use types::{
+    Dialect, Download, MediaItem, MediaKind, MpUser, NewSubscription, Subscription, poster_url,
+};

@@ -34,6 +34,13 @@ pub struct ReleaseList {
 }
 
 impl ReleaseList {
+    /// The media's poster, from the `media_info` the results share (its `poster_path`, as
+    /// `/media/search` gives it: [`super::poster_url`]).
+    pub fn poster(&self) -> Option<String> {
+        let path = self.media_info.0.get("poster_path")?.as_str()?;
+        super::poster_url(path)
+    }
+
     /// No results.
     pub fn empty() -> ReleaseList {
         ReleaseList {

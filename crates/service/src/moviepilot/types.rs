@@ -76,6 +76,9 @@ pub struct MediaItem {
     /// Season numbers MoviePilot knows, ascending; empty for movies.
     pub season_numbers: Vec<u32>,
     pub overview: Option<String>,
+    /// The poster's URL as oncebot sends it ([`poster_url`]); `None` without an http(s) one.
+    #[serde(default)]
+    pub poster: Option<String>,
 }
 
 /// One MoviePilot subscription.
@@ -97,6 +100,9 @@ pub struct Subscription {
     /// A best-version subscription (洗版: `best_version` 1), which keeps upgrading.
     #[serde(default)]
     pub best_version: bool,
+    /// Its poster ([`poster_url`] of the row's `poster`, which MoviePilot stores as w500).
+    #[serde(default)]
+    pub poster: Option<String>,
 }
 
 /// One torrent MoviePilot's downloader is working on, reduced to what a reply may show.
@@ -149,6 +155,8 @@ pub(crate) struct WireMedia {
     media_id: Option<String>,
     #[serde(default)]
     overview: Option<String>,
+    #[serde(default)]
+    poster_path: Option<String>,
     /// `{ "<season>": [episodes] }`: only the keys are read, so the episode lists are skipped
     /// rather than built (a long series' lists were most of a search answer's parsing).
     #[serde(default)]
@@ -203,8 +211,29 @@ impl WireMedia {
             tmdb_id,
             season_numbers: seasons.into_iter().collect(),
             overview: self.overview.filter(|o| !o.is_empty()),
+            poster: self.poster_path.as_deref().and_then(poster_url),
         })
     }
+}
+
+/// TMDB's image host, for a bare path (`/abc.jpg`) where MoviePilot usually gives a full URL.
+const TMDB_W500: &str = "https://image.tmdb.org/t/p/w500";
+
+/// A poster as oncebot sends it, from MoviePilot's `poster_path` (already a full URL: TMDB's
+/// `.../t/p/original/<file>`, Douban's or Bangumi's), or from a media dict's. TMDB's `original`
+/// becomes `w500`, as MoviePilot's own messages do (`get_poster_image`): an original can pass
+/// Telegram's 5 MB limit for a photo by URL. A bare TMDB file path (`/abc.jpg`) gets TMDB's
+/// host; anything else that is not http(s) (a local file MoviePilot keeps) is no poster.
+pub fn poster_url(path: &str) -> Option<String> {
+    let path = path.trim();
+    if let Some(file) = path.strip_prefix('/') {
+        // TMDB's file path is one segment; a longer one is a local file (`/config/...`).
+        return (!file.is_empty() && !file.contains('/')).then(|| format!("{TMDB_W500}{path}"));
+    }
+    if !(path.starts_with("https://") || path.starts_with("http://")) {
+        return None;
+    }
+    Some(path.replacen("/t/p/original/", "/t/p/w500/", 1))
 }
 
 /// `schemas.Subscribe`: v2 has `tmdbid`, v3 identifies media by `media_source` + `media_id`.
@@ -234,6 +263,8 @@ pub(crate) struct WireSubscribe {
     username: Option<String>,
     #[serde(default, deserialize_with = "lenient_flag")]
     best_version: bool,
+    #[serde(default)]
+    poster: Option<String>,
 }
 
 impl WireSubscribe {
@@ -260,6 +291,7 @@ impl WireSubscribe {
             lack_episode: self.lack_episode,
             username: self.username.filter(|u| !u.trim().is_empty()),
             best_version: self.best_version,
+            poster: self.poster.as_deref().and_then(poster_url),
         })
     }
 }
@@ -474,6 +506,24 @@ mod tests {
     /// A body a real v2.5.6 answered, as the simulator's template (`tests/fixtures/moviepilot-sim/`).
     fn template(file: &str) -> String {
         crate::assets::read(&format!("tests/fixtures/moviepilot-sim/{file}"))
+    }
+
+    #[test]
+    fn a_poster_is_tmdbs_w500_and_only_ever_http() {
+        assert_eq!(
+            poster_url("https://image.tmdb.org/t/p/original/abc.jpg").as_deref(),
+            Some("https://image.tmdb.org/t/p/w500/abc.jpg")
+        );
+        assert_eq!(
+            poster_url("/abc.jpg").as_deref(),
+            Some("https://image.tmdb.org/t/p/w500/abc.jpg")
+        );
+        let douban = "https://img9.doubanio.com/view/photo/m_ratio_poster/public/p1.jpg";
+        assert_eq!(poster_url(douban).as_deref(), Some(douban));
+        assert_eq!(poster_url("/config/temp/p.jpg"), None);
+        assert_eq!(poster_url("file:///tmp/p.jpg"), None);
+        assert_eq!(poster_url("//cdn.example/p.jpg"), None);
+        assert_eq!(poster_url(""), None);
     }
 
     #[test]

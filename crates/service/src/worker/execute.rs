@@ -32,6 +32,10 @@ pub struct Done {
     pub fields: Vec<(String, String)>,
     /// Buttons under the reply, stored with the outcome (complete.lua).
     pub buttons: Option<Buttons>,
+    /// The poster of the media the reply is about (its http(s) URL), written with the reply
+    /// (complete.lua): the dispatcher sends the reply as a photo when the text fits a caption
+    /// and `telegram.posters` is on.
+    pub photo: Option<String>,
     /// The run ended without success although MoviePilot answered (see [`Settle`]); `None`:
     /// `succeeded`.
     pub settle: Option<Settle>,
@@ -305,8 +309,15 @@ async fn search(
         reply,
         result: format!("{} results", items.len()),
         buttons: subscribe_buttons(cx, job, &items, choose),
+        photo: first_poster(&items),
         ..Done::default()
     })
+}
+
+/// A match list's poster: the first match's, as MoviePilot's own bot shows it (the list reads
+/// as "this one, or one of these"); none when the first match has none.
+pub(super) fn first_poster(items: &[MediaItem]) -> Option<String> {
+    items.first()?.poster.clone()
 }
 
 /// `/jobs`: this chat's last ten jobs but this one.
@@ -462,6 +473,7 @@ async fn subscribe_locked(
     let done = Done {
         reply: done.reply.clone() + &r.subscribed_missing(&library),
         asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
+        photo: media.poster.clone(),
         ..done
     };
     Ok(best_noted(cx, best, done))
@@ -567,6 +579,7 @@ async fn found(
         give(cx, (existing.id, existing.tmdb_id, existing.season), owner).await?;
         return Ok(Done {
             asked,
+            photo: existing.poster.clone(),
             ..subscribed(cx, job, (&existing.name, season, existing.id), recovered)
         });
     }
@@ -589,6 +602,7 @@ async fn found(
             ("mp_outcome".into(), outcome.into()),
         ],
         asked,
+        photo: existing.poster.clone(),
         ..Done::default()
     })
 }

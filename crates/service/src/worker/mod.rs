@@ -889,6 +889,7 @@ fn settled(done: Done) -> Outcome {
                 reply_kind: ReplyKind::Result,
                 markup,
                 tokens,
+                photo: done.photo.unwrap_or_default(),
                 fields: done.fields,
                 ..Outcome::default()
             }

@@ -81,6 +81,7 @@ pub async fn matches(cx: &Context<'_>, job: &Job, title: &str) -> Result<Done, M
         reply: cx.render.download_matches(title, &items, &library),
         result: format!("{} results", items.len()),
         buttons: buttons(&group, keyboard),
+        photo: super::execute::first_poster(&items),
         ..Done::default()
     })
 }
@@ -272,6 +273,7 @@ async fn store_list(
                 markup,
                 tokens: group.spec().to_string(),
             }),
+            photo: found.poster(),
             ..Done::default()
         });
     }

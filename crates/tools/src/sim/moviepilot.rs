@@ -346,6 +346,9 @@ struct Data {
     messages: Vec<SimMessage>,
     /// The user table, in MoviePilot's order (by id): the login user first.
     users: Vec<SimUser>,
+    /// Where media and subscription posters point ([`MoviePilotSim::set_poster_host`]); none:
+    /// no poster, as the recorded offline answer has (`poster_path: null`).
+    poster_host: Option<String>,
     /// The scheduler: the jobs it knows, which are running, and every run it made.
     scheduler: SchedulerData,
     /// What `GET /api/v1/system/restart` does, and the restarts it made.
@@ -633,6 +636,16 @@ impl MoviePilotSim {
             .entry(route.to_string())
             .or_default()
             .push_back(fault);
+    }
+
+    /// Posters at `host` (a `PosterServer::host`): media answer `poster_path`
+    /// `<host>/t/p/original/sim-<tmdb id>.jpg`, as MoviePilot builds a TMDB URL, and
+    /// subscriptions `poster` `<host>/t/p/w500/sim-<tmdb id>.jpg`, as it stores one. `None` (the
+    /// default): no posters.
+    pub fn set_poster_host(&self, host: Option<&str>) {
+        let mut data = self.state.data();
+        data.poster_host = host.map(str::to_string);
+        data.search_answers.clear();
     }
 
     /// When on, the search trigger answers success but searches nothing (MoviePilot's
@@ -1687,7 +1700,7 @@ fn media_search(state: &State, req: &Req) -> Resp {
             })
             .skip((page - 1) * count)
             .take(count)
-            .map(|m| media_json(dialect, m))
+            .map(|m| media_json(dialect, m, data.poster_host.as_deref()))
             .collect()
     };
     let resp = ok_payload(dialect, Value::Array(hits));
@@ -1719,7 +1732,10 @@ fn media_detail(state: &State, mediaid: &str, req: &Req) -> Resp {
     });
     ok_payload(
         dialect,
-        found.map_or_else(|| empty_media(dialect), |m| media_json(dialect, m)),
+        found.map_or_else(
+            || empty_media(dialect),
+            |m| media_json(dialect, m, data.poster_host.as_deref()),
+        ),
     )
 }
 
@@ -1728,7 +1744,12 @@ fn media_detail(state: &State, mediaid: &str, req: &Req) -> Resp {
 fn sub_list(state: &State, req: &Req) -> Resp {
     let dialect = state.opts.dialect;
     let data = state.data();
-    let mut rows: Vec<Value> = data.subs.values().map(|s| sub_json(dialect, s)).collect();
+    let host = data.poster_host.as_deref();
+    let mut rows: Vec<Value> = data
+        .subs
+        .values()
+        .map(|s| sub_json(dialect, s, host))
+        .collect();
     let total = rows.len();
     let paged =
         dialect == Dialect::V3 && (req.param("page").is_some() || req.param("count").is_some());
@@ -1761,7 +1782,7 @@ fn sub_user(state: &State, username: &str) -> Resp {
         .subs
         .values()
         .filter(|s| s.username == username)
-        .map(|s| sub_json(dialect, s))
+        .map(|s| sub_json(dialect, s, data.poster_host.as_deref()))
         .collect();
     ok_payload(dialect, Value::Array(rows))
 }
@@ -1845,7 +1866,10 @@ fn sub_by_media(state: &State, mediaid: &str, req: &Req) -> Resp {
     let found = tmdb_id.and_then(|id| exists(&data, id, season));
     ok_payload(
         dialect,
-        found.map_or_else(|| empty_sub(dialect), |s| sub_json(dialect, s)),
+        found.map_or_else(
+            || empty_sub(dialect),
+            |s| sub_json(dialect, s, data.poster_host.as_deref()),
+        ),
     )
 }
 
@@ -1858,7 +1882,7 @@ fn sub_get(state: &State, id: &str) -> Resp {
     };
     let data = state.data();
     match (data.subs.get(&id), dialect) {
-        (Some(sub), _) => ok_payload(dialect, sub_json(dialect, sub)),
+        (Some(sub), _) => ok_payload(dialect, sub_json(dialect, sub, data.poster_host.as_deref())),
         // A MoviePilot bug, faithfully reproduced.
         (None, Dialect::V2) => {
             text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
@@ -2157,7 +2181,8 @@ fn template(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
-fn sub_json(dialect: Dialect, sub: &SimSubscription) -> Value {
+/// A subscription row; its `poster` under `posters` (MoviePilot stores the w500 URL).
+fn sub_json(dialect: Dialect, sub: &SimSubscription, posters: Option<&str>) -> Value {
     let mut row = template(SUBSCRIBE_ROW);
     let fields = [
         ("id", json!(sub.id)),
@@ -2168,10 +2193,7 @@ fn sub_json(dialect: Dialect, sub: &SimSubscription) -> Value {
         ("season", json!(sub.season)),
         (
             "poster",
-            json!(format!(
-                "https://image.tmdb.org/t/p/w500/sim-{}.jpg",
-                sub.tmdb_id
-            )),
+            json!(posters.map(|host| format!("{host}/t/p/w500/sim-{}.jpg", sub.tmdb_id))),
         ),
         (
             "backdrop",
@@ -2208,7 +2230,9 @@ fn empty_sub(dialect: Dialect) -> Value {
     row
 }
 
-fn media_json(dialect: Dialect, m: &SimMedia) -> Value {
+/// A media dict; its `poster_path` under `posters`, as MoviePilot builds it (TMDB's
+/// `original` size, a full URL).
+fn media_json(dialect: Dialect, m: &SimMedia, posters: Option<&str>) -> Value {
     let mut v = template(MEDIA_EMPTY);
     let tv = m.kind == MediaKind::Tv;
     let section = if tv { "tv" } else { "movie" };
@@ -2238,10 +2262,7 @@ fn media_json(dialect: Dialect, m: &SimMedia) -> Value {
         ("original_title", json!(m.original_title)),
         (
             "poster_path",
-            json!(format!(
-                "https://image.tmdb.org/t/p/w500/sim-{}.jpg",
-                m.tmdb_id
-            )),
+            json!(posters.map(|host| format!("{host}/t/p/original/sim-{}.jpg", m.tmdb_id))),
         ),
         (
             "backdrop_path",

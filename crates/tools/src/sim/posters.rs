@@ -4,6 +4,9 @@
 //! - `/missing/<name>.jpg`: 404, as an image host answers a poster it no longer has;
 //! - `/page/<name>.jpg`: 200 `text/html`, a login or error page where an image was expected;
 //! - `/broken/<name>.jpg`: 200 `image/jpeg` with bytes that are no image (a cut-off upload);
+//! - `/t/p/w500/<name>.jpg`: as `/poster/`, TMDB's image host at the size MoviePilot's messages
+//!   use; `/t/p/original/<name>.jpg`: a 6 MB JPEG, TMDB's original, over Telegram's 5 MB limit
+//!   for a photo by URL (the MoviePilot sim's `poster_path`s point here: [`PosterServer::host`]);
 //! - anything else: 404.
 //!
 //! It records every path asked for (query included), so a test can see that Telegram fetched it.
@@ -49,6 +52,12 @@ impl PosterServer {
     /// A poster that loads.
     pub fn poster(&self, name: &str) -> String {
         format!("http://{}/poster/{name}.jpg", self.addr)
+    }
+
+    /// The server as an image host (`http://127.0.0.1:<port>`), for the MoviePilot sim's
+    /// `set_poster_host`: TMDB's paths under it answer.
+    pub fn host(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// A poster URL that answers 404.
@@ -119,23 +128,28 @@ async fn serve(
 }
 
 fn answer(path: &str) -> hyper::Response<Full<Bytes>> {
-    let (status, content_type, body): (u16, &str, Bytes) = if path.starts_with("/poster/") {
-        (200, "image/jpeg", Bytes::from_static(JPEG))
-    } else if path.starts_with("/broken/") {
-        (200, "image/jpeg", Bytes::from_static(b"not a picture"))
-    } else if path.starts_with("/page/") {
-        (
-            200,
-            "text/html; charset=utf-8",
-            Bytes::from_static(b"<html><body>Please log in</body></html>"),
-        )
-    } else {
-        (
-            404,
-            "text/html",
-            Bytes::from_static(b"<h1>404 Not Found</h1>"),
-        )
-    };
+    let (status, content_type, body): (u16, &str, Bytes) =
+        if path.starts_with("/poster/") || path.starts_with("/t/p/w500/") {
+            (200, "image/jpeg", Bytes::from_static(JPEG))
+        } else if path.starts_with("/t/p/original/") {
+            let mut original = JPEG.to_vec();
+            original.resize(6 * 1024 * 1024, 0);
+            (200, "image/jpeg", Bytes::from(original))
+        } else if path.starts_with("/broken/") {
+            (200, "image/jpeg", Bytes::from_static(b"not a picture"))
+        } else if path.starts_with("/page/") {
+            (
+                200,
+                "text/html; charset=utf-8",
+                Bytes::from_static(b"<html><body>Please log in</body></html>"),
+            )
+        } else {
+            (
+                404,
+                "text/html",
+                Bytes::from_static(b"<h1>404 Not Found</h1>"),
+            )
+        };
     let mut resp = hyper::Response::new(Full::new(body));
     *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or_default();
     resp.headers_mut().insert(

@@ -14,7 +14,11 @@
 //!   that are no JPEG, PNG, GIF or WebP `IMAGE_PROCESS_FAILED`; a caption is at most 1024
 //!   characters; the answer is a Message with a `photo` array (two fixed sizes, not read from
 //!   the image) and its `caption`. A photo's `file_id` from such an answer can be sent again;
-//!   any other string is "wrong file identifier/HTTP URL specified"; `answerCallbackQuery` accepts
+//!   any other string is "wrong file identifier/HTTP URL specified"; `editMessageCaption` edits
+//!   a photo's caption (at most 1024 characters; a text message has "no caption in the message
+//!   to edit", as `editMessageText` of a photo has "no text"), `editMessageMedia` fetches its new
+//!   photo as sendPhoto does (a text message has "no media"), `deleteMessage` removes a message
+//!   ("message to delete not found" for one that is not there); `answerCallbackQuery` accepts
 //!   each pushed callback query once; `setWebhook` / `deleteWebhook` / `getWebhookInfo`,
 //!   `setMyCommands` / `getMyCommands` / `deleteMyCommands` and `getMe` keep their state;
 //! - a wrong token answers 401, an unknown method 404, both in the Bot API's envelope.
@@ -89,6 +93,12 @@ pub mod descriptions {
     pub const IMAGE_PROCESS_FAILED: &str = "Bad Request: IMAGE_PROCESS_FAILED";
     pub const CAPTION_TOO_LONG: &str = "Bad Request: message caption is too long";
     pub const NO_TEXT_TO_EDIT: &str = "Bad Request: there is no text in the message to edit";
+    // editMessageCaption of a text message, editMessageMedia of one (tdlib's "There is no media
+    // in the message to edit"), deleteMessage of a message that is not there.
+    pub const NO_CAPTION_TO_EDIT: &str = "Bad Request: there is no caption in the message to edit";
+    pub const NO_MEDIA_TO_EDIT: &str = "Bad Request: there is no media in the message to edit";
+    pub const MESSAGE_TO_DELETE_NOT_FOUND: &str = "Bad Request: message to delete not found";
+    pub const MEDIA_TYPE_INVALID: &str = "Bad Request: can't parse InputMedia: media not found";
 }
 
 /// How long sendPhoto waits for a photo URL's answer (Telegram's own limit is not documented;
@@ -106,6 +116,9 @@ const METHODS: &[&str] = &[
     "sendPhoto",
     "editMessageText",
     "editMessageReplyMarkup",
+    "editMessageCaption",
+    "editMessageMedia",
+    "deleteMessage",
     "answerCallbackQuery",
     "setMyCommands",
     "getMyCommands",
@@ -320,6 +333,8 @@ struct State {
     calls: Vec<Call>,
     sent: Vec<SentMessage>,
     photos: Vec<SentPhoto>,
+    /// Messages deleted with `deleteMessage`: (chat, message id), oldest first.
+    deleted: Vec<(i64, i64)>,
     /// `SimOptions::lean`.
     lean: bool,
     /// Texts sent to a chat that is not an operator's which a user should not read
@@ -352,6 +367,7 @@ impl State {
             calls: Vec::new(),
             sent: Vec::new(),
             photos: Vec::new(),
+            deleted: Vec::new(),
             lean,
             unfit_texts: Vec::new(),
             operator_chats: HashSet::new(),
@@ -483,8 +499,13 @@ impl Observed<'_> {
         &self.0.photos
     }
 
+    /// Messages deleted with `deleteMessage`, (chat, message id), oldest first.
+    pub fn deleted(&self) -> &[(i64, i64)] {
+        &self.0.deleted
+    }
+
     /// What `chat_id` holds from the bot, texts and photos, in message order, as each stands
-    /// now (after edits): what its user reads.
+    /// now (after edits and deletions): what its user reads.
     pub fn received(&self, chat_id: i64) -> Vec<&StoredMessage> {
         self.0
             .chats
@@ -680,6 +701,11 @@ impl TelegramSim {
 
     pub fn photos(&self) -> Vec<SentPhoto> {
         self.observe(|o| o.photos().to_vec())
+    }
+
+    /// Messages deleted with `deleteMessage` (see [`Observed::deleted`]).
+    pub fn deleted(&self) -> Vec<(i64, i64)> {
+        self.observe(|o| o.deleted().to_vec())
     }
 
     /// What `chat_id` holds from the bot, texts and photos, in message order (see
@@ -987,8 +1013,12 @@ async fn handle(shared: Arc<Shared>, hang_up: CancellationToken, req: Request) -
 
     let result = if method == "getUpdates" {
         get_updates(&shared, &params).await
-    } else if method == "sendPhoto" {
-        let result = send_photo(&shared, &params).await;
+    } else if method == "sendPhoto" || method == "editMessageMedia" {
+        let result = if method == "sendPhoto" {
+            send_photo(&shared, &params).await
+        } else {
+            edit_media(&shared, &params).await
+        };
         shared.changed.notify_waiters();
         result
     } else {
@@ -1206,7 +1236,7 @@ fn check_user_text(st: &mut State, p: &Map<String, Value>) {
 fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
     if matches!(
         method,
-        "sendMessage" | "editMessageText" | "answerCallbackQuery"
+        "sendMessage" | "editMessageText" | "editMessageCaption" | "answerCallbackQuery"
     ) {
         check_user_text(st, p);
     }
@@ -1226,6 +1256,8 @@ fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
         .into()),
         "sendMessage" => send_message(st, p),
         "editMessageText" | "editMessageReplyMarkup" => edit_message(st, method, p),
+        "editMessageCaption" => edit_caption(st, p, None),
+        "deleteMessage" => delete_message(st, p),
         "answerCallbackQuery" => {
             let id = text(p, "callback_query_id").unwrap_or_default();
             match st.callback_queries.get_mut(&id) {
@@ -1427,6 +1459,101 @@ fn edit_message(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer 
     message.edits += 1;
     let message = message.clone();
     Ok(message_json(st, &message, true).into())
+}
+
+/// editMessageCaption (and the caption part of editMessageMedia, with the new `photo`): a photo
+/// message's caption and keyboard; a text message has no caption to edit.
+fn edit_caption(st: &mut State, p: &Map<String, Value>, photo: Option<String>) -> Answer {
+    let chat_id = chat_id(p)?;
+    let Some(message_id) = int(p, "message_id") else {
+        return Err(Failure::bad_request(
+            descriptions::MESSAGE_TO_EDIT_NOT_FOUND,
+        ));
+    };
+    let caption = match &photo {
+        Some(_) => structured(p, "media")
+            .and_then(|m| m.get("caption").and_then(Value::as_str).map(str::to_string)),
+        None => text(p, "caption"),
+    }
+    .unwrap_or_default();
+    if caption.chars().count() > 1024 {
+        return Err(Failure::bad_request(descriptions::CAPTION_TOO_LONG));
+    }
+    let new_markup = inline_markup(p);
+    let Some(message) = st
+        .chats
+        .get_mut(&chat_id)
+        .and_then(|c| c.messages.get_mut(&message_id))
+    else {
+        return Err(Failure::bad_request(
+            descriptions::MESSAGE_TO_EDIT_NOT_FOUND,
+        ));
+    };
+    if message.photo.is_none() {
+        return Err(Failure::bad_request(if photo.is_some() {
+            descriptions::NO_MEDIA_TO_EDIT
+        } else {
+            descriptions::NO_CAPTION_TO_EDIT
+        }));
+    }
+    let same_photo = photo
+        .as_ref()
+        .is_none_or(|p| Some(p) == message.photo.as_ref());
+    if same_photo && caption == message.text && new_markup == message.reply_markup {
+        return Err(Failure::bad_request(descriptions::NOT_MODIFIED));
+    }
+    message.text = caption;
+    message.reply_markup = new_markup;
+    if photo.is_some() {
+        message.photo = photo;
+    }
+    message.edits += 1;
+    let message = message.clone();
+    Ok(message_json(st, &message, true).into())
+}
+
+/// editMessageMedia with a photo by URL: fetched as sendPhoto fetches (without the lock held),
+/// then the message's photo, caption and keyboard replaced.
+async fn edit_media(shared: &Shared, p: &Map<String, Value>) -> Answer {
+    let media = structured(p, "media").unwrap_or(Value::Null);
+    let url = match (
+        media.get("type").and_then(Value::as_str),
+        media.get("media").and_then(Value::as_str),
+    ) {
+        (Some("photo"), Some(url)) if !url.is_empty() => url.to_string(),
+        _ => return Err(Failure::bad_request(descriptions::MEDIA_TYPE_INVALID)),
+    };
+    if url.starts_with("http://") || url.starts_with("https://") {
+        fetch_photo(&shared.http, &url).await?;
+    } else if !known_photo(&shared.lock(), &url) {
+        return Err(Failure::bad_request(descriptions::WRONG_FILE_ID));
+    }
+    let mut st = shared.lock();
+    if let Some(caption) = media.get("caption").and_then(Value::as_str)
+        && let Some(why) = super::not_for_users(caption)
+    {
+        st.unfit_texts.push(format!("{why}: {caption:?}"));
+    }
+    edit_caption(&mut st, p, Some(url))
+}
+
+/// deleteMessage: the message is gone from the chat; one that is not there is refused.
+fn delete_message(st: &mut State, p: &Map<String, Value>) -> Answer {
+    let chat_id = chat_id(p)?;
+    let message_id = int(p, "message_id").unwrap_or(0);
+    let removed = st
+        .chats
+        .get_mut(&chat_id)
+        .and_then(|c| c.messages.remove(&message_id));
+    match removed {
+        Some(_) => {
+            st.deleted.push((chat_id, message_id));
+            Ok(json!(true).into())
+        }
+        None => Err(Failure::bad_request(
+            descriptions::MESSAGE_TO_DELETE_NOT_FOUND,
+        )),
+    }
 }
 
 /// The `photo` array of a photo message: two sizes, as the real API lists the sizes it made.

@@ -211,7 +211,7 @@ pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
         });
     };
     data.releases.searches_run += 1;
-    let mut media_info = super::media_json(Dialect::V2, &media);
+    let mut media_info = super::media_json(Dialect::V2, &media, data.poster_host.as_deref());
     if dialect == Dialect::V3 {
         super::to_v3_media(&mut media_info);
     }
