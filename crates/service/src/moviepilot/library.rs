@@ -47,7 +47,7 @@ pub struct LibraryMedia {
 #[serde(tag = "in", rename_all = "snake_case")]
 pub enum Library {
     /// No answer worth repeating (an error, a 404, a timeout, an answer that proves nothing):
-    /// says nothing, and is not cached.
+    /// says nothing, and is cached only briefly (`NO_ANSWER_TTL` in the worker).
     Unknown,
     /// MoviePilot has no media server enabled: says nothing.
     NotConfigured,
@@ -75,8 +75,8 @@ impl Library {
         *self == Library::Present
     }
 
-    /// Worth remembering for `moviepilot.library_cache_secs`: an answer, not a failure to get
-    /// one.
+    /// Worth remembering for all of `moviepilot.library_cache_secs`: an answer, not a failure
+    /// to get one.
     pub fn cacheable(&self) -> bool {
         *self != Library::Unknown
     }

@@ -4,6 +4,8 @@
 //! checks run at once, side by side. Nothing here fails a job: Redis or MoviePilot not
 //! answering makes the check say nothing.
 
+use std::time::Duration;
+
 use crate::ledger::LibraryKey;
 use crate::moviepilot::{Library, LibraryMedia, MediaItem, MediaKind};
 
@@ -11,6 +13,11 @@ use super::execute::Context;
 
 /// How many matches of a list are checked: the ones a list shows.
 const CHECKED_MATCHES: usize = 8;
+
+/// How long a check that got no answer (`Library::Unknown`: a media server down or slow, routes
+/// missing) is kept, at most: a broken media server then costs its timeout once a minute per
+/// media, not on every search, and a repaired one is asked again within a minute.
+const NO_ANSWER_TTL: Duration = Duration::from_secs(60);
 
 fn cache_key(media: &LibraryMedia) -> LibraryKey {
     let kind = match media.kind {
@@ -91,11 +98,14 @@ async fn cached(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Option<Library>
     }
 }
 
-/// MoviePilot's answer, kept in the cache when it is one.
+/// MoviePilot's answer, kept in the cache (for [`NO_ANSWER_TTL`] at most when there was none).
 async fn ask(cx: &Context<'_>, media: &LibraryMedia) -> Library {
     let library = cx.mp.library(media).await;
-    if let Some(ttl) = cx.library_cache
-        && library.cacheable()
+    let ttl = match library.cacheable() {
+        true => cx.library_cache,
+        false => cx.library_cache.map(|ttl| ttl.min(NO_ANSWER_TTL)),
+    };
+    if let Some(ttl) = ttl
         && let Ok(text) = serde_json::to_string(&library)
         && let Err(e) = cx.ledger.cache_library(cache_key(media), &text, ttl).await
     {
