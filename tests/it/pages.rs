@@ -78,7 +78,7 @@ async fn message_where(
 ) -> StoredMessage {
     rig.tg
         .wait_for(RECOVERY_DEADLINE, |o| {
-            o.received(chat).into_iter().any(|m| shows(m))
+            o.received(chat).into_iter().any(&shows)
         })
         .await
         .unwrap_or_else(|e| panic!("{what}: {e:?}"));
