@@ -619,6 +619,15 @@ async fn a_stored_list_stays_under_its_bound_and_expires_with_its_buttons() {
     let mut conn = store.conn().await;
     let count: String = conn.hget(store.keys.releases(1), "count").await.unwrap();
     assert_eq!(count, "15", "every release kept");
+    // Five releases with long titles still fit a photo's caption (1024 characters).
+    for k in 1..=3 {
+        let text: String = conn
+            .hget(store.keys.pages(1), format!("text:{k}"))
+            .await
+            .unwrap();
+        println!("page {k}: {} characters", text.chars().count());
+        assert!(text.chars().count() <= 1024, "{text}");
+    }
     let bytes = memory_usage(&rig, 1).await;
     println!("MEMORY USAGE of a stored list of 15 releases: {bytes} bytes");
     assert!(bytes <= 48 * 1024, "{bytes} bytes");

@@ -182,6 +182,10 @@ async fn a_release_list_pages_in_place_and_an_old_page_s_button_downloads_what_i
     let shown3 = edited(&rig, ALICE, list, "page 3 in place", is_page(3, 3)).await;
     answer(&rig, &page3).await;
     assert_eq!(labels(&shown3), ["Download 11", "Download 12", "◀", "3/3"]);
+    // A page fits a photo's caption (1024 characters), so a poster can carry it.
+    for page in [&page1, &page2, &shown3] {
+        assert!(page.text.chars().count() <= 1024, "{}", page.text);
+    }
     // Page turns made no job and asked MoviePilot nothing.
     assert_eq!(rig.store.job_ids().await, jobs);
     assert_eq!(rig.mp.requests(), requests);
