@@ -545,3 +545,33 @@ async fn a_match_list_pages_and_a_subscribe_button_acts_on_the_match_it_showed()
     assert_eq!(job["command"], "subscribe");
     assert!(job["args"].starts_with(&format!("tmdb:{tmdb}")), "{job:?}");
 }
+
+/// A viewer's long list of matches comes with page buttons only (a Subscribe or Download button
+/// would be refused them), and they work: reading is what a viewer may do.
+#[tokio::test]
+async fn a_viewer_pages_a_list_of_matches_without_action_buttons() {
+    let users = format!("{ALICE}=alice:viewer");
+    let rig = Rig::with(Dialect::V2, &[("ONCEBOT__TELEGRAM__USERS", &users)]).await;
+    for n in 1..=7u64 {
+        rig.mp.add_media(SimMedia::movie(
+            900_000 + n,
+            &format!("Pager {n:02}"),
+            "2020",
+        ));
+    }
+    let _bot = rig.start(None).await;
+    rig.send(1, "/search Pager").await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let list = reply_of_kind(&rig, "result", 0).await;
+    let labels: Vec<String> = buttons(&list).into_iter().map(|b| b.0).collect();
+    assert_eq!(labels, ["1/2", "▶"]);
+    let next = buttons(&list).into_iter().find(|b| b.0 == "▶").unwrap().1;
+    let mut update = callback_update(ALICE, ALICE, 91_003, &next);
+    update["update_id"] = json!(2);
+    rig.post(&update).await;
+    let page2 = reply_of_kind(&rig, "page", 0).await;
+    assert!(page2["text"].contains("\n7. Pager"), "{page2:?}");
+    let labels: Vec<String> = buttons(&page2).into_iter().map(|b| b.0).collect();
+    assert_eq!(labels, ["◀", "2/2"]);
+    assert_eq!(rig.store.job_ids().await.len(), 1, "no job");
+}
