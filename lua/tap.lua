@@ -59,7 +59,8 @@
                                       job; the group is used and points at that job
     {"cancelled", "", ""}             Cancel: the group is used, no job
     {"page", "", ""}                  a page button (action "page"): page `page` of the stored
-                                      list queued as an edit of the tapped message (kind
+                                      list ({P}:v1:pages:<list>, prefix derived from KEYS[6])
+                                      queued as an edit of the tapped message (kind
                                       "page": its text and keyboard), answered without a text;
                                       no job, no group read or written, the token stays usable
     {"resolved", id, status}          a review button: the job was settled (now status)
@@ -70,9 +71,11 @@
     {"expired", "", ""}               no such token (expired, or never made), or a page button
                                       whose list expired: nothing changed
     {"foreign", "", ""}               the token belongs to another user or chat, or the user is
-                                      not allowed: nothing changed, the token stays usable
+                                      not allowed: nothing changed, the token stays usable (a
+                                      page button too)
     {"forbidden", "", ""}             the user's role (ARGV[16]) does not allow the button:
-                                      nothing changed, the token stays usable
+                                      nothing changed, the token stays usable (a page button
+                                      is every role's)
     {"unknown", "", ""}               not one of our buttons: nothing changed
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and

@@ -956,3 +956,40 @@ impl Render {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release(n: usize) -> Release {
+        let info = serde_json::json!({"site_name": format!("PT{n}"), "title": format!("Dune {n}")});
+        Release::from_torrent_info(info).expect("a release")
+    }
+
+    /// A page is numbered for the whole list, and a list cut by its bound says, in either
+    /// language, how many were found and how many can be paged.
+    #[test]
+    fn a_page_numbers_its_items_for_the_whole_list_and_says_what_can_be_paged() {
+        let page: Vec<Release> = (6..=10).map(release).collect();
+        let zh = Render::new(Locale::Zh).release_list("Dune (2021)", &page, 6, 38, 80, false);
+        assert!(
+            zh.starts_with("「Dune (2021)」找到 80 个资源，只能翻看前 38 个"),
+            "{zh}"
+        );
+        assert!(zh.contains("\n6. 【PT6】Dune 6") && zh.contains("\n10. 【PT10】Dune 10"));
+        assert!(!zh.contains("\n1. "), "{zh}");
+        let en = Render::new(Locale::En).release_list("Dune (2021)", &page, 6, 38, 80, false);
+        assert!(
+            en.starts_with("80 releases of Dune (2021); only the first 38 can be paged"),
+            "{en}"
+        );
+        let whole = Render::new(Locale::En).release_list("Dune", &page[..2], 1, 2, 2, false);
+        assert!(whole.starts_with("2 releases of Dune; tap"), "{whole}");
+        assert!(
+            Render::new(Locale::Zh)
+                .only_first(40, 30)
+                .contains("只能翻看前 30 个")
+        );
+        assert_eq!(Render::new(Locale::En).only_first(30, 30), "");
+    }
+}
