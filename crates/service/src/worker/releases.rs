@@ -160,7 +160,11 @@ async fn store_list(
         .collect();
     let sizes: Vec<usize> = infos.iter().map(|v| v.to_string().len()).collect();
     let media_bytes = found.media_info.0.to_string().len();
+    // The releases alone already set an upper bound; the pages' bytes are fitted below it.
     let mut kept = infos.len();
+    while kept > 1 && media_bytes + sizes[..kept].iter().sum::<usize>() > LIST_BUDGET_BYTES {
+        kept -= 1;
+    }
     loop {
         let shown = &found.releases[..kept];
         let paged = release_pages(cx, job, media, shown, total, found.cut);
