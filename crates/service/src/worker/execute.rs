@@ -262,10 +262,13 @@ async fn run_house_job(
 /// `/search` (`choose`: `订阅 X`, which offers the matches to subscribe to).
 async fn search(cx: &Context<'_>, job: &Job, title: &str, choose: bool) -> Result<Done, MpError> {
     let items = cx.mp.search_media(title).await?;
+    let text = |page, kept| cx.render.search_results(title, &items, page, kept, choose);
+    let row = |group: &mut TokenGroup, i| subscribe_row(cx, job, group, i, &items[i], !choose);
+    let paged = super::pages::matches(cx, job, items.len(), text, row).await?;
     Ok(Done {
-        reply: cx.render.search_results(title, &items, choose),
+        reply: paged.first_text(),
         result: format!("{} results", items.len()),
-        buttons: subscribe_buttons(cx, job, &items, !choose),
+        buttons: paged.buttons(),
         photo: first_poster(&items),
         ..Done::default()
     })
@@ -778,48 +781,41 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
     })
 }
 
-/// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
-/// each runs `/subscribe <args>` as if typed (see `i18n::subscribe_args`). Siblings: one tap
-/// uses them all. `None` when no result can be subscribed by id, and for a viewer (a button
-/// they could not use would only be refused). With `download`, each row also has a solo button
-/// that starts a resource search for that match (it uses nothing else up).
-fn subscribe_buttons(
+/// The Subscribe button of search result `i` (0-based) when it has a TMDB id, bound to the
+/// user who searched; it runs `/subscribe <args>` as if typed (see `i18n::subscribe_args`).
+/// Siblings, on every page: one tap uses them all. None for a viewer (a button they could not
+/// use would only be refused). With `download`, the row also has a solo button that starts a
+/// resource search for that match (it uses nothing else up).
+fn subscribe_row(
     cx: &Context<'_>,
     job: &Job,
-    items: &[MediaItem],
+    group: &mut TokenGroup,
+    i: usize,
+    item: &MediaItem,
     download: bool,
-) -> Option<Buttons> {
+) -> Vec<(String, String)> {
     if job.role < Command::Subscribe.least_role("") {
-        return None;
+        return Vec::new();
     }
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
+    let Some(args) = i18n::subscribe_args(item) else {
+        return Vec::new();
     };
-    let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
-    let mut keyboard = Keyboard::new();
-    for (i, item) in items.iter().take(8).enumerate() {
-        let Some(args) = i18n::subscribe_args(item) else {
-            continue;
-        };
-        let label = cx.render.subscribe_button(i + 1, item);
-        let action = TokenAction::Run {
-            command: Command::Subscribe,
-            args,
-            window: cx.buttons.subscribe_window,
-        };
-        let data = group.add(owner, &label, action, reply_to);
-        let mut row = vec![(label, data)];
-        if download
-            && let Some(button) =
-                super::releases::release_search_button(cx, job, &mut group, i + 1, item, true)
-        {
-            row.push(button);
-        }
-        keyboard = keyboard.row(row);
+    let owner = super::pages::owner(job);
+    let label = cx.render.subscribe_button(i + 1, item);
+    let action = TokenAction::Run {
+        command: Command::Subscribe,
+        args,
+        window: cx.buttons.subscribe_window,
+    };
+    let data = group.add(owner, &label, action, reply_to(job));
+    let mut row = vec![(label, data)];
+    if download
+        && let Some(button) =
+            super::releases::release_search_button(cx, job, group, i + 1, item, true)
+    {
+        row.push(button);
     }
-    buttons(&group, keyboard)
+    row
 }
 
 /// `/subscribe tmdb:<id> tv`: the series' seasons as buttons (four to a row) and a Cancel.

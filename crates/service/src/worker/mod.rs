@@ -18,6 +18,7 @@
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
 mod execute;
+mod pages;
 mod redo;
 mod releases;
 mod restart;
