@@ -58,16 +58,24 @@
     {"duplicate_command", id, state}  the same command is inside its window as job id: no new
                                       job; the group is used and points at that job
     {"cancelled", "", ""}             Cancel: the group is used, no job
+    {"page", "", ""}                  a page button (action "page"): page `page` of the stored
+                                      list ({P}:v1:pages:<list>, prefix derived from KEYS[6])
+                                      queued as an edit of the tapped message (kind
+                                      "page": its text and keyboard), answered without a text;
+                                      no job, no group read or written, the token stays usable
     {"resolved", id, status}          a review button: the job was settled (now status)
     {"settled", id, status}           a review button for a job that no longer waits for review
                                       (settled meanwhile): the group is used, the job unchanged
     {"used", id or "", state or ""}   the group was used before (a second tap, or a sibling):
                                       nothing changed but the answer
-    {"expired", "", ""}               no such token (expired, or never made): nothing changed
+    {"expired", "", ""}               no such token (expired, or never made), or a page button
+                                      whose list expired: nothing changed
     {"foreign", "", ""}               the token belongs to another user or chat, or the user is
-                                      not allowed: nothing changed, the token stays usable
+                                      not allowed: nothing changed, the token stays usable (a
+                                      page button too)
     {"forbidden", "", ""}             the user's role (ARGV[16]) does not allow the button:
-                                      nothing changed, the token stays usable
+                                      nothing changed, the token stays usable (a page button
+                                      is every role's)
     {"unknown", "", ""}               not one of our buttons: nothing changed
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
@@ -79,8 +87,11 @@
   any of them exists the record that the group was used does too.
   Except for a solo token (include/tokens.lua): its tap leaves the other buttons working, so
   "new" and "duplicate_command" do not clear the message; a solo token that names a release
-  list (`list`) instead marks itself used in that list's stored keyboard
-  ({P}:v1:releases:<list>, prefix derived from KEYS[6]) and queues `op=edit_markup` with it.
+  list (`list`) instead marks itself used in the stored keyboard of its page (`page`) of that
+  list ({P}:v1:pages:<list>, prefix derived from KEYS[6]) and queues that page (kind "page",
+  its text and keyboard, job_id the list's job, whose reply_form says photo or text) as an edit
+  of the tapped message: the message then shows the page the
+  tapped button is on, whatever page turn was queued before.
   A "duplicate_command" whose job is a finished resource search with a stored list also queues
   that list again (kind "duplicate", its buttons as `markup`), so a repeat gets working buttons.
 ]]
@@ -112,8 +123,18 @@ local function clear_markup(job_id)
     op = 'clear_markup', edit_message_id = message_id, now = now})
 end
 
--- Release lists (the `下载 k` buttons' stored keyboard) live beside the jobs, same hash tag.
-local releases_prefix = (string.gsub(job_prefix, 'job:$', 'releases:'))
+-- Stored lists' pages (their text and keyboards) live beside the jobs, same hash tag.
+local pages_prefix = (string.gsub(job_prefix, 'job:$', 'pages:'))
+
+-- A stored page ({text, markup}) as an edit of the tapped message (nothing without one). The
+-- entry names the list's job, whose recorded reply form tells the dispatcher whether the
+-- message is a photo (its caption is edited) or a text.
+local function show_page(list, page, markup)
+  if message_id == '' then return end
+  ensure_group(replies, ARGV[12])
+  queue_reply(replies, {chat_id = chat_id, kind = 'page', job_id = list, text = page[1],
+    markup = markup or page[2], edit_message_id = message_id, now = now})
+end
 
 local function finish(update_value, outcome, job_id, state)
   mark_update(updates_key, update_id, update_value, retention)
@@ -154,6 +175,20 @@ if not mine then
   answer(texts.foreign, true)
   return finish('-', 'foreign')
 end
+-- A page button: read-only, for anyone the list was made for (a viewer too), outside any group.
+if tok.action == 'page' then
+  local k = tok.page ~= '' and tok.page or '1'
+  local page = redis.call('HMGET', pages_prefix .. tok.list, 'text:' .. k, 'markup:' .. k)
+  if not page[1] or not page[2] then
+    answer(texts.expired, true)
+    clear_markup('')
+    return finish('-', 'expired')
+  end
+  answer('', false)
+  show_page(tok.list, page)
+  return finish('-', 'page')
+end
+
 -- The role: a review button is an admin's; a viewer's tap runs no job (Cancel acts on nothing).
 if ((tok.action == 'review' or tok.action == 'force') and role ~= 'admin')
     or (tok.action == 'run' and role == 'viewer') then
@@ -205,10 +240,11 @@ local function settle_markup(job_id)
     return
   end
   if tok.list == '' or message_id == '' or tok.used_label == '' then return end
-  local list_key = releases_prefix .. tok.list
-  local markup = redis.call('HGET', list_key, 'markup')
-  if not markup then return end
-  local keyboard = cjson.decode(markup)
+  local k = tok.page ~= '' and tok.page or '1'
+  local list_key = pages_prefix .. tok.list
+  local page = redis.call('HMGET', list_key, 'text:' .. k, 'markup:' .. k)
+  if not page[1] or not page[2] then return end
+  local keyboard = cjson.decode(page[2])
   local changed = false
   for _, row in ipairs(keyboard.inline_keyboard or {}) do
     for _, b in ipairs(row) do
@@ -219,11 +255,9 @@ local function settle_markup(job_id)
     end
   end
   if not changed then return end
-  markup = cjson.encode(keyboard)
-  redis.call('HSET', list_key, 'markup', markup)
-  ensure_group(replies, ARGV[12])
-  queue_reply(replies, {chat_id = chat_id, kind = 'edit_markup', op = 'edit_markup',
-    edit_message_id = message_id, markup = markup, now = now})
+  local markup = cjson.encode(keyboard)
+  redis.call('HSET', list_key, 'markup:' .. k, markup)
+  show_page(tok.list, page, markup)
 end
 
 -- 4. Use it.

@@ -12,10 +12,10 @@
   absorb_duplicate(job_prefix, id, update_id)
       counts one more duplicate on job `id`
   stored_list(job_prefix, id, state)
-      -> text, markup of the release list job `id` stored ({P}:v1:releases:<id>, the prefix
+      -> text, markup of page 1 of the list job `id` stored ({P}:v1:pages:<id>, the prefix
          derived from job_prefix, so under the same hash tag), if it succeeded and its list has
          not expired; nil otherwise. A repeated resource search answers with it, so its buttons
-         work again without a second search.
+         (◀ / ▶ included) work again without a second search.
   create_job(j) -> id
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
            jobs_index_len, command_key, window_ms, updates_key, retention, now, fields = {
@@ -46,8 +46,8 @@ end
 
 local function stored_list(job_prefix, id, state)
   if state ~= 'succeeded' then return nil end
-  local key = (string.gsub(job_prefix, 'job:$', 'releases:')) .. id
-  local list = redis.call('HMGET', key, 'text', 'markup')
+  local key = (string.gsub(job_prefix, 'job:$', 'pages:')) .. id
+  local list = redis.call('HMGET', key, 'text:1', 'markup:1')
   if not list[1] or not list[2] then return nil end
   return list[1], list[2]
 end

@@ -14,15 +14,21 @@
   A token marked `solo` is a group of its own (`<group>.<n>`, n its place in the spec): the
   download buttons of one release list, and the download buttons under search matches, are not
   siblings, so a tap uses that button only and the others keep working. A solo token may name
-  the release list (`list`, a resource-search job id) whose stored keyboard a tap edits, marking
-  the tapped button with `used_label` (see tap.lua and worker::execute).
+  the release list (`list`, a resource-search job id) and the page its button is on (`page`)
+  whose stored keyboard a tap edits, marking the tapped button with `used_label` (see tap.lua
+  and worker::releases).
+
+  A page token (action `page`: a ◀ / ▶ button, or the page number between them) is no button
+  that acts: it shows page `page` of the list job `list` stored ({P}:v1:pages:<list>) in the
+  tapped message. Its group is never read or written: it uses nothing up, nothing used stops
+  it, and it works for its owner until it (with the list) expires.
 
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
-                           for a user's button), action (run | force | cancel | review; force: run
-                           even inside the window, an admin's), label, command,
+                           for a user's button), action (run | force | cancel | review | page;
+                           force: run even inside the window, an admin's), label, command,
                            args, idem, window_ms, recovery, reply_to, job_id, decision, solo
-                           ("1": its own group), list, used_label; a field
+                           ("1": its own group), list, used_label, page; a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
                            field as empty
@@ -38,7 +44,7 @@
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
-      "used_label"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      "used_label", "page"}, ...]}; every value is a string (JSON numbers would lose the digits of
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
@@ -51,7 +57,8 @@
 ]]
 
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
-  'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label'}
+  'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label',
+  'page'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = g.ttl

@@ -1355,6 +1355,7 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
         key_args: Some(format!("release {n}")),
         list: None,
         used_label: format!("✓ {n}"),
+        page: None,
     };
     let run = |args: &str| TokenAction::Run {
         command: Command::Subscriptions,

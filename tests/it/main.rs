@@ -108,6 +108,11 @@ mod library;
 /// subscription left as it is, a crash after the create verified.
 mod best;
 
+/// Paged lists: ◀ / ▶ edit the message in place from the stored list (no job, no MoviePilot
+/// request), a button on an old page acts on the item it showed (#258), two users' lists apart,
+/// expiry, the memory bound's message.
+mod pages;
+
 /// The house commands (issue 23): each of MoviePilot's scheduler jobs started once per window
 /// for everyone, a force button for an admin, a crash recovered as the policy table says.
 mod house;

@@ -273,12 +273,14 @@ async fn a_45_mb_resource_search_keeps_the_worker_small_and_the_user_gets_a_cut_
         .find(|r| r.contains_key("markup"))
         .unwrap();
     let text = &list["text"];
+    // The list keeps what commands.resources_shown and its memory bound allow, and pages it.
+    let kept = job["releases_shown"].clone();
     assert!(
         text.contains("has more releases than oncebot reads from one answer")
-            && text.contains("were read, the first 8 shown"),
+            && text.contains(&format!("were read, the first {kept} can be paged")),
         "{text}"
     );
-    assert!(text.contains("8. 【"), "{text}");
+    assert!(text.contains("5. 【") && !text.contains("6. 【"), "{text}");
 
     // Another route over the limit: a permanent failure whose error names the setting.
     for i in 0..25_000 {

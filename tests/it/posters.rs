@@ -476,3 +476,53 @@ async fn posters_off_sends_text_only() {
     assert!(calls(&rig, "sendPhoto").is_empty());
     assert!(posters.requests().is_empty());
 }
+
+/// A release list that went as a photo pages by its caption: the page turn's entry names the
+/// list's job, whose recorded form says photo, so the turn is one editMessageCaption and never
+/// a refused editMessageText first.
+#[tokio::test]
+async fn a_release_list_sent_as_a_photo_pages_by_its_caption() {
+    let posters = PosterServer::start().await.unwrap();
+    let rig = rig(&posters, &[]).await;
+    rig.mp.add_releases((1..=4).map(|n| {
+        oncebot_tools::sim::moviepilot::SimRelease::movie(
+            DUNE,
+            &format!("PTSite{n}"),
+            &format!("Dune 2021 Pack {n:02} 1080p"),
+            "",
+        )
+    }));
+    let _bot = rig.start_pipeline().await;
+    rig.send(1, &format!("/download tmdb:{DUNE}")).await;
+    let job = reply_sent(&rig, 1).await;
+    let list = message(&rig, job["reply_message_id"].parse().unwrap());
+    assert!(list.photo.is_some(), "the list went with its poster");
+    assert_eq!(job["reply_form"], "photo");
+    let next = list
+        .reply_markup
+        .as_ref()
+        .and_then(|k| k["inline_keyboard"].as_array())
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"] == "▶")
+        .and_then(|b| b["callback_data"].as_str().map(str::to_string))
+        .expect("seven releases make two pages");
+    let mut update = callback_update(ALICE, ALICE, list.message_id, &next);
+    update["update_id"] = json!(9001);
+    rig.tg.push_update(update.clone());
+    rig.post(&update).await;
+    rig.tg
+        .wait_for(RECOVERY_DEADLINE, |o| {
+            o.message(ALICE, list.message_id)
+                .is_some_and(|m| m.text.lines().any(|l| l.starts_with("6. ")))
+        })
+        .await
+        .expect("page 2 shown in the caption");
+    assert_eq!(calls(&rig, "editMessageCaption"), [Some(200)]);
+    assert!(
+        calls(&rig, "editMessageText").is_empty(),
+        "no edit of a text the photo does not have"
+    );
+    assert!(message(&rig, list.message_id).photo.is_some());
+}

@@ -93,8 +93,8 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
                     "{key} lists only the running processes: {listed}"
                 );
             }
-            "job" | "updates" | "token" | "tgroup" | "cmd" | "releases" | "reply" | "alive"
-            | "notice" | "lock" | "asked" | "library" => {
+            "job" | "updates" | "token" | "tgroup" | "cmd" | "releases" | "pages" | "reply"
+            | "alive" | "notice" | "lock" | "asked" | "library" => {
                 let ttl: i64 = conn.ttl(&key).await.unwrap();
                 assert!(ttl > 0, "{key} must expire (TTL {ttl})");
                 *expiring.entry(kind.to_string()).or_default() += 1;
@@ -113,4 +113,6 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
     assert_eq!(expiring.get("releases"), Some(&1), "{expiring:?}");
     // The library check's answers (here: no media server), one per media asked about.
     assert!(expiring.contains_key("library"), "{expiring:?}");
+    // The search's list is paged: its pages live beside its releases, as long.
+    assert_eq!(expiring.get("pages"), Some(&1), "{expiring:?}");
 }

@@ -201,6 +201,44 @@ async fn sent_messages_are_numbered_per_chat_and_echo_their_keyboard() {
     assert_eq!(texts, ["one", "two", "x"]);
 }
 
+/// A page turn and a used button's ✓ (issue 24): `editMessageText` with the same text and another
+/// keyboard applies, as with another text and keyboard; only both the same is "not modified".
+#[tokio::test]
+async fn an_edit_of_only_the_keyboard_or_of_both_applies() {
+    let sim = TelegramSim::start().await.unwrap();
+    let page =
+        |label: &str| json!({"inline_keyboard": [[{"text": label, "callback_data": "t:1"}]]});
+    post(
+        &sim,
+        "sendMessage",
+        json!({"chat_id": 10, "text": "Page 1", "reply_markup": page("Download 1")}),
+    )
+    .await;
+    let edit = |text: &str, label: &str| json!({"chat_id": 10, "message_id": 1, "text": text, "reply_markup": page(label)});
+    assert_eq!(
+        post(&sim, "editMessageText", edit("Page 1", "✓ Download 1"))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        post(&sim, "editMessageText", edit("Page 2", "Download 6"))
+            .await
+            .0,
+        200
+    );
+    let (status, body) = post(&sim, "editMessageText", edit("Page 2", "Download 6")).await;
+    assert_eq!(
+        (status, body["description"].as_str()),
+        (400, Some(descriptions::NOT_MODIFIED))
+    );
+    let now = sim.observe(|o| o.message(10, 1).cloned()).unwrap();
+    assert_eq!(
+        (now.text.as_str(), now.reply_markup, now.edits),
+        ("Page 2", Some(page("Download 6")), 2)
+    );
+}
+
 #[tokio::test]
 async fn an_identical_edit_is_not_modified_and_a_changed_one_applies() {
     let sim = TelegramSim::start().await.unwrap();

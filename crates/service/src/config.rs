@@ -293,7 +293,8 @@ pub struct CommandSettings {
     pub best_window_secs: u64,
     pub unsubscribe_window_secs: u64,
     pub searchnow_window_secs: u64,
-    /// Releases one resource-search result lists (one `下载 k` button each).
+    /// Releases one resource search keeps, paged five at a time (one `下载 k` button each),
+    /// within the stored list's memory bound.
     pub resources_shown: usize,
     /// A resource search's duplicate window, and how long its list and buttons live.
     pub resources_window_secs: u64,
@@ -959,12 +960,12 @@ impl HttpSettings {
 impl CommandSettings {
     fn validate(&self) -> Result<(), SettingError> {
         let shown = self.resources_shown;
-        if !(1..=20).contains(&shown) {
+        if !(1..=100).contains(&shown) {
             return Err(SettingError::new(
                 "commands.resources_shown",
-                format!("is {shown}, not 1 to 20"),
+                format!("is {shown}, not 1 to 100"),
                 format!(
-                    "set {} to how many releases a list shows, e.g. 8",
+                    "set {} to how many releases a list keeps for paging, e.g. 30",
                     env_name("commands.resources_shown")
                 ),
             ));

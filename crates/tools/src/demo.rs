@@ -37,7 +37,9 @@ use tokio::task::JoinHandle;
 
 use crate::redis_server::{Persistence, RedisServer};
 use crate::rig::{Oncebot, OncebotCommand, OncebotEnv, wait};
-use crate::sim::moviepilot::{Fault, MoviePilotSim, SimNotification, SimOptions, routes};
+use crate::sim::moviepilot::{
+    Fault, MoviePilotSim, SimNotification, SimOptions, SimRelease, routes,
+};
 use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
 use oncebot::app::{self, Role, Running, ServeOptions};
 use oncebot::config::{Locale, Settings};
@@ -755,6 +757,15 @@ impl Stage {
         // Posters MoviePilot names, on an image host the simulated Bot API fetches from.
         let posters = crate::sim::posters::PosterServer::start().await?;
         self.mp.set_poster_host(Some(&posters.host()));
+        // Three more releases than the catalogue's: two pages, five and one.
+        self.mp.add_releases((4..=6).map(|n| {
+            SimRelease::movie(
+                DUNE,
+                &format!("PTSite{n}"),
+                &format!("Dune 2021 1080p BluRay x264-PACK{n}"),
+                "",
+            )
+        }));
         let text = format!("/download tmdb:{DUNE}");
         let (update_id, update) = self.message(&text);
         you(&text);
@@ -787,6 +798,7 @@ impl Stage {
             data.len() >= 2,
             "the list should have two buttons or more: {data:?}"
         );
+        self.page_turn(list_message, keyboard.as_ref()).await?;
 
         let adds = self.mp.calls(routes::DOWNLOAD_ADD);
         narrate("you tap 下载 1, and tap it again before the bot has answered");
@@ -859,6 +871,77 @@ impl Stage {
              MoviePilot got {sent} adds for 2 releases and holds {} torrents",
             self.mp.torrents()
         ));
+        Ok(())
+    }
+
+    /// ▶ under the release list: page 2 in the same message, from the stored list (no job, no
+    /// MoviePilot request), then ◀ back to page 1, whose `下载 1` the scene taps next.
+    async fn page_turn(
+        &mut self,
+        list_message: i64,
+        keyboard: Option<&Value>,
+    ) -> anyhow::Result<()> {
+        let button = |label: &str| {
+            keyboard
+                .and_then(|k| k["inline_keyboard"].as_array())
+                .into_iter()
+                .flatten()
+                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                .find(|b| b["text"] == label)
+                .and_then(|b| b["callback_data"].as_str().map(str::to_string))
+        };
+        let next = button("▶").context("the list of six releases should have a ▶ button")?;
+        let (jobs, requests) = (self.job_count().await?, self.mp.requests());
+        narrate("you tap ▶ under the list");
+        let mut tap = callback_update(YOU, YOU, list_message, &next);
+        tap["update_id"] = json!(self.next_update_id);
+        self.next_update_id += 1;
+        self.deliver(&tap).await?;
+        let shows = |needle: &'static str| {
+            // Every call answered, so the transcript shows the edit in its place.
+            move |o: &crate::sim::telegram::Observed<'_>| {
+                o.message(YOU, list_message)
+                    .is_some_and(|m| m.text.contains(needle))
+                    && o.calls().iter().all(|c| c.outcome != Outcome::InFlight)
+            }
+        };
+        self.tg
+            .wait_for(STEP, shows("\n6. "))
+            .await
+            .map_err(|e| anyhow::anyhow!("page 2 never showed: {e:?}"))?;
+        self.show_bot_messages();
+        let previous = self
+            .tg
+            .observe(|o| o.message(YOU, list_message).cloned())
+            .and_then(|m| m.reply_markup)
+            .and_then(|k| {
+                k["inline_keyboard"]
+                    .as_array()?
+                    .iter()
+                    .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+                    .find(|b| b["text"] == "◀")
+                    .and_then(|b| b["callback_data"].as_str().map(str::to_string))
+            })
+            .context("page 2 should have a ◀ button")?;
+        narrate("you tap ◀");
+        let mut tap = callback_update(YOU, YOU, list_message, &previous);
+        tap["update_id"] = json!(self.next_update_id);
+        self.next_update_id += 1;
+        self.deliver(&tap).await?;
+        self.tg
+            .wait_for(STEP, shows("\n1. "))
+            .await
+            .map_err(|e| anyhow::anyhow!("page 1 never came back: {e:?}"))?;
+        self.show_bot_messages();
+        let (made, asked) = (
+            self.job_count().await? - jobs,
+            self.mp.requests() - requests,
+        );
+        anyhow::ensure!(
+            made == 0 && asked == 0,
+            "page turns should make no job and ask MoviePilot nothing, not {made} jobs and {asked} requests"
+        );
+        check("two page turns edited the list in place: no job, no MoviePilot request");
         Ok(())
     }
 

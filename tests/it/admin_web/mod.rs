@@ -280,13 +280,11 @@ impl Deployment {
             "torrent_info": {"site_name": "PT", "title": "The.Matrix.1999", "site_cookie": SITE_COOKIE},
         });
         self.ledger
-            .store_releases(
+            .store_list(
                 job,
                 Duration::from_secs(600),
-                "1. The.Matrix.1999",
-                "{}",
-                &serde_json::json!({"title": "The Matrix"}),
-                &[release],
+                &[("1. The.Matrix.1999".into(), "{}".into())],
+                Some((&serde_json::json!({"title": "The Matrix"}), &[release])),
             )
             .await
             .unwrap();

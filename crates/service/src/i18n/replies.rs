@@ -7,6 +7,8 @@
 //! control or bidi character into Telegram (a U+202E that makes one release read as another, a
 //! NUL that makes Telegram refuse the whole list), nor a line break that fakes a line.
 
+use std::ops::Range;
+
 use super::Texts;
 use crate::commands::Command;
 use crate::config::Locale;
@@ -76,13 +78,16 @@ impl Render {
         }
     }
 
-    /// `/search` and `订阅 X`: the matches, each with what the library holds of it
-    /// (`library[i]` for match `i`; a missing one says nothing).
+    /// `/search` (`choose`: `订阅 X`): the header, then the matches of `page` (indexes into
+    /// `items`, numbered from 1 for the whole list), each with what the library holds of it
+    /// (`library[i]` for match `i`; a missing one says nothing). `kept`: how many of `items`
+    /// can be paged.
     pub fn search_results(
         &self,
         title: &str,
-        items: &[MediaItem],
-        library: &[Library],
+        (items, library): (&[MediaItem], &[Library]),
+        page: Range<usize>,
+        kept: usize,
         choose: bool,
     ) -> String {
         if items.is_empty() {
@@ -104,14 +109,22 @@ impl Render {
             ),
             (false, false) => format!("{} results for \"{title}\":\n", items.len()),
         };
-        out.push_str(&self.match_lines(items, library, "subscribe"));
+        out.push_str(&self.only_first(items.len(), kept));
+        out.push_str(&self.match_lines((items, library), page, "subscribe"));
         out.trim_end().to_string()
     }
 
-    /// `洗版 X` / `/best X`: the matches to subscribe to a better version of.
-    pub fn best_results(&self, title: &str, items: &[MediaItem], library: &[Library]) -> String {
+    /// `洗版 X` / `/best X`: as [`Self::search_results`], the matches to subscribe to a better
+    /// version of.
+    pub fn best_results(
+        &self,
+        title: &str,
+        (items, library): (&[MediaItem], &[Library]),
+        page: Range<usize>,
+        kept: usize,
+    ) -> String {
         if items.is_empty() {
-            return self.search_results(title, items, library, true);
+            return self.search_results(title, (items, library), page, kept, true);
         }
         let n = items.len();
         let mut out = zh_en!(
@@ -119,33 +132,72 @@ impl Render {
             ("「{title}」有 {n} 个结果，请选择要洗版（订阅更好版本）的条目：\n"),
             ("{n} results for \"{title}\"; choose one to subscribe to a better version of:\n")
         );
-        out.push_str(&self.match_lines(items, library, "best"));
+        out.push_str(&self.only_first(items.len(), kept));
+        out.push_str(&self.match_lines((items, library), page, "best"));
         out.trim_end().to_string()
     }
 
-    /// The numbered lines of a match list (at most 8), each with what the library holds and
-    /// the typed form of its button (`/<command> <args>`).
-    fn match_lines(&self, items: &[MediaItem], library: &[Library], command: &str) -> String {
+    /// The lines of the matches of `page`, each with what the library holds and the typed form
+    /// of its button (`/<command> <args>`).
+    fn match_lines(
+        &self,
+        (items, library): (&[MediaItem], &[Library]),
+        page: Range<usize>,
+        command: &str,
+    ) -> String {
         let mut out = String::new();
-        for (i, item) in items.iter().take(8).enumerate() {
-            let year = item
-                .year
-                .as_deref()
-                .map(|y| format!(" ({})", clean_line(y)))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "{}. {}{year} · {}{}",
-                i + 1,
-                clean_line(&item.title),
-                self.kind(Some(item.kind)),
-                self.library_suffix(library.get(i))
-            ));
+        for i in page {
+            let Some(item) = items.get(i) else { break };
+            out.push_str(&self.match_line(i + 1, item));
+            out.push_str(&self.library_suffix(library.get(i)));
             if let Some(args) = subscribe_args(item) {
                 out.push_str(&format!("\n   /{command} {args}"));
             }
             out.push('\n');
         }
         out
+    }
+
+    /// `n. <title> (<year>) · <kind>`, without a line break.
+    fn match_line(&self, n: usize, item: &MediaItem) -> String {
+        let year = item
+            .year
+            .as_deref()
+            .map(|y| format!(" ({})", clean_line(y)))
+            .unwrap_or_default();
+        format!(
+            "{n}. {}{year} · {}",
+            clean_line(&item.title),
+            self.kind(Some(item.kind))
+        )
+    }
+
+    /// A line under a list's header when only the first `kept` of `total` items can be paged
+    /// (the rest were not kept: the list's memory bound); empty otherwise.
+    fn only_first(&self, total: usize, kept: usize) -> String {
+        if kept >= total {
+            return String::new();
+        }
+        zh_en!(
+            self.zh(),
+            ("（共 {total} 个，只能翻看前 {kept} 个。）\n"),
+            ("(Only the first {kept} of {total} can be paged.)\n")
+        )
+    }
+
+    /// The page-number button between ◀ and ▶: `page/pages`.
+    pub fn page_button(&self, page: usize, pages: usize) -> String {
+        format!("{page}/{pages}")
+    }
+
+    /// The button that shows the page before.
+    pub fn previous_page(&self) -> &'static str {
+        "◀"
+    }
+
+    /// The button that shows the page after.
+    pub fn next_page(&self) -> &'static str {
+        "▶"
     }
 
     /// The text of the 洗版 button of result number `n` (1-based).
@@ -799,11 +851,12 @@ impl Render {
     pub fn download_matches(
         &self,
         title: &str,
-        items: &[MediaItem],
-        library: &[Library],
+        (items, library): (&[MediaItem], &[Library]),
+        page: Range<usize>,
+        kept: usize,
     ) -> String {
         if items.is_empty() {
-            return self.search_results(title, items, library, false);
+            return self.search_results(title, (items, library), page, kept, false);
         }
         let mut out = zh_en!(
             self.zh(),
@@ -816,19 +869,12 @@ impl Render {
                 items.len()
             )
         );
-        for (i, item) in items.iter().take(8).enumerate() {
-            let year = item
-                .year
-                .as_deref()
-                .map(|y| format!(" ({})", clean_line(y)))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "{}. {}{year} · {}{}\n",
-                i + 1,
-                clean_line(&item.title),
-                self.kind(Some(item.kind)),
-                self.library_suffix(library.get(i))
-            ));
+        out.push_str(&self.only_first(items.len(), kept));
+        for i in page {
+            let Some(item) = items.get(i) else { break };
+            out.push_str(&self.match_line(i + 1, item));
+            out.push_str(&self.library_suffix(library.get(i)));
+            out.push('\n');
         }
         out.trim_end().to_string()
     }
@@ -854,58 +900,59 @@ impl Render {
         .into()
     }
 
-    /// A resource search's list: one numbered line per release (site, title, size, seeders,
-    /// promotion), nothing else of MoviePilot's answer. `cut`: MoviePilot's answer was larger
-    /// than oncebot reads, and `total` results were read of it.
+    /// A page of a resource search's list: one line per release of `page` (site, title, size,
+    /// seeders, promotion), numbered from `first` (its place in the whole list), nothing else
+    /// of MoviePilot's answer. `kept`: the releases that can be paged, of `total` read; `cut`:
+    /// MoviePilot's answer was larger than oncebot reads. The line after the header says what
+    /// the library holds.
     pub fn release_list(
         &self,
         media: &str,
-        releases: &[Release],
-        (total, cut): (usize, bool),
+        (page, first): (&[Release], usize),
+        (kept, total, cut): (usize, usize, bool),
         library: &Library,
     ) -> String {
         let media = clean_line(media);
-        if releases.is_empty() && library.is_present() {
+        if page.is_empty() && library.is_present() {
             return zh_en!(
                 self.zh(),
                 ("没有找到「{media}」的资源；已在媒体库。"),
                 ("No releases found for {media}; it is already in your library.")
             );
         }
-        if releases.is_empty() {
+        if page.is_empty() {
             return zh_en!(
                 self.zh(),
                 ("没有找到「{media}」的资源。"),
                 ("No releases found for {media}.")
             );
         }
-        let shown = releases.len();
-        let mut out = match (self.zh(), cut, shown < total) {
+        let mut out = match (self.zh(), cut, kept < total) {
             (true, true, _) => format!(
-                "「{media}」的资源太多，MoviePilot 的回答超过了读取上限：读取了其中 {total} 个，以下是前 {shown} 个，点按钮下载：\n"
+                "「{media}」的资源太多，MoviePilot 的回答超过了读取上限：读取了其中 {total} 个，可以翻看前 {kept} 个，点按钮下载：\n"
             ),
             (true, false, false) => format!("「{media}」找到 {total} 个资源，点按钮下载：\n"),
             (true, false, true) => {
-                format!("「{media}」找到 {total} 个资源，以下是前 {shown} 个，点按钮下载：\n")
+                format!("「{media}」找到 {total} 个资源，只能翻看前 {kept} 个，点按钮下载：\n")
             }
             (false, true, _) => format!(
-                "{media} has more releases than oncebot reads from one answer: {total} were read, the first {shown} shown; tap a button to download:\n"
+                "{media} has more releases than oncebot reads from one answer: {total} were read, the first {kept} can be paged; tap a button to download:\n"
             ),
             (false, false, false) => {
                 format!("{total} releases of {media}; tap a button to download:\n")
             }
             (false, false, true) => format!(
-                "{total} releases of {media}, the first {shown} shown; tap a button to download:\n"
+                "{total} releases of {media}; only the first {kept} can be paged; tap a button to download:\n"
             ),
         };
         if let Some(line) = self.library_line(library) {
             out.push_str(&line);
             out.push('\n');
         }
-        for (i, r) in releases.iter().enumerate() {
+        for (i, r) in page.iter().enumerate() {
             let mut line = format!(
                 "{}. 【{}】{}",
-                i + 1,
+                first + i,
                 clean_line(&r.site_name),
                 clean_line(&r.title)
             );
@@ -983,6 +1030,58 @@ impl Render {
             ("无法确认「{title}」（站点：{site}）是否已添加到下载器，为避免重复下载，已交给管理员确认。"),
             ("Cannot tell whether \"{title}\" (site: {site}) reached the downloader; to avoid a second download, an operator will check.")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn release(n: usize) -> Release {
+        let info = serde_json::json!({"site_name": format!("PT{n}"), "title": format!("Dune {n}")});
+        Release::from_torrent_info(info).expect("a release")
+    }
+
+    /// A page is numbered for the whole list, and a list cut by its bound says, in either
+    /// language, how many were found and how many can be paged.
+    #[test]
+    fn a_page_numbers_its_items_for_the_whole_list_and_says_what_can_be_paged() {
+        let page: Vec<Release> = (6..=10).map(release).collect();
+        let zh = Render::new(Locale::Zh).release_list(
+            "Dune (2021)",
+            (&page, 6),
+            (38, 80, false),
+            &Library::Unknown,
+        );
+        assert!(
+            zh.starts_with("「Dune (2021)」找到 80 个资源，只能翻看前 38 个"),
+            "{zh}"
+        );
+        assert!(zh.contains("\n6. 【PT6】Dune 6") && zh.contains("\n10. 【PT10】Dune 10"));
+        assert!(!zh.contains("\n1. "), "{zh}");
+        let en = Render::new(Locale::En).release_list(
+            "Dune (2021)",
+            (&page, 6),
+            (38, 80, false),
+            &Library::Unknown,
+        );
+        assert!(
+            en.starts_with("80 releases of Dune (2021); only the first 38 can be paged"),
+            "{en}"
+        );
+        let whole = Render::new(Locale::En).release_list(
+            "Dune",
+            (&page[..2], 1),
+            (2, 2, false),
+            &Library::Unknown,
+        );
+        assert!(whole.starts_with("2 releases of Dune; tap"), "{whole}");
+        assert!(
+            Render::new(Locale::Zh)
+                .only_first(40, 30)
+                .contains("只能翻看前 30 个")
+        );
+        assert_eq!(Render::new(Locale::En).only_first(30, 30), "");
     }
 }
 

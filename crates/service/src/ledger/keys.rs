@@ -157,10 +157,17 @@ impl Keys {
 
     /// HASH, EXPIRE = `commands.resources_window_secs`: the release list resource-search job
     /// `job_id` found (each release's torrent_info with its site cookie, the shared media_info
-    /// once, the list's text and keyboard), for its `下载 k` buttons. Scripts derive the prefix
+    /// once), for its `下载 k` buttons; its pages are in [`Self::pages`]. Scripts derive the prefix
     /// from the job prefix.
     pub fn releases(&self, job_id: u64) -> String {
         format!("{}releases:{job_id}", self.base)
+    }
+
+    /// HASH, EXPIRE = the buttons' lifetime: the pages of a list job `job_id` showed (matches,
+    /// or a resource search's releases), each page's text and keyboard, for its ◀ / ▶ buttons
+    /// (`pages`, `text:<k>`, `markup:<k>`). Scripts derive the prefix from the job prefix.
+    pub fn pages(&self, job_id: u64) -> String {
+        format!("{}pages:{job_id}", self.base)
     }
 
     /// LIST: a chat's recent job ids, newest first.
@@ -332,6 +339,7 @@ mod tests {
             k.alive("host-1-abcd"),
             k.consumers(JOBS_GROUP),
             k.releases(3),
+            k.pages(3),
             k.notify_position(),
             k.notify_seen(),
             k.notify_recent(),

@@ -1,9 +1,10 @@
-//! Release lists (`lua/releases.lua`) and a running attempt's notes (`lua/note.lua`).
+//! Stored lists (`lua/list.lua`: pages, and a resource search's releases) and a running
+//! attempt's notes (`lua/note.lua`).
 //!
 //! A release list is what a resource search found, kept server-side for its `下载 k` buttons:
-//! each release's torrent_info as MoviePilot sent it (site cookie included), the media_info
-//! they share (once), and the list's text and keyboard. It expires with its buttons, and a
-//! button names the list by its job id, never the data. A `grab` job reads the release it
+//! each release's torrent_info as MoviePilot sent it (site cookie included) and the media_info
+//! they share (once); the list's pages (text and keyboard) are beside it (`Keys::pages`). It
+//! expires with its buttons, and a button names the list by its job id, never the data. A `grab` job reads the release it
 //! downloads from here and never copies the cookie into the job.
 
 use std::collections::HashMap;
@@ -34,46 +35,41 @@ impl std::fmt::Debug for StoredList {
 }
 
 impl Ledger {
-    /// Stores the list resource-search job `job_id` found (replacing an earlier one of the same
-    /// job), expiring after `ttl`. `text` and `markup` are the reply that shows it.
-    pub async fn store_releases(
+    /// Stores the list job `job_id` showed (replacing an earlier one of the same job), expiring
+    /// after `ttl`: its pages (text and keyboard of each, page 1 first), and for a resource
+    /// search the releases its buttons download (`media_info` and each release's torrent_info).
+    pub async fn store_list(
         &self,
         job_id: u64,
         ttl: Duration,
-        text: &str,
-        markup: &str,
-        media_info: &Value,
-        releases: &[Value],
+        pages: &[(String, String)],
+        releases: Option<(&Value, &[Value])>,
     ) -> Result<(), LedgerError> {
-        let call = self.store_releases_call(job_id, ttl, text, markup, media_info, releases);
-        let _: i64 = self.send(&call, "storing a release list").await?;
+        let call = self.store_list_call(job_id, ttl, pages, releases);
+        let _: i64 = self.send(&call, "storing a list").await?;
         Ok(())
     }
 
-    pub(super) fn store_releases_call(
+    pub(super) fn store_list_call(
         &self,
         job_id: u64,
         ttl: Duration,
-        text: &str,
-        markup: &str,
-        media_info: &Value,
-        releases: &[Value],
+        pages: &[(String, String)],
+        releases: Option<(&Value, &[Value])>,
     ) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::RELEASES, 1, 11 + 2 * releases.len(), 4096);
-        call.key("list HASH", self.keys.releases(job_id))
+        let count = releases.map_or(0, |(_, r)| r.len());
+        let mut call = ScriptCall::new(&scripts::LIST, 2, 4 + 2 * pages.len() + count, 4096);
+        call.key("pages HASH", self.keys.pages(job_id))
+            .key("releases HASH", self.keys.releases(job_id))
             .arg("lifetime", ttl.as_secs().max(1))
-            .args([
-                "job_id",
-                &job_id.to_string(),
-                "text",
-                text,
-                "markup",
-                markup,
-            ])
-            .args(["media".to_string(), media_info.to_string()])
-            .args(["count".to_string(), releases.len().to_string()]);
-        for (i, r) in releases.iter().enumerate() {
-            call.args([format!("r{}", i + 1), r.to_string()]);
+            .arg("N", pages.len())
+            .arg("R", count);
+        for (text, markup) in pages {
+            call.args([text, markup]);
+        }
+        if let Some((media, list)) = releases.filter(|(_, r)| !r.is_empty()) {
+            call.args([media.to_string()]);
+            call.args(list.iter().map(Value::to_string));
         }
         call
     }

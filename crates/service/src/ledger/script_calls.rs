@@ -344,13 +344,11 @@ async fn liveness_and_reap_calls_name_their_headers() {
 async fn release_and_note_calls_name_their_headers() {
     let l = ledger();
     holds(
-        &l.store_releases_call(
+        &l.store_list_call(
             7,
             Duration::from_secs(60),
-            "t",
-            "{}",
-            &json!({}),
-            &[json!({})],
+            &[("t".into(), "{}".into())],
+            Some((&json!({}), &[json!({})])),
         ),
         true,
     );

@@ -106,8 +106,9 @@ pub(crate) static REAP: LazyLock<Lua> = LazyLock::new(|| lua!("reap.lua"));
 /// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
 pub(crate) static NOTE: LazyLock<Lua> = LazyLock::new(|| lua!("note.lua"));
 
-/// `lua/releases.lua`: store a resource search's list (with its expiry) for its buttons.
-pub(crate) static RELEASES: LazyLock<Lua> = LazyLock::new(|| lua!("releases.lua"));
+/// `lua/list.lua`: store a list's pages (and a resource search's releases), with their expiry,
+/// for its buttons.
+pub(crate) static LIST: LazyLock<Lua> = LazyLock::new(|| lua!("list.lua"));
 
 /// `lua/login_gate.lua`: one MoviePilot login at a time for the deployment, none while refused.
 pub(crate) static LOGIN_GATE: LazyLock<Lua> =
@@ -151,7 +152,7 @@ fn all() -> [(&'static str, &'static Lua); 25] {
         ("liveness", &LIVENESS),
         ("reap", &REAP),
         ("note", &NOTE),
-        ("releases", &RELEASES),
+        ("list", &LIST),
         ("ready", &READY),
         ("notify", &NOTIFY),
         ("login_gate", &LOGIN_GATE),

@@ -51,6 +51,10 @@ pub enum TokenAction {
     Cancel,
     /// Settle a `needs_review` job, as `oncebot jobs resolve` does.
     Review { job_id: u64, decision: Resolution },
+    /// Show page `page` (1-based) of the list job `list` stored (`Keys::pages`) in the tapped
+    /// message: read-only, reusable until the list expires, never part of a group (it uses
+    /// nothing up and nothing used stops it).
+    Page { list: u64, page: usize },
 }
 
 /// One button's token.
@@ -78,6 +82,8 @@ pub struct Solo {
     pub list: Option<u64>,
     /// The button's text once it is used (e.g. `✓ 下载 1`).
     pub used_label: String,
+    /// The page of the list the button is on (1-based), whose stored keyboard gets the `✓`.
+    pub page: Option<usize>,
 }
 
 /// Buttons offered together: using one uses them all.
@@ -210,6 +216,8 @@ struct TokenSpec<'a> {
     list: String,
     #[serde(skip_serializing_if = "str::is_empty")]
     used_label: &'a str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    page: String,
 }
 
 fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
@@ -236,6 +244,7 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
         solo: "",
         list: String::new(),
         used_label: "",
+        page: String::new(),
     };
     match &t.action {
         TokenAction::Run {
@@ -275,11 +284,17 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
             spec.job_id = job_id.to_string();
             spec.decision = decision.as_str();
         }
+        TokenAction::Page { list, page } => {
+            spec.action = "page";
+            spec.list = list.to_string();
+            spec.page = page.to_string();
+        }
     }
     if let Some(solo) = &t.solo {
         spec.solo = "1";
         spec.list = solo.list.map(|l| l.to_string()).unwrap_or_default();
         spec.used_label = &solo.used_label;
+        spec.page = solo.page.map(|p| p.to_string()).unwrap_or_default();
     }
     spec
 }
@@ -367,6 +382,8 @@ pub enum Tapped {
     DuplicateCommand { job_id: u64, state: JobState },
     /// Cancel: the buttons are used, nothing runs.
     Cancelled,
+    /// A page button: the page was queued as an edit of the tapped message; no job.
+    Page,
     /// A review button settled the job; it is now `state`.
     Resolved { job_id: u64, state: JobState },
     /// A review button for a job that was settled meanwhile; nothing changed on it.
@@ -402,6 +419,7 @@ impl Tapped {
             Tapped::New { .. } => "new",
             Tapped::DuplicateCommand { .. } => "duplicate_command",
             Tapped::Cancelled => "cancelled",
+            Tapped::Page => "page",
             Tapped::Resolved { .. } => "resolved",
             Tapped::Settled { .. } => "settled",
             Tapped::Used { .. } => "used",
@@ -522,6 +540,7 @@ impl Ledger {
                 state: job_state()?,
             },
             "cancelled" => Tapped::Cancelled,
+            "page" => Tapped::Page,
             "resolved" => Tapped::Resolved {
                 job_id: job_id()?,
                 state: job_state()?,

@@ -67,6 +67,11 @@ const LOCALE: &str = "zh-CN";
 /// What v3 answers when nothing was found, in [`LOCALE`] (v2 answers it untranslated).
 const NOTHING_FOUND: &str = "未搜索到";
 
+/// The matches a media search asks MoviePilot for (its `count`; MoviePilot's own bot asks for
+/// 8, one page): six pages of five, all a paged list keeps (`worker::pages`). A title with more
+/// matches than that is better typed more precisely than paged through.
+pub const MATCHES_ASKED: usize = 30;
+
 /// A connected MoviePilot. Cheap to clone; every clone shares the HTTP pool and the token.
 #[derive(Clone)]
 pub struct MoviePilot {
@@ -393,8 +398,9 @@ impl MoviePilot {
         self.inner.lock_refused().clone()
     }
 
-    /// Media matching `title` (`GET /api/v1/media/search?title=&type=media&page=1&count=8`).
-    /// Results that are neither movie nor series are dropped.
+    /// Media matching `title` (`GET /api/v1/media/search?title=&type=media&page=1&count=`
+    /// [`MATCHES_ASKED`]), in MoviePilot's order. Results that are neither movie nor series are
+    /// dropped.
     pub async fn search_media(&self, title: &str) -> Result<Vec<MediaItem>, MpError> {
         let call = Call {
             what: format!("searching media for {:?}", short(title, 60)),
@@ -404,7 +410,7 @@ impl MoviePilot {
                 ("title", title.to_string()),
                 ("type", "media".into()),
                 ("page", "1".into()),
-                ("count", "8".into()),
+                ("count", MATCHES_ASKED.to_string()),
             ],
             json: None,
             effect: Effect::ReadOnly,

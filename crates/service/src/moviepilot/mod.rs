@@ -24,7 +24,7 @@ mod releases;
 mod types;
 
 pub use crate::config::MoviePilotSettings;
-pub use client::{MoviePilot, SchedulerRun, TransferRecord};
+pub use client::{MATCHES_ASKED, MoviePilot, SchedulerRun, TransferRecord};
 pub use error::{ListUsersError, MpError, Unreachable};
 pub use gate::{
     GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,

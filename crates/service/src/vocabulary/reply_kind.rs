@@ -39,13 +39,16 @@ pub enum ReplyKind {
     ClearMarkup,
     /// Replaces a message's buttons.
     EditMarkup,
+    /// A page of a stored list (a ◀ / ▶ tap, or a used button's `✓` on its page): the message's
+    /// text and buttons edited in place.
+    Page,
     /// A MoviePilot notification relayed to a chat (not a job's reply); sent as a photo when the
     /// entry carries a poster (`photo`).
     Notification,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 18] = [
+    pub const ALL: [ReplyKind; 19] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -63,6 +66,7 @@ impl ReplyKind {
         ReplyKind::Resolved,
         ReplyKind::ClearMarkup,
         ReplyKind::EditMarkup,
+        ReplyKind::Page,
         ReplyKind::Notification,
     ];
 
@@ -86,6 +90,7 @@ impl ReplyKind {
             ReplyKind::Resolved => "resolved",
             ReplyKind::ClearMarkup => "clear_markup",
             ReplyKind::EditMarkup => "edit_markup",
+            ReplyKind::Page => "page",
             ReplyKind::Notification => "notification",
         }
     }
@@ -147,6 +152,7 @@ mod tests {
             | ReplyKind::Resolved
             | ReplyKind::ClearMarkup
             | ReplyKind::EditMarkup
+            | ReplyKind::Page
             | ReplyKind::Notification => (),
         };
         let doc = crate::assets::read("docs/redis.md");

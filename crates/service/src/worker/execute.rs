@@ -301,14 +301,16 @@ async fn search(
     let items = cx.mp.search_media(title).await?;
     let library = super::library::check_items(cx, &items).await;
     let r = &cx.render;
-    let reply = match choose {
-        Some(Command::Best) => r.best_results(title, &items, &library),
-        _ => r.search_results(title, &items, &library, choose.is_some()),
+    let text = |page, kept| match choose {
+        Some(Command::Best) => r.best_results(title, (&items, &library), page, kept),
+        _ => r.search_results(title, (&items, &library), page, kept, choose.is_some()),
     };
+    let row = |group: &mut TokenGroup, i| subscribe_row(cx, job, group, (i, &items[i]), choose);
+    let paged = super::pages::matches(cx, job, items.len(), text, row).await?;
     Ok(Done {
-        reply,
+        reply: paged.first_text(),
         result: format!("{} results", items.len()),
-        buttons: subscribe_buttons(cx, job, &items, choose),
+        buttons: paged.buttons(),
         photo: first_poster(&items),
         ..Done::default()
     })
@@ -954,53 +956,45 @@ async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<Strin
     })
 }
 
-/// One Subscribe button per search result that has a TMDB id, bound to the user who searched;
-/// each runs `/subscribe <args>` (`choose`: that command, `/best` for 洗版) as if typed (see
-/// `i18n::subscribe_args`). Siblings: one tap uses them all. `None` when no result can be
-/// subscribed by id, and for a viewer (a button they could not use would only be refused).
-/// A plain search's rows (`choose` none) also have a solo button that starts a resource search
-/// for that match (it uses nothing else up).
-fn subscribe_buttons(
+/// The Subscribe button of search result `i` (0-based) when it has a TMDB id, bound to the
+/// user who searched; it runs `/subscribe <args>` (`choose`: that command, `/best` for 洗版)
+/// as if typed (see `i18n::subscribe_args`). Siblings, on every page: one tap uses them all.
+/// None for a viewer (a button they could not use would only be refused). A plain search's row
+/// (`choose` none) also has a solo button that starts a resource search for that match (it
+/// uses nothing else up).
+fn subscribe_row(
     cx: &Context<'_>,
     job: &Job,
-    items: &[MediaItem],
+    group: &mut TokenGroup,
+    (i, item): (usize, &MediaItem),
     choose: Option<Command>,
-) -> Option<Buttons> {
+) -> Vec<(String, String)> {
     let command = choose.unwrap_or(Command::Subscribe);
     if job.role < command.least_role("") {
-        return None;
+        return Vec::new();
     }
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
+    let Some(args) = i18n::subscribe_args(item) else {
+        return Vec::new();
     };
-    let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
-    let mut keyboard = Keyboard::new();
-    for (i, item) in items.iter().take(8).enumerate() {
-        let Some(args) = i18n::subscribe_args(item) else {
-            continue;
-        };
-        let label = match command {
-            Command::Best => cx.render.best_button(i + 1, item),
-            _ => cx.render.subscribe_button(i + 1, item),
-        };
-        let action = TokenAction::Run {
-            command,
-            args,
-            window: cx.buttons.window_of(command),
-        };
-        let data = group.add(owner, &label, action, reply_to);
-        let mut row = vec![(label, data)];
-        if choose.is_none()
-            && let Some(button) =
-                super::releases::release_search_button(cx, job, &mut group, i + 1, item, true)
-        {
-            row.push(button);
-        }
-        keyboard = keyboard.row(row);
+    let owner = super::pages::owner(job);
+    let label = match command {
+        Command::Best => cx.render.best_button(i + 1, item),
+        _ => cx.render.subscribe_button(i + 1, item),
+    };
+    let action = TokenAction::Run {
+        command,
+        args,
+        window: cx.buttons.window_of(command),
+    };
+    let data = group.add(owner, &label, action, reply_to(job));
+    let mut row = vec![(label, data)];
+    if choose.is_none()
+        && let Some(button) =
+            super::releases::release_search_button(cx, job, group, i + 1, item, true)
+    {
+        row.push(button);
     }
-    buttons(&group, keyboard)
+    row
 }
 
 /// `/subscribe tmdb:<id> tv` (or `/best`'s, `command`): the series' seasons as buttons (four

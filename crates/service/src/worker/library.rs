@@ -7,12 +7,18 @@
 use std::time::Duration;
 
 use crate::ledger::LibraryKey;
-use crate::moviepilot::{Library, LibraryMedia, MediaItem, MediaKind};
+use crate::moviepilot::{LIBRARY_TIMEOUT, Library, LibraryMedia, MediaItem, MediaKind};
 
 use super::execute::Context;
 
-/// How many matches of a list are checked: the ones a list shows.
-const CHECKED_MATCHES: usize = 8;
+/// How many checks of one list run at once (a list has up to 30 matches; each check is two or
+/// three calls to MoviePilot, which asks its media server live).
+const AT_ONCE: usize = 8;
+
+/// How long a list's checks may take in all: one check's own timeout and a second for the
+/// rest, so a single check always ends by its own timeout (and its "no answer" is kept) before
+/// the list gives up on the ones still waiting for their turn.
+const LIST_DEADLINE: Duration = Duration::from_secs(LIBRARY_TIMEOUT.as_secs() + 1);
 
 /// How long a check that got no answer (`Library::Unknown`: a media server down or slow, routes
 /// missing) is kept, at most: a broken media server then costs its timeout once a minute per
@@ -51,11 +57,10 @@ pub async fn check(cx: &Context<'_>, media: &LibraryMedia) -> Library {
         .unwrap_or(Library::Unknown)
 }
 
-/// What the library holds of each of the first matches of `items`, in order (one per item;
-/// `Unknown` for a match without a TMDB id and past the ones a list shows).
+/// What the library holds of each match of `items`, in order (one per item; `Unknown` for a
+/// match without a TMDB id), every page's, since a list's pages are rendered at once.
 pub async fn check_items(cx: &Context<'_>, items: &[MediaItem]) -> Vec<Library> {
-    let media: Vec<Option<LibraryMedia>> =
-        items.iter().take(CHECKED_MATCHES).map(of_item).collect();
+    let media: Vec<Option<LibraryMedia>> = items.iter().map(of_item).collect();
     let known: Vec<LibraryMedia> = media.iter().flatten().cloned().collect();
     let mut answers = check_all(cx, &known).await.into_iter();
     media
@@ -68,13 +73,25 @@ pub async fn check_items(cx: &Context<'_>, items: &[MediaItem]) -> Vec<Library> 
 }
 
 /// [`check`] for each of `media`: one read of the cache for all, then MoviePilot for the ones
-/// it does not hold, concurrently.
+/// it does not hold, [`AT_ONCE`] at a time, all within [`LIST_DEADLINE`] from the start: a
+/// check not finished by then says nothing (and is not kept), so a long list waits hardly
+/// longer than one check.
 async fn check_all(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Library> {
     let cached = cached(cx, media).await;
+    let deadline = tokio::time::Instant::now() + LIST_DEADLINE;
+    let turns = tokio::sync::Semaphore::new(AT_ONCE);
+    let turns = &turns;
     let asks = media.iter().zip(cached).map(|(m, hit)| async move {
-        match hit {
-            Some(library) => library,
-            None => ask(cx, m).await,
+        if let Some(library) = hit {
+            return library;
+        }
+        let asked = async {
+            let _turn = turns.acquire().await.ok()?;
+            Some(ask(cx, m).await)
+        };
+        match tokio::time::timeout_at(deadline, asked).await {
+            Ok(Some(library)) => library,
+            _ => Library::Unknown,
         }
     });
     futures::future::join_all(asks).await

@@ -19,6 +19,7 @@
 
 mod execute;
 mod library;
+mod pages;
 mod redo;
 mod releases;
 mod restart;

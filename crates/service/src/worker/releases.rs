@@ -18,10 +18,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::execute::{Buttons, Context, Done, Settle, reply_to};
+use super::execute::{Context, Done, Settle, reply_to};
+use super::pages::{Nav, Paged, owner, page_count, page_range};
 use crate::asked::AskedMedia;
 use crate::commands::Command;
-use crate::ledger::{Job, LedgerError, Owner, Solo, TokenAction, TokenGroup};
+use crate::ledger::{Job, LedgerError, Solo, TokenAction, TokenGroup};
 use crate::moviepilot::{
     LIBRARY_TIMEOUT, Library, LibraryMedia, MediaItem, MediaKind, MpError, Release,
     ReleaseIdentity, ReleaseList,
@@ -29,10 +30,12 @@ use crate::moviepilot::{
 use crate::telegram::keyboard::Keyboard;
 
 /// The most payload a stored list may hold: the bytes of the values written (media_info once,
-/// each release's torrent_info, the text and keyboard), not `MEMORY USAGE`, which adds field
-/// names, the hash's entries and the allocator's rounding (about 18 KB at this bound);
-/// releases at the end of the list are left out to stay under it.
-pub const LIST_BUDGET_BYTES: usize = 16 * 1024;
+/// each release's torrent_info, every page's text and keyboard), not `MEMORY USAGE`, which adds
+/// field names, the hashes' entries and the allocator's rounding; releases at the end of the
+/// list are left out to stay under it. About 40 of the catalogue's releases (a torrent_info is
+/// about 900 bytes, its line and button about 300 more), so `commands.resources_shown`'s
+/// default of 30 fits; one list per search and user, for `commands.resources_window_secs`.
+pub const LIST_BUDGET_BYTES: usize = 48 * 1024;
 
 /// Sends of one download after which a still-unverified add is held for a person.
 const MAX_SENDS: u64 = 3;
@@ -56,31 +59,25 @@ fn ledger_error(e: LedgerError) -> MpError {
     MpError::Transient(e.to_string())
 }
 
-fn owner(job: &Job) -> Owner {
-    Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
-    }
-}
-
 /// `/download <title>`: media matches, each with a button that starts a resource search. The
 /// buttons are solo: searching one match leaves the others usable.
 pub async fn matches(cx: &Context<'_>, job: &Job, title: &str) -> Result<Done, MpError> {
     let items = cx.mp.search_media(title).await?;
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
-    let mut keyboard = Keyboard::new();
-    for (i, item) in items.iter().take(8).enumerate() {
-        let Some((label, data)) = release_search_button(cx, job, &mut group, i + 1, item, false)
-        else {
-            continue;
-        };
-        keyboard = keyboard.row(vec![(label, data)]);
-    }
     let library = super::library::check_items(cx, &items).await;
+    let text = |page, kept| {
+        cx.render
+            .download_matches(title, (&items, &library), page, kept)
+    };
+    let row = |group: &mut TokenGroup, i: usize| {
+        release_search_button(cx, job, group, i + 1, &items[i], false)
+            .into_iter()
+            .collect()
+    };
+    let paged = super::pages::matches(cx, job, items.len(), text, row).await?;
     Ok(Done {
-        reply: cx.render.download_matches(title, &items, &library),
+        reply: paged.first_text(),
         result: format!("{} results", items.len()),
-        buttons: buttons(&group, keyboard),
+        buttons: paged.buttons(),
         photo: super::execute::first_poster(&items),
         ..Done::default()
     })
@@ -153,7 +150,7 @@ pub async fn search(
     let media = media_name(&found, season).unwrap_or(name);
     if found.releases.is_empty() {
         return Ok(Done {
-            reply: r.release_list(&media, &[], (0, false), &library),
+            reply: r.release_list(&media, (&[], 1), (0, 0, false), &library),
             result: "0 releases".into(),
             ..Done::default()
         });
@@ -220,8 +217,8 @@ fn in_library(
     }
 }
 
-/// Stores the list with as many of the releases shown as fit in [`LIST_BUDGET_BYTES`] and
-/// answers it, with a Download button per release shown.
+/// Stores the list, paged, with as many of the releases as fit in [`LIST_BUDGET_BYTES`] (and
+/// `commands.resources_shown`), and answers its first page, with a Download button per release.
 async fn store_list(
     cx: &Context<'_>,
     job: &Job,
@@ -229,23 +226,25 @@ async fn store_list(
     found: &ReleaseList,
 ) -> Result<Done, MpError> {
     let total = found.total;
-    let mut shown: Vec<Release> = found
+    let infos: Vec<Value> = found
         .releases
         .iter()
         .take(cx.releases.shown)
-        .cloned()
+        .map(|r| r.torrent_info.0.clone())
         .collect();
+    let sizes: Vec<usize> = infos.iter().map(|v| v.to_string().len()).collect();
+    let media_bytes = found.media_info.0.to_string().len();
+    // The releases alone already set an upper bound; the pages' bytes are fitted below it.
+    let mut kept = infos.len();
+    while kept > 1 && media_bytes + sizes[..kept].iter().sum::<usize>() > LIST_BUDGET_BYTES {
+        kept -= 1;
+    }
     loop {
-        let (text, keyboard, group) =
-            release_buttons(cx, job, (media, library), &shown, (total, found.cut));
-        let markup = keyboard.to_json();
-        let infos: Vec<Value> = shown.iter().map(|r| r.torrent_info.0.clone()).collect();
-        let bytes = found.media_info.0.to_string().len()
-            + infos.iter().map(|v| v.to_string().len()).sum::<usize>()
-            + text.len()
-            + markup.len();
-        if bytes > LIST_BUDGET_BYTES && shown.len() > 1 {
-            shown.pop();
+        let shown = &found.releases[..kept];
+        let paged = release_pages(cx, job, (media, library), shown, (total, found.cut));
+        let bytes = media_bytes + sizes[..kept].iter().sum::<usize>() + paged.bytes();
+        if bytes > LIST_BUDGET_BYTES && kept > 1 {
+            kept -= 1;
             continue;
         }
         if bytes > LIST_BUDGET_BYTES {
@@ -253,26 +252,17 @@ async fn store_list(
                 "MoviePilot's answer for this media is too large to keep ({bytes} bytes for one release)"
             )));
         }
+        let releases = Some((&found.media_info.0, &infos[..kept]));
         cx.ledger
-            .store_releases(
-                job.id,
-                cx.releases.list_ttl,
-                &text,
-                &markup,
-                &found.media_info.0,
-                &infos,
-            )
+            .store_list(job.id, cx.releases.list_ttl, &paged.pages, releases)
             .await
             .map_err(ledger_error)?;
         let read = if found.cut { " (list cut)" } else { "" };
         return Ok(Done {
-            reply: text,
-            result: format!("{total} releases{read}, {} shown", shown.len()),
-            fields: vec![("releases_shown".into(), shown.len().to_string())],
-            buttons: Some(Buttons {
-                markup,
-                tokens: group.spec().to_string(),
-            }),
+            reply: paged.first_text(),
+            result: format!("{total} releases{read}, {kept} kept"),
+            fields: vec![("releases_shown".into(), kept.to_string())],
+            buttons: paged.buttons(),
             photo: found.poster(),
             ..Done::default()
         });
@@ -301,44 +291,68 @@ fn media_name(found: &ReleaseList, season: Option<u32>) -> Option<String> {
     Some(name)
 }
 
-/// The list's text, its keyboard (four `下载 k` to a row) and the solo tokens behind them.
-fn release_buttons(
+/// The list's pages: each page's text and keyboard (its `下载 k` buttons, numbered for the
+/// whole list, three to a row, then ◀ / ▶), and the tokens behind them all. A `下载 k` button
+/// names release k of the stored list and the page it is on (for its `✓`).
+fn release_pages(
     cx: &Context<'_>,
     job: &Job,
     (media, library): (&str, &Library),
     shown: &[Release],
     (total, cut): (usize, bool),
-) -> (String, Keyboard, TokenGroup) {
+) -> Paged {
     let r = &cx.render;
     let mut group = TokenGroup::new(cx.releases.list_ttl).acting_for(job.requester.as_deref());
-    let mut row = Vec::new();
-    let mut keyboard = Keyboard::new();
-    for (i, release) in shown.iter().enumerate() {
-        let n = i + 1;
-        let label = r.release_button(n, false);
-        let id = release.identity();
-        let action = TokenAction::Run {
-            command: Command::Grab,
-            args: format!("{} {n}", job.id),
-            window: cx.releases.download_window,
-        };
-        let solo = Solo {
-            key_args: Some(format!("{}\n{}\n{}", id.site, id.title, id.description)),
-            list: Some(job.id),
-            used_label: r.release_button(n, true),
-        };
-        let data = group.add_solo(owner(job), &label, action, reply_to(job), solo);
-        row.push((label, data));
-        if row.len() == 4 {
-            keyboard = keyboard.row(std::mem::take(&mut row));
+    let count = page_count(shown.len());
+    let nav = Nav::new(&mut group, owner(job), job.id, count, r);
+    let mut pages = Vec::with_capacity(count);
+    for page in 1..=count {
+        let range = page_range(page, shown.len());
+        let mut keyboard = Keyboard::new();
+        let mut row = Vec::new();
+        for i in range.clone() {
+            row.push(release_button(cx, job, &mut group, &shown[i], i + 1, page));
+            if row.len() == 3 {
+                keyboard = keyboard.row(std::mem::take(&mut row));
+            }
         }
+        keyboard = nav.under(keyboard.row(row), page, r);
+        let text = r.release_list(
+            media,
+            (&shown[range.clone()], range.start + 1),
+            (shown.len(), total, cut),
+            library,
+        );
+        pages.push((text, keyboard.to_json()));
     }
-    keyboard = keyboard.row(row);
-    (
-        r.release_list(media, shown, (total, cut), library),
-        keyboard,
-        group,
-    )
+    Paged { pages, group }
+}
+
+/// The solo `下载 n` button of release `n` (1-based, in the whole list), on page `page`.
+fn release_button(
+    cx: &Context<'_>,
+    job: &Job,
+    group: &mut TokenGroup,
+    release: &Release,
+    n: usize,
+    page: usize,
+) -> (String, String) {
+    let r = &cx.render;
+    let label = r.release_button(n, false);
+    let id = release.identity();
+    let action = TokenAction::Run {
+        command: Command::Grab,
+        args: format!("{} {n}", job.id),
+        window: cx.releases.download_window,
+    };
+    let solo = Solo {
+        key_args: Some(format!("{}\n{}\n{}", id.site, id.title, id.description)),
+        list: Some(job.id),
+        used_label: r.release_button(n, true),
+        page: Some(page),
+    };
+    let data = group.add_solo(owner(job), &label, action, reply_to(job), solo);
+    (label, data)
 }
 
 /// What an earlier attempt of this download noted before its add.
@@ -591,11 +605,4 @@ async fn verify(
         }
     }
     Ok(None)
-}
-
-fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons> {
-    (!group.tokens.is_empty()).then(|| Buttons {
-        markup: keyboard.to_json(),
-        tokens: group.spec().to_string(),
-    })
 }

@@ -618,6 +618,11 @@ impl MoviePilotSim {
         self.state.data().calls.get(route).copied().unwrap_or(0)
     }
 
+    /// Requests that reached any route, including refused ones.
+    pub fn requests(&self) -> u64 {
+        self.state.data().calls.values().sum()
+    }
+
     /// Successful logins (tokens issued).
     pub fn logins(&self) -> u64 {
         self.state.data().logins
