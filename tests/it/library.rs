@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use oncebot::moviepilot::Dialect;
-use oncebot_tools::sim::moviepilot::{MediaServer, routes};
+use oncebot_tools::sim::moviepilot::{MediaServer, SimMedia, routes};
 use oncebot_tools::sim::telegram::callback_update;
 use serde_json::{Value, json};
 
@@ -100,6 +100,52 @@ async fn match_lines_say_what_the_library_holds_in_both_dialects() {
             "{dialect:?}: {text}"
         );
     }
+}
+
+/// Every page of a list is rendered when the job runs, so every match is checked, and a later
+/// page shows its own matches' notes.
+#[tokio::test]
+async fn every_page_of_a_match_list_says_what_the_library_holds() {
+    let rig = Rig::new(Dialect::V2).await;
+    rig.mp.set_media_server(MediaServer::Configured);
+    for n in 1..=12u64 {
+        rig.mp.add_media(SimMedia::movie(
+            900_000 + n,
+            &format!("Pager {n:02}"),
+            "2020",
+        ));
+    }
+    rig.mp.library_add_movie(900_007);
+    let _bot = rig.start(None).await;
+    rig.send(1, "/search Pager").await;
+    let list = answer(&rig, 1).await;
+    assert_eq!(library_calls(&rig), 12, "every match checked");
+    let next = buttons(&list).into_iter().find(|b| b.0 == "▶").unwrap().1;
+    rig.post(&tap(2, &next)).await;
+    let page2 = eventually("page 2", RECOVERY_DEADLINE, || async {
+        rig.store
+            .replies()
+            .await
+            .into_iter()
+            .find(|r| r["kind"] == "page")
+    })
+    .await;
+    let lines: Vec<&str> = page2["text"].lines().collect();
+    let seven = lines
+        .iter()
+        .find(|l| l.contains("Pager 07"))
+        .unwrap_or_else(|| panic!("Pager 07 on page 2: {page2:?}"));
+    assert!(seven.ends_with("· movie · in your library"), "{seven}");
+    let others = lines
+        .iter()
+        .filter(|l| l.contains("Pager ") && !l.contains("Pager 07"))
+        .count();
+    assert!(others > 0, "{page2:?}");
+    assert_eq!(
+        page2["text"].matches("in your library").count(),
+        1,
+        "only Pager 07 is in the library: {page2:?}"
+    );
 }
 
 #[tokio::test]
