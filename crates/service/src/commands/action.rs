@@ -72,6 +72,14 @@ pub enum Action {
         list: u64,
         index: usize,
     },
+    /// The ⚡ Auto button of the list stored by resource-search job `list` (arguments `<list>
+    /// tmdb:<id> [S<n> | tv]`, the search's media): its release 1 downloaded (as
+    /// [`Action::Grab`] `{ list, index: 1 }`), then for one season that season subscribed (as
+    /// [`Action::SubscribeTmdb`]).
+    Auto {
+        list: u64,
+        media: (u64, MediaKind, Option<u32>),
+    },
     /// Start one of MoviePilot's scheduler jobs for the whole house: `command`'s, whose
     /// `job_id` is [`Command::scheduler_job`] (`/site_signin`'s setting may replace it).
     RunHouseJob {
@@ -207,6 +215,13 @@ impl Action {
             Command::Grab => {
                 let (list, index) = parse_release(args)?;
                 Action::Grab { list, index }
+            }
+            Command::Auto => {
+                let (list, media) = args.split_once(' ')?;
+                Action::Auto {
+                    list: id(list)?,
+                    media: parse_release_target(media)?,
+                }
             }
             Command::Help | Command::Start => return None,
         })
@@ -453,6 +468,22 @@ mod tests {
         );
         assert_eq!(Action::parse(Command::Grab, "12"), None);
         assert_eq!(Action::parse(Command::Grab, "12 0"), None);
+        assert_eq!(
+            Action::parse(Command::Auto, "12 tmdb:108545 S1"),
+            Some(Action::Auto {
+                list: 12,
+                media: (108545, MediaKind::Tv, Some(1))
+            })
+        );
+        assert_eq!(
+            Action::parse(Command::Auto, "12 tmdb:438631"),
+            Some(Action::Auto {
+                list: 12,
+                media: (438631, MediaKind::Movie, None)
+            })
+        );
+        assert_eq!(Action::parse(Command::Auto, "12"), None);
+        assert_eq!(Action::parse(Command::Auto, "0 tmdb:1"), None);
     }
 
     #[test]

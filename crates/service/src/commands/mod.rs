@@ -57,10 +57,14 @@ pub enum Command {
     /// MoviePilot's `best_version` (洗版: it keeps upgrading to a better release), a command
     /// of its own (its own duplicate key and window, `commands.best_window_secs`).
     Best,
+    /// The "⚡ 自动" button under a release list: release 1 of the stored list (MoviePilot's
+    /// best by its own order) downloaded as `grab` downloads it, and for a season the season
+    /// subscribed as `/subscribe` subscribes it. Never typed; its argument is the list's job id.
+    Auto,
 }
 
 impl Command {
-    pub const ALL: [Command; 22] = [
+    pub const ALL: [Command; 23] = [
         Command::Search,
         Command::Subscribe,
         Command::Subscriptions,
@@ -83,6 +87,7 @@ impl Command {
         Command::Restart,
         Command::Redo,
         Command::Best,
+        Command::Auto,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -110,6 +115,7 @@ impl Command {
             Command::Restart => "restart",
             Command::Redo => "redo",
             Command::Best => "best",
+            Command::Auto => "auto",
         }
     }
 
@@ -130,10 +136,10 @@ impl Command {
         })
     }
 
-    /// Whether a user may type it: `releases` and `grab` jobs are made by `/download` and by
-    /// buttons, whose arguments oncebot wrote itself.
+    /// Whether a user may type it: `releases`, `grab` and `auto` jobs are made by `/download`
+    /// and by buttons, whose arguments oncebot wrote itself.
     pub fn typed(self) -> bool {
-        !matches!(self, Command::Releases | Command::Grab)
+        !matches!(self, Command::Releases | Command::Grab | Command::Auto)
     }
 
     pub fn from_name(name: &str) -> Option<Command> {
@@ -253,7 +259,7 @@ fn with_args(command: Command, args: &str) -> Parsed {
     }
     let ok = match command {
         Command::Search | Command::Download => !args.is_empty() && args.chars().count() <= 200,
-        Command::Releases | Command::Grab => false,
+        Command::Releases | Command::Grab | Command::Auto => false,
         Command::Subscribe | Command::Best => {
             !args.is_empty()
                 && args.chars().count() <= 200

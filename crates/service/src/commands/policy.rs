@@ -40,7 +40,7 @@ pub struct Policy {
 }
 
 /// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 22] = [
+pub const POLICIES: [Policy; 23] = [
     Policy {
         command: Command::Search,
         side_effect: false,
@@ -278,6 +278,19 @@ pub const POLICIES: [Policy; 22] = [
         needs_confirmation: false,
         window: Some(|s| s.best_window_secs),
         // As /subscribe's: the look for an existing subscription is the verification.
+        recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
+        house_wide: false,
+        calendar_day: false,
+    },
+    // The ⚡ Auto button: a download and a subscription, each verified as its own command's
+    // (the download in MoviePilot's history from the notes, the subscription by looking), so a
+    // crash anywhere re-runs nothing blindly. One per list in the download window.
+    Policy {
+        command: Command::Auto,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.download_window_secs),
         recovery: Recovery::VerifyThenRetry,
         least_role: Role::User,
         house_wide: false,

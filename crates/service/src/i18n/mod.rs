@@ -266,7 +266,7 @@ impl Texts {
                 "用法：/status [任务编号]",
                 "Usage: /status [job id]"
             ),
-            Download | Releases | Grab => zh_en!(
+            Download | Releases | Grab | Auto => zh_en!(
                 self.zh(),
                 "用法：/download <片名>，或 /download tmdb:<id>（电影），或 /download tmdb:<id> S<季>（剧集的一季）",
                 "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)"

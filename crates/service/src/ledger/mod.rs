@@ -39,7 +39,7 @@ pub use liveness::{Reaped, Role as ConsumerRole};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};
-pub use releases::StoredList;
+pub use releases::{StepKey, StoredList};
 pub use replies::{
     Begin, CallbackEntry, Form, Lane, MarkupOp, QueueStats, ReplyEntry, StreamStats,
 };

@@ -130,4 +130,84 @@ impl Ledger {
         }
         call
     }
+
+    /// step_key.lua "take": the business key `digest` (a step's command's, e.g. `grab` of a
+    /// release) for the job `attempt` runs, in a window of `window`, unless a job that has not
+    /// failed holds it; the holder is recorded in the job's `field`.
+    pub async fn take_step_key(
+        &self,
+        attempt: &Attempt,
+        digest: &str,
+        window: Duration,
+        field: &str,
+    ) -> Result<StepKey, LedgerError> {
+        let call = self.step_key_call(attempt, digest, Some((window, field)));
+        let answer: Vec<String> = self
+            .send_durable(&call, "taking a step's business key")
+            .await?;
+        match answer.as_slice() {
+            [outcome, id, _] if outcome == "taken" => Ok(StepKey::Taken(parse_id(id)?)),
+            [outcome, id, state] if outcome == "held" => {
+                Ok(StepKey::Held(parse_id(id)?, state.clone()))
+            }
+            [outcome, ..] if outcome == "stale" => Ok(StepKey::Stale),
+            other => Err(LedgerError::Corrupt {
+                doing: "taking a step's business key",
+                detail: format!("step_key.lua answered {other:?}"),
+            }),
+        }
+    }
+
+    /// step_key.lua "release": the key `digest` deleted if it names the job `attempt` runs.
+    /// `false`: this attempt no longer owns the job.
+    pub async fn release_step_key(
+        &self,
+        attempt: &Attempt,
+        digest: &str,
+    ) -> Result<bool, LedgerError> {
+        let call = self.step_key_call(attempt, digest, None);
+        let answer: Vec<String> = self.send(&call, "giving back a step's business key").await?;
+        Ok(answer.first().map(String::as_str) == Some("released"))
+    }
+
+    pub(super) fn step_key_call(
+        &self,
+        attempt: &Attempt,
+        digest: &str,
+        take: Option<(Duration, &str)>,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::STEP_KEY, 3, 6, 256);
+        call.key("job HASH", self.keys.job(attempt.job_id))
+            .key("command key", self.keys.command(digest))
+            .key("job key prefix", self.keys.job_prefix())
+            .arg("stream entry id", &attempt.entry)
+            .arg("consumer name", &attempt.consumer)
+            .arg("attempt number", attempt.attempt);
+        match take {
+            Some((window, field)) => call
+                .arg("mode", "take")
+                .arg("window", window.as_millis().max(1) as u64)
+                .arg("the job field", field),
+            None => call.arg("mode", "release").arg("window", 0).arg("the job field", ""),
+        };
+        call
+    }
+}
+
+/// What step_key.lua's "take" found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepKey {
+    /// The key names this job (taken now, or by an earlier attempt of it).
+    Taken(u64),
+    /// Job id holds it and has not failed (its state): the step is that job's.
+    Held(u64, String),
+    /// This attempt no longer owns the job.
+    Stale,
+}
+
+fn parse_id(id: &str) -> Result<u64, LedgerError> {
+    id.parse().map_err(|_| LedgerError::Corrupt {
+        doing: "taking a step's business key",
+        detail: format!("step_key.lua named job {id:?}"),
+    })
 }

@@ -9,7 +9,7 @@ use redis::streams::StreamId;
 use super::keys::Stream;
 use super::reader::LaneEntry;
 use super::scripts::{OrEmpty, ScriptCall};
-use super::{Ledger, LedgerError, keys, scripts};
+use super::{Attempt, Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::ReplyKind;
 
 /// One outgoing message as the replies stream carries it.
@@ -299,7 +299,8 @@ impl Ledger {
             Ok((id, form)) => ("sent", id.to_string(), "", form.as_str()),
             Err(e) => ("failed", String::new(), e.as_str(), ""),
         };
-        let progress = reply.kind == Some(ReplyKind::Progress);
+        // A step edits the progress message, or stands in for it: neither is the job's reply.
+        let progress = matches!(reply.kind, Some(ReplyKind::Progress | ReplyKind::Step));
         let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 9, 256 + error.len());
         call.key("reply HASH", self.keys.reply(&reply.entry))
             .key("replies stream", self.keys.replies_stream())
@@ -376,6 +377,26 @@ impl Ledger {
         let call = self.queue_progress_call(job_id, attempt, text);
         let queued: i64 = self.send(&call, "queueing a progress message").await?;
         Ok(queued == 1)
+    }
+
+    /// step.lua: "how far the job got" as an edit of its progress message, queued only while
+    /// `attempt` owns the job and only if it has a progress message. `false`: not queued.
+    pub async fn queue_step(&self, attempt: &Attempt, text: &str) -> Result<bool, LedgerError> {
+        let call = self.queue_step_call(attempt, text);
+        let queued: i64 = self.send(&call, "queueing a job's step").await?;
+        Ok(queued == 1)
+    }
+
+    pub(super) fn queue_step_call(&self, attempt: &Attempt, text: &str) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::STEP, 2, 5, 256 + text.len());
+        call.key("job HASH", self.keys.job(attempt.job_id))
+            .key("replies stream", self.keys.replies_stream())
+            .arg("stream entry id", &attempt.entry)
+            .arg("consumer name", &attempt.consumer)
+            .arg("attempt number", attempt.attempt)
+            .arg("text", text)
+            .arg("replies consumer group", keys::REPLIES_GROUP);
+        call
     }
 
     pub(super) fn queue_progress_call(&self, job_id: u64, attempt: u64, text: &str) -> ScriptCall {

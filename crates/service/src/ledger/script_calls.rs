@@ -286,6 +286,7 @@ async fn reply_calls_name_their_headers() {
         true,
     );
     holds(&l.queue_progress_call(7, 1, "working"), true);
+    holds(&l.queue_step_call(&attempt(), "half way"), true);
 }
 
 #[tokio::test]
@@ -353,6 +354,15 @@ async fn release_and_note_calls_name_their_headers() {
         true,
     );
     holds(&l.note_call(&attempt(), &[("grab_hash", "h".into())]), true);
+    holds(
+        &l.step_key_call(
+            &attempt(),
+            "ab",
+            Some((Duration::from_secs(60), "auto_download_job")),
+        ),
+        true,
+    );
+    holds(&l.step_key_call(&attempt(), "ab", None), true);
 }
 
 /// The header reader itself: a description after ", " counts, a mention inside another's

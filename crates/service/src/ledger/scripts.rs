@@ -89,6 +89,9 @@ pub(crate) static LEASE: LazyLock<Lua> = LazyLock::new(|| lua!("lease.lua"));
 /// `lua/progress.lua`: queue a job's "working on it" message once.
 pub(crate) static PROGRESS: LazyLock<Lua> = LazyLock::new(|| lua!("progress.lua", "common.lua"));
 
+/// `lua/step.lua`: how far a running job got, as an edit of its progress message.
+pub(crate) static STEP: LazyLock<Lua> = LazyLock::new(|| lua!("step.lua", "common.lua"));
+
 /// `lua/lock.lua`: take (or, for its owner, renew) a lock.
 pub(crate) static LOCK: LazyLock<Lua> = LazyLock::new(|| lua!("lock.lua"));
 
@@ -105,6 +108,10 @@ pub(crate) static LIVENESS: LazyLock<Lua> = LazyLock::new(|| lua!("liveness.lua"
 pub(crate) static REAP: LazyLock<Lua> = LazyLock::new(|| lua!("reap.lua"));
 /// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
 pub(crate) static NOTE: LazyLock<Lua> = LazyLock::new(|| lua!("note.lua"));
+
+/// `lua/step_key.lua`: a running attempt takes (or gives back) the business key of a step it
+/// runs as another command would (the ⚡ Auto job's download), under its fence.
+pub(crate) static STEP_KEY: LazyLock<Lua> = LazyLock::new(|| lua!("step_key.lua"));
 
 /// `lua/list.lua`: store a list's pages (and a resource search's releases), with their expiry,
 /// for its buttons.
@@ -132,7 +139,7 @@ pub(crate) static USERS: LazyLock<Lua> = LazyLock::new(|| lua!("users.lua", "com
 pub(crate) static ASKED: LazyLock<Lua> = LazyLock::new(|| lua!("asked.lua", "common.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 25] {
+fn all() -> [(&'static str, &'static Lua); 27] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -146,12 +153,14 @@ fn all() -> [(&'static str, &'static Lua); 25] {
         ("reply_form", &REPLY_FORM),
         ("lease", &LEASE),
         ("progress", &PROGRESS),
+        ("step", &STEP),
         ("lock", &LOCK),
         ("unlock", &UNLOCK),
         ("notice", &NOTICE),
         ("liveness", &LIVENESS),
         ("reap", &REAP),
         ("note", &NOTE),
+        ("step_key", &STEP_KEY),
         ("list", &LIST),
         ("ready", &READY),
         ("notify", &NOTIFY),

@@ -15,6 +15,9 @@ pub enum ReplyKind {
     Failed,
     /// "Still working on it", sent while a job runs long; later reports on the job edit it in place.
     Progress,
+    /// How far a running job got (the ⚡ Auto job between its steps): edits the job's progress
+    /// message in place, and is its progress message when none was delivered.
+    Step,
     /// Admission refused the update (not allowed, not for this bot).
     Refusal,
     /// An allowed user's command their role does not allow (issue 22): one plain sentence.
@@ -48,12 +51,13 @@ pub enum ReplyKind {
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 19] = [
+    pub const ALL: [ReplyKind; 20] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
         ReplyKind::Failed,
         ReplyKind::Progress,
+        ReplyKind::Step,
         ReplyKind::Refusal,
         ReplyKind::Forbidden,
         ReplyKind::Help,
@@ -78,6 +82,7 @@ impl ReplyKind {
             ReplyKind::NeedsReview => "needs_review",
             ReplyKind::Failed => "failed",
             ReplyKind::Progress => "progress",
+            ReplyKind::Step => "step",
             ReplyKind::Refusal => "refusal",
             ReplyKind::Forbidden => "forbidden",
             ReplyKind::Help => "help",
@@ -100,7 +105,11 @@ impl ReplyKind {
     pub fn reports_on_job(self) -> bool {
         matches!(
             self,
-            ReplyKind::Result | ReplyKind::Retrying | ReplyKind::NeedsReview | ReplyKind::Failed
+            ReplyKind::Result
+                | ReplyKind::Retrying
+                | ReplyKind::NeedsReview
+                | ReplyKind::Failed
+                | ReplyKind::Step
         )
     }
 }
@@ -140,6 +149,7 @@ mod tests {
             | ReplyKind::NeedsReview
             | ReplyKind::Failed
             | ReplyKind::Progress
+            | ReplyKind::Step
             | ReplyKind::Refusal
             | ReplyKind::Forbidden
             | ReplyKind::Help

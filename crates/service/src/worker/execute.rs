@@ -201,6 +201,9 @@ pub async fn run(
             check,
         } => super::releases::search(cx, job, (*tmdb_id, *kind, *season), *check).await,
         Action::Grab { list, index } => super::releases::grab(cx, job, *list, *index).await,
+        Action::Auto { list, media } => {
+            super::auto::auto(cx, job, *list, *media, recovered).await
+        }
         Action::ChooseSeason { tmdb_id, best } => {
             choose_season(cx, job, *tmdb_id, verb(*best)).await
         }
@@ -398,6 +401,17 @@ async fn subscribe(
         tracing::warn!(error = %e, "could not release the media lock; it expires by itself");
     }
     result
+}
+
+/// `/subscribe tmdb:<id> S<n>`, as the ⚡ Auto job's second step runs it: the same path
+/// (looked for under the media lock first, the library checked).
+pub(super) async fn subscribe_season(
+    cx: &Context<'_>,
+    job: &Job,
+    (tmdb_id, season): (u64, u32),
+    recovered: bool,
+) -> Result<Done, MpError> {
+    subscribe(cx, job, Ask::new(tmdb_id, Some(season), true, false), recovered).await
 }
 
 /// How long a media lock lives if its holder dies before releasing it.

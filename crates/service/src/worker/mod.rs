@@ -17,6 +17,7 @@
 //!   was presumed dead cannot record anything over the attempt that replaced it.
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
+mod auto;
 mod execute;
 mod library;
 mod pages;

@@ -305,6 +305,7 @@ fn release_pages(
     let mut group = TokenGroup::new(cx.releases.list_ttl).acting_for(job.requester.as_deref());
     let count = page_count(shown.len());
     let nav = Nav::new(&mut group, owner(job), job.id, count, r);
+    let auto = super::auto::args(job);
     let mut pages = Vec::with_capacity(count);
     for page in 1..=count {
         let range = page_range(page, shown.len());
@@ -316,7 +317,11 @@ fn release_pages(
                 keyboard = keyboard.row(std::mem::take(&mut row));
             }
         }
-        keyboard = nav.under(keyboard.row(row), page, r);
+        keyboard = keyboard.row(row);
+        if let Some(auto) = &auto {
+            keyboard = keyboard.row(vec![auto_button(cx, job, &mut group, auto, page)]);
+        }
+        keyboard = nav.under(keyboard, page, r);
         let text = r.release_list(
             media,
             (&shown[range.clone()], range.start + 1),
@@ -346,9 +351,42 @@ fn release_button(
         window: cx.releases.download_window,
     };
     let solo = Solo {
-        key_args: Some(format!("{}\n{}\n{}", id.site, id.title, id.description)),
+        key_args: Some(grab_key_args(&id)),
         list: Some(job.id),
         used_label: r.release_button(n, true),
+        page: Some(page),
+    };
+    let data = group.add_solo(owner(job), &label, action, reply_to(job), solo);
+    (label, data)
+}
+
+/// What a download's business key digests instead of its arguments: the release (site,
+/// title, subtitle), so it is one job whichever list or button it came from (the ⚡ Auto job's
+/// download takes the same key, `worker::auto`).
+pub(super) fn grab_key_args(id: &ReleaseIdentity) -> String {
+    format!("{}\n{}\n{}", id.site, id.title, id.description)
+}
+
+/// The ⚡ Auto button of page `page` (a token per page, each marked used on its own page; they
+/// share one business key, so a second tap on any page is the first one's duplicate).
+fn auto_button(
+    cx: &Context<'_>,
+    job: &Job,
+    group: &mut TokenGroup,
+    args: &str,
+    page: usize,
+) -> (String, String) {
+    let r = &cx.render;
+    let label = r.auto_button(false);
+    let action = TokenAction::Run {
+        command: Command::Auto,
+        args: args.to_string(),
+        window: cx.releases.download_window,
+    };
+    let solo = Solo {
+        key_args: None,
+        list: Some(job.id),
+        used_label: r.auto_button(true),
         page: Some(page),
     };
     let data = group.add_solo(owner(job), &label, action, reply_to(job), solo);
@@ -393,6 +431,24 @@ impl Noted {
             magnet: Some(field("grab_magnet")).filter(|m| !m.is_empty()),
             sends: field("grab_sends").parse().unwrap_or(0),
         }
+    }
+}
+
+/// The release `下载 1` of list `list` downloads, as the ⚡ Auto job names it for its business
+/// key: from the stored list, or (after it expired) from what an earlier attempt of `job`
+/// noted before its add; `None` when neither has it.
+pub(super) async fn best_identity(
+    cx: &Context<'_>,
+    job: &Job,
+    list: u64,
+) -> Result<Option<ReleaseIdentity>, MpError> {
+    let stored = cx.ledger.releases(list).await.map_err(ledger_error)?;
+    let release = stored
+        .and_then(|l| l.releases.into_iter().next())
+        .and_then(Release::from_torrent_info);
+    match release {
+        Some(release) => Ok(Some(release.identity())),
+        None => Ok(Noted::of(cx, job).await?.identity),
     }
 }
 

@@ -1,0 +1,256 @@
+//! The ⚡ Auto button under a release list (issue 24, MoviePilot's 自动选择下载): one job that
+//! runs two existing steps in order, each through its own command's code, and reports both in
+//! one message.
+//!
+//! Policy, in one place:
+//! - **The best release is release 1.** MoviePilot answers a resource search sorted by its own
+//!   priority rules (site priority, rule priority, seeders: `TorrentHelper.sort_torrents`), and
+//!   the stored list keeps that order, so its first release is MoviePilot's best. It is
+//!   downloaded exactly as `下载 1` downloads it (`releases::grab`: the intent noted before the
+//!   add, verified in the download history after a crash, never blindly sent again).
+//! - **One download across the two buttons.** Before the download the job takes `下载 1`'s own
+//!   business key (the release's, `lua/step_key.lua`, atomic and fenced): held by a `下载 1` job
+//!   that has not failed, that job is the download and nothing is sent; taken, a `下载 1` tapped
+//!   afterwards is answered as this job's duplicate. A refused download gives the key back.
+//! - **For one season, then the season is subscribed** as `/subscribe tmdb:<id> S<n>` does
+//!   (looked for under the media lock first, the library checked: its confirmation lists what is
+//!   missing; one that exists is "already"); MoviePilot's subscription then fetches the episodes
+//!   the release did not bring. A movie has no second step; a list of every season subscribes
+//!   to none (which season is the user's choice).
+//! - **Each step's outcome stands alone.** A refused download does not stop the subscription,
+//!   and a subscription MoviePilot does not make (after one more look) does not undo the
+//!   download; the report says which step did what. The job fails only when neither did
+//!   anything, and is held for a person when the download cannot be decided.
+//! - **Recovery** is the job's policy (`VerifyThenRetry`): a later attempt runs both steps
+//!   again, and each verifies first (the download from the job's notes, the subscription by
+//!   looking), so a SIGKILL anywhere re-runs nothing blindly.
+
+use super::execute::{Context, Done, Settle};
+use crate::commands::{self, Action, Asker, Command};
+use crate::ledger::{Job, JobState, LedgerError, StepKey};
+use crate::moviepilot::{MediaKind, MpError};
+
+/// The job field that names the job whose download this is (this one, or a `下载 1` tapped
+/// first).
+const HOLDER_FIELD: &str = "auto_download_job";
+
+fn ledger_error(e: LedgerError) -> MpError {
+    MpError::Transient(e.to_string())
+}
+
+/// The ⚡ Auto button's arguments for the list resource-search job `job` stores (`<list>
+/// tmdb:<id> [S<n> | tv]`); `None` for an asker whose role may not download.
+pub(super) fn args(job: &Job) -> Option<String> {
+    if job.role < Command::Auto.least_role("") {
+        return None;
+    }
+    let Some(Action::FindReleases {
+        tmdb_id,
+        kind,
+        season,
+        ..
+    }) = Action::parse(Command::Releases, &job.args)
+    else {
+        return None;
+    };
+    let target = match (kind, season) {
+        (MediaKind::Movie, _) => format!("tmdb:{tmdb_id}"),
+        (MediaKind::Tv, Some(n)) => format!("tmdb:{tmdb_id} S{n}"),
+        (MediaKind::Tv, None) => format!("tmdb:{tmdb_id} tv"),
+    };
+    Some(format!("{} {target}", job.id))
+}
+
+/// One step's outcome: its line in the report, and what it produced.
+struct Step {
+    line: String,
+    /// The step did what it was for (a download started or verified, a subscription made or
+    /// found, or the library already holding the season).
+    ok: bool,
+    done: Done,
+}
+
+impl Step {
+    fn failed(line: String, error: String) -> Step {
+        Step {
+            line: format!("✗ {line}"),
+            ok: false,
+            done: Done {
+                settle: Some(Settle::Failed { error }),
+                ..Done::default()
+            },
+        }
+    }
+}
+
+/// Runs the ⚡ Auto job of list `list` for `media` (see the module's doc).
+pub async fn auto(
+    cx: &Context<'_>,
+    job: &Job,
+    list: u64,
+    (tmdb_id, kind, season): (u64, MediaKind, Option<u32>),
+    recovered: bool,
+) -> Result<Done, MpError> {
+    let r = &cx.render;
+    let first = download(cx, job, list).await?;
+    crate::crash_point!("worker.auto_between_steps");
+    let second = match (kind, season) {
+        (MediaKind::Tv, Some(n)) => {
+            tell_progress(cx, &first.line).await;
+            Some(subscribe(cx, job, (tmdb_id, n), recovered).await?)
+        }
+        (MediaKind::Tv, None) => Some(Step {
+            line: format!("· {}", r.auto_no_season()),
+            ok: false,
+            done: Done::default(),
+        }),
+        (MediaKind::Movie, _) => None,
+    };
+    Ok(report(cx, first, second))
+}
+
+/// Step 1: release 1 of the list, downloaded once across `下载 1` and this button.
+async fn download(cx: &Context<'_>, job: &Job, list: u64) -> Result<Step, MpError> {
+    let r = &cx.render;
+    let Some(identity) = super::releases::best_identity(cx, job, list).await? else {
+        return Ok(Step::failed(
+            r.release_list_expired(),
+            "the release list expired".into(),
+        ));
+    };
+    let asker = Asker::for_command(
+        Command::Grab,
+        job.chat_id,
+        job.user_id,
+        job.requester.as_deref(),
+    );
+    let key_args = super::releases::grab_key_args(&identity);
+    let digest = commands::idempotency_key(asker, Command::Grab, &key_args);
+    let window = cx.releases.download_window;
+    let taken = cx
+        .ledger
+        .take_step_key(cx.attempt, &digest, window, HOLDER_FIELD)
+        .await
+        .map_err(ledger_error)?;
+    match taken {
+        StepKey::Stale => Err(MpError::Transient(
+            "this attempt no longer owns the job; not downloading".into(),
+        )),
+        StepKey::Held(id, state) => {
+            tracing::info!(holder = id, "release 1 is another job's download; not sent");
+            let state = state.parse().unwrap_or(JobState::Pending);
+            Ok(Step {
+                line: format!("✓ {}", r.auto_download_is_job(id, state)),
+                ok: true,
+                done: Done::default(),
+            })
+        }
+        StepKey::Taken(_) => {
+            let result = super::releases::grab(cx, job, list, 1).await;
+            let refused = |error: String| Step::failed(r.download_refused(&identity.title, &identity.site), error);
+            let step = match result {
+                Ok(done) => match done.settle.clone() {
+                    None => Step {
+                        line: format!("✓ {}", done.reply),
+                        ok: true,
+                        done,
+                    },
+                    Some(Settle::Failed { error }) => refused(error),
+                    Some(Settle::Held { .. }) => Step {
+                        line: format!("⚠ {}", done.reply),
+                        ok: false,
+                        done,
+                    },
+                },
+                Err(MpError::Permanent(reason)) => refused(reason),
+                Err(e) => return Err(e),
+            };
+            if matches!(step.done.settle, Some(Settle::Failed { .. })) {
+                // Nothing was downloaded: a `下载 1` tapped later may try.
+                let released = cx.ledger.release_step_key(cx.attempt, &digest).await;
+                if let Err(e) = released {
+                    tracing::warn!(error = %e, "could not give back the download's key; it expires with its window");
+                }
+            }
+            Ok(step)
+        }
+    }
+}
+
+/// Step 2: the season, subscribed as `/subscribe tmdb:<id> S<n>` does. An answer that did not
+/// come (or may have been lost) is looked for once more, under the media lock, before the
+/// step is reported as not done; a refusal credentials need goes up (the job waits).
+async fn subscribe(
+    cx: &Context<'_>,
+    job: &Job,
+    (tmdb_id, season): (u64, u32),
+    recovered: bool,
+) -> Result<Step, MpError> {
+    let mut result = super::execute::subscribe_season(cx, job, (tmdb_id, season), recovered).await;
+    if let Err(e @ (MpError::Transient(_) | MpError::Uncertain(_))) = &result {
+        tracing::warn!(reason = %e, "the season's subscription did not answer; looking again");
+        result = super::execute::subscribe_season(cx, job, (tmdb_id, season), true).await;
+    }
+    match result {
+        Ok(done) => Ok(Step {
+            line: format!("✓ {}", done.reply),
+            ok: true,
+            done,
+        }),
+        Err(e @ MpError::CredentialsRefused(_)) => Err(e),
+        Err(MpError::Declined(text)) => Ok(Step::failed(text.clone(), text)),
+        Err(e) => Ok(Step::failed(
+            cx.render.auto_subscribe_failed(tmdb_id, season),
+            e.to_string(),
+        )),
+    }
+}
+
+/// The progress message (if the job is slow enough to have one) says the download's outcome
+/// and that the season is being subscribed. Best effort: the result replaces it either way.
+async fn tell_progress(cx: &Context<'_>, download: &str) {
+    let text = cx.render.auto_subscribing(download);
+    if let Err(e) = cx.ledger.queue_step(cx.attempt, &text).await {
+        tracing::warn!(error = %e, "could not edit the progress message");
+    }
+}
+
+/// The one message: each step's line; the job's fields of both (the subscription's outcome as
+/// `mp_subscribe_outcome`); succeeded unless neither step did anything, held when the download
+/// cannot be decided.
+fn report(cx: &Context<'_>, first: Step, second: Option<Step>) -> Done {
+    let mut lines = vec![first.line.clone()];
+    let mut fields = first.done.fields.clone();
+    let mut results = vec![format!("download: {}", first.done.result)];
+    let (mut buttons, mut asked) = (None, first.done.asked.clone());
+    if let Some(second) = &second {
+        lines.push(second.line.clone());
+        results.push(format!("subscription: {}", second.done.result));
+        fields.extend(second.done.fields.iter().map(|(k, v)| match k.as_str() {
+            "mp_outcome" => ("mp_subscribe_outcome".to_string(), v.clone()),
+            _ => (k.clone(), v.clone()),
+        }));
+        buttons = second.done.buttons.clone();
+        asked = second.done.asked.clone().or(asked);
+    }
+    let settle = match (&first.done.settle, second.as_ref()) {
+        (Some(held @ Settle::Held { .. }), _) => Some(held.clone()),
+        (_, Some(s)) if s.ok || first.ok => None,
+        (_, None) if first.ok => None,
+        (Some(Settle::Failed { error }), _) => Some(Settle::Failed {
+            error: error.clone(),
+        }),
+        _ => Some(Settle::Failed {
+            error: "neither step was done".into(),
+        }),
+    };
+    Done {
+        reply: cx.render.auto_report(&lines),
+        result: results.join("; "),
+        fields,
+        buttons,
+        settle,
+        asked,
+        ..Done::default()
+    }
+}
