@@ -113,6 +113,10 @@ mod best;
 /// expiry, the memory bound's message.
 mod pages;
 
+/// The ⚡ Auto button (issue 24): release 1 downloaded once across it and `下载 1`, the listed
+/// season subscribed, one report edited between the steps, a SIGKILL at either step verified.
+mod auto;
+
 /// The house commands (issue 23): each of MoviePilot's scheduler jobs started once per window
 /// for everyone, a force button for an admin, a crash recovered as the policy table says.
 mod house;

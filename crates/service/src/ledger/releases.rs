@@ -166,7 +166,9 @@ impl Ledger {
         digest: &str,
     ) -> Result<bool, LedgerError> {
         let call = self.step_key_call(attempt, digest, None);
-        let answer: Vec<String> = self.send(&call, "giving back a step's business key").await?;
+        let answer: Vec<String> = self
+            .send(&call, "giving back a step's business key")
+            .await?;
         Ok(answer.first().map(String::as_str) == Some("released"))
     }
 
@@ -188,7 +190,10 @@ impl Ledger {
                 .arg("mode", "take")
                 .arg("window", window.as_millis().max(1) as u64)
                 .arg("the job field", field),
-            None => call.arg("mode", "release").arg("window", 0).arg("the job field", ""),
+            None => call
+                .arg("mode", "release")
+                .arg("window", 0)
+                .arg("the job field", ""),
         };
         call
     }

@@ -147,7 +147,9 @@ async fn download(cx: &Context<'_>, job: &Job, list: u64) -> Result<Step, MpErro
         }
         StepKey::Taken(_) => {
             let result = super::releases::grab(cx, job, list, 1).await;
-            let refused = |error: String| Step::failed(r.download_refused(&identity.title, &identity.site), error);
+            let refused = |error: String| {
+                Step::failed(r.download_refused(&identity.title, &identity.site), error)
+            };
             let step = match result {
                 Ok(done) => match done.settle.clone() {
                     None => Step {

@@ -201,9 +201,7 @@ pub async fn run(
             check,
         } => super::releases::search(cx, job, (*tmdb_id, *kind, *season), *check).await,
         Action::Grab { list, index } => super::releases::grab(cx, job, *list, *index).await,
-        Action::Auto { list, media } => {
-            super::auto::auto(cx, job, *list, *media, recovered).await
-        }
+        Action::Auto { list, media } => super::auto::auto(cx, job, *list, *media, recovered).await,
         Action::ChooseSeason { tmdb_id, best } => {
             choose_season(cx, job, *tmdb_id, verb(*best)).await
         }
@@ -411,7 +409,13 @@ pub(super) async fn subscribe_season(
     (tmdb_id, season): (u64, u32),
     recovered: bool,
 ) -> Result<Done, MpError> {
-    subscribe(cx, job, Ask::new(tmdb_id, Some(season), true, false), recovered).await
+    subscribe(
+        cx,
+        job,
+        Ask::new(tmdb_id, Some(season), true, false),
+        recovered,
+    )
+    .await
 }
 
 /// How long a media lock lives if its holder dies before releasing it.
