@@ -202,30 +202,39 @@ impl Action {
             Command::Download => Action::DownloadTitle {
                 title: non_empty(args)?,
             },
-            Command::Releases => {
-                let (target, check) = without_anyway(args);
-                let (tmdb_id, kind, season) = parse_release_target(target)?;
-                Action::FindReleases {
-                    tmdb_id,
-                    kind,
-                    season,
-                    check,
-                }
-            }
-            Command::Grab => {
-                let (list, index) = parse_release(args)?;
-                Action::Grab { list, index }
-            }
-            Command::Auto => {
-                let (list, media) = args.split_once(' ')?;
-                Action::Auto {
-                    list: id(list)?,
-                    media: parse_release_target(media)?,
-                }
-            }
+            Command::Releases | Command::Grab | Command::Auto => release_action(command, args)?,
             Command::Help | Command::Start => return None,
         })
     }
+}
+
+/// The release flow's jobs, which buttons make with arguments oncebot wrote: a resource
+/// search, a download of one release, the ⚡ Auto button's job.
+fn release_action(command: Command, args: &str) -> Option<Action> {
+    Some(match command {
+        Command::Releases => {
+            let (target, check) = without_anyway(args);
+            let (tmdb_id, kind, season) = parse_release_target(target)?;
+            Action::FindReleases {
+                tmdb_id,
+                kind,
+                season,
+                check,
+            }
+        }
+        Command::Grab => {
+            let (list, index) = parse_release(args)?;
+            Action::Grab { list, index }
+        }
+        Command::Auto => {
+            let (list, media) = args.split_once(' ')?;
+            Action::Auto {
+                list: list.parse().ok().filter(|&n| n > 0)?,
+                media: parse_release_target(media)?,
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// Which media a subscription is for: what tells a subscription apart from a later one that

@@ -28,7 +28,7 @@
 use super::execute::{Context, Done, Settle};
 use crate::commands::{self, Action, Asker, Command};
 use crate::ledger::{Job, JobState, LedgerError, StepKey};
-use crate::moviepilot::{MediaKind, MpError};
+use crate::moviepilot::{MediaKind, MpError, ReleaseIdentity};
 
 /// The job field that names the job whose download this is (this one, or a `下载 1` tapped
 /// first).
@@ -145,38 +145,46 @@ async fn download(cx: &Context<'_>, job: &Job, list: u64) -> Result<Step, MpErro
                 done: Done::default(),
             })
         }
-        StepKey::Taken(_) => {
-            let result = super::releases::grab(cx, job, list, 1).await;
-            let refused = |error: String| {
-                Step::failed(r.download_refused(&identity.title, &identity.site), error)
-            };
-            let step = match result {
-                Ok(done) => match done.settle.clone() {
-                    None => Step {
-                        line: format!("✓ {}", done.reply),
-                        ok: true,
-                        done,
-                    },
-                    Some(Settle::Failed { error }) => refused(error),
-                    Some(Settle::Held { .. }) => Step {
-                        line: format!("⚠ {}", done.reply),
-                        ok: false,
-                        done,
-                    },
-                },
-                Err(MpError::Permanent(reason)) => refused(reason),
-                Err(e) => return Err(e),
-            };
-            if matches!(step.done.settle, Some(Settle::Failed { .. })) {
-                // Nothing was downloaded: a `下载 1` tapped later may try.
-                let released = cx.ledger.release_step_key(cx.attempt, &digest).await;
-                if let Err(e) = released {
-                    tracing::warn!(error = %e, "could not give back the download's key; it expires with its window");
-                }
-            }
-            Ok(step)
+        StepKey::Taken(_) => grab(cx, job, list, (&identity, &digest)).await,
+    }
+}
+
+/// Step 1 once this job holds the download's key: `下载 1`'s own download (`releases::grab`),
+/// its outcome as a line; a refused one gives the key back.
+async fn grab(
+    cx: &Context<'_>,
+    job: &Job,
+    list: u64,
+    (identity, digest): (&ReleaseIdentity, &str),
+) -> Result<Step, MpError> {
+    let refused = |error: String| {
+        let line = cx.render.download_refused(&identity.title, &identity.site);
+        Step::failed(line, error)
+    };
+    let step = match super::releases::grab(cx, job, list, 1).await {
+        Ok(done) => match done.settle.clone() {
+            None => Step {
+                line: format!("✓ {}", done.reply),
+                ok: true,
+                done,
+            },
+            Some(Settle::Failed { error }) => refused(error),
+            Some(Settle::Held { .. }) => Step {
+                line: format!("⚠ {}", done.reply),
+                ok: false,
+                done,
+            },
+        },
+        Err(MpError::Permanent(reason)) => refused(reason),
+        Err(e) => return Err(e),
+    };
+    if matches!(step.done.settle, Some(Settle::Failed { .. })) {
+        // Nothing was downloaded: a `下载 1` tapped later may try.
+        if let Err(e) = cx.ledger.release_step_key(cx.attempt, digest).await {
+            tracing::warn!(error = %e, "could not give back the download's key; it expires with its window");
         }
     }
+    Ok(step)
 }
 
 /// Step 2: the season, subscribed as `/subscribe tmdb:<id> S<n>` does. An answer that did not
