@@ -315,3 +315,79 @@ async fn a_crash_at_either_step_downloads_and_subscribes_once() {
         );
     }
 }
+
+/// Through the dispatcher and the Bot API simulator: the job's one message is its "working on
+/// it" message, edited with the download's line, then with the report.
+#[tokio::test]
+async fn one_message_is_edited_as_the_steps_finish() {
+    let rig = rig(
+        Dialect::V2,
+        &[
+            ("ONCEBOT__WORKER__PROGRESS_AFTER_MS", "50"),
+            ("ONCEBOT__TELEGRAM__POSTERS", "false"),
+        ],
+    )
+    .await;
+    let _bot = rig.start_pipeline().await;
+    rig.send(1, &format!("/download tmdb:{THREE_BODY} S1"))
+        .await;
+    rig.replies_sent(1..=1, RECOVERY_DEADLINE).await;
+    let job = rig.store.job(1).await;
+    let list_message: i64 = job["reply_message_id"].parse().unwrap();
+    let markup = rig
+        .tg
+        .observe(|o| o.message(ALICE, list_message).cloned())
+        .and_then(|m| m.reply_markup)
+        .expect("the list's buttons");
+    let auto = markup["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .find(|b| b["text"] == "⚡ Auto")
+        .and_then(|b| b["callback_data"].as_str())
+        .expect("a ⚡ Auto button")
+        .to_string();
+    let before = rig.tg.calls().len();
+    rig.mp.set_add_delay(Duration::from_millis(600));
+    let mut update = callback_update(ALICE, ALICE, list_message, &auto);
+    update["update_id"] = json!(2);
+    rig.post(&update).await;
+    rig.replies_sent(2..=2, RECOVERY_DEADLINE).await;
+    let calls: Vec<_> = rig.tg.calls().into_iter().skip(before).collect();
+    // The messages of job 2 (its callback answer is not a message).
+    let for_job = |c: &&oncebot_tools::sim::telegram::Call| {
+        c.status() == Some(200)
+            && ["sendMessage", "editMessageText", "sendPhoto"].contains(&c.method.as_str())
+            && c.params
+                .get("text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.contains("job #2") || t.starts_with("⚡ Auto:"))
+    };
+    let ours: Vec<_> = calls.iter().filter(for_job).collect();
+    let methods: Vec<&str> = ours.iter().map(|c| c.method.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["sendMessage", "editMessageText", "editMessageText"],
+        "{ours:#?}"
+    );
+    let progress = rig.store.job(2).await["progress_message_id"].clone();
+    for edit in &ours[1..] {
+        assert_eq!(edit.params["message_id"].to_string(), progress, "{edit:?}");
+    }
+    assert!(
+        ours[1].params["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("… subscribing to the season")
+    );
+    let shown = rig
+        .tg
+        .observe(|o| o.message(ALICE, progress.parse().unwrap()).cloned())
+        .expect("the progress message");
+    assert!(
+        shown.text.starts_with("⚡ Auto:\n✓ Started downloading"),
+        "{shown:?}"
+    );
+    assert!(shown.text.contains("\n✓ Subscribed to \""), "{shown:?}");
+}

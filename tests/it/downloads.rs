@@ -102,7 +102,7 @@ async fn a_resource_search_lists_releases_with_buttons_and_its_repeat_searches_n
         let labels: Vec<String> = buttons(&list).into_iter().map(|b| b.0).collect();
         assert_eq!(
             labels,
-            ["Download 1", "Download 2", "Download 3"],
+            ["Download 1", "Download 2", "Download 3", "⚡ Auto"],
             "{dialect:?}"
         );
 
@@ -180,7 +180,10 @@ async fn a_double_tap_downloads_once_and_the_other_buttons_keep_working() {
     .await;
     assert_eq!(edit["edit_message_id"], LIST_MESSAGE.to_string());
     let labels: Vec<String> = buttons(&edit).into_iter().map(|b| b.0).collect();
-    assert_eq!(labels, ["✓ Download 1", "Download 2", "Download 3"]);
+    assert_eq!(
+        labels,
+        ["✓ Download 1", "Download 2", "Download 3", "⚡ Auto"]
+    );
     assert!(
         !rig.store
             .replies()
@@ -506,7 +509,12 @@ async fn the_site_cookie_stays_in_the_stored_list_only() {
     });
     let bot = rig.start(None).await;
     let list = dune_list(&rig, 1, 1).await;
-    let label = buttons(&list).last().unwrap().0.clone();
+    let label = buttons(&list)
+        .into_iter()
+        .filter(|b| b.0.starts_with("Download "))
+        .last()
+        .unwrap()
+        .0;
     rig.post(&tap(2, &button(&list, &label))).await;
     let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(job["grab_site"], "PTSiteM");
@@ -611,8 +619,8 @@ async fn a_stored_list_stays_under_its_bound_and_expires_with_its_buttons() {
     let labels: Vec<String> = buttons(&list).into_iter().map(|b| b.0).collect();
     assert_eq!(
         labels.len(),
-        7,
-        "five releases and the page buttons: {labels:?}"
+        8,
+        "five releases, ⚡ Auto and the page buttons: {labels:?}"
     );
     assert!(labels.contains(&"1/3".to_string()), "{labels:?}");
     let store = &rig.store;

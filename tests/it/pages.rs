@@ -149,6 +149,7 @@ async fn a_release_list_pages_in_place_and_an_old_page_s_button_downloads_what_i
             "Download 3",
             "Download 4",
             "Download 5",
+            "⚡ Auto",
             "1/3",
             "▶"
         ]
@@ -173,6 +174,7 @@ async fn a_release_list_pages_in_place_and_an_old_page_s_button_downloads_what_i
             "Download 8",
             "Download 9",
             "Download 10",
+            "⚡ Auto",
             "◀",
             "2/3",
             "▶"
@@ -181,7 +183,10 @@ async fn a_release_list_pages_in_place_and_an_old_page_s_button_downloads_what_i
     let page3 = tap(&rig, ALICE, 3, list, &data(&page2, "▶")).await;
     let shown3 = edited(&rig, ALICE, list, "page 3 in place", is_page(3, 3)).await;
     answer(&rig, &page3).await;
-    assert_eq!(labels(&shown3), ["Download 11", "Download 12", "◀", "3/3"]);
+    assert_eq!(
+        labels(&shown3),
+        ["Download 11", "Download 12", "⚡ Auto", "◀", "3/3"]
+    );
     // A page fits a photo's caption (1024 characters), so a poster can carry it.
     for page in [&page1, &page2, &shown3] {
         assert!(page.text.chars().count() <= 1024, "{}", page.text);
