@@ -223,6 +223,10 @@ async fn a_refused_download_does_not_stop_the_subscription_and_frees_download_1(
     rig.post(&tap(2, &button(&list, "⚡ Auto"))).await;
     let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(job["mp_subscribe_outcome"], "created", "{job:?}");
+    assert!(
+        job["auto_download_refused"].contains("任务添加失败"),
+        "noted, so a recovery does not send it again: {job:?}"
+    );
     let text = reply(&rig, 2, "result").await["text"].clone();
     assert!(
         text.contains("\n✗ MoviePilot did not add \"Three Body S01"),

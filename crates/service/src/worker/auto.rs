@@ -34,6 +34,10 @@ use crate::moviepilot::{MediaKind, MpError, ReleaseIdentity};
 /// first).
 const HOLDER_FIELD: &str = "auto_download_job";
 
+/// The job field noted (fenced) when MoviePilot refused the download: an attempt after a crash
+/// in the subscription step reports the refusal again instead of sending the add again.
+const REFUSED_FIELD: &str = "auto_download_refused";
+
 fn ledger_error(e: LedgerError) -> MpError {
     MpError::Transient(e.to_string())
 }
@@ -118,6 +122,10 @@ async fn download(cx: &Context<'_>, job: &Job, list: u64) -> Result<Step, MpErro
             "the release list expired".into(),
         ));
     };
+    if let Some(reason) = super::execute::noted(cx, job.id, REFUSED_FIELD).await? {
+        let line = r.download_refused(&identity.title, &identity.site);
+        return Ok(Step::failed(line, reason));
+    }
     let asker = Asker::for_command(
         Command::Grab,
         job.chat_id,
@@ -178,8 +186,9 @@ async fn grab(
         Err(MpError::Permanent(reason)) => refused(reason),
         Err(e) => return Err(e),
     };
-    if matches!(step.done.settle, Some(Settle::Failed { .. })) {
-        // Nothing was downloaded: a `下载 1` tapped later may try.
+    if let Some(Settle::Failed { error }) = &step.done.settle {
+        // Nothing was downloaded: a `下载 1` tapped later may try; this job does not again.
+        super::execute::note(cx, &[(REFUSED_FIELD, error.clone())]).await?;
         if let Err(e) = cx.ledger.release_step_key(cx.attempt, digest).await {
             tracing::warn!(error = %e, "could not give back the download's key; it expires with its window");
         }
