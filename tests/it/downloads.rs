@@ -511,8 +511,7 @@ async fn the_site_cookie_stays_in_the_stored_list_only() {
     let list = dune_list(&rig, 1, 1).await;
     let label = buttons(&list)
         .into_iter()
-        .filter(|b| b.0.starts_with("Download "))
-        .last()
+        .rfind(|b| b.0.starts_with("Download "))
         .unwrap()
         .0;
     rig.post(&tap(2, &button(&list, &label))).await;
