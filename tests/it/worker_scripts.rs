@@ -7,7 +7,7 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
-    JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved,
+    JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved, StepKey,
 };
 
 use crate::support::app::spawn_ledger;
@@ -519,4 +519,100 @@ async fn a_finished_entry_is_trimmed_once_every_older_one_is_done_and_the_backlo
     );
     assert!(store.jobs_on_stream().await.is_empty());
     assert_eq!(jobs_backlog(ledger.queue_stats().await.unwrap()), (0, 0));
+}
+
+/// step_key.lua: the ⚡ Auto job's download takes `下载 1`'s business key for itself, unless a
+/// job that has not failed holds it; gives back only its own; a finished attempt writes nothing.
+#[tokio::test]
+async fn a_step_key_is_taken_once_held_by_a_live_job_and_given_back_only_by_its_holder() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let window = Duration::from_secs(60);
+    let field = "auto_download_job";
+    let key = store.keys.command("k1");
+    let first = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, first, &entry, A).await);
+    let second = enqueue(&ledger, 2, Command::Jobs, "").await;
+    let entry = deliver(&redis.url(), B).await;
+    let (b, _) = run(claim(&store, &ledger, second, &entry, B).await);
+
+    let taken = ledger.take_step_key(&a, "k1", window, field).await.unwrap();
+    assert_eq!(taken, StepKey::Taken(first));
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(&key)
+        .query_async(&mut store.conn().await)
+        .await
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 60_000, "the window: {ttl}");
+    // Its own key again (an attempt after a crash): still its own.
+    assert_eq!(
+        ledger.take_step_key(&a, "k1", window, field).await.unwrap(),
+        StepKey::Taken(first)
+    );
+    // Another job meets the holder, which has not failed, and records it.
+    assert_eq!(
+        ledger.take_step_key(&b, "k1", window, field).await.unwrap(),
+        StepKey::Held(first, "running".into())
+    );
+    assert_eq!(store.job(second).await[field], first.to_string());
+    // Giving back another's key leaves it.
+    assert!(ledger.release_step_key(&b, "k1").await.unwrap());
+    assert_eq!(
+        store.get(&key).await.as_deref(),
+        Some(first.to_string().as_str())
+    );
+
+    // The holder fails: it absorbs nothing, so the key is the other job's to take.
+    let failed = Outcome {
+        status: JobState::Failed,
+        error: "refused".into(),
+        ..succeeded()
+    };
+    assert_eq!(
+        complete(&store, &ledger, &a, &failed).await,
+        Completed::Recorded
+    );
+    assert_eq!(
+        ledger.take_step_key(&a, "k2", window, field).await.unwrap(),
+        StepKey::Stale,
+        "a finished attempt takes nothing"
+    );
+    assert_eq!(store.get(&store.keys.command("k2")).await, None);
+    assert_eq!(
+        ledger.take_step_key(&b, "k1", window, field).await.unwrap(),
+        StepKey::Taken(second)
+    );
+    assert!(ledger.release_step_key(&b, "k1").await.unwrap());
+    assert_eq!(store.get(&key).await, None, "its holder gave it back");
+}
+
+/// step.lua: a step edits the progress message of a job that has one, under its fence.
+#[tokio::test]
+async fn a_step_is_queued_only_for_a_job_with_a_progress_message() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
+    assert!(
+        !ledger.queue_step(&a, "half way").await.unwrap(),
+        "no progress message yet"
+    );
+    assert!(
+        ledger
+            .queue_progress(job, a.attempt, "working")
+            .await
+            .unwrap()
+    );
+    assert!(ledger.queue_step(&a, "half way").await.unwrap());
+    let replies = store.replies().await;
+    let kinds: Vec<&str> = replies.iter().map(|r| r["kind"].as_str()).collect();
+    assert_eq!(kinds, ["progress", "step"]);
+    assert_eq!(replies[1]["text"], "half way");
+    assert_eq!(replies[1]["job_id"], job.to_string());
+    assert!(!replies[1].contains_key("edit_message_id"));
+    complete(&store, &ledger, &a, &succeeded()).await;
+    assert!(
+        !ledger.queue_step(&a, "late").await.unwrap(),
+        "a finished attempt"
+    );
 }
