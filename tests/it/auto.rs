@@ -13,7 +13,7 @@ use oncebot_tools::sim::telegram::callback_update;
 use serde_json::{Value, json};
 
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, buttons, eventually};
+use crate::support::{ALICE, BOB, buttons, eventually};
 
 const DUNE: u64 = 438631;
 const THREE_BODY: u64 = 108545;
@@ -103,6 +103,15 @@ async fn auto_downloads_release_one_and_subscribes_the_season_once() {
             "{dialect:?}"
         );
         let auto = button(&list, "⚡ Auto");
+        // Another user's tap in the same chat runs nothing and leaves the button working.
+        let mut foreign = callback_update(ALICE, BOB, LIST_MESSAGE, &auto);
+        foreign["update_id"] = json!(9);
+        rig.post(&foreign).await;
+        assert_eq!(
+            callback_answer(&rig, &foreign).await,
+            "This button is not for you."
+        );
+        assert_eq!(rig.store.job_ids().await.len(), 1);
         let (a, b) = (tap(2, &auto), tap(3, &auto));
         futures::future::join(rig.post(&a), rig.post(&b)).await;
         let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
