@@ -1,6 +1,7 @@
 //! Consumer liveness: each worker and dispatcher process keeps a key that expires unless it is
 //! renewed (liveness.lua), so a process killed outright is known dead within that expiry and its
-//! pending entries are taken at once (reap.lua), not when their lease (PEL idle time) runs out.
+//! pending entries are taken at once (by the same script, in a live process's next heartbeat),
+//! not when their lease (PEL idle time) runs out.
 //! The lease stays the backstop for a process that is alive but stuck.
 
 use std::time::Duration;
