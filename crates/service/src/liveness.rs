@@ -202,7 +202,10 @@ impl Liveness {
             Ok(beaten) => {
                 *self.lock_last_beat() = Some(sent);
                 if beaten.promoted > 0 {
-                    tracing::debug!(jobs = beaten.promoted, "due retries back on the jobs stream");
+                    tracing::debug!(
+                        jobs = beaten.promoted,
+                        "due retries back on the jobs stream"
+                    );
                 }
                 self.hand_out(beaten.reaped);
                 true

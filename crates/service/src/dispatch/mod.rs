@@ -208,7 +208,10 @@ impl Dispatcher {
     /// Runs until `shutdown`; sends under way finish, the rest stay pending for the next start.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left unsent.
-        let Some(mut taken) = self.liveness.join(ConsumerRole::Dispatcher, &shutdown).await
+        let Some(mut taken) = self
+            .liveness
+            .join(ConsumerRole::Dispatcher, &shutdown)
+            .await
         else {
             return Ok(());
         };

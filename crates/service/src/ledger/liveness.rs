@@ -86,7 +86,10 @@ impl Ledger {
             .arg("beat: the liveness expiry", beat.ttl.as_millis() as u64)
             .arg("beat: 1 lists the consumer", u8::from(beat.list))
             .arg("beat: most entries to take", beat.take)
-            .arg("beat: milliseconds after which", beat.forget_after.as_millis() as u64)
+            .arg(
+                "beat: milliseconds after which",
+                beat.forget_after.as_millis() as u64,
+            )
             .arg("beat: most due retries to promote", beat.promote)
             .arg("jobs consumer group", keys::JOBS_GROUP)
             .arg("number of groups", roles.len());

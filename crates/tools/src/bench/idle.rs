@@ -97,7 +97,10 @@ pub async fn measure(relay: bool, window: Duration) -> anyhow::Result<IdleFigure
         .every(Duration::from_millis(10))
         .until(|| async move {
             let workers = started.live_consumers(ConsumerRole::Worker).await.ok()?;
-            let dispatchers = started.live_consumers(ConsumerRole::Dispatcher).await.ok()?;
+            let dispatchers = started
+                .live_consumers(ConsumerRole::Dispatcher)
+                .await
+                .ok()?;
             (!workers.is_empty() && !dispatchers.is_empty()).then_some(())
         })
         .await?;
@@ -147,7 +150,12 @@ async fn command_calls(ledger: &Ledger) -> anyhow::Result<BTreeMap<String, u64>>
         .lines()
         .filter_map(|l| {
             let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+            let calls = rest
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
             Some((name.to_string(), calls))
         })
         .collect())

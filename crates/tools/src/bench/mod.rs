@@ -338,7 +338,11 @@ async fn run_idle(args: &BenchArgs) -> anyhow::Result<()> {
         out.flush()?;
         return Ok(());
     }
-    writeln!(out, "idle serve, {:.0} s counted ({})", r.window_secs, r.settings)?;
+    writeln!(
+        out,
+        "idle serve, {:.0} s counted ({})",
+        r.window_secs, r.settings
+    )?;
     for (name, f) in [("relay off", &r.relay_off), ("relay on", &r.relay_on)] {
         writeln!(
             out,
