@@ -81,6 +81,9 @@ pub(crate) struct Liveness {
     /// Beats so far, for [`SWEEP_EVERY`].
     beats: AtomicU32,
     members: Mutex<Members>,
+    /// Held for a whole beat and a whole retire: a beat still taking a role's entries when that
+    /// role retires would leave them pending under a consumer no list names.
+    one_at_a_time: tokio::sync::Mutex<()>,
     /// Whether the heartbeat loop runs (started by the first role to join).
     running: AtomicBool,
 }
@@ -119,6 +122,7 @@ impl Liveness {
             last_beat: Mutex::new(None),
             beats: AtomicU32::new(0),
             members: Mutex::default(),
+            one_at_a_time: tokio::sync::Mutex::new(()),
             running: AtomicBool::new(false),
         })
     }
@@ -173,6 +177,7 @@ impl Liveness {
     /// One heartbeat for every role that joined; true if Redis took it. What it took from dead
     /// consumers goes to the role of its group.
     async fn beat(&self) -> bool {
+        let _turn = self.one_at_a_time.lock().await;
         let (roles, list) = {
             let mut members = self.lock_members();
             (members.roles(), std::mem::take(&mut members.list))
@@ -273,6 +278,7 @@ impl Liveness {
     /// goes with the process's last role, so whatever is still pending is taken at once by
     /// the others (until then it lives while the heartbeat runs, and then expires by itself).
     pub(crate) async fn retire(&self, role: ConsumerRole) {
+        let _turn = self.one_at_a_time.lock().await;
         let last = {
             let mut members = self.lock_members();
             *members.slot(role) = None;
