@@ -10,21 +10,8 @@
   ARGV[2] jobs consumer group
 
   Returns the number of jobs put back on the stream.
-  Runs after include/common.lua (now_ms, ensure_group).
+  Runs after include/common.lua and include/promote.lua (promote_due); a worker process's
+  heartbeat (liveness.lua) promotes the same way, so a worker does not call this one.
 ]]
 
-local retry, stream, prefix = KEYS[1], KEYS[2], KEYS[3]
-local now = tonumber(now_ms())
-local due = redis.call('ZRANGEBYSCORE', retry, '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
-local promoted = 0
-for _, id in ipairs(due) do
-  redis.call('ZREM', retry, id)
-  local job_key = prefix .. id
-  if redis.call('HGET', job_key, 'status') == 'retry_wait' then
-    ensure_group(stream, ARGV[2])
-    local entry = redis.call('XADD', stream, '*', 'job', id)
-    redis.call('HSET', job_key, 'entry', entry)
-    promoted = promoted + 1
-  end
-end
-return promoted
+return promote_due(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2])

@@ -191,3 +191,36 @@ async fn recovery_bench_reports_each_scenario_below_the_lease() {
     assert_eq!(report["consumers_left_after_restarts"], 0, "{report}");
     assert!(report["idle_redis_commands_per_s"].as_f64().unwrap() > 0.0);
 }
+
+/// Issue 27: an idle `serve` with every role costs Redis at most 8 commands a second (the
+/// commands its scripts run counted too, as `INFO commandstats` counts them), against 21 with
+/// a liveness call and two reaps per role and second. Counts are driven by timers, not by the
+/// machine's speed, so a bound holds on a loaded machine too. Idle, nobody is dead: no entry
+/// is looked at (XPENDING, XCLAIM) and every heartbeat is one script call.
+#[tokio::test]
+async fn an_idle_serve_sends_at_most_eight_redis_commands_a_second() {
+    let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
+        .args(["bench", "--idle", "--idle-secs", "10", "--json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let off = &report["relay_off"];
+    let per_s = off["commands_per_s"].as_f64().unwrap();
+    assert!(per_s > 0.0 && per_s <= 8.0, "relay off: {report}");
+    // One heartbeat a second, and the worker's turn to read MoviePilot's users now and then.
+    let scripts = off["script_calls_per_s"].as_f64().unwrap();
+    assert!(scripts <= 1.5, "relay off: {report}");
+    for side in ["relay_off", "relay_on"] {
+        for reaping in ["xpending", "xclaim", "smembers"] {
+            assert!(
+                report[side]["per_command"].get(reaping).is_none(),
+                "{side}: {reaping} while nobody is dead: {report}"
+            );
+        }
+    }
+    let on = report["relay_on"]["commands_per_s"].as_f64().unwrap();
+    assert!(on > per_s, "the relay's lease costs something: {report}");
+}

@@ -204,6 +204,36 @@ async fn a_slow_job_on_a_live_worker_is_never_taken_however_short_the_liveness_e
     assert!(!job.contains_key("recoveries"), "{job:?}");
 }
 
+/// Issue 27: a process with a worker and a dispatcher is one consumer with one liveness key,
+/// listed in both groups, so one heartbeat a second keeps both alive.
+#[tokio::test]
+async fn a_process_with_both_roles_keeps_one_liveness_key_listed_in_both_groups() {
+    let rig = lease_rig().await;
+    let bot = rig.start_roles(&ALL, None).await;
+    bot.wait_for_stderr("dispatcher started", FAST).await;
+    bot.wait_for_stderr("worker started", FAST).await;
+    let keys = rig.store.keys.clone();
+    let mut conn = rig.store.conn().await;
+    let mut listed = Vec::new();
+    for group in ["workers", "dispatchers"] {
+        let names: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(keys.consumers(group))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        listed.push(names);
+    }
+    assert_eq!(listed[0].len(), 1, "{listed:?}");
+    assert_eq!(listed[0], listed[1], "the same consumer in both groups");
+    let alive: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}*", keys.alive_prefix()))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(alive, vec![keys.alive(&listed[0][0])]);
+    assert!(live_process_named(&bot.stderr(), &listed[0][0]));
+}
+
 /// Every restart is a new consumer; the dead ones leave the groups once nothing is pending.
 #[tokio::test]
 async fn after_many_restarts_the_groups_list_only_the_live_processes() {
@@ -257,6 +287,8 @@ async fn after_many_restarts_the_groups_list_only_the_live_processes() {
         }
     })
     .await;
+    // One process, one consumer name in both groups (issue 27: one heartbeat a process).
+    assert_eq!(workers[0].0, dispatchers[0].0);
     // The live ones, and the group lists know only them.
     let mut conn = store.conn().await;
     for (group, live) in [

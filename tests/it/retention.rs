@@ -84,7 +84,7 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
                 "{key}: an index this test does not know"
             ),
             // One per running consumer process (bounded by the processes that run): its
-            // name is in the group's list while its liveness key lives, and reap.lua removes
+            // name is in the group's list while its liveness key lives, and liveness.lua removes
             // both once it is dead with nothing pending.
             "consumers" => {
                 let listed: usize = conn.scard(&key).await.unwrap();

@@ -4,6 +4,7 @@
 //! requests in flight; the poller stops before its next getUpdates; then the process exits 0.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -15,6 +16,7 @@ use crate::config::{Needs, Settings};
 use crate::dispatch::Dispatcher;
 use crate::ingress::{Ingress, polling, webhook};
 use crate::ledger::Ledger;
+use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, Unreachable};
 use crate::notify::Relay;
@@ -124,12 +126,16 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     if runs_ingress && opts.poll {
         tasks.push(start_poller(&settings, ingress, &shutdown)?);
     }
-    if opts.runs(Role::Worker) {
-        tasks.push(start_worker(&settings, ledger.clone(), shutdown.clone()).await?);
+    // One liveness key and one heartbeat for the process's worker and dispatcher.
+    let (worker, dispatcher) = (opts.runs(Role::Worker), opts.runs(Role::Dispatcher));
+    let liveness = Liveness::for_process(&settings, ledger.clone(), worker, dispatcher);
+    if worker {
+        let liveness = liveness.clone();
+        tasks.push(start_worker(&settings, ledger.clone(), liveness, shutdown.clone()).await?);
     }
-    if opts.runs(Role::Dispatcher) {
+    if dispatcher {
         let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
-        let dispatcher = Dispatcher::new(&settings, ledger.clone(), api);
+        let dispatcher = Dispatcher::new(&settings, ledger.clone(), api, liveness);
         tasks.push(tokio::spawn(dispatcher.run(shutdown.clone())));
     }
     if opts.runs_notify(&settings) {
@@ -246,6 +252,7 @@ async fn wait_all(tasks: Vec<Task>, stop: CancellationToken) -> anyhow::Result<(
 async fn start_worker(
     settings: &Settings,
     ledger: Ledger,
+    liveness: Arc<Liveness>,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Task> {
     let first = first_connect(settings, "jobs wait until it is").await?;
@@ -266,7 +273,9 @@ async fn start_worker(
         // MoviePilot's own user mapping: whichever worker's turn it is reads it into Redis.
         let refresher = crate::users_sync::Refresher::new(&settings, ledger.clone(), mp.clone())
             .map(|r| tokio::spawn(r.run(shutdown.clone())));
-        let result = Worker::new(&settings, ledger, mp).run(shutdown).await;
+        let result = Worker::with_liveness(&settings, ledger, mp, liveness)
+            .run(shutdown)
+            .await;
         if let Some(r) = refresher {
             r.abort();
         }

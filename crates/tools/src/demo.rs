@@ -631,7 +631,7 @@ impl Stage {
         ));
         self.start_worker(
             "the dead worker stopped renewing its liveness key (alive:<consumer>), which expires\n\
-             within 3.5 s; the new worker finds it gone, takes its entry at once (reap.lua) and\n\
+             within 3.5 s; the new worker finds it gone, takes its entry at once (liveness.lua) and\n\
              recovers the job by the /subscribe policy: look in MoviePilot before creating. The\n\
              look finds the subscription, so nothing is created twice.",
         )?;

@@ -171,21 +171,19 @@ enum Next {
 }
 
 impl Dispatcher {
-    pub fn new(settings: &Settings, ledger: Ledger, api: BotApi) -> Arc<Self> {
+    /// A dispatcher sharing its process's liveness (and so its consumer name).
+    pub(crate) fn new(
+        settings: &Settings,
+        ledger: Ledger,
+        api: BotApi,
+        liveness: Arc<Liveness>,
+    ) -> Arc<Self> {
         let cfg = settings.dispatcher.clone();
-        let consumer = crate::worker::default_consumer_name();
+        let consumer = liveness.consumer().to_string();
         Arc::new(Dispatcher {
             limiter: RateLimiter::new(&cfg),
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
-            liveness: Liveness::new(
-                ledger.clone(),
-                ConsumerRole::Dispatcher,
-                &consumer,
-                Duration::from_millis(cfg.heartbeat_interval_ms),
-                Duration::from_millis(cfg.liveness_ttl_ms),
-                Duration::from_millis(settings.redis.command_timeout_ms),
-                Duration::from_millis(cfg.reclaim_idle_ms),
-            ),
+            liveness,
             consumer,
             menus: Mutex::new(
                 cfg.set_commands
@@ -210,7 +208,11 @@ impl Dispatcher {
     /// Runs until `shutdown`; sends under way finish, the rest stay pending for the next start.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left unsent.
-        let Some(left) = self.liveness.start(&shutdown).await else {
+        let Some(mut taken) = self
+            .liveness
+            .join(ConsumerRole::Dispatcher, &shutdown)
+            .await
+        else {
             return Ok(());
         };
         tracing::info!(consumer = %self.consumer, "dispatcher started");
@@ -220,12 +222,20 @@ impl Dispatcher {
             linked.cancelled().await;
             stop.cancel();
         });
-        self.clone().take_reaped(left).await;
+        while let Ok(left) = taken.try_recv() {
+            self.clone().take_reaped(left).await;
+        }
         let heartbeat = tokio::spawn({
             let this = self.clone();
-            self.liveness.clone().run(shutdown.clone(), move |reaped| {
-                this.clone().take_reaped(reaped)
-            })
+            let stop = shutdown.clone();
+            async move {
+                while let Some(reaped) = tokio::select! {
+                    r = taken.recv() => r,
+                    () = stop.cancelled() => None,
+                } {
+                    this.clone().take_reaped(reaped).await;
+                }
+            }
         });
         let menus = self
             .menus
@@ -251,7 +261,7 @@ impl Dispatcher {
         {
             tracing::warn!("sends still under way at shutdown; they are retried after restart");
         }
-        self.liveness.retire().await;
+        self.liveness.retire(ConsumerRole::Dispatcher).await;
         tracing::info!("dispatcher stopped");
         Ok(())
     }

@@ -236,8 +236,8 @@ impl Keys {
         format!("{}alive:", self.base)
     }
 
-    /// SET: the consumer names of `group` that keep a liveness key, where reap.lua looks for
-    /// dead ones.
+    /// SET: the consumer names of `group` that keep a liveness key, where liveness.lua looks
+    /// for dead ones.
     pub fn consumers(&self, group: &str) -> String {
         format!("{}consumers:{group}", self.base)
     }

@@ -35,7 +35,7 @@ pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outco
 pub use conn::{Conn, cluster_nodes, is_redis_url};
 pub use keys::Keys;
 pub use library::LibraryKey;
-pub use liveness::{Reaped, Role as ConsumerRole};
+pub use liveness::{Beat, Beaten, Reaped, Role as ConsumerRole};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};

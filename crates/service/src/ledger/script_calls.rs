@@ -327,18 +327,24 @@ async fn login_gate_calls_name_their_header() {
 }
 
 #[tokio::test]
-async fn liveness_and_reap_calls_name_their_headers() {
+async fn liveness_calls_name_their_headers() {
     let l = ledger();
-    holds(
-        &l.beat_call(Role::Worker, "w1", Duration::from_secs(3)),
-        true,
-    );
-    // `retire` leaves out the expiry only `beat` reads.
-    holds(&l.retire_call(Role::Dispatcher, "d1"), false);
-    holds(
-        &l.reap_call(Role::Worker, "w1", 10, Duration::from_secs(60)),
-        true,
-    );
+    for roles in [
+        &[Role::Worker][..],
+        &[Role::Dispatcher],
+        &[Role::Worker, Role::Dispatcher],
+    ] {
+        let beat = crate::ledger::Beat {
+            consumer: "p1",
+            ttl: Duration::from_secs(3),
+            list: true,
+            take: 10,
+            forget_after: Duration::from_secs(60),
+            promote: 100,
+        };
+        holds(&l.beat_call(roles, &beat), true);
+    }
+    holds(&l.retire_call(Role::Dispatcher, "p1", true), true);
 }
 
 #[tokio::test]

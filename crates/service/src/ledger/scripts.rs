@@ -67,7 +67,8 @@ pub(crate) static COMPLETE: LazyLock<Lua> =
 pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| lua!("extend.lua"));
 
 /// `lua/promote.lua`: due `retry_wait` jobs back onto the jobs stream.
-pub(crate) static PROMOTE: LazyLock<Lua> = LazyLock::new(|| lua!("promote.lua", "common.lua"));
+pub(crate) static PROMOTE: LazyLock<Lua> =
+    LazyLock::new(|| lua!("promote.lua", "common.lua", "promote.lua"));
 
 /// `lua/resolve.lua`: a person settles a `needs_review` job.
 pub(crate) static RESOLVE: LazyLock<Lua> =
@@ -101,11 +102,10 @@ pub(crate) static UNLOCK: LazyLock<Lua> = LazyLock::new(|| lua!("unlock.lua"));
 /// `lua/notice.lua`: tell the admin chats about a deployment-wide condition once, or end it.
 pub(crate) static NOTICE: LazyLock<Lua> = LazyLock::new(|| lua!("notice.lua", "common.lua"));
 
-/// `lua/liveness.lua`: a consumer's heartbeat, or its graceful leave.
-pub(crate) static LIVENESS: LazyLock<Lua> = LazyLock::new(|| lua!("liveness.lua"));
-
-/// `lua/reap.lua`: a dead consumer's entries taken at once, dead consumers removed.
-pub(crate) static REAP: LazyLock<Lua> = LazyLock::new(|| lua!("reap.lua"));
+/// `lua/liveness.lua`: a consumer process's heartbeat (dead consumers' entries taken at once,
+/// due retries promoted, in the same call), or one role's graceful leave.
+pub(crate) static LIVENESS: LazyLock<Lua> =
+    LazyLock::new(|| lua!("liveness.lua", "common.lua", "promote.lua"));
 /// `lua/note.lua`: a running attempt records a download's intent before the add, under its fence.
 pub(crate) static NOTE: LazyLock<Lua> = LazyLock::new(|| lua!("note.lua"));
 
@@ -139,7 +139,7 @@ pub(crate) static USERS: LazyLock<Lua> = LazyLock::new(|| lua!("users.lua", "com
 pub(crate) static ASKED: LazyLock<Lua> = LazyLock::new(|| lua!("asked.lua", "common.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 27] {
+fn all() -> [(&'static str, &'static Lua); 26] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -158,7 +158,6 @@ fn all() -> [(&'static str, &'static Lua); 27] {
         ("unlock", &UNLOCK),
         ("notice", &NOTICE),
         ("liveness", &LIVENESS),
-        ("reap", &REAP),
         ("note", &NOTE),
         ("step_key", &STEP_KEY),
         ("list", &LIST),

@@ -89,23 +89,22 @@ pub struct Worker {
 }
 
 impl Worker {
+    /// A worker with a liveness of its own (a process that runs no dispatcher beside it).
     pub fn new(settings: &Settings, ledger: Ledger, mp: MoviePilot) -> Arc<Self> {
+        let liveness = Liveness::for_process(settings, ledger.clone(), true, false);
+        Self::with_liveness(settings, ledger, mp, liveness)
+    }
+
+    /// A worker sharing its process's liveness (and so its consumer name).
+    pub(crate) fn with_liveness(
+        settings: &Settings,
+        ledger: Ledger,
+        mp: MoviePilot,
+        liveness: Arc<Liveness>,
+    ) -> Arc<Self> {
         let cfg = settings.worker.clone();
         let render = Render::new(settings.telegram.locale);
-        let consumer = if cfg.consumer_name.is_empty() {
-            default_consumer_name()
-        } else {
-            cfg.consumer_name.clone()
-        };
-        let liveness = Liveness::new(
-            ledger.clone(),
-            ConsumerRole::Worker,
-            &consumer,
-            Duration::from_millis(cfg.heartbeat_interval_ms),
-            Duration::from_millis(cfg.liveness_ttl_ms),
-            Duration::from_millis(settings.redis.command_timeout_ms),
-            Duration::from_millis(cfg.reclaim_idle_ms),
-        );
+        let consumer = liveness.consumer().to_string();
         let notify = &settings.notify;
         Arc::new(Worker {
             liveness,
@@ -164,16 +163,24 @@ impl Worker {
     /// period; what is still running after that is left to be reclaimed.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left, before new entries.
-        let Some(left) = self.liveness.start(&shutdown).await else {
+        let Some(mut taken) = self.liveness.join(ConsumerRole::Worker, &shutdown).await else {
             return Ok(());
         };
         tracing::info!(consumer = %self.consumer, concurrency = self.cfg.concurrency, "worker started");
-        self.clone().take_reaped(left).await;
+        while let Ok(left) = taken.try_recv() {
+            self.clone().take_reaped(left).await;
+        }
         let heartbeat = tokio::spawn({
             let this = self.clone();
-            self.liveness.clone().run(shutdown.clone(), move |reaped| {
-                this.clone().take_reaped(reaped)
-            })
+            let stop = shutdown.clone();
+            async move {
+                while let Some(reaped) = tokio::select! {
+                    r = taken.recv() => r,
+                    () = stop.cancelled() => None,
+                } {
+                    this.clone().take_reaped(reaped).await;
+                }
+            }
         });
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
         let reader = self.clone().read_loop(shutdown.clone()).await;
@@ -191,7 +198,7 @@ impl Worker {
                 "shutdown grace period over; leaving running jobs to be reclaimed and recovered by policy"
             );
         }
-        self.liveness.retire().await;
+        self.liveness.retire(ConsumerRole::Worker).await;
         tracing::info!(consumer = %self.consumer, "worker stopped");
         reader
     }
@@ -732,24 +739,17 @@ impl Worker {
         self.group.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Promotes due retries, renews leases, and reclaims the entries of dead workers.
+    /// Renews leases, and reclaims the entries of workers that stopped renewing theirs. (Due
+    /// retries are promoted by the heartbeat, in the same call: `Liveness`.)
     async fn housekeeping(self: Arc<Self>, shutdown: CancellationToken) {
         let reclaim_idle = Duration::from_millis(self.cfg.reclaim_idle_ms);
         let renew_every = reclaim_idle / 4;
-        let tick = renew_every.min(Duration::from_millis(500));
-        let mut last_renew = tokio::time::Instant::now();
         let mut last_reclaim = tokio::time::Instant::now();
         loop {
-            if sleep_or_stop(tick, &shutdown).await {
+            if sleep_or_stop(renew_every, &shutdown).await {
                 return;
             }
-            if let Err(e) = self.ledger.promote_due(100).await {
-                tracing::warn!(error = %e, "promoting due retries failed");
-            }
-            if last_renew.elapsed() >= renew_every {
-                last_renew = tokio::time::Instant::now();
-                self.renew_leases().await;
-            }
+            self.renew_leases().await;
             if last_reclaim.elapsed() >= reclaim_idle / 2 {
                 last_reclaim = tokio::time::Instant::now();
                 self.clone().reclaim(reclaim_idle).await;

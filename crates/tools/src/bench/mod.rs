@@ -17,6 +17,7 @@
 //! and without persistence unless `--redis-url` is given. Logs go to stderr, the report to
 //! stdout.
 
+mod idle;
 mod instructions;
 mod load;
 mod phases;
@@ -99,6 +100,13 @@ pub struct BenchArgs {
     /// Seconds `--relay` watches the idle relay.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub relay_idle_secs: u64,
+    /// Only measure an idle `serve` instead: the Redis commands it sends per second, per
+    /// command, with the notification relay off and on (see `idle`).
+    #[arg(long, conflicts_with_all = ["recovery", "relay"])]
+    pub idle: bool,
+    /// Seconds `--idle` counts each idle process's commands.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub idle_secs: u64,
     /// Kills per recovery scenario.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=200))]
     pub kills: u64,
@@ -235,6 +243,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.relay {
         return run_relay(&args).await;
     }
+    if args.idle {
+        return run_idle(&args).await;
+    }
     let connections = args.connections as usize;
     let timing = args.timing();
     tracing::info!(
@@ -312,6 +323,38 @@ async fn run_relay(args: &BenchArgs) -> anyhow::Result<()> {
             "relay idle (poll every {} s, {:.0} s watched): {:.1} MoviePilot calls/min, {:.0} Redis commands/min",
             r.poll_interval_secs, r.idle_secs, r.moviepilot_calls_per_min, r.redis_commands_per_min
         )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `--idle`: an idle `serve`'s Redis commands, relay off and on, then the report.
+async fn run_idle(args: &BenchArgs) -> anyhow::Result<()> {
+    let r = idle::run(Duration::from_secs(args.idle_secs)).await?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer(&mut out, &r)?;
+        writeln!(out)?;
+        out.flush()?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "idle serve, {:.0} s counted ({})",
+        r.window_secs, r.settings
+    )?;
+    for (name, f) in [("relay off", &r.relay_off), ("relay on", &r.relay_on)] {
+        writeln!(
+            out,
+            "{name} ({}): {:.2} Redis commands/s, {:.2} of them script calls; {:.2} % of a core",
+            f.roles.join(", "),
+            f.commands_per_s,
+            f.script_calls_per_s,
+            f.cpu_percent
+        )?;
+        for (command, per_s) in &f.per_command {
+            writeln!(out, "  {command:<20} {per_s:>6.2}/s")?;
+        }
     }
     out.flush()?;
     Ok(())

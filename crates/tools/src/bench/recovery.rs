@@ -113,6 +113,10 @@ impl Process {
                 ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
                 ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "bench-secret"),
                 ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10"),
+                // The worker scenarios' jobs end when MoviePilot lets their held calls go, a
+                // minute later, and their 160 replies would queue behind Telegram's 30 a second
+                // in front of the dispatcher scenario's: what it measures is recovery, not that.
+                ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "100000"),
                 ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
                 ("RUST_LOG", "error"),
             ])
