@@ -126,6 +126,12 @@ pub struct DeliveryPhase {
     pub replies: u64,
     pub duration_s: f64,
     pub per_s: f64,
+    /// Redis commands per reply from the roles' start until the replies stream is empty
+    /// (`INFO commandstats`, the whole server): the dispatcher's half of a job's Redis cost,
+    /// with the roles' start-up (script loads, first heartbeats) spread over the replies.
+    pub redis_commands: Vec<CommandCost>,
+    /// With `--callgrind`: instructions per delivered reply over the same window.
+    pub instructions_per_reply: Option<instructions::PerJob>,
 }
 
 /// Redis memory left behind by finished jobs.
@@ -476,6 +482,11 @@ impl Pipeline {
 
         // Delivery: every role runs (the webhook idles), so the same app serves the e2e phase.
         let sent_before = self.tg.observe(|o| o.sent().len());
+        let delivery_stats0 = self.command_stats().await?;
+        let delivery_counted0 = match &self.counters {
+            Some(c) => Some(c.read().await?),
+            None => None,
+        };
         let started = Instant::now();
         let running = app::start(
             self.settings.clone(),
@@ -503,11 +514,18 @@ impl Pipeline {
         // The reply's delivery record is written after Telegram answered; wait for the
         // replies stream to empty as well, so memory is measured at rest.
         let settled = self.until(|(_, replies)| replies == 0).await;
+        let instructions_per_reply = match (&self.counters, delivery_counted0) {
+            (Some(c), Some(before)) => Some(before.per_job(&c.read().await?, n)),
+            _ => None,
+        };
+        let delivery_stats1 = self.command_stats().await?;
         let memory_after = self.used_memory().await?;
         let delivery = DeliveryPhase {
             replies: n,
             duration_s: elapsed.as_secs_f64(),
             per_s: n as f64 / elapsed.as_secs_f64(),
+            redis_commands: command_costs(&delivery_stats0, &delivery_stats1, n),
+            instructions_per_reply,
         };
         let keys = match settled {
             Ok(()) => self.key_kinds(n).await,
