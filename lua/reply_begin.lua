@@ -64,4 +64,7 @@ if ARGV[6] ~= '' then
   progress = job[1] or ''
   if job[3] == 'photo' then photo = job[2] or '' end
 end
-return {'send', attempts, progress, redis.call('HGET', reply, 'form') or '', photo}
+-- Only an earlier attempt (the HASH had a state) can have settled on a form: no HGET on a first.
+local form = ''
+if state then form = redis.call('HGET', reply, 'form') or '' end
+return {'send', attempts, progress, form, photo}

@@ -275,6 +275,126 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
     assert!(!exists, "a late reply_begin writes no record");
 }
 
+/// Sends that end at the same moment are recorded with one reply_end.lua call (the
+/// dispatcher's group commit): each reply is recorded as if alone (a job's reply in its job,
+/// a progress message and a reply without a job in their own HASHes, a failure with its
+/// reason), and every entry is acknowledged and deleted in that same step.
+#[tokio::test]
+async fn replies_ended_together_are_each_recorded_as_if_alone() {
+    use oncebot::ledger::{Admission, AdmissionAction, Form, ReplyEntry, ReplyKind};
+    let (_redis, ledger, store, _) = crate::support::app::spawn_ledger(&[]).await;
+    for update_id in 1..=2 {
+        ledger
+            .admit(&Admission {
+                update_id,
+                chat_id: ALICE + update_id,
+                user_id: ALICE + update_id,
+                message_id: Some(7),
+                requester: None,
+                role: oncebot::vocabulary::Role::Admin,
+                action: AdmissionAction::Job {
+                    command: oncebot::commands::Command::Subscriptions,
+                    args: String::new(),
+                    window: Duration::ZERO,
+                },
+            })
+            .await
+            .unwrap();
+    }
+    let mut conn = store.conn().await;
+    // job 1's result, job 2's progress message and result, and a reply without a job.
+    let specs = [
+        (Some(1), Some(ReplyKind::Result)),
+        (Some(2), Some(ReplyKind::Progress)),
+        (Some(2), Some(ReplyKind::Result)),
+        (None, None),
+    ];
+    let mut replies = Vec::new();
+    for (job_id, kind) in specs {
+        let mut fields = vec![("chat_id", ALICE.to_string()), ("text", "done".into())];
+        if let Some(job) = job_id {
+            fields.push(("job_id", job.to_string()));
+        }
+        if let Some(kind) = kind {
+            fields.push(("kind", kind.as_str().to_string()));
+        }
+        let entry: String = conn
+            .xadd(store.keys.replies_stream(), "*", &fields)
+            .await
+            .unwrap();
+        replies.push(ReplyEntry {
+            entry,
+            chat_id: ALICE,
+            kind,
+            job_id,
+            text: "done".into(),
+            ..ReplyEntry::default()
+        });
+    }
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg("a")
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg(store.keys.replies_stream())
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let retention = Duration::from_secs(3600);
+    for reply in &replies {
+        ledger.reply_begin(reply, "a", retention).await.unwrap();
+    }
+    let outcomes: [Result<(i64, Form), String>; 4] = [
+        Ok((10, Form::Photo)),
+        Ok((11, Form::Text)),
+        Err("blocked by the user".into()),
+        Ok((12, Form::Text)),
+    ];
+    let ended: Vec<_> = replies.iter().zip(&outcomes).collect();
+    ledger.reply_end_all(&ended, retention).await.unwrap();
+
+    let job1 = store.job(1).await;
+    assert_eq!(job1["reply_state"], "sent");
+    assert_eq!(job1["reply_message_id"], "10");
+    assert_eq!(job1["reply_form"], "photo");
+    assert_eq!(job1["reply_attempts"], "1");
+    let job2 = store.job(2).await;
+    assert_eq!(
+        job2["progress_message_id"], "11",
+        "the progress message is the job's"
+    );
+    assert_eq!(job2["reply_state"], "failed");
+    assert_eq!(job2["reply_error"], "blocked by the user");
+    assert!(!job2.contains_key("reply_message_id"), "{job2:?}");
+    for (reply, kept) in replies.iter().zip([None, Some("11"), None, Some("12")]) {
+        let record: std::collections::BTreeMap<String, String> =
+            conn.hgetall(store.keys.reply(&reply.entry)).await.unwrap();
+        assert_eq!(
+            !record.is_empty(),
+            kept.is_some(),
+            "{:?}: {record:?}",
+            reply.kind
+        );
+        if let Some(message_id) = kept {
+            assert_eq!(record["state"], "sent");
+            assert_eq!(record["message_id"], message_id);
+            let ttl: i64 = conn.ttl(store.keys.reply(&reply.entry)).await.unwrap();
+            assert!(ttl > 0 && ttl <= 3600, "a kept record expires: {ttl}");
+        }
+    }
+    assert!(store.replies().await.is_empty(), "every entry is deleted");
+    let pending: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
+        .arg(store.keys.replies_stream())
+        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(pending.0, 0, "every entry is acknowledged");
+}
+
 /// SIGKILL after Telegram accepted a message and before it was recorded: after a restart every
 /// queued reply is delivered, the interrupted one possibly twice (replies are at-least-once),
 /// and no job runs again.

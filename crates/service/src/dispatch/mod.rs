@@ -32,6 +32,7 @@
 //!   message to edit", "there is no caption in the message to edit") says it, and the edit is
 //!   tried again in the other form.
 
+mod ends;
 mod limits;
 mod menus;
 mod order;
@@ -53,7 +54,7 @@ use crate::config::{DispatcherSettings, Settings};
 use crate::consume::{Consumer, read_loop};
 use crate::ledger::{
     Begin, CallbackEntry, ConsumerRole, Form, Lane, LaneEntry, Ledger, LedgerError, MarkupOp,
-    ReplyEntry, StreamReader,
+    ReplyEnded, ReplyEntry, StreamReader,
 };
 use crate::liveness::Liveness;
 use crate::metrics::METRICS;
@@ -93,6 +94,8 @@ pub struct Dispatcher {
     liveness: Arc<Liveness>,
     /// Cancelled at shutdown: ends the waits between a reply's tries.
     stop: CancellationToken,
+    /// The replies' outcomes being recorded together (reply_end.lua's group commit).
+    ends: ends::Ends,
 }
 
 /// An entry's task ending, however it ends: the entry leaves the in-flight set (its lease is no
@@ -196,6 +199,7 @@ impl Dispatcher {
             in_flight: Mutex::default(),
             tasks: TaskTracker::new(),
             stop: CancellationToken::new(),
+            ends: ends::Ends::default(),
             cfg,
         })
     }
@@ -379,7 +383,7 @@ impl Dispatcher {
         let outcome = self.send_with_retries(&reply, &plan).await;
         crate::crash_point!("dispatch.after_send");
         // Not ended at shutdown: once sent, this record is what keeps the reply from going twice.
-        let recorded = match &outcome {
+        let sent: ReplyEnded = match &outcome {
             Sent::Delivered(id, form) => {
                 METRICS.reply("sent");
                 tracing::info!(
@@ -388,11 +392,7 @@ impl Dispatcher {
                     kind = reply.kind.map_or("", ReplyKind::as_str),
                     "reply sent"
                 );
-                recorded("the reply's outcome", None, || {
-                    self.ledger
-                        .reply_end(&reply, Ok((id.unwrap_or_default(), *form)), retention)
-                })
-                .await
+                Ok((id.unwrap_or_default(), *form))
             }
             Sent::Stopped => {
                 tracing::info!("stopping; the reply stays pending and is sent after the restart");
@@ -401,13 +401,14 @@ impl Dispatcher {
             Sent::Failed(reason) => {
                 METRICS.reply("failed");
                 tracing::warn!(reason = %reason, kind = reply.kind.map_or("", ReplyKind::as_str), "reply failed for good");
-                recorded("the reply's outcome", None, || {
-                    self.ledger
-                        .reply_end(&reply, Err(reason.clone()), retention)
-                })
-                .await
+                Err(reason.clone())
             }
         };
+        // With the others ended at the same moment: one reply_end.lua call (`ends`).
+        let recorded = recorded("the reply's outcome", None, || {
+            self.ends.record(&self.ledger, &reply, &sent, retention)
+        })
+        .await;
         if let Err(e) = recorded {
             tracing::error!(error = %e, "cannot record the reply's outcome; it may be sent again");
         }
@@ -849,13 +850,13 @@ impl Dispatcher {
 /// cluster's master, or replicas slow to confirm (`redis.wait_replicas`), would otherwise leave
 /// the reply queued until `dispatcher.reclaim_idle_ms`, or send it again.
 /// With `stop`, its waits end at shutdown (for a record before the send: nothing is lost then).
-async fn recorded<T, Fut>(
+async fn recorded<T, E: std::fmt::Display, Fut>(
     what: &str,
     stop: Option<&CancellationToken>,
     call: impl FnMut() -> Fut,
-) -> Result<T, LedgerError>
+) -> Result<T, E>
 where
-    Fut: Future<Output = Result<T, LedgerError>>,
+    Fut: Future<Output = Result<T, E>>,
 {
     let tries = Retry::new(backoff::REDIS, 8);
     let tries = match stop {

@@ -41,7 +41,7 @@ pub use overview::{ConsumerInfo, StateCounts};
 pub use reader::{JobEntry, LaneEntry, StreamReader};
 pub use releases::{StepKey, StoredList};
 pub use replies::{
-    Begin, CallbackEntry, Form, Lane, MarkupOp, QueueStats, ReplyEntry, StreamStats,
+    Begin, CallbackEntry, Form, Lane, MarkupOp, QueueStats, ReplyEnded, ReplyEntry, StreamStats,
 };
 pub use scripts::{CREDENTIALS_NOTICE, hashes as script_hashes};
 pub use tokens::TapTexts;

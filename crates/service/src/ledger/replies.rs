@@ -165,6 +165,10 @@ pub enum Lane {
     Callbacks,
 }
 
+/// How a send ended, as reply_end.lua records it: Telegram's message id and the form the
+/// message went in, or why it failed for good.
+pub type ReplyEnded = Result<(i64, Form), String>;
+
 impl Ledger {
     pub(super) fn lane_stream(&self, lane: Lane) -> String {
         match lane {
@@ -274,46 +278,78 @@ impl Ledger {
         call
     }
 
-    /// reply_end.lua: `sent` (with Telegram's message_id and the form it went in) or `failed`
-    /// (with the reason), and the entry acknowledged, in one step.
+    /// reply_end.lua for one reply: `sent` (with Telegram's message_id and the form it went in)
+    /// or `failed` (with the reason), and the entry acknowledged, in one step.
     pub async fn reply_end(
         &self,
         reply: &ReplyEntry,
         sent: Result<(i64, Form), String>,
         retention: Duration,
     ) -> Result<(), LedgerError> {
-        let call = self.reply_end_call(reply, &sent, retention);
-        let _: Vec<String> = self
-            .send_durable(&call, "recording a reply's outcome")
+        self.reply_end_all(&[(reply, &sent)], retention).await
+    }
+
+    /// reply_end.lua for every reply a dispatcher ended at once (a group commit): each reply's
+    /// outcome recorded and its entry acknowledged, all in one step.
+    pub async fn reply_end_all(
+        &self,
+        ended: &[(&ReplyEntry, &ReplyEnded)],
+        retention: Duration,
+    ) -> Result<(), LedgerError> {
+        if ended.is_empty() {
+            return Ok(());
+        }
+        let call = self.reply_end_call(ended, retention);
+        let answers: Vec<Vec<String>> = self
+            .send_durable(&call, "recording replies' outcomes")
             .await?;
+        if answers.len() != ended.len() {
+            return Err(LedgerError::Corrupt {
+                doing: "recording replies' outcomes",
+                detail: format!("{} answers for {} replies", answers.len(), ended.len()),
+            });
+        }
         Ok(())
     }
 
     pub(super) fn reply_end_call(
         &self,
-        reply: &ReplyEntry,
-        sent: &Result<(i64, Form), String>,
+        ended: &[(&ReplyEntry, &ReplyEnded)],
         retention: Duration,
     ) -> ScriptCall {
-        let (state, message_id, error, form) = match sent {
-            Ok((id, form)) => ("sent", id.to_string(), "", form.as_str()),
-            Err(e) => ("failed", String::new(), e.as_str(), ""),
-        };
-        // A step edits the progress message, or stands in for it: neither is the job's reply.
-        let progress = matches!(reply.kind, Some(ReplyKind::Progress | ReplyKind::Step));
-        let mut call = ScriptCall::new(&scripts::REPLY_END, 3, 9, 256 + error.len());
-        call.key("reply HASH", self.keys.reply(&reply.entry))
-            .key("replies stream", self.keys.replies_stream())
+        let errors: usize = ended
+            .iter()
+            .map(|(_, s)| s.as_ref().err().map_or(0, String::len))
+            .sum();
+        let mut call = ScriptCall::new(
+            &scripts::REPLY_END,
+            2 + ended.len(),
+            2 + 7 * ended.len(),
+            64 + 160 * ended.len() + errors,
+        );
+        call.key("replies stream", self.keys.replies_stream())
             .key("job key prefix", self.keys.job_prefix())
-            .arg("entry id", &reply.entry)
+            .keys(ended.iter().map(|(reply, _)| self.keys.reply(&reply.entry)))
             .arg("replies consumer group", keys::REPLIES_GROUP)
-            .arg("state", state)
-            .arg("Telegram's message_id", message_id)
-            .arg("error", error)
-            .arg("job id", OrEmpty(reply.job_id))
-            .arg("\"progress\" if", if progress { "progress" } else { "" })
-            .arg("retention of a reply HASH", retention.as_secs())
-            .arg("form of the message sent", form);
+            .arg("retention of a reply HASH", retention.as_secs());
+        for (reply, sent) in ended {
+            let (state, message_id, error, form) = match sent {
+                Ok((id, form)) => ("sent", id.to_string(), "", form.as_str()),
+                Err(e) => ("failed", String::new(), e.as_str(), ""),
+            };
+            // A step edits the progress message, or stands in for it: neither is the job's reply.
+            let progress = matches!(reply.kind, Some(ReplyKind::Progress | ReplyKind::Step));
+            let job = reply.job_id.map(|j| j.to_string()).unwrap_or_default();
+            call.args([
+                reply.entry.as_str(),
+                state,
+                message_id.as_str(),
+                error,
+                job.as_str(),
+                if progress { "progress" } else { "" },
+                form,
+            ]);
+        }
         call
     }
 

@@ -275,8 +275,7 @@ async fn reply_calls_name_their_headers() {
     );
     holds(
         &l.reply_end_call(
-            &reply_entry(ReplyKind::Progress),
-            &Ok((5, Form::Photo)),
+            &[(&reply_entry(ReplyKind::Progress), &Ok((5, Form::Photo)))],
             Duration::from_secs(60),
         ),
         true,
