@@ -25,9 +25,9 @@
 //!   again, and each verifies first (the download from the job's notes, the subscription by
 //!   looking), so a SIGKILL anywhere re-runs nothing blindly.
 
-use super::execute::{Context, Done, Settle};
+use super::execute::{Context, Done, Settle, ledger_error};
 use crate::commands::{self, Action, Asker, Command};
-use crate::ledger::{Job, JobState, LedgerError, StepKey};
+use crate::ledger::{Job, JobState, StepKey};
 use crate::moviepilot::{MediaKind, MpError, ReleaseIdentity};
 
 /// The job field that names the job whose download this is (this one, or a `下载 1` tapped
@@ -37,10 +37,6 @@ const HOLDER_FIELD: &str = "auto_download_job";
 /// The job field noted (fenced) when MoviePilot refused the download: an attempt after a crash
 /// in the subscription step reports the refusal again instead of sending the add again.
 const REFUSED_FIELD: &str = "auto_download_refused";
-
-fn ledger_error(e: LedgerError) -> MpError {
-    MpError::Transient(e.to_string())
-}
 
 /// The ⚡ Auto button's arguments for the list resource-search job `job` stores (`<list>
 /// tmdb:<id> [S<n> | tv]`); `None` for an asker whose role may not download.

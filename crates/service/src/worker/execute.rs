@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::asked::AskedMedia;
 use crate::commands::{Action, Command, SubscriptionMedia};
-use crate::ledger::{Attempt, Job, JobFilter, Ledger, Owner, TokenAction, TokenGroup};
+use crate::ledger::{Attempt, Job, JobFilter, Ledger, LedgerError, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{
     Library, LibraryMedia, MediaItem, MediaKind, MoviePilot, MpError, NewSubscription,
     SchedulerRun, Subscription,
@@ -334,7 +334,7 @@ async fn jobs(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         .ledger
         .list_jobs(&filter)
         .await
-        .map_err(|e| MpError::Transient(e.to_string()))?
+        .map_err(ledger_error)?
         .into_iter()
         .filter(|j| j.id != job.id)
         .take(10)
@@ -383,7 +383,6 @@ async fn subscribe(
     // worker's. The lease outlives a create call; a crash leaves it to expire, or to the same
     // job's recovery, which may take it again at once.
     let owner = format!("job:{}", job.id);
-    let ledger_error = |e: crate::ledger::LedgerError| MpError::Transient(e.to_string());
     if !cx
         .ledger
         .lock_media(tmdb_id, season, &owner, MEDIA_LOCK_LEASE)
@@ -575,10 +574,7 @@ pub(super) fn one_button(
     label: &str,
     action: TokenAction,
 ) -> Option<Buttons> {
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
-    };
+    let owner = owner(job);
     let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let data = group.add(owner, label, action, reply_to(job));
     buttons(&group, Keyboard::new().row(vec![(label.to_string(), data)]))
@@ -639,7 +635,7 @@ pub(super) async fn note(cx: &Context<'_>, fields: &[(&str, String)]) -> Result<
         .ledger
         .note(cx.attempt, fields)
         .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
+        .map_err(ledger_error)?;
     if noted {
         Ok(())
     } else {
@@ -656,11 +652,7 @@ pub(super) async fn noted(
     id: u64,
     field: &str,
 ) -> Result<Option<String>, MpError> {
-    let full = cx
-        .ledger
-        .job(id)
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
+    let full = cx.ledger.job(id).await.map_err(ledger_error)?;
     Ok(full.and_then(|mut j| j.extra.remove(field)))
 }
 
@@ -709,7 +701,7 @@ async fn give(
     cx.ledger
         .record_owner(id, tmdb_id, season, owner)
         .await
-        .map_err(|e| MpError::Transient(e.to_string()))
+        .map_err(ledger_error)
 }
 
 /// Whether MoviePilot's owner of `sub` is oncebot's service account (any row, with an API key
@@ -753,7 +745,7 @@ async fn fill_recorded_owners(
         .ledger
         .recorded_owners(&keys)
         .await
-        .map_err(|e| MpError::Transient(e.to_string()))?;
+        .map_err(ledger_error)?;
     for (i, owner) in ask.into_iter().zip(owners) {
         if let Some(owner) = owner {
             subs[i].username = Some(owner);
@@ -763,10 +755,7 @@ async fn fill_recorded_owners(
 }
 
 async fn any_recorded_owner(cx: &Context<'_>) -> Result<bool, MpError> {
-    cx.ledger
-        .any_recorded_owner()
-        .await
-        .map_err(|e| MpError::Transient(e.to_string()))
+    cx.ledger.any_recorded_owner().await.map_err(ledger_error)
 }
 
 /// `/subscriptions`: the asker's own (MoviePilot's "my subscriptions", plus the ones oncebot
@@ -888,10 +877,7 @@ pub(super) fn confirm_or_cancel(
     confirm: TokenAction,
 ) -> Option<Buttons> {
     let r = &cx.render;
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
-    };
+    let owner = owner(job);
     let reply_to = reply_to(job);
     let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let yes = group.add(owner, r.confirm_button(), confirm, reply_to);
@@ -951,7 +937,6 @@ async fn unsubscribe(
 
 async fn status(cx: &Context<'_>, job: &Job, asked: Option<u64>) -> Result<String, MpError> {
     let r = &cx.render;
-    let ledger_error = |e: crate::ledger::LedgerError| MpError::Transient(e.to_string());
     let target = match asked {
         Some(id) => cx.ledger.job(id).await.map_err(ledger_error)?,
         None => cx
@@ -994,7 +979,7 @@ fn subscribe_row(
     let Some(args) = i18n::subscribe_args(item) else {
         return Vec::new();
     };
-    let owner = super::pages::owner(job);
+    let owner = owner(job);
     let label = match command {
         Command::Best => cx.render.best_button(i + 1, item),
         _ => cx.render.subscribe_button(i + 1, item),
@@ -1035,10 +1020,7 @@ async fn choose_season(
     } else {
         media.season_numbers.clone()
     };
-    let owner = Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
-    };
+    let owner = owner(job);
     let reply_to = reply_to(job);
     let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
     let mut keyboard = Keyboard::new();
@@ -1079,6 +1061,19 @@ pub(super) fn buttons(group: &TokenGroup, keyboard: Keyboard) -> Option<Buttons>
 }
 
 /// The user's message a job answers (a job made by a button answers the command that showed it).
+/// A ledger failure inside a job: Redis will answer again, so the attempt is retried.
+pub(super) fn ledger_error(e: LedgerError) -> MpError {
+    MpError::Transient(e.to_string())
+}
+
+/// The buttons under a job's answer are its asker's, in the chat it was asked in.
+pub(super) fn owner(job: &Job) -> Owner {
+    Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    }
+}
+
 pub(super) fn reply_to(job: &Job) -> Option<i64> {
     job.extra
         .get(crate::vocabulary::job_field::MESSAGE_ID)

@@ -23,7 +23,7 @@ use crate::ledger::{Job, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MATCHES_ASKED, MpError};
 use crate::telegram::keyboard::Keyboard;
 
-use super::execute::{Buttons, Context};
+use super::execute::{Buttons, Context, ledger_error, owner};
 
 /// Items on one page. Five releases with 75-character titles measure about 600 characters with
 /// their header (453 to 597 measured, `downloads::a_stored_list_stays_under_its_bound...`: a
@@ -160,17 +160,9 @@ pub async fn matches(
         cx.ledger
             .store_list(job.id, cx.buttons.ttl, &paged.pages, None)
             .await
-            .map_err(|e| MpError::Transient(e.to_string()))?;
+            .map_err(ledger_error)?;
     }
     Ok(paged)
-}
-
-/// The buttons of a list are its asker's, in the chat it was asked in.
-pub fn owner(job: &Job) -> Owner {
-    Owner::User {
-        chat_id: job.chat_id,
-        user_id: job.user_id,
-    }
 }
 
 #[cfg(test)]

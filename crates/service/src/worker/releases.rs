@@ -18,11 +18,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::execute::{Context, Done, Settle, reply_to};
-use super::pages::{Nav, Paged, owner, page_count, page_range};
+use super::execute::{Context, Done, Settle, ledger_error, owner, reply_to};
+use super::pages::{Nav, Paged, page_count, page_range};
 use crate::asked::AskedMedia;
 use crate::commands::Command;
-use crate::ledger::{Job, LedgerError, Solo, TokenAction, TokenGroup};
+use crate::ledger::{Job, Solo, TokenAction, TokenGroup};
 use crate::moviepilot::{
     LIBRARY_TIMEOUT, Library, LibraryMedia, MediaItem, MediaKind, MpError, Release,
     ReleaseIdentity, ReleaseList,
@@ -53,10 +53,6 @@ pub struct ReleaseSettings {
     pub download_window: Duration,
     /// `moviepilot.download_settle_secs`.
     pub settle: Duration,
-}
-
-fn ledger_error(e: LedgerError) -> MpError {
-    MpError::Transient(e.to_string())
 }
 
 /// `/download <title>`: media matches, each with a button that starts a resource search. The

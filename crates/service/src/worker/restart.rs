@@ -13,7 +13,9 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::execute::{Context, Done, Settle, confirm_or_cancel, note, noted, refused};
+use super::execute::{
+    Context, Done, Settle, confirm_or_cancel, ledger_error, note, noted, refused,
+};
 use crate::commands::{Command, RESTART_CONFIRMED};
 use crate::ledger::{Job, JobFilter, TokenAction};
 use crate::moviepilot::MpError;
@@ -38,7 +40,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     };
     let ours = match cx.ledger.list_jobs(&filter).await {
         Ok(jobs) => jobs.iter().filter(|j| j.id != job.id).count(),
-        Err(e) => return Err(MpError::Transient(e.to_string())),
+        Err(e) => return Err(ledger_error(e)),
     };
     let confirm = TokenAction::Run {
         command: Command::Restart,
