@@ -9,7 +9,8 @@
   renewing its lease (the entry came back through XAUTOCLAIM) is claimed. A recovered job is never
   simply replayed: its `recovery` policy (written at enqueue) decides. A job held for a person
   is announced to the admin chats with review buttons in the same step (include/tokens.lua's
-  notify_review; this script runs after include/common.lua and include/tokens.lua).
+  notify_review; this script runs after include/common.lua, include/tokens.lua and
+  include/claim.lua).
 
   KEYS[1] jobs stream       {P}:v1:stream:jobs
   KEYS[2] replies stream    {P}:v1:stream:replies
@@ -42,19 +43,15 @@
                                               owner, entry, ... removed (finish_job)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
-  values... are the job's CLAIM_FIELDS below, in that order, as they are after the claim ("" for
-  a field the job does not have): what a worker reads of the job, and no more. Fewer values
-  than the whole HASH are cheaper at both ends (crates/service/src/ledger/attempts.rs keeps the same list).
+  values... are the job's CLAIM_FIELDS (include/claim.lua), in that order, as they are after
+  the claim ("" for a field the job does not have): what a worker reads of the job, and no
+  more. Fewer values than the whole HASH are cheaper at both ends.
 ]]
 
 local stream, replies, review = KEYS[1], KEYS[2], KEYS[3]
 local consumer, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 local max_recoveries = tonumber(ARGV[4])
 local retention = ARGV[7]
-
-local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
-  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
-  'auth_waits', 'requester', 'role'}
 
 local now = now_ms()
 
@@ -83,20 +80,7 @@ local function claim_one(job_key, entry, review_notice)
   end
 
   local function run(mode)
-    attempts = attempts + 1
-    local a = tostring(attempts)
-    if recoveries > 0 then
-      redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
-        'updated_at', now, 'started_at', now, 'recoveries', tostring(recoveries))
-    else
-      redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
-        'updated_at', now, 'started_at', now)
-    end
-    -- A fresh claim leaves recoveries as they were: no number to format.
-    local rec = mode == 'fresh' and (row[3] or '0') or tostring(recoveries)
-    local out = {'run', a, mode, 'running', a, rec}
-    for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
-    return out
+    return start_attempt(job_key, row, consumer, now, mode, recoveries)
   end
 
   if status == 'pending' or status == 'retry_wait' then

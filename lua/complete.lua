@@ -8,9 +8,16 @@
   presumed dead and comes back (its attempt is not the job's current one, or the job is no longer
   `running`) changes nothing for that job and does not acknowledge its entry.
 
-  Runs after include/common.lua and include/tokens.lua: a reply's buttons are stored, and a job
-  that enters `needs_review` is announced to the admin chats with review buttons, in the same
-  step.
+  Runs after include/common.lua, include/tokens.lua and include/claim.lua: a reply's buttons are
+  stored, and a job that enters `needs_review` is announced to the admin chats with review
+  buttons, in the same step.
+
+  Then it takes up to ARGV[4] new entries for the worker (the slots the group frees): one
+  XREADGROUP, and each fresh job claimed as claim.lua claims it, so that a busy worker makes one
+  call per group instead of a read, a claim and a completion. Only a `pending` or `retry_wait`
+  job is claimed here; a `running` one (never the case for a new entry unless the ledger was
+  edited by hand) is left pending for claim.lua, which applies the recovery policy with the
+  admin chats' buttons.
 
   KEYS[1] jobs stream       {P}:v1:stream:jobs
   KEYS[2] replies stream    {P}:v1:stream:replies
@@ -18,11 +25,14 @@
   KEYS[4] review index      {P}:v1:index:needs_review   SET of job ids
   KEYS[5] token prefix      {P}:v1:token:               buttons' tokens (the reply's, the review's)
   KEYS[6] token-group pfx   {P}:v1:tgroup:              their groups
-  KEYS[6+i] job HASH of the i-th outcome                {P}:v1:job:<id>
+  KEYS[7] job key prefix    {P}:v1:job:                 the taken entries' jobs
+  KEYS[7+i] job HASH of the i-th outcome                {P}:v1:job:<id>
 
   ARGV[1] retention of a finished job's HASH, seconds
   ARGV[2] jobs consumer group
   ARGV[3] replies consumer group
+  ARGV[4] how many new entries to take after recording (0: none)
+  ARGV[5] consumer name that takes them (the worker's)
   then one record per outcome, in KEYS order, of 14 values and the extra fields:
     +1  stream entry id of the attempt
     +2  consumer name
@@ -54,15 +64,23 @@
   stream while an older one still runs. The job HASH's `entry` field, cleared by finish_job,
   no longer names it, and claim.lua skips an entry that is not its job's current one.
 
-  Returns one answer per outcome, in order:
+  Returns {answers, taken}. answers: one per outcome, in order:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
                                       chats' notices), entry acknowledged (and trimmed away
                                       once no older entry is pending)
     {"stale", status, attempts}       this attempt does not own the job: nothing changed
+  taken: one per entry read, in stream order, each {job id, entry id, then claim.lua's answer}:
+    {id, entry, "run", attempt, "fresh", values...}  as claim.lua's
+    {id, entry, "skip", status}       nothing to run (finished, missing, an entry that is not the
+                                      job's current one; "" for the id of an entry naming no
+                                      job): acknowledged and deleted
+    {id, entry, "defer"}              a `running` job: left pending for claim.lua
 ]]
 
 local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local job_prefix = KEYS[7]
 local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
+local take, taker = tonumber(ARGV[4]), ARGV[5]
 
 local now = now_ms()
 local acked = {}
@@ -140,13 +158,45 @@ local function complete_one(job_key, at)
   return {'ok', new_status}, next_at
 end
 
+-- The answer for one entry read for the taker (see the header's "taken").
+local function take_one(entry, fields)
+  local id
+  for i = 1, #fields, 2 do
+    if fields[i] == 'job' then id = fields[i + 1] end
+  end
+  local row = id and redis.call('HMGET', job_prefix .. id, unpack(CLAIM_FIELDS)) or {}
+  local status = row[1]
+  if status and row[4] == entry then
+    if status == 'pending' or status == 'retry_wait' then
+      local out = start_attempt(job_prefix .. id, row, taker, now, 'fresh',
+        tonumber(row[3] or '0'))
+      table.insert(out, 1, entry)
+      table.insert(out, 1, id)
+      return out
+    end
+    if status == 'running' then return {id, entry, 'defer'} end
+  end
+  redis.call('XACK', stream, group, entry)
+  redis.call('XDEL', stream, entry)
+  return {id or '', entry, 'skip', status or 'missing'}
+end
+
 local answers = {}
-local at = 3
-for i = 1, #KEYS - 6 do
-  answers[i], at = complete_one(KEYS[6 + i], at)
+local at = 5
+for i = 1, #KEYS - 7 do
+  answers[i], at = complete_one(KEYS[7 + i], at)
 end
 if #acked > 0 then
   redis.call('XACK', stream, group, unpack(acked))
   trim_done(stream, group)
 end
-return answers
+
+local taken = {}
+if take > 0 then
+  local read = redis.call('XREADGROUP', 'GROUP', group, taker, 'COUNT', take,
+    'STREAMS', stream, '>')
+  if read then
+    for i, e in ipairs(read[1][2]) do taken[i] = take_one(e[1], e[2]) end
+  end
+end
+return {answers, taken}

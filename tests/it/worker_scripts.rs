@@ -7,7 +7,7 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
-    JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved, StepKey,
+    JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved, StepKey, Taken, Taker,
 };
 
 use crate::support::app::spawn_ledger;
@@ -410,6 +410,111 @@ async fn one_claim_settles_each_entry_of_a_batch_on_its_own() {
             ("running", B)
         );
     }
+}
+
+/// A completion takes new entries for the slots its group frees, in the same call: a pending
+/// job is claimed as claim.lua would (attempt 1, owned by the taker), a stale entry is
+/// acknowledged and deleted, a job found `running` is left pending for claim.lua and its
+/// recovery policy, and no more entries are read than asked for.
+#[tokio::test]
+async fn a_completion_takes_and_claims_new_entries_for_the_slots_it_frees() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let first = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let fresh = enqueue(&ledger, 2, Command::Subscriptions, "").await;
+    let stale = enqueue(&ledger, 3, Command::Subscriptions, "").await;
+    let running = enqueue(&ledger, 4, Command::Subscriptions, "").await;
+    let left = enqueue(&ledger, 5, Command::Subscriptions, "").await;
+    let first_entry = deliver(&redis.url(), A).await;
+    let (a1, _) = run(claim(&store, &ledger, first, &first_entry, A).await);
+    // By hand, as an operator could: one job already settled, one marked running.
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let key = |id: u64| store.keys.job(id);
+    let _: () = redis::cmd("HSET")
+        .arg(key(stale))
+        .arg(&["status", "succeeded"])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(key(running))
+        .arg(&["status", "running", "attempts", "1", "owner", B])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let running_entry = store.job(running).await["entry"].clone();
+
+    let taker = Taker {
+        consumer: A,
+        count: 3,
+    };
+    let done = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete_and_take(&[(&a1, &succeeded())], Duration::from_secs(60), &taker),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.answers.len(), 1);
+    assert_eq!(*done.answers[0].as_ref().unwrap(), Completed::Recorded);
+    let mut taken = done.taken.into_iter();
+    match taken.next() {
+        Some(Taken::Claimed(Ok(Claimed::Run {
+            attempt,
+            job,
+            recovered,
+        }))) => {
+            assert_eq!(
+                (attempt.job_id, attempt.attempt, recovered),
+                (fresh, 1, false)
+            );
+            assert_eq!(attempt.consumer, A);
+            assert_eq!(job.command.name(), "subscriptions");
+        }
+        other => panic!("the pending job is claimed, got {other:?}"),
+    }
+    match taken.next() {
+        Some(Taken::Claimed(Ok(Claimed::Skip { status }))) => {
+            assert_eq!(status, Some(JobState::Succeeded))
+        }
+        other => panic!("the settled job's entry is skipped, got {other:?}"),
+    }
+    match taken.next() {
+        Some(Taken::Deferred { job_id, entry }) => {
+            assert_eq!((job_id, entry), (running, running_entry.clone()))
+        }
+        other => panic!("the running job is left to claim.lua, got {other:?}"),
+    }
+    assert!(taken.next().is_none(), "three asked for, three taken");
+
+    let row = store.job(fresh).await;
+    assert_eq!(
+        (
+            row["status"].as_str(),
+            row["owner"].as_str(),
+            row["attempts"].as_str()
+        ),
+        ("running", A, "1")
+    );
+    assert_eq!(store.job(running).await["owner"], B, "unchanged");
+    assert_eq!(store.job(left).await["status"], "pending", "not read");
+    // The stale entry is gone; the fresh, the deferred and the unread ones are still there.
+    assert_eq!(store.jobs_on_stream().await, [fresh, running, left]);
+    let pending: Vec<(String, String, u64, u64)> = redis::cmd("XPENDING")
+        .arg(store.keys.jobs_stream())
+        .arg("workers")
+        .arg("-")
+        .arg("+")
+        .arg(10)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let pending: Vec<&str> = pending.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(pending.len(), 2, "{pending:?}");
+    assert_eq!(pending[1], running_entry, "deferred: still pending for A");
 }
 
 /// One complete.lua call for several outcomes: each is fenced and recorded on its own (a stale

@@ -118,6 +118,33 @@ pub enum Completed {
     },
 }
 
+/// Who takes new entries in the same call as a group's outcomes, and how many at most.
+#[derive(Debug, Clone, Copy)]
+pub struct Taker<'a> {
+    pub consumer: &'a str,
+    pub count: usize,
+}
+
+/// What [`Ledger::complete_and_take`] gave: one answer per outcome, in order, then the
+/// entries it took.
+#[derive(Debug)]
+pub struct Completions {
+    pub answers: Vec<Result<Completed, LedgerError>>,
+    pub taken: Vec<Taken>,
+}
+
+/// One entry taken with a group's outcomes.
+#[derive(Debug)]
+pub enum Taken {
+    /// Claimed as claim.lua claims (`Run`, or `Skip` for a stale entry, acknowledged).
+    Claimed(Result<Claimed, LedgerError>),
+    /// A `running` job (its owner died?): still pending for this consumer; claim it with
+    /// [`Ledger::claim_all`], which applies the recovery policy.
+    Deferred { job_id: u64, entry: String },
+    /// An answer that makes no sense; the entry stays pending and is reclaimed later.
+    Corrupt(LedgerError),
+}
+
 /// Texts claim.lua sends on its own; "{job}" becomes the job id.
 #[derive(Debug, Clone)]
 pub struct ClaimTexts {
@@ -473,17 +500,58 @@ impl Ledger {
         if done.is_empty() {
             return Ok(Vec::new());
         }
-        let call = self.complete_call(done, retention);
-        let answers = self
-            .invoke_batch(&call, done.len(), "recording jobs' outcomes")
-            .await?;
-        Ok(answers.into_iter().map(completed_from).collect())
+        let taker = Taker {
+            consumer: "",
+            count: 0,
+        };
+        Ok(self
+            .complete_and_take(done, retention, &taker)
+            .await?
+            .answers)
+    }
+
+    /// [`Self::complete_all`], then up to `taker.count` new entries of the jobs stream read for
+    /// `taker.consumer` and claimed, in the same atomic call (complete.lua's "taken"): a busy
+    /// worker's one call per group. A `running` job among them is deferred to
+    /// [`Self::claim_all`], which applies its recovery policy.
+    pub async fn complete_and_take(
+        &self,
+        done: &[(&Attempt, &Outcome)],
+        retention: Duration,
+        taker: &Taker<'_>,
+    ) -> Result<Completions, LedgerError> {
+        const DOING: &str = "recording jobs' outcomes";
+        let call = self.complete_call(done, retention, taker);
+        // Durable: a claim (the attempt counted) and an outcome must survive a failover before
+        // the worker acts on them (`Ledger::durable`).
+        let (answers, taken): (Vec<Vec<String>>, Vec<Vec<String>>) =
+            self.send_durable(&call, DOING).await?;
+        if answers.len() != done.len() || taken.len() > taker.count {
+            return Err(LedgerError::Corrupt {
+                doing: DOING,
+                detail: format!(
+                    "{} answers for {} outcomes, {} entries taken of {}",
+                    answers.len(),
+                    done.len(),
+                    taken.len(),
+                    taker.count
+                ),
+            });
+        }
+        Ok(Completions {
+            answers: answers.into_iter().map(completed_from).collect(),
+            taken: taken
+                .into_iter()
+                .map(|t| taken_from(taker.consumer, t))
+                .collect(),
+        })
     }
 
     pub(super) fn complete_call(
         &self,
         done: &[(&Attempt, &Outcome)],
         retention: Duration,
+        taker: &Taker<'_>,
     ) -> ScriptCall {
         let k = &self.keys;
         let now = std::time::SystemTime::now()
@@ -496,8 +564,8 @@ impl Ledger {
             .sum();
         let mut call = ScriptCall::new(
             &scripts::COMPLETE,
-            6 + n,
-            3 + 16 * n,
+            7 + n,
+            5 + 16 * n,
             512 + 256 * n + text_len,
         );
         call.key("jobs stream", k.jobs_stream())
@@ -506,10 +574,13 @@ impl Ledger {
             .key("review index", k.review_index())
             .key("token prefix", k.token_prefix())
             .key("token-group pfx", k.token_group_prefix())
+            .key("job key prefix", k.job_prefix())
             .keys(done.iter().map(|(attempt, _)| k.job(attempt.job_id)))
             .arg("retention", retention.as_secs())
             .arg("jobs consumer group", keys::JOBS_GROUP)
-            .arg("replies consumer group", keys::REPLIES_GROUP);
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("how many new entries to take", taker.count)
+            .arg("consumer name that takes them", taker.consumer);
         for (attempt, outcome) in done {
             let review = if outcome.status == JobState::NeedsReview {
                 self.review.for_job(attempt.job_id)
@@ -662,6 +733,27 @@ impl Ledger {
     }
 }
 
+/// One entry complete.lua took (its header's "taken").
+fn taken_from(consumer: &str, mut answer: Vec<String>) -> Taken {
+    if answer.len() < 3 {
+        return Taken::Corrupt(LedgerError::Corrupt {
+            doing: "taking new jobs",
+            detail: format!("complete took {answer:?}"),
+        });
+    }
+    let rest = answer.split_off(2);
+    let entry = answer.pop().unwrap_or_default();
+    let job_id = answer.pop().unwrap_or_default();
+    let Ok(job_id) = job_id.parse::<u64>() else {
+        // An entry naming no job: acknowledged and deleted by the script.
+        return Taken::Claimed(Ok(Claimed::Skip { status: None }));
+    };
+    if rest.first().map(String::as_str) == Some("defer") {
+        return Taken::Deferred { job_id, entry };
+    }
+    Taken::Claimed(claimed_from(job_id, &entry, consumer, rest))
+}
+
 /// One outcome's answer from complete.lua (see its header).
 fn completed_from(answer: Vec<String>) -> Result<Completed, LedgerError> {
     match answer.first().map(String::as_str) {
@@ -745,10 +837,10 @@ mod tests {
 
     #[test]
     fn claim_fields_are_the_scripts_list() {
-        let script = crate::assets::read("lua/claim.lua");
+        let script = crate::assets::read("lua/include/claim.lua");
         let start = script
             .find("local CLAIM_FIELDS = {")
-            .expect("claim.lua lists CLAIM_FIELDS");
+            .expect("include/claim.lua lists CLAIM_FIELDS");
         let list = &script[start..];
         let list = &list[list.find('{').unwrap() + 1..list.find('}').unwrap()];
         let names: Vec<&str> = list

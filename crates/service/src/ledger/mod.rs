@@ -31,7 +31,9 @@ use crate::commands::{Command, JobCommand, Window};
 use crate::config::Settings;
 use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
-pub use attempts::{Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Outcome};
+pub use attempts::{
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, Outcome, Taken, Taker,
+};
 pub use conn::{Conn, cluster_nodes, is_redis_url};
 pub use keys::Keys;
 pub use library::LibraryKey;
@@ -361,6 +363,8 @@ pub struct Ledger {
     tap_texts: String,
     /// Admin chats to tell about jobs entering `needs_review`, and their buttons' lifetime.
     review: tokens::ReviewNotices,
+    /// What this process last learned of whether any subscription owner is recorded.
+    owners_seen: std::sync::Arc<owners::OwnersSeen>,
 }
 
 impl Ledger {
@@ -412,6 +416,7 @@ impl Ledger {
                 template: texts.review,
                 buttons: texts.review_buttons,
             },
+            owners_seen: Default::default(),
         })
     }
 

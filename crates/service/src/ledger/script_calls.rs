@@ -241,7 +241,14 @@ async fn complete_call_names_its_header() {
     let outcome = Outcome::default();
     let a = attempt();
     holds(
-        &ledger().complete_call(&[(&a, &outcome)], Duration::from_secs(60)),
+        &ledger().complete_call(
+            &[(&a, &outcome)],
+            Duration::from_secs(60),
+            &Taker {
+                consumer: "w1",
+                count: 8,
+            },
+        ),
         true,
     );
 }

@@ -57,11 +57,12 @@ pub(crate) static TAP: LazyLock<Lua> = LazyLock::new(|| {
 
 /// `lua/claim.lua`: take a jobs-stream entry; fresh run, recovery by policy, or nothing.
 pub(crate) static CLAIM: LazyLock<Lua> =
-    LazyLock::new(|| lua!("claim.lua", "common.lua", "tokens.lua"));
+    LazyLock::new(|| lua!("claim.lua", "common.lua", "tokens.lua", "claim.lua"));
 
-/// `lua/complete.lua`: record an attempt's outcome, queue the reply, XACK, in one step.
+/// `lua/complete.lua`: record attempts' outcomes, queue the replies, XACK, in one step; then
+/// take and claim new entries for the freed slots.
 pub(crate) static COMPLETE: LazyLock<Lua> =
-    LazyLock::new(|| lua!("complete.lua", "common.lua", "tokens.lua"));
+    LazyLock::new(|| lua!("complete.lua", "common.lua", "tokens.lua", "claim.lua"));
 
 /// `lua/extend.lua`: renew the leases of a live worker's running jobs.
 pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| lua!("extend.lua"));

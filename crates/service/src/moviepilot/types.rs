@@ -432,19 +432,71 @@ pub(crate) struct WireToken {
 
 // ----- lenient scalars -----
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// One JSON value as a lenient field reads it.
 enum Scalar {
     Int(i64),
     Uint(u64),
     Float(f64),
     Text(String),
+    Bool(bool),
+}
+
+/// Reads a [`Scalar`] straight off the parser: no `Value` in between (a row has several
+/// lenient fields, and every `/subscriptions` parses each row). `null` is `None`; an object
+/// or a list is skipped and treated as absent rather than failing the whole row.
+struct ScalarVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ScalarVisitor {
+    type Value = Option<Scalar>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(Some(Scalar::Bool(b)))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+        Ok(Some(Scalar::Int(n)))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(Some(match i64::try_from(n) {
+            Ok(n) => Scalar::Int(n),
+            Err(_) => Scalar::Uint(n),
+        }))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Self::Value, E> {
+        Ok(Some(Scalar::Float(f)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Some(Scalar::Text(s.to_owned())))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+        Ok(Some(Scalar::Text(s)))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(None)
+    }
 }
 
 fn scalar<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Scalar>, D::Error> {
-    // Anything else (an object, a list) is treated as absent rather than failing the whole row.
-    let value = Option::<serde_json::Value>::deserialize(d)?;
-    Ok(value.and_then(|v| serde_json::from_value::<Scalar>(v).ok()))
+    d.deserialize_any(ScalarVisitor)
 }
 
 fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -460,12 +512,13 @@ fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
 /// `1`, `true` or `"1"` (MoviePilot's Integer column as each version writes it); anything
 /// else, `null` included, is false.
 fn lenient_flag<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    let value = Option::<serde_json::Value>::deserialize(d)?;
-    Ok(match value {
-        Some(serde_json::Value::Bool(b)) => b,
-        Some(serde_json::Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(serde_json::Value::String(s)) => matches!(s.trim(), "1" | "true"),
-        _ => false,
+    Ok(match scalar(d)? {
+        Some(Scalar::Bool(b)) => b,
+        Some(Scalar::Int(n)) => n != 0,
+        Some(Scalar::Uint(n)) => n != 0,
+        Some(Scalar::Float(f)) => f != 0.0,
+        Some(Scalar::Text(s)) => matches!(s.trim(), "1" | "true"),
+        None => false,
     })
 }
 
@@ -506,6 +559,31 @@ mod tests {
     /// A body a real v2.5.6 answered, as the simulator's template (`tests/fixtures/moviepilot-sim/`).
     fn template(file: &str) -> String {
         crate::assets::read(&format!("tests/fixtures/moviepilot-sim/{file}"))
+    }
+
+    #[test]
+    fn lenient_fields_take_numbers_as_text_and_skip_what_is_no_scalar() {
+        let row = |json: &str| serde_json::from_str::<WireSubscribe>(json).unwrap();
+        let r = row(r#"{"id":"12","tmdbid":7.0,"year":2023,"season":{"a":[1]},
+            "lack_episode":-3,"best_version":"1","name":"A"}"#);
+        assert_eq!(
+            (r.id, r.tmdbid, r.year.as_deref()),
+            (Some(12), Some(7), Some("2023"))
+        );
+        assert_eq!(
+            (r.season, r.lack_episode, r.best_version),
+            (None, Some(-3), true)
+        );
+        let r = row(r#"{"id":null,"tmdbid":[1],"year":null,"lack_episode":"x",
+            "best_version":0,"season":18446744073709551615}"#);
+        assert_eq!(
+            (r.id, r.tmdbid, r.year, r.lack_episode),
+            (None, None, None, None)
+        );
+        assert_eq!((r.best_version, r.season), (false, Some(u64::MAX)));
+        assert!(row(r#"{"best_version":true}"#).best_version);
+        assert!(!row(r#"{"best_version":null}"#).best_version);
+        assert!(row(r#"{"best_version":1}"#).best_version);
     }
 
     #[test]

@@ -64,6 +64,7 @@ mod tests {
         let scripts: String = [
             "include/create_job.lua",
             "claim.lua",
+            "include/claim.lua",
             "complete.lua",
             "include/common.lua",
         ]

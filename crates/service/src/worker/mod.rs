@@ -18,6 +18,7 @@
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
 mod auto;
+mod commit;
 mod execute;
 mod library;
 mod pages;
@@ -26,11 +27,11 @@ mod releases;
 mod restart;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -71,8 +72,13 @@ pub struct Worker {
     library_cache: Option<Duration>,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
-    /// Outcomes waiting to be recorded together (`record_together`).
-    group: Mutex<Group>,
+    /// Outcomes on their way to the committer (`commit.rs`), and its end of the channel until
+    /// `run` starts it.
+    commits: mpsc::UnboundedSender<commit::Member>,
+    committer: Mutex<Option<mpsc::UnboundedReceiver<commit::Member>>>,
+    /// Entries read (or reclaimed) that wait for a free slot: while there are any, the
+    /// committer takes no new ones, so that they go first.
+    waiting_entries: AtomicUsize,
     chat_locks: KeyedLocks<i64>,
     media_locks: MediaLocks,
     permits: Arc<Semaphore>,
@@ -106,6 +112,7 @@ impl Worker {
         let render = Render::new(settings.telegram.locale);
         let consumer = liveness.consumer().to_string();
         let notify = &settings.notify;
+        let (commits, committer) = mpsc::unbounded_channel();
         Arc::new(Worker {
             liveness,
             asker_ttl: (notify.enabled && notify.to_requester)
@@ -144,7 +151,9 @@ impl Worker {
             consumer,
             render,
             in_flight: Mutex::default(),
-            group: Mutex::default(),
+            commits,
+            committer: Mutex::new(Some(committer)),
+            waiting_entries: AtomicUsize::new(0),
             chat_locks: KeyedLocks::default(),
             media_locks: MediaLocks::default(),
             tasks: TaskTracker::new(),
@@ -183,6 +192,18 @@ impl Worker {
             }
         });
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
+        let committed = CancellationToken::new();
+        let committer = self
+            .committer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .map(|ready| {
+                tokio::spawn(
+                    self.clone()
+                        .commit_loop(ready, shutdown.clone(), committed.clone()),
+                )
+            });
         let reader = self.clone().read_loop(shutdown.clone()).await;
         let _ = housekeeping.await;
         let _ = heartbeat.await;
@@ -197,6 +218,10 @@ impl Worker {
                 jobs = left,
                 "shutdown grace period over; leaving running jobs to be reclaimed and recovered by policy"
             );
+        }
+        committed.cancel();
+        if let Some(committer) = committer {
+            let _ = committer.await;
         }
         self.liveness.retire(ConsumerRole::Worker).await;
         tracing::info!(consumer = %self.consumer, "worker stopped");
@@ -245,8 +270,12 @@ impl Worker {
                 }
             }
         }
+        self.waiting_entries
+            .fetch_add(delivered.len(), Ordering::AcqRel);
         while !delivered.is_empty() {
             let Ok(mut permits) = self.permits.clone().acquire_owned().await else {
+                self.waiting_entries
+                    .fetch_sub(delivered.len(), Ordering::AcqRel);
                 return;
             };
             let more = self.permits.available_permits().min(delivered.len() - 1);
@@ -257,6 +286,8 @@ impl Worker {
             }
             let rest = delivered.split_off(permits.num_permits());
             let batch = std::mem::replace(&mut delivered, rest);
+            self.waiting_entries
+                .fetch_sub(batch.len(), Ordering::AcqRel);
             let this = self.clone();
             self.tasks
                 .spawn(async move { this.claim_and_start(batch, permits, reclaimed).await });
@@ -288,25 +319,43 @@ impl Worker {
                 return;
             }
         };
-        for ((job_id, entry), claimed) in delivered.into_iter().zip(claimed) {
-            let permit = permits.split(1);
-            let this = self.clone();
-            let span = tracing::info_span!("job", job_id, entry = %entry);
-            self.tasks.spawn(
-                async move {
-                    this.run_claimed(claimed, reclaimed).await;
-                    drop(permit);
-                }
-                .instrument(span),
-            );
+        for claimed in claimed {
+            let Some(permit) = permits.split(1) else {
+                return;
+            };
+            self.start(claimed, reclaimed, permit);
         }
     }
 
-    /// The rest of one attempt after its claim: run it and record its outcome.
-    async fn run_claimed(&self, claimed: Result<Claimed, LedgerError>, reclaimed: bool) {
+    /// Runs a claimed job in a task of its own, on `permit` (its slot).
+    fn start(
+        self: &Arc<Self>,
+        claimed: Result<Claimed, LedgerError>,
+        reclaimed: bool,
+        permit: OwnedSemaphorePermit,
+    ) {
         let Some((attempt, job, recovered)) = runnable(claimed, reclaimed) else {
             return;
         };
+        let this = self.clone();
+        let span = tracing::info_span!("job", job_id = attempt.job_id, entry = %attempt.entry);
+        self.tasks.spawn(
+            async move {
+                this.run_claimed(attempt, job, recovered, permit).await;
+            }
+            .instrument(span),
+        );
+    }
+
+    /// The rest of one attempt after its claim: run it and record its outcome; `permit` (its
+    /// slot) goes with the outcome to the committer, which hands it to the next job.
+    async fn run_claimed(
+        &self,
+        attempt: Attempt,
+        job: Job,
+        recovered: bool,
+        permit: OwnedSemaphorePermit,
+    ) {
         crate::crash_point!("worker.after_claim");
         METRICS.transition(job.command.name(), JobState::Running.as_str());
         let started = std::time::Instant::now();
@@ -329,7 +378,7 @@ impl Worker {
                 .await
         };
         let status = outcome.status;
-        if self.record(&attempt, outcome).await {
+        if self.record(&attempt, outcome, permit).await {
             METRICS.transition(job.command.name(), status.as_str());
             METRICS.job_finished(job.command.name(), status.as_str(), started.elapsed());
         }
@@ -642,10 +691,18 @@ impl Worker {
     /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
     /// Returns whether the outcome was recorded (false: stale, or Redis stayed away).
     /// Its waits do not end at shutdown: the grace period is there for outcomes like this one.
-    async fn record(&self, attempt: &Attempt, mut outcome: Outcome) -> bool {
+    async fn record(
+        &self,
+        attempt: &Attempt,
+        mut outcome: Outcome,
+        permit: OwnedSemaphorePermit,
+    ) -> bool {
         let mut tries = Retry::new(backoff::REDIS, 31);
+        let mut permit = Some(permit);
         loop {
-            let (answer, returned) = self.record_together(attempt, outcome).await;
+            let (answer, returned, kept) =
+                self.record_together(attempt, outcome, permit.take()).await;
+            permit = kept;
             let Some(returned) = returned else {
                 tracing::error!(
                     "the outcome was lost while being recorded (shutting down?); the job will be recovered by policy"
@@ -676,67 +733,6 @@ impl Worker {
                 }
             }
         }
-    }
-
-    /// Records `outcome` together with the others that are ready at the same moment (a group
-    /// commit): the first to arrive while no group is forming leads. It yields once, so that
-    /// the attempts finishing in the same turn of the runtime can join, then takes the group
-    /// and records it with one complete.lua call, and hands each member its answer and its
-    /// outcome back (for a retry). `None` for the outcome: the leader was dropped mid-call.
-    async fn record_together(
-        &self,
-        attempt: &Attempt,
-        outcome: Outcome,
-    ) -> (Result<Completed, String>, Option<Outcome>) {
-        let (answer, answered) = oneshot::channel();
-        let lead = {
-            let mut group = self.lock_group();
-            group.members.push(Member {
-                attempt: attempt.clone(),
-                outcome,
-                answer,
-            });
-            !std::mem::replace(&mut group.led, true)
-        };
-        if lead {
-            tokio::task::yield_now().await;
-            let members = {
-                let mut group = self.lock_group();
-                group.led = false;
-                std::mem::take(&mut group.members)
-            };
-            self.commit_group(members).await;
-        }
-        match answered.await {
-            Ok((answer, outcome)) => (answer, Some(outcome)),
-            Err(_) => (Err("the group's leader stopped".into()), None),
-        }
-    }
-
-    /// One complete.lua call per [`MAX_GROUP`] members; every member is answered.
-    async fn commit_group(&self, mut members: Vec<Member>) {
-        let retention = Duration::from_secs(self.cfg.job_retention_secs);
-        while !members.is_empty() {
-            let rest = members.split_off(members.len().min(MAX_GROUP));
-            let done: Vec<(&Attempt, &Outcome)> =
-                members.iter().map(|m| (&m.attempt, &m.outcome)).collect();
-            let answers = match self.ledger.complete_all(&done, retention).await {
-                Ok(answers) => answers
-                    .into_iter()
-                    .map(|a| a.map_err(|e| e.to_string()))
-                    .collect(),
-                Err(e) => vec![Err(e.to_string()); members.len()],
-            };
-            for (member, answer) in members.into_iter().zip(answers) {
-                let _ = member.answer.send((answer, member.outcome));
-            }
-            members = rest;
-        }
-    }
-
-    fn lock_group(&self) -> std::sync::MutexGuard<'_, Group> {
-        // As lock_in_flight: a poisoned plain struct is still usable.
-        self.group.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Renews leases, and reclaims the entries of workers that stopped renewing theirs. (Due
@@ -790,20 +786,6 @@ impl Worker {
 /// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
 /// other client's command) for longer than a few milliseconds.
 const MAX_GROUP: usize = 64;
-
-/// The outcomes gathering for one complete.lua call, and whether a leader will take them.
-#[derive(Default)]
-struct Group {
-    led: bool,
-    members: Vec<Member>,
-}
-
-/// One outcome in a group, and where its answer goes.
-struct Member {
-    attempt: Attempt,
-    outcome: Outcome,
-    answer: oneshot::Sender<(Result<Completed, String>, Outcome)>,
-}
 
 /// The worker as a consumer of the jobs stream.
 struct JobsReader(Arc<Worker>);

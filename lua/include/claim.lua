@@ -1,0 +1,35 @@
+--[[
+  include/claim.lua: a fresh claim, shared by claim.lua (the entries a worker read or took over)
+  and complete.lua (the entries it takes in the same step as a group's outcomes). Runs after
+  include/common.lua.
+
+  CLAIM_FIELDS                      the job fields a worker reads, in the order a claim returns
+                                    them (crates/service/src/ledger/attempts.rs keeps the same
+                                    list)
+  start_attempt(job_key, row, consumer, now, mode, recoveries)
+                                    the job becomes `running` under attempt + 1, owned by
+                                    consumer; row is the HMGET of CLAIM_FIELDS before, mode
+                                    "fresh" or "recovered", recoveries the job's count (written
+                                    too when above 0). Returns {"run", attempt, mode, values...}:
+                                    CLAIM_FIELDS as they are after the claim ("" for a missing one)
+]]
+
+local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
+  'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
+  'auth_waits', 'requester', 'role'}
+
+local function start_attempt(job_key, row, consumer, now, mode, recoveries)
+  local a = tostring(tonumber(row[2] or '0') + 1)
+  if recoveries > 0 then
+    redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
+      'updated_at', now, 'started_at', now, 'recoveries', tostring(recoveries))
+  else
+    redis.call('HSET', job_key, 'status', 'running', 'attempts', a, 'owner', consumer,
+      'updated_at', now, 'started_at', now)
+  end
+  -- A fresh claim leaves recoveries as they were: no number to format.
+  local rec = mode == 'fresh' and (row[3] or '0') or tostring(recoveries)
+  local out = {'run', a, mode, 'running', a, rec}
+  for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
+  return out
+end
