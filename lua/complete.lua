@@ -64,12 +64,14 @@
   stream while an older one still runs. The job HASH's `entry` field, cleared by finish_job,
   no longer names it, and claim.lua skips an entry that is not its job's current one.
 
-  Returns {answers, taken}. answers: one per outcome, in order:
+  Returns one flat array of strings: the number of outcomes n, then n answers, then what was
+  taken. Each answer and each taken entry is one JSON array of strings (cjson): a nested reply
+  array costs Redis a reply buffer of its own, more than the whole record. answers, in order:
     {"ok", status}                    recorded, reply queued (and for needs_review the admin
                                       chats' notices), entry acknowledged (and trimmed away
                                       once no older entry is pending)
     {"stale", status, attempts}       this attempt does not own the job: nothing changed
-  taken: one per entry read, in stream order, each {job id, entry id, then claim.lua's answer}:
+  taken: one per entry read, in stream order: the job id, the entry id, then claim.lua's answer:
     {id, entry, "run", attempt, "fresh", values...}  as claim.lua's
     {id, entry, "skip", status}       nothing to run (finished, missing, an entry that is not the
                                       job's current one; "" for the id of an entry naming no
@@ -158,7 +160,7 @@ local function complete_one(job_key, at)
   return {'ok', new_status}, next_at
 end
 
--- The answer for one entry read for the taker (see the header's "taken").
+-- The answer for one entry read for the taker (see the header's "taken"), before encoding.
 local function take_one(entry, fields)
   local id
   for i = 1, #fields, 2 do
@@ -168,11 +170,8 @@ local function take_one(entry, fields)
   local status = row[1]
   if status and row[4] == entry then
     if status == 'pending' or status == 'retry_wait' then
-      local out = start_attempt(job_prefix .. id, row, taker, now, 'fresh',
-        tonumber(row[3] or '0'))
-      table.insert(out, 1, entry)
-      table.insert(out, 1, id)
-      return out
+      return {id, entry, unpack(start_attempt(job_prefix .. id, row, taker, now, 'fresh',
+        tonumber(row[3] or '0')))}
     end
     if status == 'running' then return {id, entry, 'defer'} end
   end
@@ -181,22 +180,24 @@ local function take_one(entry, fields)
   return {id or '', entry, 'skip', status or 'missing'}
 end
 
-local answers = {}
+local n = #KEYS - 7
+local out = {tostring(n)}
 local at = 5
-for i = 1, #KEYS - 7 do
-  answers[i], at = complete_one(KEYS[7 + i], at)
+for i = 1, n do
+  local answer
+  answer, at = complete_one(KEYS[7 + i], at)
+  out[i + 1] = cjson.encode(answer)
 end
 if #acked > 0 then
   redis.call('XACK', stream, group, unpack(acked))
   trim_done(stream, group)
 end
 
-local taken = {}
 if take > 0 then
   local read = redis.call('XREADGROUP', 'GROUP', group, taker, 'COUNT', take,
     'STREAMS', stream, '>')
   if read then
-    for i, e in ipairs(read[1][2]) do taken[i] = take_one(e[1], e[2]) end
+    for _, e in ipairs(read[1][2]) do out[#out + 1] = cjson.encode(take_one(e[1], e[2])) end
   end
 end
-return {answers, taken}
+return out

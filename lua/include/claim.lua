@@ -29,7 +29,8 @@ local function start_attempt(job_key, row, consumer, now, mode, recoveries)
   end
   -- A fresh claim leaves recoveries as they were: no number to format.
   local rec = mode == 'fresh' and (row[3] or '0') or tostring(recoveries)
-  local out = {'run', a, mode, 'running', a, rec}
-  for i = 4, #CLAIM_FIELDS do out[i + 3] = row[i] or '' end
-  return out
+  -- One constructor for the whole answer: Lua sizes the table once instead of growing it.
+  return {'run', a, mode, 'running', a, rec, row[4] or '', row[5] or '', row[6] or '',
+    row[7] or '', row[8] or '', row[9] or '', row[10] or '', row[11] or '', row[12] or '',
+    row[13] or '', row[14] or '', row[15] or '', row[16] or ''}
 end

@@ -524,22 +524,26 @@ impl Ledger {
         let call = self.complete_call(done, retention, taker);
         // Durable: a claim (the attempt counted) and an outcome must survive a failover before
         // the worker acts on them (`Ledger::durable`).
-        let (answers, taken): (Vec<Vec<String>>, Vec<Vec<String>>) =
-            self.send_durable(&call, DOING).await?;
-        if answers.len() != done.len() || taken.len() > taker.count {
+        let mut reply: Vec<String> = self.send_durable(&call, DOING).await?;
+        let answered = reply.first().and_then(|n| n.parse::<usize>().ok());
+        if answered != Some(done.len()) || reply.len() > 1 + done.len() + taker.count {
             return Err(LedgerError::Corrupt {
                 doing: DOING,
                 detail: format!(
-                    "{} answers for {} outcomes, {} entries taken of {}",
-                    answers.len(),
+                    "{} values for {} outcomes and at most {} entries taken",
+                    reply.len(),
                     done.len(),
-                    taken.len(),
                     taker.count
                 ),
             });
         }
+        let taken = reply.split_off(1 + done.len());
         Ok(Completions {
-            answers: answers.into_iter().map(completed_from).collect(),
+            answers: reply
+                .into_iter()
+                .skip(1)
+                .map(|a| completed_from(serde_json::from_str(&a).unwrap_or_default()))
+                .collect(),
             taken: taken
                 .into_iter()
                 .map(|t| taken_from(taker.consumer, t))
@@ -733,14 +737,17 @@ impl Ledger {
     }
 }
 
-/// One entry complete.lua took (its header's "taken").
-fn taken_from(consumer: &str, mut answer: Vec<String>) -> Taken {
-    if answer.len() < 3 {
-        return Taken::Corrupt(LedgerError::Corrupt {
-            doing: "taking new jobs",
-            detail: format!("complete took {answer:?}"),
-        });
-    }
+/// One entry complete.lua took (its header's "taken": a JSON array of strings).
+fn taken_from(consumer: &str, raw: String) -> Taken {
+    let mut answer = match serde_json::from_str::<Vec<String>>(&raw) {
+        Ok(answer) if answer.len() >= 3 => answer,
+        _ => {
+            return Taken::Corrupt(LedgerError::Corrupt {
+                doing: "taking new jobs",
+                detail: format!("complete took {raw:?}"),
+            });
+        }
+    };
     let rest = answer.split_off(2);
     let entry = answer.pop().unwrap_or_default();
     let job_id = answer.pop().unwrap_or_default();
@@ -754,7 +761,7 @@ fn taken_from(consumer: &str, mut answer: Vec<String>) -> Taken {
     Taken::Claimed(claimed_from(job_id, &entry, consumer, rest))
 }
 
-/// One outcome's answer from complete.lua (see its header).
+/// One outcome's answer from complete.lua (see its header; JSON-decoded by the caller).
 fn completed_from(answer: Vec<String>) -> Result<Completed, LedgerError> {
     match answer.first().map(String::as_str) {
         Some("ok") => Ok(Completed::Recorded),
