@@ -98,13 +98,15 @@ local function complete_one(job_key, at)
   local extra = tonumber(ARGV[at + 14])
   local next_at = at + 14 + 2 * extra
 
+  -- Only what every outcome needs: each field is a scan of the job's listpack. The id is the
+  -- key's; the command and its arguments are read only for a review notice.
   local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
-    'message_id', 'id', 'command', 'args', 'error', 'mp_error_kind')
+    'message_id', 'error', 'mp_error_kind')
   local status, attempts, owner = job[1], job[2], job[3]
   if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
     return {'stale', status or 'missing', attempts or ''}, next_at
   end
-  local id = job[7]
+  local id = string.sub(job_key, #job_prefix + 1)
 
   -- The whole row change in one HSET.
   local set = {'status', new_status, 'updated_at', now}
@@ -116,14 +118,14 @@ local function complete_one(job_key, at)
     set[#set + 1] = ARGV[i + 1]
   end
   redis.call('HSET', job_key, unpack(set))
-  if new_status == 'succeeded' and job[10] then
+  if new_status == 'succeeded' and job[7] then
     -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.
-    redis.call('HSET', job_key, 'last_attempt_error', job[10])
+    redis.call('HSET', job_key, 'last_attempt_error', job[7])
     redis.call('HDEL', job_key, 'error')
   end
-  if new_status == 'succeeded' and job[11] then
+  if new_status == 'succeeded' and job[8] then
     -- Its kind too, beside it: the outcome has none.
-    redis.call('HSET', job_key, 'last_attempt_error_kind', job[11])
+    redis.call('HSET', job_key, 'last_attempt_error_kind', job[8])
     redis.call('HDEL', job_key, 'mp_error_kind')
   end
 
@@ -138,10 +140,11 @@ local function complete_one(job_key, at)
     redis.call('ZADD', retry, due, id)
   elseif new_status == 'needs_review' then
     redis.call('SADD', review, id)
-    if err == '' then err = job[10] or '' end
+    if err == '' then err = job[7] or '' end
+    local asked = redis.call('HMGET', job_key, 'command', 'args')
     notify_review({notice = notice, token_prefix = KEYS[5], group_prefix = KEYS[6],
       replies = replies, replies_group = replies_group, now = now, job_id = id,
-      vars = {job = id, command = job[8] or '', args = job[9] or '', attempts = attempts,
+      vars = {job = id, command = asked[1] or '', args = asked[2] or '', attempts = attempts,
         error = err}})
   else
     finish_job(job_key, retention)
