@@ -32,17 +32,23 @@ fn bench(extra: &[&str]) -> Value {
         RedisServer::available(),
         "redis-server is needed (apt-get install redis-server)"
     );
+    let mut args = vec![
+        "bench",
+        "--quick",
+        "--json",
+        "--phase-secs",
+        "0.3",
+        "--backlog",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    run_bench(&args)
+}
+
+/// Runs the oncebot binary with `args`; it must succeed and print one JSON object, returned.
+fn run_bench(args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
-        .args([
-            "bench",
-            "--quick",
-            "--json",
-            "--phase-secs",
-            "0.3",
-            "--backlog",
-            "300",
-        ])
-        .args(extra)
+        .args(args)
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
@@ -162,24 +168,17 @@ fn bench_on_a_given_redis_names_it_and_removes_every_key_it_wrote() {
 /// liveness's doing; the figures themselves belong to the printed report.
 #[tokio::test]
 async fn recovery_bench_reports_each_scenario_below_the_lease() {
-    let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
-        .args([
-            "bench",
-            "--recovery",
-            "--kills",
-            "1",
-            "--slow-job-secs",
-            "5",
-            "--restarts",
-            "3",
-            "--json",
-        ])
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed: {stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_bench(&[
+        "bench",
+        "--recovery",
+        "--kills",
+        "1",
+        "--slow-job-secs",
+        "5",
+        "--restarts",
+        "3",
+        "--json",
+    ]);
     for scenario in ["kill_with_peer", "restart", "dispatcher_restart"] {
         let r = &report[scenario];
         assert_eq!(r["runs"], 1, "{report}");
@@ -199,14 +198,7 @@ async fn recovery_bench_reports_each_scenario_below_the_lease() {
 /// is looked at (XPENDING, XCLAIM) and every heartbeat is one script call.
 #[tokio::test]
 async fn an_idle_serve_sends_at_most_eight_redis_commands_a_second() {
-    let out = Command::new(env!("CARGO_BIN_EXE_oncebot"))
-        .args(["bench", "--idle", "--idle-secs", "10", "--json"])
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "bench failed: {stderr}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_bench(&["bench", "--idle", "--idle-secs", "10", "--json"]);
     let off = &report["relay_off"];
     let per_s = off["commands_per_s"].as_f64().unwrap();
     assert!(per_s > 0.0 && per_s <= 8.0, "relay off: {report}");

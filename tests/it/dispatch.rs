@@ -11,8 +11,8 @@ use oncebot_tools::sim::moviepilot::{Fault as MpFault, routes};
 use oncebot_tools::sim::telegram::{Fault, descriptions};
 use redis::AsyncCommands as _;
 
-use crate::support::ALICE;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+use crate::support::{ALICE, Store};
 
 const ALL: [&str; 3] = ["ingress", "worker", "dispatcher"];
 
@@ -194,18 +194,7 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
         .await
         .unwrap();
     // A dispatcher begins only what it read through the group: the entry is pending.
-    let _: redis::Value = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg(oncebot::ledger::keys::REPLIES_GROUP)
-        .arg("a")
-        .arg("COUNT")
-        .arg(10)
-        .arg("STREAMS")
-        .arg(store.keys.replies_stream())
-        .arg(">")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    read_replies_as(&mut conn, &store, "a").await;
     let reply = ReplyEntry {
         entry: entry.clone(),
         chat_id: ALICE,
@@ -331,18 +320,7 @@ async fn replies_ended_together_are_each_recorded_as_if_alone() {
             ..ReplyEntry::default()
         });
     }
-    let _: redis::Value = redis::cmd("XREADGROUP")
-        .arg("GROUP")
-        .arg(oncebot::ledger::keys::REPLIES_GROUP)
-        .arg("a")
-        .arg("COUNT")
-        .arg(10)
-        .arg("STREAMS")
-        .arg(store.keys.replies_stream())
-        .arg(">")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    read_replies_as(&mut conn, &store, "a").await;
     let retention = Duration::from_secs(3600);
     for reply in &replies {
         ledger.reply_begin(reply, "a", retention).await.unwrap();
@@ -808,4 +786,25 @@ async fn sigterm_ends_the_wait_after_a_401_at_once_and_the_reply_stays_pending()
         0,
         "the job itself was acknowledged"
     );
+}
+
+/// XREADGROUP of up to 10 new replies-stream entries as dispatcher `consumer`: they are then
+/// pending for it, as a dispatcher's read leaves them.
+async fn read_replies_as(
+    conn: &mut redis::aio::MultiplexedConnection,
+    store: &Store,
+    consumer: &str,
+) {
+    let _: redis::Value = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg(store.keys.replies_stream())
+        .arg(">")
+        .query_async(conn)
+        .await
+        .unwrap();
 }

@@ -297,3 +297,28 @@ impl Liveness {
         }
     }
 }
+
+/// Hands what the heartbeat takes from dead consumers (`taken`, from [`Liveness::join`]) to
+/// `take`: what is there already before returning, so that a role starts with its dead
+/// predecessors' entries, then the rest in a task until `stop`.
+pub(crate) async fn take_over<F, Fut>(
+    mut taken: mpsc::UnboundedReceiver<Reaped>,
+    stop: CancellationToken,
+    take: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: Fn(Reaped) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    while let Ok(left) = taken.try_recv() {
+        take(left).await;
+    }
+    tokio::spawn(async move {
+        while let Some(reaped) = tokio::select! {
+            r = taken.recv() => r,
+            () = stop.cancelled() => None,
+        } {
+            take(reaped).await;
+        }
+    })
+}

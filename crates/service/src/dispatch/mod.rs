@@ -56,7 +56,7 @@ use crate::ledger::{
     Begin, CallbackEntry, ConsumerRole, Form, Lane, LaneEntry, Ledger, LedgerError, MarkupOp,
     ReplyEnded, ReplyEntry, StreamReader,
 };
-use crate::liveness::Liveness;
+use crate::liveness::{Liveness, take_over};
 use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
@@ -212,7 +212,7 @@ impl Dispatcher {
     /// Runs until `shutdown`; sends under way finish, the rest stay pending for the next start.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left unsent.
-        let Some(mut taken) = self
+        let Some(taken) = self
             .liveness
             .join(ConsumerRole::Dispatcher, &shutdown)
             .await
@@ -226,21 +226,11 @@ impl Dispatcher {
             linked.cancelled().await;
             stop.cancel();
         });
-        while let Ok(left) = taken.try_recv() {
-            self.clone().take_reaped(left).await;
-        }
-        let heartbeat = tokio::spawn({
-            let this = self.clone();
-            let stop = shutdown.clone();
-            async move {
-                while let Some(reaped) = tokio::select! {
-                    r = taken.recv() => r,
-                    () = stop.cancelled() => None,
-                } {
-                    this.clone().take_reaped(reaped).await;
-                }
-            }
-        });
+        let this = self.clone();
+        let heartbeat = take_over(taken, shutdown.clone(), move |reaped| {
+            this.clone().take_reaped(reaped)
+        })
+        .await;
         let menus = self
             .menus
             .lock()

@@ -16,8 +16,12 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::{MAX_GROUP, Worker};
+use super::Worker;
 use crate::ledger::{Attempt, Completed, Completions, Outcome, Taken, Taker};
+
+/// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
+/// other client's command) for longer than a few milliseconds.
+const MAX_GROUP: usize = 64;
 
 /// One outcome waiting to be recorded, the slot its job held, and where its answer goes.
 pub(super) struct Member {

@@ -46,7 +46,7 @@ use crate::ledger::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, ConsumerRole, Job, JobEntry, Ledger,
     LedgerError, Outcome, StreamReader,
 };
-use crate::liveness::Liveness;
+use crate::liveness::{Liveness, take_over};
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
@@ -172,25 +172,15 @@ impl Worker {
     /// period; what is still running after that is left to be reclaimed.
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
         // Alive before the first read; then what dead predecessors left, before new entries.
-        let Some(mut taken) = self.liveness.join(ConsumerRole::Worker, &shutdown).await else {
+        let Some(taken) = self.liveness.join(ConsumerRole::Worker, &shutdown).await else {
             return Ok(());
         };
         tracing::info!(consumer = %self.consumer, concurrency = self.cfg.concurrency, "worker started");
-        while let Ok(left) = taken.try_recv() {
-            self.clone().take_reaped(left).await;
-        }
-        let heartbeat = tokio::spawn({
-            let this = self.clone();
-            let stop = shutdown.clone();
-            async move {
-                while let Some(reaped) = tokio::select! {
-                    r = taken.recv() => r,
-                    () = stop.cancelled() => None,
-                } {
-                    this.clone().take_reaped(reaped).await;
-                }
-            }
-        });
+        let this = self.clone();
+        let heartbeat = take_over(taken, shutdown.clone(), move |reaped| {
+            this.clone().take_reaped(reaped)
+        })
+        .await;
         let housekeeping = tokio::spawn(self.clone().housekeeping(shutdown.clone()));
         let committed = CancellationToken::new();
         let committer = self
@@ -782,10 +772,6 @@ impl Worker {
         }
     }
 }
-
-/// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
-/// other client's command) for longer than a few milliseconds.
-const MAX_GROUP: usize = 64;
 
 /// The worker as a consumer of the jobs stream.
 struct JobsReader(Arc<Worker>);

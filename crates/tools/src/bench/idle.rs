@@ -140,7 +140,7 @@ pub async fn measure(relay: bool, window: Duration) -> anyhow::Result<IdleFigure
 
 /// Calls per command Redis has run so far, from `INFO commandstats`
 /// (`cmdstat_<name>:calls=<n>,...`; subcommands as `<name>|<sub>`).
-async fn command_calls(ledger: &Ledger) -> anyhow::Result<BTreeMap<String, u64>> {
+pub(super) async fn command_calls(ledger: &Ledger) -> anyhow::Result<BTreeMap<String, u64>> {
     let mut conn = ledger.connection();
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -162,7 +162,7 @@ async fn command_calls(ledger: &Ledger) -> anyhow::Result<BTreeMap<String, u64>>
 }
 
 /// A child's CPU seconds (user + sys) from `/proc/<pid>/stat`.
-fn child_cpu(pid: u32) -> Option<f64> {
+pub(super) fn child_cpu(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let mut fields = rest.split(' ');

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::idle::{child_cpu, command_calls};
 use crate::redis_server::{Persistence, RedisServer};
 use crate::rig::{Oncebot, OncebotCommand, OncebotEnv, wait};
 use crate::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
@@ -561,30 +562,5 @@ async fn idle(scene: &Scene) -> anyhow::Result<(f64, f64)> {
 
 /// Commands Redis has run, from `INFO commandstats`.
 async fn total_calls(ledger: &Ledger) -> anyhow::Result<u64> {
-    let mut conn = ledger.connection();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await?;
-    Ok(info
-        .lines()
-        .filter_map(|l| {
-            l.split_once("calls=")?
-                .1
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum())
-}
-
-/// A child's CPU seconds (user + sys) from `/proc/<pid>/stat`.
-fn child_cpu(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split(' ');
-    let utime: u64 = fields.nth(11)?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some((utime + stime) as f64 / 100.0)
+    Ok(command_calls(ledger).await?.values().sum())
 }
