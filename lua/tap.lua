@@ -83,8 +83,8 @@
   `op=clear_markup, edit_message_id=<message>` that removes that message's buttons.
   A group's key does not exist until a tap uses the group (include/tokens.lua): a token without
   one belongs to an open group, and using it writes the key, expiring a second after the tapped
-  token (PTTL + 1000 ms). Its siblings were written in the same step with the same ttl, so while
-  any of them exists the record that the group was used does too.
+  token (its PEXPIRETIME + 1000 ms). Its siblings were written in the same step with the same
+  ttl, so while any of them exists the record that the group was used does too.
   Except for a solo token (include/tokens.lua): its tap leaves the other buttons working, so
   "new" and "duplicate_command" do not clear the message; a solo token that names a release
   list (`list`) instead marks itself used in the stored keyboard of its page (`page`) of that
@@ -227,8 +227,10 @@ local function use_group(outcome, job_id)
     'used_by', user_id, 'used_at', now, 'chat_id', chat_id, 'message_id', message_id)
   if unused then
     -- (-1: a token without expiry, made by hand; its group then has none either.)
-    local left = redis.call('PTTL', token_key)
-    if left >= 0 then redis.call('PEXPIRE', group_key, left + 1000) end
+    -- Absolute times: a PTTL and a PEXPIRE in one script may read the clock a millisecond
+    -- apart under load, which made the group outlive its token by 1001 ms.
+    local at = redis.call('PEXPIRETIME', token_key)
+    if at >= 0 then redis.call('PEXPIREAT', group_key, at + 1000) end
   end
 end
 
