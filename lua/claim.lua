@@ -62,7 +62,7 @@ local function claim_one(job_key, entry, review_notice)
     redis.call('XDEL', stream, entry)
   end
 
-  local row = redis.call('HMGET', job_key, unpack(CLAIM_FIELDS))
+  local row = read_claim_row(job_key)
   local status, current_entry, id = row[1], row[4], row[5]
   if not status or current_entry ~= entry then
     drop_entry()

@@ -84,6 +84,8 @@ local job_prefix = KEYS[7]
 local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 local take, taker = tonumber(ARGV[4]), ARGV[5]
 
+local NO_EARLIER = {false, false}
+
 local now = now_ms()
 local acked = {}
 local replies_ready = false
@@ -98,34 +100,50 @@ local function complete_one(job_key, at)
   local extra = tonumber(ARGV[at + 14])
   local next_at = at + 14 + 2 * extra
 
-  -- Only what every outcome needs: each field is a scan of the job's listpack. The id is the
-  -- key's; the command and its arguments are read only for a review notice.
+  -- Only what every outcome needs: each field is a scan of the job's listpack (of all of it
+  -- for a field the job lacks). The id is the key's; the command and its arguments are read
+  -- only for a review notice.
   local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
-    'message_id', 'error', 'mp_error_kind')
+    'message_id')
   local status, attempts, owner = job[1], job[2], job[3]
   if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
-    return {'stale', status or 'missing', attempts or ''}, next_at
+    return cjson.encode({'stale', status or 'missing', attempts or ''}), next_at
   end
   local id = string.sub(job_key, #job_prefix + 1)
-
-  -- The whole row change in one HSET.
-  local set = {'status', new_status, 'updated_at', now}
-  if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
-  if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
-  if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
-  for i = at + 15, next_at, 2 do
-    set[#set + 1] = ARGV[i]
-    set[#set + 1] = ARGV[i + 1]
+  -- An earlier attempt's error and its kind: only an outcome (or a recovery) writes them, so a
+  -- first attempt has none to keep.
+  local first = attempt == '1'
+  local earlier = NO_EARLIER
+  if not first and (new_status == 'succeeded' or new_status == 'needs_review') then
+    earlier = redis.call('HMGET', job_key, 'error', 'mp_error_kind')
   end
-  redis.call('HSET', job_key, unpack(set))
-  if new_status == 'succeeded' and job[7] then
+
+  -- The whole row change in one HSET; the common outcome's without building a table.
+  if err == '' and extra == 0 and new_status ~= 'retry_wait' then
+    if result ~= '' then
+      redis.call('HSET', job_key, 'status', new_status, 'updated_at', now, 'result', result)
+    else
+      redis.call('HSET', job_key, 'status', new_status, 'updated_at', now)
+    end
+  else
+    local set = {'status', new_status, 'updated_at', now}
+    if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
+    if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
+    if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
+    for i = at + 15, next_at, 2 do
+      set[#set + 1] = ARGV[i]
+      set[#set + 1] = ARGV[i + 1]
+    end
+    redis.call('HSET', job_key, unpack(set))
+  end
+  if new_status == 'succeeded' and earlier[1] then
     -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.
-    redis.call('HSET', job_key, 'last_attempt_error', job[7])
+    redis.call('HSET', job_key, 'last_attempt_error', earlier[1])
     redis.call('HDEL', job_key, 'error')
   end
-  if new_status == 'succeeded' and job[8] then
+  if new_status == 'succeeded' and earlier[2] then
     -- Its kind too, beside it: the outcome has none.
-    redis.call('HSET', job_key, 'last_attempt_error_kind', job[8])
+    redis.call('HSET', job_key, 'last_attempt_error_kind', earlier[2])
     redis.call('HDEL', job_key, 'mp_error_kind')
   end
 
@@ -140,14 +158,14 @@ local function complete_one(job_key, at)
     redis.call('ZADD', retry, due, id)
   elseif new_status == 'needs_review' then
     redis.call('SADD', review, id)
-    if err == '' then err = job[7] or '' end
+    if err == '' then err = earlier[1] or '' end
     local asked = redis.call('HMGET', job_key, 'command', 'args')
     notify_review({notice = notice, token_prefix = KEYS[5], group_prefix = KEYS[6],
       replies = replies, replies_group = replies_group, now = now, job_id = id,
       vars = {job = id, command = asked[1] or '', args = asked[2] or '', attempts = attempts,
         error = err}})
   else
-    finish_job(job_key, retention)
+    finish_job(job_key, retention, first)
   end
 
   if text ~= '' then
@@ -160,7 +178,8 @@ local function complete_one(job_key, at)
   end
 
   acked[#acked + 1] = entry
-  return {'ok', new_status}, next_at
+  -- The status is one of four words: no encoder needed.
+  return '["ok","' .. new_status .. '"]', next_at
 end
 
 -- The answer for one entry read for the taker (see the header's "taken"), before encoding.
@@ -169,27 +188,33 @@ local function take_one(entry, fields)
   for i = 1, #fields, 2 do
     if fields[i] == 'job' then id = fields[i + 1] end
   end
-  local row = id and redis.call('HMGET', job_prefix .. id, unpack(CLAIM_FIELDS)) or {}
+  local row = id and read_claim_row(job_prefix .. id) or {}
   local status = row[1]
   if status and row[4] == entry then
     if status == 'pending' or status == 'retry_wait' then
-      return {id, entry, unpack(start_attempt(job_prefix .. id, row, taker, now, 'fresh',
-        tonumber(row[3] or '0')))}
+      local run = start_attempt(job_prefix .. id, row, taker, now, 'fresh',
+        tonumber(row[3] or '0'))
+      -- An id is digits and an entry id digits and a dash: spliced in front of claim.lua's
+      -- answer, not copied into a table of their own.
+      if string.find(id, '^%d+$') then
+        return '["' .. id .. '","' .. entry .. '",' .. string.sub(cjson.encode(run), 2)
+      end
+      table.insert(run, 1, entry)
+      table.insert(run, 1, id)
+      return cjson.encode(run)
     end
-    if status == 'running' then return {id, entry, 'defer'} end
+    if status == 'running' then return cjson.encode({id, entry, 'defer'}) end
   end
   redis.call('XACK', stream, group, entry)
   redis.call('XDEL', stream, entry)
-  return {id or '', entry, 'skip', status or 'missing'}
+  return cjson.encode({id or '', entry, 'skip', status or 'missing'})
 end
 
 local n = #KEYS - 7
 local out = {tostring(n)}
 local at = 5
 for i = 1, n do
-  local answer
-  answer, at = complete_one(KEYS[7 + i], at)
-  out[i + 1] = cjson.encode(answer)
+  out[i + 1], at = complete_one(KEYS[7 + i], at)
 end
 if #acked > 0 then
   redis.call('XACK', stream, group, unpack(acked))
@@ -200,7 +225,7 @@ if take > 0 then
   local read = redis.call('XREADGROUP', 'GROUP', group, taker, 'COUNT', take,
     'STREAMS', stream, '>')
   if read then
-    for _, e in ipairs(read[1][2]) do out[#out + 1] = cjson.encode(take_one(e[1], e[2])) end
+    for _, e in ipairs(read[1][2]) do out[#out + 1] = take_one(e[1], e[2]) end
   end
 end
 return out

@@ -16,15 +16,20 @@
                                     remembers what update_id became (a job id, or "-"): a field
                                     of the updates HASH, whose expiry (seconds) every write
                                     renews, so each update_id is kept at least that long
-  finish_job(job_key, retention)    a job that became `succeeded` or `failed`: removes the fields
+  finish_job(job_key, retention, first_attempt)
+                                    a job that became `succeeded` or `failed`: removes the fields
                                     that matter only while it may still run (RUNNING_FIELDS) and
-                                    sets its expiry (seconds)
+                                    sets its expiry (seconds). first_attempt: the job's only
+                                    attempt was the one finishing, so it has no `retry_at`
+                                    (written between attempts) to remove
   trim_done(stream, group)          after an XACK: trims the stream (read by this one group) up to
                                     its oldest entry still pending, or when none is, up to
                                     after the last one delivered: everything older was
-                                    delivered and acknowledged (XTRIM MINID, exact). Cheaper than
-                                    XDEL of each entry, which seeks each one from its node's
-                                    start; idle, the stream ends empty as it did with XDEL
+                                    delivered and acknowledged (XTRIM MINID). While entries are
+                                    pending it removes whole nodes only (MINID ~): an exact trim
+                                    walks the oldest node from its start on every call, as XDEL
+                                    of each entry would. When none is pending the trim is exact,
+                                    so an idle stream ends empty as it did with XDEL
   queue_reply(stream, r)            XADD of one replies-stream entry, the one place its fields
                                     are written: r = {chat_id, reply_to, kind, job_id, text, now,
                                     and when they apply markup, op, edit_message_id, photo (a
@@ -69,9 +74,15 @@ end
 -- (claim.lua's check), when its attempt started, when its retry is due, whether its "working on
 -- it" message was queued. A finished job drops them; readers take a missing field as empty.
 local RUNNING_FIELDS = {'owner', 'entry', 'started_at', 'retry_at', 'progress'}
+-- The same but `retry_at`: HDEL of a field a HASH lacks scans all of it.
+local FIRST_ATTEMPT_FIELDS = {'owner', 'entry', 'started_at', 'progress'}
 
-local function finish_job(job_key, retention)
-  redis.call('HDEL', job_key, unpack(RUNNING_FIELDS))
+local function finish_job(job_key, retention, first_attempt)
+  if first_attempt then
+    redis.call('HDEL', job_key, unpack(FIRST_ATTEMPT_FIELDS))
+  else
+    redis.call('HDEL', job_key, unpack(RUNNING_FIELDS))
+  end
   redis.call('EXPIRE', job_key, retention)
 end
 
@@ -89,14 +100,25 @@ local function trim_done(stream, group)
     local ms, seq = string.match(last, '^(%d+)-(%d+)$')
     if not ms then return end
     oldest = ms .. '-' .. string.format('%d', tonumber(seq) + 1)
+    redis.call('XTRIM', stream, 'MINID', oldest)
+    return
   end
-  redis.call('XTRIM', stream, 'MINID', oldest)
+  redis.call('XTRIM', stream, 'MINID', '~', oldest)
 end
 
+local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo'}
+
 local function queue_reply(stream, r)
+  local markup, op, edit, photo = r.markup, r.op, r.edit_message_id, r.photo
+  if (not markup or markup == '') and (not op or op == '') and (not edit or edit == '')
+    and (not photo or photo == '') then
+    -- A plain text reply, the common one: no table to build.
+    return redis.call('XADD', stream, '*', 'chat_id', r.chat_id, 'reply_to', r.reply_to or '',
+      'kind', r.kind, 'job_id', r.job_id or '', 'text', r.text or '', 'created_at', r.now)
+  end
   local fields = {'chat_id', r.chat_id, 'reply_to', r.reply_to or '', 'kind', r.kind,
     'job_id', r.job_id or '', 'text', r.text or ''}
-  for _, name in ipairs({'markup', 'op', 'edit_message_id', 'photo'}) do
+  for _, name in ipairs(OPTIONAL_REPLY_FIELDS) do
     local v = r[name]
     if v and v ~= '' then
       fields[#fields + 1] = name

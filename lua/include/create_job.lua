@@ -58,12 +58,13 @@ local function create_job(j)
   local job_key = j.job_prefix .. id
   ensure_group(j.jobs_stream, j.jobs_group)
   local entry = redis.call('XADD', j.jobs_stream, '*', 'job', id)
+  -- A small HASH is a listpack, searched from its start for each field asked: the fields
+  -- every claim and outcome read or write come first.
   redis.call('HSET', job_key,
-    'id', id, 'idempotency_key', f.idempotency_key, 'update_id', f.update_id,
-    'chat_id', f.chat_id, 'user_id', f.user_id, 'message_id', f.message_id,
-    'command', f.command, 'args', f.args, 'status', 'pending', 'attempts', '0',
-    'recovery', f.recovery, 'role', f.role, 'created_at', j.now, 'updated_at', j.now,
-    'entry', entry)
+    'status', 'pending', 'attempts', '0', 'entry', entry, 'updated_at', j.now, 'id', id,
+    'chat_id', f.chat_id, 'message_id', f.message_id, 'command', f.command, 'args', f.args,
+    'user_id', f.user_id, 'recovery', f.recovery, 'role', f.role,
+    'idempotency_key', f.idempotency_key, 'update_id', f.update_id, 'created_at', j.now)
   if f.requester ~= '' then redis.call('HSET', job_key, 'requester', f.requester) end
   mark_update(j.updates_key, f.update_id, id, j.retention)
   if j.window_ms > 0 then
