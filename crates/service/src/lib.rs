@@ -34,6 +34,7 @@ pub mod failpoints;
 pub mod http_server;
 pub mod i18n;
 pub mod ingress;
+mod json_body;
 pub mod ledger;
 mod liveness;
 pub mod metrics;

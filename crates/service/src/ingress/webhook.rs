@@ -127,7 +127,7 @@ where
             return status(StatusCode::BAD_REQUEST, "");
         }
     };
-    let update: Update = match serde_json::from_slice(&body) {
+    let update: Update = match crate::json_body::parse(&body) {
         Ok(u) => u,
         Err(e) => {
             tracing::warn!(error = %e, "webhook body is not a Telegram Update");

@@ -5,7 +5,6 @@
 //! worker) is announced to `telegram.admin_chats` with review buttons by the same script, so a
 //! crash cannot leave a held job that nobody was told about.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::reader::JobEntry;
@@ -776,6 +775,23 @@ fn completed_from(answer: Vec<String>) -> Result<Completed, LedgerError> {
     }
 }
 
+/// The job in a claim's answer: its CLAIM_FIELDS values in order, "" for a field it lacks. The
+/// same job `Job::from_hash` makes of those fields, without a map of them in between (one
+/// claim per job: the map was a twentieth of the worker's instructions).
+fn job_from_claim(values: impl Iterator<Item = String>) -> Result<Job, String> {
+    let mut values: Vec<Option<String>> = values.map(|v| (!v.is_empty()).then_some(v)).collect();
+    let mut job = Job::from_known(&mut |k| {
+        let at = CLAIM_FIELDS.iter().position(|f| *f == k)?;
+        values[at].take()
+    })?;
+    job.extra = CLAIM_FIELDS
+        .iter()
+        .zip(values)
+        .filter_map(|(k, v)| Some((k.to_string(), v?)))
+        .collect();
+    Ok(job)
+}
+
 /// One entry's answer from claim.lua (see its header).
 fn claimed_from(
     job_id: u64,
@@ -800,13 +816,7 @@ fn claimed_from(
             if reply.len() != 3 + CLAIM_FIELDS.len() {
                 return Err(corrupt(format!("claim answered {reply:?}")));
             }
-            let fields: BTreeMap<String, String> = CLAIM_FIELDS
-                .iter()
-                .zip(reply.into_iter().skip(3))
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
-            let job = Job::from_hash(fields).map_err(corrupt)?;
+            let job = job_from_claim(reply.into_iter().skip(3)).map_err(corrupt)?;
             Ok(Claimed::Run {
                 attempt: Attempt {
                     job_id,
@@ -840,7 +850,47 @@ fn claimed_from(
 
 #[cfg(test)]
 mod tests {
-    use super::CLAIM_FIELDS;
+    use super::{CLAIM_FIELDS, Job, job_from_claim};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_claims_job_is_the_job_its_fields_make() {
+        let fresh = [
+            "running",
+            "1",
+            "",
+            "1-0",
+            "42",
+            "subscribe",
+            "三体",
+            "-100",
+            "7",
+            "9",
+            "verify",
+            "",
+            "",
+            "",
+            "",
+            "user",
+        ];
+        let retried = [
+            "running", "3", "1", "5-1", "43", "search", "x", "5", "5", "", "once", "2", "1700",
+            "1", "alice", "",
+        ];
+        for values in [fresh, retried] {
+            let hash: BTreeMap<String, String> = CLAIM_FIELDS
+                .iter()
+                .zip(values)
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let claimed = job_from_claim(values.iter().map(|v| v.to_string())).unwrap();
+            assert_eq!(claimed, Job::from_hash(hash).unwrap());
+        }
+        let mut bad = fresh.map(String::from);
+        bad[7] = "not a chat".into();
+        assert!(job_from_claim(bad.into_iter()).is_err());
+    }
 
     #[test]
     fn claim_fields_are_the_scripts_list() {

@@ -267,47 +267,61 @@ pub struct Job {
 
 impl Job {
     fn from_hash(mut h: BTreeMap<String, String>) -> Result<Job, String> {
-        fn num<T: std::str::FromStr + Default>(
-            h: &mut BTreeMap<String, String>,
-            k: &str,
-        ) -> Result<T, String> {
-            match h.remove(k) {
-                None => Ok(T::default()),
-                Some(v) if v.is_empty() => Ok(T::default()),
+        let mut job = Job::from_known(&mut |k| h.remove(k))?;
+        job.extra = h;
+        Ok(job)
+    }
+
+    /// A job from its known fields, each taken by `take` (`None`: the job lacks it); `extra`
+    /// is left empty for the caller.
+    fn from_known(take: &mut dyn FnMut(&str) -> Option<String>) -> Result<Job, String> {
+        let mut num = |k: &str| -> Result<u64, String> {
+            match take(k) {
+                None => Ok(0),
+                Some(v) if v.is_empty() => Ok(0),
                 Some(v) => v.parse().map_err(|_| format!("field {k} is {v:?}")),
             }
-        }
-        fn text(h: &mut BTreeMap<String, String>, k: &str) -> String {
-            h.remove(k).unwrap_or_default()
-        }
-        fn opt(h: &mut BTreeMap<String, String>, k: &str) -> Option<String> {
-            h.remove(k).filter(|v| !v.is_empty())
-        }
+        };
+        let id = num(field::ID)?;
+        let attempts = num(field::ATTEMPTS)?;
+        let created_at = num(field::CREATED_AT)?;
+        let updated_at = num(field::UPDATED_AT)?;
+        let duplicates = num(field::DUPLICATES)?;
+        let mut signed = |k: &str| -> Result<i64, String> {
+            match take(k) {
+                None => Ok(0),
+                Some(v) if v.is_empty() => Ok(0),
+                Some(v) => v.parse().map_err(|_| format!("field {k} is {v:?}")),
+            }
+        };
+        let chat_id = signed(field::CHAT_ID)?;
+        let user_id = signed(field::USER_ID)?;
+        let update_id = signed(field::UPDATE_ID)?;
         Ok(Job {
-            id: num(&mut h, field::ID)?,
-            status: match h.remove(field::STATUS) {
+            id,
+            status: match take(field::STATUS) {
                 Some(v) => v.parse().map_err(|_| format!("field status is {v:?}"))?,
                 None => return Err("field status is missing".into()),
             },
-            command: JobCommand::parse(&text(&mut h, field::COMMAND)),
-            args: text(&mut h, field::ARGS),
-            chat_id: num(&mut h, field::CHAT_ID)?,
-            user_id: num(&mut h, field::USER_ID)?,
-            update_id: num(&mut h, field::UPDATE_ID)?,
-            idempotency_key: text(&mut h, field::IDEMPOTENCY_KEY),
-            attempts: num(&mut h, field::ATTEMPTS)?,
-            created_at: num(&mut h, field::CREATED_AT)?,
-            updated_at: num(&mut h, field::UPDATED_AT)?,
-            result: opt(&mut h, field::RESULT),
-            error: opt(&mut h, field::ERROR),
-            duplicates: num(&mut h, field::DUPLICATES)?,
-            requester: opt(&mut h, field::REQUESTER),
-            role: match h.remove(field::ROLE) {
+            command: JobCommand::parse(&take(field::COMMAND).unwrap_or_default()),
+            args: take(field::ARGS).unwrap_or_default(),
+            chat_id,
+            user_id,
+            update_id,
+            idempotency_key: take(field::IDEMPOTENCY_KEY).unwrap_or_default(),
+            attempts,
+            created_at,
+            updated_at,
+            result: take(field::RESULT).filter(|v| !v.is_empty()),
+            error: take(field::ERROR).filter(|v| !v.is_empty()),
+            duplicates,
+            requester: take(field::REQUESTER).filter(|v| !v.is_empty()),
+            role: match take(field::ROLE) {
                 None => Role::Admin,
                 Some(r) if r.is_empty() => Role::Admin,
                 Some(r) => r.parse().map_err(|e| format!("field role: {e}"))?,
             },
-            extra: h,
+            extra: BTreeMap::new(),
         })
     }
 }

@@ -1618,7 +1618,7 @@ impl Inner {
             return Err(error);
         }
         // The body holds the token: it is parsed, never quoted.
-        let token: WireToken = serde_json::from_slice(&body).map_err(|_| {
+        let token: WireToken = crate::json_body::parse(&body).map_err(|_| {
             MpError::Permanent(format!(
                 "{what}: HTTP {} without a token in the answer (is {} MoviePilot?)",
                 status.as_u16(),
@@ -1785,7 +1785,7 @@ impl Inner {
         answer: &Answer,
     ) -> Result<Option<T>, MpError> {
         match self.dialect {
-            Dialect::V2 => serde_json::from_slice::<T>(&answer.body)
+            Dialect::V2 => crate::json_body::parse::<T>(&answer.body)
                 .map(Some)
                 .map_err(|_| self.unexpected_body(call, answer)),
             Dialect::V3 => self.accepted(call, answer),
@@ -1800,8 +1800,8 @@ impl Inner {
         call: &Call,
         answer: &Answer,
     ) -> Result<Option<T>, MpError> {
-        let head: EnvelopeHead<'_> =
-            serde_json::from_slice(&answer.body).map_err(|_| self.unexpected_body(call, answer))?;
+        let head: EnvelopeHead<'_> = crate::json_body::parse(&answer.body)
+            .map_err(|_| self.unexpected_body(call, answer))?;
         if !head.success {
             return Err(self.refused(call, head.message.as_deref()));
         }
@@ -1834,8 +1834,8 @@ impl Inner {
     /// `success: true`, or MoviePilot's refusal in its own words as `Declined` (the operator
     /// commands show it to the admin who asked: 整理记录不存在, 当前运行环境不支持重启操作！).
     fn done_or_declined(&self, call: &Call, answer: &Answer) -> Result<(), MpError> {
-        let head: EnvelopeHead<'_> =
-            serde_json::from_slice(&answer.body).map_err(|_| self.unexpected_body(call, answer))?;
+        let head: EnvelopeHead<'_> = crate::json_body::parse(&answer.body)
+            .map_err(|_| self.unexpected_body(call, answer))?;
         if head.success {
             return Ok(());
         }
@@ -1927,7 +1927,7 @@ impl Inner {
         })?;
         let mut old_v2 = false;
         if answer.status.is_success()
-            && let Ok(Value::Object(body)) = serde_json::from_slice::<Value>(&answer.body)
+            && let Ok(Value::Object(body)) = crate::json_body::parse::<Value>(&answer.body)
             && let Some(Value::Object(data)) = body.get("data")
         {
             match data.get("BACKEND_VERSION").and_then(Value::as_str) {
@@ -1963,7 +1963,7 @@ impl Inner {
         if !answer.status.is_success() {
             return None;
         }
-        let body: Value = serde_json::from_slice(&answer.body).ok()?;
+        let body: Value = crate::json_body::parse(&answer.body).ok()?;
         let version = crate::untrusted::clean_line(body.get("version")?.as_str()?.trim());
         (!version.is_empty()).then(|| short(&version, 40))
     }
@@ -2158,7 +2158,7 @@ fn refusal_text(message: Option<&str>) -> String {
 /// `{"message": "..."}`, or a short plain text such as `Internal Server Error`. Empty for
 /// anything else (an HTML page, a long body).
 fn detail_suffix(body: &[u8]) -> String {
-    let text = match serde_json::from_slice::<Value>(body) {
+    let text = match crate::json_body::parse::<Value>(body) {
         Ok(Value::Object(map)) => match (map.get("detail"), map.get("message")) {
             (Some(Value::String(d)), _) => d.clone(),
             (Some(Value::Array(items)), _) => items
@@ -2303,7 +2303,7 @@ fn dialect_of_version(version: &str, shown_url: &str) -> anyhow::Result<Option<D
 
 /// The dialect the subscription list's shape implies: v2 answers a bare list, v3 an envelope.
 fn dialect_of_answer(body: &[u8]) -> Option<Dialect> {
-    match serde_json::from_slice::<Value>(body) {
+    match crate::json_body::parse::<Value>(body) {
         Ok(Value::Array(_)) => Some(Dialect::V2),
         Ok(Value::Object(o)) if o.contains_key("success") => Some(Dialect::V3),
         _ => None,

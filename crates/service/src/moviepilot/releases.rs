@@ -74,13 +74,25 @@ impl SearchAnswer {
     pub(crate) fn read(body: &[u8], keep: usize) -> SearchAnswer {
         use serde::de::DeserializeSeed as _;
         let mut answer = SearchAnswer::default();
-        let mut de = serde_json::Deserializer::from_slice(body);
-        let read = Top {
-            answer: &mut answer,
-            keep,
-        }
-        .deserialize(&mut de)
-        .and_then(|()| de.end());
+        // Checked as UTF-8 once, not string by string (crate::json_body says why).
+        let read = match std::str::from_utf8(body) {
+            Ok(text) => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let top = Top {
+                    answer: &mut answer,
+                    keep,
+                };
+                top.deserialize(&mut de).and_then(|()| de.end())
+            }
+            Err(_) => {
+                let mut de = serde_json::Deserializer::from_slice(body);
+                let top = Top {
+                    answer: &mut answer,
+                    keep,
+                };
+                top.deserialize(&mut de).and_then(|()| de.end())
+            }
+        };
         answer.broken = read.is_err();
         answer
     }

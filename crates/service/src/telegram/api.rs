@@ -113,7 +113,7 @@ impl BotApi {
             .bytes()
             .await
             .map_err(|e| ApiError::Network(e.without_url().to_string()))?;
-        let envelope: Envelope<T> = serde_json::from_slice(&bytes).map_err(|_| {
+        let envelope: Envelope<T> = crate::json_body::parse(&bytes).map_err(|_| {
             ApiError::Network(format!("HTTP {code} with a body that is not Bot API JSON"))
         })?;
         if envelope.ok {
