@@ -33,6 +33,11 @@
   ARGV[3] replies consumer group
   ARGV[4] how many new entries to take after recording (0: none)
   ARGV[5] consumer name that takes them (the worker's)
+  ARGV[6] trim the jobs stream after acknowledging (include/common.lua's trim_done): "1", or
+          "0" to leave it to a later call. A worker asks for it every few dozen outcomes and whenever
+          nothing else of its own still runs, so a busy worker does not pay for an XPENDING
+          and an XTRIM per group that would mostly remove nothing, and an idle stream still
+          ends empty
   then one record per outcome, in KEYS order, of 14 values and the extra fields:
     +1  stream entry id of the attempt
     +2  consumer name
@@ -58,8 +63,9 @@
   outcome). The attempt's `owner` is removed; a `succeeded` or `failed` job also loses the other fields
   only a job that may still run needs (include/common.lua's finish_job) and gets its expiry.
   The entries of the recorded outcomes are acknowledged together at the end, with one XACK
-  (Lua's unpack bounds a call to a few thousand outcomes; the worker sends at most 64), and the
-  stream is trimmed up to its oldest entry still pending (include/common.lua's trim_done):
+  (Lua's unpack bounds a call to a few thousand outcomes; the worker sends at most 64), and
+  when ARGV[6] asks, the stream is trimmed up to its oldest entry still pending
+  (include/common.lua's trim_done):
   entries are removed in order instead of one by one, so a finished job's entry stays in the
   stream while an older one still runs. The job HASH's `entry` field, cleared by finish_job,
   no longer names it, and claim.lua skips an entry that is not its job's current one.
@@ -82,7 +88,7 @@
 local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local job_prefix = KEYS[7]
 local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
-local take, taker = tonumber(ARGV[4]), ARGV[5]
+local take, taker, trim = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
 
 local NO_EARLIER = {false, false}
 
@@ -212,13 +218,13 @@ end
 
 local n = #KEYS - 7
 local out = {tostring(n)}
-local at = 5
+local at = 6
 for i = 1, n do
   out[i + 1], at = complete_one(KEYS[7 + i], at)
 end
 if #acked > 0 then
   redis.call('XACK', stream, group, unpack(acked))
-  trim_done(stream, group)
+  if trim then trim_done(stream, group) end
 end
 
 if take > 0 then

@@ -454,7 +454,12 @@ async fn a_completion_takes_and_claims_new_entries_for_the_slots_it_frees() {
     let done = checked_transitions(
         &store,
         "complete.lua",
-        ledger.complete_and_take(&[(&a1, &succeeded())], Duration::from_secs(60), &taker),
+        ledger.complete_and_take(
+            &[(&a1, &succeeded())],
+            Duration::from_secs(60),
+            &taker,
+            true,
+        ),
     )
     .await
     .unwrap();

@@ -504,7 +504,7 @@ impl Ledger {
             count: 0,
         };
         Ok(self
-            .complete_and_take(done, retention, &taker)
+            .complete_and_take(done, retention, &taker, true)
             .await?
             .answers)
     }
@@ -512,15 +512,17 @@ impl Ledger {
     /// [`Self::complete_all`], then up to `taker.count` new entries of the jobs stream read for
     /// `taker.consumer` and claimed, in the same atomic call (complete.lua's "taken"): a busy
     /// worker's one call per group. A `running` job among them is deferred to
-    /// [`Self::claim_all`], which applies its recovery policy.
+    /// [`Self::claim_all`], which applies its recovery policy. `trim`: trim the jobs stream
+    /// after acknowledging (complete.lua's ARGV[6]; [`Self::complete_all`] always does).
     pub async fn complete_and_take(
         &self,
         done: &[(&Attempt, &Outcome)],
         retention: Duration,
         taker: &Taker<'_>,
+        trim: bool,
     ) -> Result<Completions, LedgerError> {
         const DOING: &str = "recording jobs' outcomes";
-        let call = self.complete_call(done, retention, taker);
+        let call = self.complete_call(done, retention, taker, trim);
         // Durable: a claim (the attempt counted) and an outcome must survive a failover before
         // the worker acts on them (`Ledger::durable`).
         let mut reply: Vec<String> = self.send_durable(&call, DOING).await?;
@@ -555,6 +557,7 @@ impl Ledger {
         done: &[(&Attempt, &Outcome)],
         retention: Duration,
         taker: &Taker<'_>,
+        trim: bool,
     ) -> ScriptCall {
         let k = &self.keys;
         let now = std::time::SystemTime::now()
@@ -568,7 +571,7 @@ impl Ledger {
         let mut call = ScriptCall::new(
             &scripts::COMPLETE,
             7 + n,
-            5 + 16 * n,
+            6 + 16 * n,
             512 + 256 * n + text_len,
         );
         call.key("jobs stream", k.jobs_stream())
@@ -583,7 +586,11 @@ impl Ledger {
             .arg("jobs consumer group", keys::JOBS_GROUP)
             .arg("replies consumer group", keys::REPLIES_GROUP)
             .arg("how many new entries to take", taker.count)
-            .arg("consumer name that takes them", taker.consumer);
+            .arg("consumer name that takes them", taker.consumer)
+            .arg(
+                "trim the jobs stream after acknowledging",
+                if trim { "1" } else { "0" },
+            );
         for (attempt, outcome) in done {
             let review = if outcome.status == JobState::NeedsReview {
                 self.review.for_job(attempt.job_id)

@@ -23,6 +23,11 @@ use crate::ledger::{Attempt, Completed, Completions, Outcome, Taken, Taker};
 /// other client's command) for longer than a few milliseconds.
 const MAX_GROUP: usize = 64;
 
+/// Outcomes recorded between two trims of the jobs stream. A trim costs Redis an XPENDING and
+/// an XTRIM, and while entries are pending it removes whole stream nodes only (100 entries by
+/// default), so per group it would mostly remove nothing.
+const TRIM_EVERY: usize = 48;
+
 /// One outcome waiting to be recorded, the slot its job held, and where its answer goes.
 pub(super) struct Member {
     pub attempt: Attempt,
@@ -48,6 +53,7 @@ impl Worker {
         reading: CancellationToken,
         stop: CancellationToken,
     ) {
+        let mut untrimmed = 0;
         loop {
             let first = tokio::select! {
                 m = ready.recv() => m,
@@ -64,17 +70,35 @@ impl Worker {
             {
                 members.push(m);
             }
-            self.commit_group(members, &reading).await;
+            self.commit_group(members, &reading, &mut untrimmed).await;
         }
     }
 
     /// One complete.lua call for `members` (at most [`MAX_GROUP`]); every member is answered.
-    async fn commit_group(self: &Arc<Self>, mut members: Vec<Member>, reading: &CancellationToken) {
+    /// `untrimmed`: the outcomes recorded since the jobs stream was last trimmed.
+    async fn commit_group(
+        self: &Arc<Self>,
+        mut members: Vec<Member>,
+        reading: &CancellationToken,
+        untrimmed: &mut usize,
+    ) {
         let retention = Duration::from_secs(self.cfg.job_retention_secs);
         let slots: usize = members
             .iter()
             .map(|m| m.permit.as_ref().map_or(0, |p| p.num_permits()))
             .sum();
+        // Every few dozen outcomes, and whenever this group holds every slot in use (nothing
+        // else of this worker runs or is being claimed), so that a worker going idle leaves
+        // the stream trimmed: empty, once no other worker has an entry pending.
+        *untrimmed += members.len();
+        let in_use = self
+            .cfg
+            .concurrency
+            .saturating_sub(self.permits.available_permits());
+        let trim = *untrimmed >= TRIM_EVERY || in_use <= slots;
+        if trim {
+            *untrimmed = 0;
+        }
         let taker = Taker {
             consumer: &self.consumer,
             count: if self.may_take(reading) { slots } else { 0 },
@@ -83,7 +107,7 @@ impl Worker {
             members.iter().map(|m| (&m.attempt, &m.outcome)).collect();
         let reply = self
             .ledger
-            .complete_and_take(&done, retention, &taker)
+            .complete_and_take(&done, retention, &taker, trim)
             .await;
         drop(done);
         match reply {
