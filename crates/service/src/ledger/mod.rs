@@ -275,25 +275,21 @@ impl Job {
     /// A job from its known fields, each taken by `take` (`None`: the job lacks it); `extra`
     /// is left empty for the caller.
     fn from_known(take: &mut dyn FnMut(&str) -> Option<String>) -> Result<Job, String> {
-        let mut num = |k: &str| -> Result<u64, String> {
-            match take(k) {
-                None => Ok(0),
-                Some(v) if v.is_empty() => Ok(0),
+        /// A number field; missing or "" reads as 0.
+        fn number<T: std::str::FromStr + Default>(v: Option<String>, k: &str) -> Result<T, String> {
+            match v {
+                None => Ok(T::default()),
+                Some(v) if v.is_empty() => Ok(T::default()),
                 Some(v) => v.parse().map_err(|_| format!("field {k} is {v:?}")),
             }
-        };
+        }
+        let mut num = |k: &str| number::<u64>(take(k), k);
         let id = num(field::ID)?;
         let attempts = num(field::ATTEMPTS)?;
         let created_at = num(field::CREATED_AT)?;
         let updated_at = num(field::UPDATED_AT)?;
         let duplicates = num(field::DUPLICATES)?;
-        let mut signed = |k: &str| -> Result<i64, String> {
-            match take(k) {
-                None => Ok(0),
-                Some(v) if v.is_empty() => Ok(0),
-                Some(v) => v.parse().map_err(|_| format!("field {k} is {v:?}")),
-            }
-        };
+        let mut signed = |k: &str| number::<i64>(take(k), k);
         let chat_id = signed(field::CHAT_ID)?;
         let user_id = signed(field::USER_ID)?;
         let update_id = signed(field::UPDATE_ID)?;

@@ -72,29 +72,30 @@ pub(crate) struct SearchAnswer {
 
 impl SearchAnswer {
     pub(crate) fn read(body: &[u8], keep: usize) -> SearchAnswer {
-        use serde::de::DeserializeSeed as _;
         let mut answer = SearchAnswer::default();
         // Checked as UTF-8 once, not string by string (crate::json_body says why).
+        let top = Top {
+            answer: &mut answer,
+            keep,
+        };
         let read = match std::str::from_utf8(body) {
-            Ok(text) => {
-                let mut de = serde_json::Deserializer::from_str(text);
-                let top = Top {
-                    answer: &mut answer,
-                    keep,
-                };
-                top.deserialize(&mut de).and_then(|()| de.end())
-            }
-            Err(_) => {
-                let mut de = serde_json::Deserializer::from_slice(body);
-                let top = Top {
-                    answer: &mut answer,
-                    keep,
-                };
-                top.deserialize(&mut de).and_then(|()| de.end())
-            }
+            Ok(text) => top.read_whole(serde_json::Deserializer::from_str(text)),
+            Err(_) => top.read_whole(serde_json::Deserializer::from_slice(body)),
         };
         answer.broken = read.is_err();
         answer
+    }
+}
+
+impl Top<'_> {
+    /// The whole body through `de`, nothing after the object.
+    fn read_whole<'de, R: serde_json::de::Read<'de>>(
+        self,
+        mut de: serde_json::Deserializer<R>,
+    ) -> serde_json::Result<()> {
+        use serde::de::DeserializeSeed as _;
+        self.deserialize(&mut de)?;
+        de.end()
     }
 }
 
