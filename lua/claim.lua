@@ -26,8 +26,9 @@
   ARGV[5] text sent when a job is held for review; "{job}" becomes the job id
   ARGV[6] text sent when a read-only job failed after too many crashes; "{job}" likewise
   ARGV[7] retention of a finished job's HASH, seconds
-  ARGV[6+2i] stream entry id of the i-th entry
-  ARGV[7+2i] review notice for the admin chats, used only if that job is held (JSON, see
+  ARGV[5+3i] stream entry id of the i-th entry
+  ARGV[6+3i] its job's id (the one in KEYS[5+i])
+  ARGV[7+3i] review notice for the admin chats, used only if that job is held (JSON, see
           include/tokens.lua; "" when there are no admin chats)
 
   Returns one answer per entry, in the order given:
@@ -55,23 +56,24 @@ local retention = ARGV[7]
 
 local now = now_ms()
 
--- The answer for one entry; the job's HASH is job_key.
-local function claim_one(job_key, entry, review_notice)
+-- The answer for one entry; the job's HASH is job_key, its id id.
+local function claim_one(job_key, entry, id, review_notice)
   local function drop_entry()
     redis.call('XACK', stream, group, entry)
     redis.call('XDEL', stream, entry)
   end
 
-  local row = read_claim_row(job_key)
-  local status, current_entry, id = row[1], row[4], row[5]
+  local every, later = read_claim_row(job_key)
+  local status, current_entry = every[1], every[3]
   if not status or current_entry ~= entry then
     drop_entry()
     return {'skip', status or 'missing'}
   end
 
-  local attempts = tonumber(row[2] or '0')
-  local recoveries = tonumber(row[3] or '0')
-  local command, args, chat_id, message_id, recovery = row[6], row[7], row[8], row[10], row[11]
+  local attempts = tonumber(every[2] or '0')
+  local recoveries = tonumber(later[1] or '0')
+  local command, args, chat_id, message_id, recovery = every[4], every[5], every[6], every[8],
+    every[9]
 
   local function reply(kind, text)
     ensure_group(replies, replies_group)
@@ -80,7 +82,7 @@ local function claim_one(job_key, entry, review_notice)
   end
 
   local function run(mode)
-    return start_attempt(job_key, row, consumer, now, mode, recoveries)
+    return start_attempt({}, job_key, id, every, later, consumer, now, mode, recoveries)
   end
 
   if status == 'pending' or status == 'retry_wait' then
@@ -128,6 +130,6 @@ end
 
 local answers = {}
 for i = 1, #KEYS - 5 do
-  answers[i] = claim_one(KEYS[5 + i], ARGV[6 + 2 * i], ARGV[7 + 2 * i])
+  answers[i] = claim_one(KEYS[5 + i], ARGV[5 + 3 * i], ARGV[6 + 3 * i], ARGV[7 + 3 * i])
 end
 return answers

@@ -38,25 +38,43 @@
           nothing else of its own still runs, so a busy worker does not pay for an XPENDING
           and an XTRIM per group that would mostly remove nothing, and an idle stream still
           ends empty
-  then one record per outcome, in KEYS order, of 14 values and the extra fields:
+  then one record per outcome, in KEYS order: 9 values, and 7 more when the ninth is "1":
     +1  stream entry id of the attempt
-    +2  consumer name
-    +3  attempt number (the fencing token)
-    +4  new status: succeeded | failed | retry_wait | needs_review
-    +5  result (text; "" keeps none)
-    +6  error (text; "" keeps none)
+    +2  attempt number (the fencing token)
+    +3  the job's chat_id (where its reply goes: the worker read it in the claim, and it never
+        changes)
+    +4  the job's message_id (the reply answers it; "" for none)
+    +5  new status: succeeded | failed | retry_wait | needs_review
+    +6  result (text; "" keeps none)
     +7  reply text for the user ("" sends none)
     +8  reply kind
-    +9  retry_wait: due time in ms since the epoch
-    +10 buttons under the reply (Telegram InlineKeyboardMarkup JSON, written as the reply's
+    +9  "0": the record ends here (no error, retry, buttons, review notice, tokens, poster or
+        extra fields: the common outcome, sent without seven empty values), and the attempt
+        queued no "working on it" message (progress.lua), so a first attempt's job has no
+        `progress` to delete; "p": the same, but it may have queued one; "1": these follow
+        (and `progress` is deleted whether or not there is one)
+    +10 error (text; "" keeps none)
+    +11 retry_wait: due time in ms since the epoch
+    +12 buttons under the reply (Telegram InlineKeyboardMarkup JSON, written as the reply's
         `markup` field); "" for none
-    +11 needs_review only: the review notice for the admin chats (JSON, see
+    +13 needs_review only: the review notice for the admin chats (JSON, see
         include/tokens.lua); "" for none
-    +12 the buttons' token group (JSON of `ledger::tokens::TokenGroup`, see
+    +14 the buttons' token group (JSON of `ledger::tokens::TokenGroup`, see
         include/tokens.lua), stored in this same step so that a button exists exactly when
         the reply that shows it does; "" for none
-    +13 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
+    +15 a poster's URL: the reply is sent as a photo with the text as its caption; "" for none
+    +16 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
     then n name, value pairs
+
+  The fence is the attempt number and the entry: a job is `running` under attempts = a only
+  between the claim that made attempt a (include/claim.lua's start_attempt, the one writer of
+  both `attempts` and `running`; `attempts` only ever grows) and that attempt's outcome or
+  recovery, and the entry, a stream id, names one admission of one job. The entry keeps the
+  fence when Redis lost its last writes (a restart without persistence, a power loss under AOF
+  everysec) and a job id was given again to a new job, which a new claim then ran as its own
+  attempt 1. The owner is not checked as well: it can differ only when the claim itself was
+  lost and the same job claimed again under the same number, and then the first of the two
+  outcomes is recorded and the other is stale, one outcome either way.
 
   A `succeeded` job keeps an earlier attempt's error as `last_attempt_error` and its kind as
   `last_attempt_error_kind`, not as its `error` and `mp_error_kind` (which describe the
@@ -71,18 +89,29 @@
   no longer names it, and claim.lua skips an entry that is not its job's current one.
 
   Returns one flat array of strings: the number of outcomes n, then n answers, then what was
-  taken. Each answer and each taken entry is one JSON array of strings (cjson): a nested reply
-  array costs Redis a reply buffer of its own, more than the whole record. answers, in order:
-    {"ok", status}                    recorded, reply queued (and for needs_review the admin
+  taken. Each answer is one JSON array of strings (a nested reply array costs Redis a reply
+  buffer of its own, more than the whole record):
+    ["ok", status]                    recorded, reply queued (and for needs_review the admin
                                       chats' notices), entry acknowledged (and trimmed away
                                       once no older entry is pending)
-    {"stale", status, attempts}       this attempt does not own the job: nothing changed
-  taken: one per entry read, in stream order: the job id, the entry id, then claim.lua's answer:
-    {id, entry, "run", attempt, "fresh", values...}  as claim.lua's
-    {id, entry, "skip", status}       nothing to run (finished, missing, an entry that is not the
+    ["stale", status, attempts]       this attempt does not own the job: nothing changed
+  taken: one string per entry read, in stream order: the job id, the entry id, then claim.lua's
+  answer, or for a job's first attempt (the common claim) a shorter one, all in one string:
+  joined by NUL bytes (a first attempt whose values hold none), else a JSON array of strings.
+  One string, not a value each: each value in the answer costs Redis about as much as a field
+  read, and the worker's RESP parser more; no JSON for the common one: encoding it cost Redis
+  more than the claim's HSET. The answers:
+    id, entry, "first", command, args, chat_id, user_id, message_id, recovery, requester, role
+                                      the job's first attempt, claimed as "fresh" but answered
+                                      without what every first attempt has alike (status
+                                      `running`, attempts 1, recoveries 0) or lacks
+                                      (attempt_base, auth_wait_since, auth_waits), or repeats
+                                      (the id and entry)
+    id, entry, "run", attempt, "fresh", values...   as claim.lua's
+    id, entry, "skip", status         nothing to run (finished, missing, an entry that is not the
                                       job's current one; "" for the id of an entry naming no
                                       job): acknowledged and deleted
-    {id, entry, "defer"}              a `running` job: left pending for claim.lua
+    id, entry, "defer"                a `running` job: left pending for claim.lua
 ]]
 
 local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -91,6 +120,9 @@ local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 local take, taker, trim = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
 
 local NO_EARLIER = {false, false}
+-- The answers of the four statuses, made once: a string built per outcome is a new Lua string.
+local OK = {succeeded = '["ok","succeeded"]', failed = '["ok","failed"]',
+  retry_wait = '["ok","retry_wait"]', needs_review = '["ok","needs_review"]'}
 
 local now = now_ms()
 local acked = {}
@@ -99,20 +131,21 @@ local replies_ready = false
 -- Records the outcome whose record starts at ARGV[at + 1]; returns the answer and where the
 -- next record starts.
 local function complete_one(job_key, at)
-  local entry, consumer, attempt, new_status = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
-  local result, err, text, kind = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]
-  local due, markup, notice, tokens = ARGV[at + 9], ARGV[at + 10], ARGV[at + 11], ARGV[at + 12]
-  local photo = ARGV[at + 13]
-  local extra = tonumber(ARGV[at + 14])
-  local next_at = at + 14 + 2 * extra
+  local entry, attempt, chat_id, reply_to = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+  local new_status, result, text, kind = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]
+  local err, due, markup, notice, tokens, photo, extra = '', '', '', '', '', '', 0
+  local next_at = at + 9
+  local shape = ARGV[at + 9]
+  if shape == '1' then
+    err, due, markup, notice = ARGV[at + 10], ARGV[at + 11], ARGV[at + 12], ARGV[at + 13]
+    tokens, photo, extra = ARGV[at + 14], ARGV[at + 15], tonumber(ARGV[at + 16])
+    next_at = at + 16 + 2 * extra
+  end
 
-  -- Only what every outcome needs: each field is a scan of the job's listpack (of all of it
-  -- for a field the job lacks). The id is the key's; the command and its arguments are read
-  -- only for a review notice.
-  local job = redis.call('HMGET', job_key, 'status', 'attempts', 'owner', 'entry', 'chat_id',
-    'message_id')
-  local status, attempts, owner = job[1], job[2], job[3]
-  if status ~= 'running' or attempts ~= attempt or owner ~= consumer or job[4] ~= entry then
+  -- The fence (see the header): the first three fields of the HASH.
+  local job = call('HMGET', job_key, 'status', 'attempts', 'entry')
+  local status, attempts = job[1], job[2]
+  if status ~= 'running' or attempts ~= attempt or job[3] ~= entry then
     return cjson.encode({'stale', status or 'missing', attempts or ''}), next_at
   end
   local id = string.sub(job_key, #job_prefix + 1)
@@ -121,36 +154,36 @@ local function complete_one(job_key, at)
   local first = attempt == '1'
   local earlier = NO_EARLIER
   if not first and (new_status == 'succeeded' or new_status == 'needs_review') then
-    earlier = redis.call('HMGET', job_key, 'error', 'mp_error_kind')
+    earlier = call('HMGET', job_key, 'error', 'mp_error_kind')
   end
 
   -- The whole row change in one HSET; the common outcome's without building a table.
   if err == '' and extra == 0 and new_status ~= 'retry_wait' then
     if result ~= '' then
-      redis.call('HSET', job_key, 'status', new_status, 'updated_at', now, 'result', result)
+      call('HSET', job_key, 'status', new_status, 'updated_at', now, 'result', result)
     else
-      redis.call('HSET', job_key, 'status', new_status, 'updated_at', now)
+      call('HSET', job_key, 'status', new_status, 'updated_at', now)
     end
   else
     local set = {'status', new_status, 'updated_at', now}
     if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
     if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
     if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
-    for i = at + 15, next_at, 2 do
+    for i = at + 17, next_at, 2 do
       set[#set + 1] = ARGV[i]
       set[#set + 1] = ARGV[i + 1]
     end
-    redis.call('HSET', job_key, unpack(set))
+    call('HSET', job_key, unpack(set))
   end
   if new_status == 'succeeded' and earlier[1] then
     -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.
-    redis.call('HSET', job_key, 'last_attempt_error', earlier[1])
-    redis.call('HDEL', job_key, 'error')
+    call('HSET', job_key, 'last_attempt_error', earlier[1])
+    call('HDEL', job_key, 'error')
   end
   if new_status == 'succeeded' and earlier[2] then
     -- Its kind too, beside it: the outcome has none.
-    redis.call('HSET', job_key, 'last_attempt_error_kind', earlier[2])
-    redis.call('HDEL', job_key, 'mp_error_kind')
+    call('HSET', job_key, 'last_attempt_error_kind', earlier[2])
+    call('HDEL', job_key, 'mp_error_kind')
   end
 
   if tokens ~= '' then
@@ -158,61 +191,73 @@ local function complete_one(job_key, at)
   end
 
   if new_status == 'retry_wait' or new_status == 'needs_review' then
-    redis.call('HDEL', job_key, 'owner')
+    call('HDEL', job_key, 'owner')
   end
   if new_status == 'retry_wait' then
-    redis.call('ZADD', retry, due, id)
+    call('ZADD', retry, due, id)
   elseif new_status == 'needs_review' then
-    redis.call('SADD', review, id)
+    call('SADD', review, id)
     if err == '' then err = earlier[1] or '' end
-    local asked = redis.call('HMGET', job_key, 'command', 'args')
+    local asked = call('HMGET', job_key, 'command', 'args')
     notify_review({notice = notice, token_prefix = KEYS[5], group_prefix = KEYS[6],
       replies = replies, replies_group = replies_group, now = now, job_id = id,
       vars = {job = id, command = asked[1] or '', args = asked[2] or '', attempts = attempts,
         error = err}})
   else
-    finish_job(job_key, retention, first)
+    finish_job(job_key, retention, first, shape == '0')
   end
 
   if text ~= '' then
-    if not replies_ready then
-      ensure_group(replies, replies_group)
-      replies_ready = true
+    if markup == '' and photo == '' then
+      queue_text_reply(replies, replies_group, chat_id, reply_to, kind, id, text, now)
+    else
+      if not replies_ready then
+        ensure_group(replies, replies_group)
+        replies_ready = true
+      end
+      queue_reply(replies, {chat_id = chat_id, reply_to = reply_to, kind = kind, job_id = id,
+        text = text, markup = markup, photo = photo, now = now})
     end
-    queue_reply(replies, {chat_id = job[5], reply_to = job[6], kind = kind, job_id = id,
-      text = text, markup = markup, photo = photo, now = now})
   end
 
   acked[#acked + 1] = entry
-  -- The status is one of four words: no encoder needed.
-  return '["ok","' .. new_status .. '"]', next_at
+  return OK[new_status] or cjson.encode({'ok', new_status}), next_at
 end
 
--- The answer for one entry read for the taker (see the header's "taken"), before encoding.
+-- The answer for one entry read for the taker (see the header's "taken").
 local function take_one(entry, fields)
   local id
   for i = 1, #fields, 2 do
     if fields[i] == 'job' then id = fields[i + 1] end
   end
-  local row = id and read_claim_row(job_prefix .. id) or {}
-  local status = row[1]
-  if status and row[4] == entry then
-    if status == 'pending' or status == 'retry_wait' then
-      local run = start_attempt(job_prefix .. id, row, taker, now, 'fresh',
-        tonumber(row[3] or '0'))
-      -- An id is digits and an entry id digits and a dash: spliced in front of claim.lua's
-      -- answer, not copied into a table of their own.
-      if string.find(id, '^%d+$') then
-        return '["' .. id .. '","' .. entry .. '",' .. string.sub(cjson.encode(run), 2)
+  local status
+  if id then
+    local job_key = job_prefix .. id
+    local every, later = read_claim_row(job_key)
+    status = every[1]
+    if status and every[3] == entry then
+      if status == 'pending' or status == 'retry_wait' then
+        if every[2] == '0' then
+          begin_attempt(job_key, '1', taker, now, 0)
+          -- A job's first attempt: only the values the job was made with (see the header).
+          local first = {id, entry, 'first', every[4] or '', every[5] or '', every[6] or '',
+            every[7] or '', every[8] or '', every[9] or '', every[10] or '', every[11] or ''}
+          -- Only the arguments and the requester are free text; the rest are numbers and
+          -- oncebot's own words.
+          if not string.find(first[5], '\0', 1, true)
+            and not string.find(first[10], '\0', 1, true) then
+            return table.concat(first, '\0')
+          end
+          return cjson.encode(first)
+        end
+        return cjson.encode(start_attempt({id, entry}, job_key, id, every, later, taker, now,
+          'fresh', later[1] and tonumber(later[1]) or 0))
       end
-      table.insert(run, 1, entry)
-      table.insert(run, 1, id)
-      return cjson.encode(run)
+      if status == 'running' then return cjson.encode({id, entry, 'defer'}) end
     end
-    if status == 'running' then return cjson.encode({id, entry, 'defer'}) end
   end
-  redis.call('XACK', stream, group, entry)
-  redis.call('XDEL', stream, entry)
+  call('XACK', stream, group, entry)
+  call('XDEL', stream, entry)
   return cjson.encode({id or '', entry, 'skip', status or 'missing'})
 end
 
@@ -223,13 +268,12 @@ for i = 1, n do
   out[i + 1], at = complete_one(KEYS[7 + i], at)
 end
 if #acked > 0 then
-  redis.call('XACK', stream, group, unpack(acked))
+  call('XACK', stream, group, unpack(acked))
   if trim then trim_done(stream, group) end
 end
 
 if take > 0 then
-  local read = redis.call('XREADGROUP', 'GROUP', group, taker, 'COUNT', take,
-    'STREAMS', stream, '>')
+  local read = call('XREADGROUP', 'GROUP', group, taker, 'COUNT', take, 'STREAMS', stream, '>')
   if read then
     for _, e in ipairs(read[1][2]) do out[#out + 1] = take_one(e[1], e[2]) end
   end

@@ -5,6 +5,7 @@
   Functions take everything as parameters and never read KEYS or ARGV, so each script keeps its
   own KEYS/ARGV contract in its header.
 
+  call                              redis.call, as a local
   now_ms()                          Redis's clock, milliseconds since the epoch, as a string
   ensure_group(stream, group)       XGROUP CREATE .. MKSTREAM if the stream does not exist yet
   label_of(state, labels)           a state's label; labels is {state = label, ...}
@@ -16,12 +17,14 @@
                                     remembers what update_id became (a job id, or "-"): a field
                                     of the updates HASH, whose expiry (seconds) every write
                                     renews, so each update_id is kept at least that long
-  finish_job(job_key, retention, first_attempt)
+  finish_job(job_key, retention, first_attempt, quiet)
                                     a job that became `succeeded` or `failed`: removes the fields
                                     that matter only while it may still run (RUNNING_FIELDS) and
                                     sets its expiry (seconds). first_attempt: the job's only
                                     attempt was the one finishing, so it has no `retry_at`
-                                    (written between attempts) to remove
+                                    (written between attempts) to remove; quiet (with
+                                    first_attempt): that attempt queued no "working on it"
+                                    message either, so the job has no `progress`
   trim_done(stream, group)          after an XACK: trims the stream (read by this one group) up to
                                     its oldest entry still pending, or when none is, up to
                                     after the last one delivered: everything older was
@@ -30,8 +33,15 @@
                                     walks the oldest node from its start on every call, as XDEL
                                     of each entry would. When none is pending the trim is exact,
                                     so an idle stream ends empty as it did with XDEL
-  queue_reply(stream, r)            XADD of one replies-stream entry, the one place its fields
-                                    are written: r = {chat_id, reply_to, kind, job_id, text, now,
+  queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now)
+                                    the common entry, plain text (none of queue_reply's
+                                    optional fields; reply_to and job_id "" for none), from its
+                                    values: no table built per reply. With a group, makes sure
+                                    of it itself, as ensure_group would, but only once XADD ..
+                                    NOMKSTREAM found no stream: no EXISTS per call; with none
+                                    (nil), the caller made sure
+  queue_reply(stream, r)            XADD of one replies-stream entry: with queue_text_reply, the
+                                    one place its fields are written: r = {chat_id, reply_to, kind, job_id, text, now,
                                     and when they apply markup, op, edit_message_id, photo (a
                                     poster's http or https URL: the dispatcher sends it with
                                     sendPhoto, text as its caption)}; "" or nil for reply_to,
@@ -40,12 +50,16 @@
                                     exists (ensure_group)
 ]]
 
+-- redis.call through a local: each use of the global is two table lookups, and the scripts
+-- that run per job make a few dozen calls.
+local call = redis.call
+
 -- String work only: number arithmetic would end in tostring's float formatting, which costs
 -- more than the TIME call itself. For the same reason numbers that arrive as strings (ARGV,
 -- the tokens' ttl) go to redis.call as they came: a Lua number argument is formatted with
 -- printf's %.17g on its way in.
 local function now_ms()
-  local t = redis.call('TIME')
+  local t = call('TIME')
   local us = t[2]
   local n = #us
   if n <= 3 then return t[1] .. '000' end
@@ -53,8 +67,8 @@ local function now_ms()
 end
 
 local function ensure_group(stream, group)
-  if redis.call('EXISTS', stream) == 0 then
-    redis.call('XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM')
+  if call('EXISTS', stream) == 0 then
+    call('XGROUP', 'CREATE', stream, group, '0', 'MKSTREAM')
   end
 end
 
@@ -77,21 +91,23 @@ local RUNNING_FIELDS = {'owner', 'entry', 'started_at', 'retry_at', 'progress'}
 -- The same but `retry_at`: HDEL of a field a HASH lacks scans all of it.
 local FIRST_ATTEMPT_FIELDS = {'owner', 'entry', 'started_at', 'progress'}
 
-local function finish_job(job_key, retention, first_attempt)
-  if first_attempt then
-    redis.call('HDEL', job_key, unpack(FIRST_ATTEMPT_FIELDS))
+local function finish_job(job_key, retention, first_attempt, quiet)
+  if first_attempt and quiet then
+    call('HDEL', job_key, 'owner', 'entry', 'started_at')
+  elseif first_attempt then
+    call('HDEL', job_key, unpack(FIRST_ATTEMPT_FIELDS))
   else
-    redis.call('HDEL', job_key, unpack(RUNNING_FIELDS))
+    call('HDEL', job_key, unpack(RUNNING_FIELDS))
   end
-  redis.call('EXPIRE', job_key, retention)
+  call('EXPIRE', job_key, retention)
 end
 
 local function trim_done(stream, group)
-  local oldest = redis.call('XPENDING', stream, group)[2]
+  local oldest = call('XPENDING', stream, group)[2]
   if not oldest then
     -- Nothing pending: keep only what was never delivered, after the group's last-delivered-id.
     local last
-    for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+    for _, g in ipairs(call('XINFO', 'GROUPS', stream)) do
       local info = {}
       for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
       if info.name == group then last = info['last-delivered-id'] end
@@ -100,21 +116,30 @@ local function trim_done(stream, group)
     local ms, seq = string.match(last, '^(%d+)-(%d+)$')
     if not ms then return end
     oldest = ms .. '-' .. string.format('%d', tonumber(seq) + 1)
-    redis.call('XTRIM', stream, 'MINID', oldest)
+    call('XTRIM', stream, 'MINID', oldest)
     return
   end
-  redis.call('XTRIM', stream, 'MINID', '~', oldest)
+  call('XTRIM', stream, 'MINID', '~', oldest)
 end
 
 local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo'}
+
+local function queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now)
+  for _ = 1, 2 do
+    local id = call('XADD', stream, 'NOMKSTREAM', '*', 'chat_id', chat_id, 'reply_to', reply_to,
+      'kind', kind, 'job_id', job_id, 'text', text, 'created_at', now)
+    if id or not group then return id end
+    ensure_group(stream, group)
+  end
+end
 
 local function queue_reply(stream, r)
   local markup, op, edit, photo = r.markup, r.op, r.edit_message_id, r.photo
   if (not markup or markup == '') and (not op or op == '') and (not edit or edit == '')
     and (not photo or photo == '') then
-    -- A plain text reply, the common one: no table to build.
-    return redis.call('XADD', stream, '*', 'chat_id', r.chat_id, 'reply_to', r.reply_to or '',
-      'kind', r.kind, 'job_id', r.job_id or '', 'text', r.text or '', 'created_at', r.now)
+    -- The caller made sure of the group (no group given: nothing to create).
+    return queue_text_reply(stream, nil, r.chat_id, r.reply_to or '', r.kind, r.job_id or '',
+      r.text or '', r.now)
   end
   local fields = {'chat_id', r.chat_id, 'reply_to', r.reply_to or '', 'kind', r.kind,
     'job_id', r.job_id or '', 'text', r.text or ''}
@@ -127,18 +152,18 @@ local function queue_reply(stream, r)
   end
   fields[#fields + 1] = 'created_at'
   fields[#fields + 1] = r.now
-  return redis.call('XADD', stream, '*', unpack(fields))
+  return call('XADD', stream, '*', unpack(fields))
 end
 
 local function mark_update(updates_key, update_id, value, retention)
-  redis.call('HSET', updates_key, update_id, value)
-  redis.call('EXPIRE', updates_key, retention)
+  call('HSET', updates_key, update_id, value)
+  call('EXPIRE', updates_key, retention)
 end
 
 local function seen_update(updates_key, update_id, job_prefix)
-  local seen = redis.call('HGET', updates_key, update_id)
+  local seen = call('HGET', updates_key, update_id)
   if not seen then return nil end
   if seen == '-' then return {'duplicate_update', '', ''} end
-  local state = redis.call('HGET', job_prefix .. seen, 'status')
+  local state = call('HGET', job_prefix .. seen, 'status')
   return {'duplicate_update', seen, state or ''}
 end

@@ -525,6 +525,10 @@ async fn a_slow_jobs_result_edits_its_working_on_it_message() {
     );
     let job = rig.store.job(1).await;
     assert_eq!(job["progress_message_id"], progress_id.to_string());
+    // The worker said its attempt queued the message: the finished job drops `progress`,
+    // a field only a job that may still run needs.
+    assert_eq!(job["status"], "succeeded");
+    assert!(!job.contains_key("progress"), "{job:?}");
 }
 
 /// A callback answer is not held behind a chat's send limit.

@@ -136,6 +136,82 @@ async fn a_zombie_workers_late_completion_is_rejected() {
     );
 }
 
+/// Redis lost its last writes (a restart without persistence): the job id went to a new job,
+/// which another worker claimed as its attempt 1. The first worker's late outcome for the
+/// lost job has the same attempt number, but not the same entry: refused.
+#[tokio::test]
+async fn a_late_completion_for_a_job_id_given_again_is_rejected() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
+    assert_eq!(a.attempt, 1);
+
+    // The job and its entry are lost; the id is given again and claimed by B.
+    let mut conn = store.conn().await;
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    ledger.prepare().await.unwrap();
+    let again = enqueue(&ledger, 2, Command::Subscriptions, "").await;
+    assert_eq!(again, job, "the id is given again");
+    let new_entry = deliver(&redis.url(), B).await;
+    assert_ne!(new_entry, entry);
+    let (b, _) = run(claim(&store, &ledger, job, &new_entry, B).await);
+    assert_eq!(b.attempt, 1);
+
+    let late = complete(&store, &ledger, &a, &succeeded()).await;
+    assert!(matches!(late, Completed::Stale { .. }), "{late:?}");
+    assert_eq!(store.job(job).await["status"], "running");
+    assert!(
+        store.replies().await.is_empty(),
+        "{:?}",
+        store.replies().await
+    );
+    let done = complete(&store, &ledger, &b, &succeeded()).await;
+    assert_eq!(done, Completed::Recorded);
+}
+
+/// The replies stream is gone (deleted by hand, or lost): an outcome's reply makes it again,
+/// with the dispatcher's group, so the reply is not left where no group reads it.
+#[tokio::test]
+async fn an_outcome_whose_replies_stream_is_gone_makes_it_with_its_group() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let job = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let entry = deliver(&redis.url(), A).await;
+    let (a, _) = run(claim(&store, &ledger, job, &entry, A).await);
+    let mut conn = store.conn().await;
+    let replies = store.keys.replies_stream();
+    let _: () = redis::cmd("DEL")
+        .arg(&replies)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        complete(&store, &ledger, &a, &succeeded()).await,
+        Completed::Recorded
+    );
+    assert_eq!(store.replies().await.len(), 1);
+    // The dispatchers' group reads it.
+    let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg("probe")
+        .arg("COUNT")
+        .arg(10)
+        .arg("STREAMS")
+        .arg(&replies)
+        .arg(">")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = read
+        .keys
+        .iter()
+        .flat_map(|k| &k.ids)
+        .map(|e| e.id.as_str())
+        .collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+}
+
 #[tokio::test]
 async fn a_live_workers_lease_renewal_keeps_its_entry() {
     let (redis, ledger, store, _) = spawn_ledger(&[]).await;
@@ -410,6 +486,57 @@ async fn one_claim_settles_each_entry_of_a_batch_on_its_own() {
             ("running", B)
         );
     }
+}
+
+/// A first attempt's answer from complete.lua carries the job's text as it was stored, NUL
+/// bytes included (that answer is joined by NUL, so such a job is answered as JSON), and the
+/// reply address the outcome will use.
+#[tokio::test]
+async fn a_taken_first_attempt_keeps_every_byte_of_its_arguments() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let first = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let plain = enqueue(&ledger, 2, Command::Search, "三体 2023").await;
+    let nul = enqueue(&ledger, 3, Command::Search, "a\0b").await;
+    let first_entry = deliver(&redis.url(), A).await;
+    let (a1, _) = run(claim(&store, &ledger, first, &first_entry, A).await);
+    let taker = Taker {
+        consumer: A,
+        count: 2,
+    };
+    let done = checked_transitions(
+        &store,
+        "complete.lua",
+        ledger.complete_and_take(
+            &[(&a1, &succeeded())],
+            Duration::from_secs(60),
+            &taker,
+            true,
+        ),
+    )
+    .await
+    .unwrap();
+    let runs: Vec<(u64, String, String, String, u64)> = done
+        .taken
+        .into_iter()
+        .map(|t| match t {
+            Taken::Claimed(Ok(Claimed::Run { attempt, job, .. })) => (
+                job.id,
+                job.args,
+                attempt.chat_id,
+                attempt.message_id,
+                attempt.attempt,
+            ),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let chat = ALICE.to_string();
+    assert_eq!(
+        runs,
+        [
+            (plain, "三体 2023".into(), chat.clone(), "502".into(), 1),
+            (nul, "a\0b".into(), chat, "503".into(), 1),
+        ]
+    );
 }
 
 /// A completion takes new entries for the slots its group frees, in the same call: a pending

@@ -22,6 +22,11 @@ pub struct Attempt {
     /// The consumer (worker) that owns the attempt.
     pub consumer: String,
     pub attempt: u64,
+    /// Where the attempt's reply goes: the job's `chat_id` and `message_id` ("" for none) as
+    /// the claim read them (neither ever changes), so that recording the outcome need not
+    /// read them again.
+    pub chat_id: String,
+    pub message_id: String,
 }
 
 /// The job fields claim.lua returns, in its order (its `CLAIM_FIELDS`): what a worker reads.
@@ -43,6 +48,10 @@ pub const CLAIM_FIELDS: [&str; 16] = [
     field::REQUESTER,
     field::ROLE,
 ];
+
+/// Where `chat_id` and `message_id` are in [`CLAIM_FIELDS`]: an [`Attempt`] keeps them.
+const CLAIM_CHAT_ID: usize = 7;
+const CLAIM_MESSAGE_ID: usize = 9;
 
 /// What claiming an entry gave.
 #[derive(Debug, Clone)]
@@ -86,6 +95,10 @@ pub struct Outcome {
     pub retry_in: Duration,
     /// Extra job fields to record (MoviePilot ids touched, the external outcome, ...).
     pub fields: Vec<(String, String)>,
+    /// The attempt may have queued the "working on it" message (progress.lua), which marks
+    /// the job `progress`. Only then does a first attempt's outcome delete that field: asking
+    /// to delete a field the job lacks costs Redis a scan of the whole HASH.
+    pub progress_queued: bool,
 }
 
 /// A failure with no reply and no fields, to be filled in with `..Outcome::default()`.
@@ -102,6 +115,7 @@ impl Default for Outcome {
             photo: String::new(),
             retry_in: Duration::ZERO,
             fields: Vec::new(),
+            progress_queued: false,
         }
     }
 }
@@ -285,7 +299,7 @@ impl Ledger {
     ) -> ScriptCall {
         let k = &self.keys;
         let n = delivered.len();
-        let mut call = ScriptCall::new(&scripts::CLAIM, 5 + n, 7 + 2 * n, 512 + 96 * n);
+        let mut call = ScriptCall::new(&scripts::CLAIM, 5 + n, 7 + 3 * n, 512 + 112 * n);
         call.key("jobs stream", k.jobs_stream())
             .key("replies stream", k.replies_stream())
             .key("review index", k.review_index())
@@ -301,7 +315,9 @@ impl Ledger {
             .arg("retention", limits.retention.as_secs());
         for (job_id, entry) in delivered {
             // Only the script knows whether it holds the job; the buttons are ready in case.
-            call.args([entry.as_str(), self.review.for_job(*job_id).as_str()]);
+            call.args([entry.as_str()])
+                .args([*job_id])
+                .args([self.review.for_job(*job_id).as_str()]);
         }
         call
     }
@@ -527,28 +543,30 @@ impl Ledger {
         // the worker acts on them (`Ledger::durable`).
         let mut reply: Vec<String> = self.send_durable(&call, DOING).await?;
         let answered = reply.first().and_then(|n| n.parse::<usize>().ok());
-        if answered != Some(done.len()) || reply.len() > 1 + done.len() + taker.count {
+        if answered != Some(done.len()) || reply.len() < 1 + done.len() {
+            return Err(LedgerError::Corrupt {
+                doing: DOING,
+                detail: format!("{} values for {} outcomes", reply.len(), done.len()),
+            });
+        }
+        let taken = taken_from(taker.consumer, reply.split_off(1 + done.len()));
+        if taken.len() > taker.count {
             return Err(LedgerError::Corrupt {
                 doing: DOING,
                 detail: format!(
-                    "{} values for {} outcomes and at most {} entries taken",
-                    reply.len(),
-                    done.len(),
+                    "{} entries taken, at most {} asked",
+                    taken.len(),
                     taker.count
                 ),
             });
         }
-        let taken = reply.split_off(1 + done.len());
         Ok(Completions {
             answers: reply
                 .into_iter()
                 .skip(1)
                 .map(|a| completed_from(serde_json::from_str(&a).unwrap_or_default()))
                 .collect(),
-            taken: taken
-                .into_iter()
-                .map(|t| taken_from(taker.consumer, t))
-                .collect(),
+            taken,
         })
     }
 
@@ -571,7 +589,7 @@ impl Ledger {
         let mut call = ScriptCall::new(
             &scripts::COMPLETE,
             7 + n,
-            6 + 16 * n,
+            6 + 9 * n,
             512 + 256 * n + text_len,
         );
         call.key("jobs stream", k.jobs_stream())
@@ -592,21 +610,35 @@ impl Ledger {
                 if trim { "1" } else { "0" },
             );
         for (attempt, outcome) in done {
-            let review = if outcome.status == JobState::NeedsReview {
+            // One outcome, in the order complete.lua reads it (its header, "per outcome").
+            call.args([attempt.entry.as_str()])
+                .args([attempt.attempt])
+                .args([
+                    attempt.chat_id.as_str(),
+                    attempt.message_id.as_str(),
+                    outcome.status.as_str(),
+                    outcome.result.as_str(),
+                    outcome.reply.as_str(),
+                    outcome.reply_kind.as_str(),
+                ]);
+            let review = outcome.status == JobState::NeedsReview;
+            let common = !review
+                && outcome.status != JobState::RetryWait
+                && outcome.error.is_empty()
+                && outcome.markup.is_empty()
+                && outcome.tokens.is_empty()
+                && outcome.photo.is_empty()
+                && outcome.fields.is_empty();
+            if common {
+                call.args([if outcome.progress_queued { "p" } else { "0" }]);
+                continue;
+            }
+            let review = if review {
                 self.review.for_job(attempt.job_id)
             } else {
                 String::new()
             };
-            // One outcome, in the order complete.lua reads it (its header, "per outcome").
-            call.args([attempt.entry.as_str(), attempt.consumer.as_str()])
-                .args([attempt.attempt])
-                .args([
-                    outcome.status.as_str(),
-                    outcome.result.as_str(),
-                    outcome.error.as_str(),
-                    outcome.reply.as_str(),
-                    outcome.reply_kind.as_str(),
-                ])
+            call.args(["1", outcome.error.as_str()])
                 .args([(now + outcome.retry_in).as_millis() as u64])
                 .args([
                     outcome.markup.as_str(),
@@ -743,28 +775,77 @@ impl Ledger {
     }
 }
 
-/// One entry complete.lua took (its header's "taken": a JSON array of strings).
-fn taken_from(consumer: &str, raw: String) -> Taken {
-    let mut answer = match serde_json::from_str::<Vec<String>>(&raw) {
-        Ok(answer) if answer.len() >= 3 => answer,
-        _ => {
-            return Taken::Corrupt(LedgerError::Corrupt {
-                doing: "taking new jobs",
-                detail: format!("complete took {raw:?}"),
-            });
-        }
-    };
-    let rest = answer.split_off(2);
-    let entry = answer.pop().unwrap_or_default();
-    let job_id = answer.pop().unwrap_or_default();
-    let Ok(job_id) = job_id.parse::<u64>() else {
+/// The entries complete.lua took (its header's "taken"), one string each, in stream order:
+/// the job id, the entry id and an answer, joined by NUL bytes or as a JSON array of strings.
+fn taken_from(consumer: &str, values: Vec<String>) -> Vec<Taken> {
+    values
+        .into_iter()
+        .map(|raw| {
+            let parts: Option<Vec<String>> = if raw.starts_with('[') {
+                serde_json::from_str(&raw).ok()
+            } else {
+                Some(raw.split('\0').map(str::to_string).collect())
+            };
+            match parts {
+                Some(parts) if parts.len() >= 3 => taken_one(consumer, parts),
+                _ => Taken::Corrupt(LedgerError::Corrupt {
+                    doing: "taking new jobs",
+                    detail: format!("complete took {raw:?}"),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// One taken entry: its job id, its entry id and its answer.
+fn taken_one(consumer: &str, mut parts: Vec<String>) -> Taken {
+    let answer = parts.split_off(2);
+    let entry = parts.pop().unwrap_or_default();
+    let Ok(job_id) = parts.pop().unwrap_or_default().parse::<u64>() else {
         // An entry naming no job: acknowledged and deleted by the script.
         return Taken::Claimed(Ok(Claimed::Skip { status: None }));
     };
-    if rest.first().map(String::as_str) == Some("defer") {
-        return Taken::Deferred { job_id, entry };
+    let answer = match answer[0].as_str() {
+        "defer" => return Taken::Deferred { job_id, entry },
+        "first" => first_attempt_answer(&entry, job_id, answer),
+        _ => answer,
+    };
+    Taken::Claimed(claimed_from(job_id, &entry, consumer, answer))
+}
+
+/// claim.lua's answer for a job's first attempt, from complete.lua's shorter "first" one
+/// (`first`, command, args, chat_id, user_id, message_id, recovery, requester, role): what
+/// every first attempt has alike filled in. Any other length is left to fail as corrupt.
+fn first_attempt_answer(entry: &str, job_id: u64, answer: Vec<String>) -> Vec<String> {
+    if answer.len() != 9 {
+        return answer;
     }
-    Taken::Claimed(claimed_from(job_id, &entry, consumer, rest))
+    let mut v = answer.into_iter().skip(1);
+    let mut next = || v.next().unwrap_or_default();
+    let (command, args, chat_id, user_id) = (next(), next(), next(), next());
+    let (message_id, recovery, requester, role) = (next(), next(), next(), next());
+    // In CLAIM_FIELDS order, after "run", the attempt and the mode.
+    vec![
+        "run".into(),
+        "1".into(),
+        "fresh".into(),
+        JobState::Running.as_str().into(),
+        "1".into(),
+        "0".into(),
+        entry.to_string(),
+        job_id.to_string(),
+        command,
+        args,
+        chat_id,
+        user_id,
+        message_id,
+        recovery,
+        String::new(),
+        String::new(),
+        String::new(),
+        requester,
+        role,
+    ]
 }
 
 /// One outcome's answer from complete.lua (see its header; JSON-decoded by the caller).
@@ -823,6 +904,8 @@ fn claimed_from(
             if reply.len() != 3 + CLAIM_FIELDS.len() {
                 return Err(corrupt(format!("claim answered {reply:?}")));
             }
+            let chat_id = reply[3 + CLAIM_CHAT_ID].clone();
+            let message_id = reply[3 + CLAIM_MESSAGE_ID].clone();
             let job = job_from_claim(reply.into_iter().skip(3)).map_err(corrupt)?;
             Ok(Claimed::Run {
                 attempt: Attempt {
@@ -830,6 +913,8 @@ fn claimed_from(
                     entry: entry.to_string(),
                     consumer: consumer.to_string(),
                     attempt,
+                    chat_id,
+                    message_id,
                 },
                 job: Box::new(job),
                 recovered,
@@ -857,7 +942,7 @@ fn claimed_from(
 
 #[cfg(test)]
 mod tests {
-    use super::{CLAIM_FIELDS, Job, job_from_claim};
+    use super::{CLAIM_FIELDS, Claimed, Job, JobState, Taken, field, job_from_claim};
     use std::collections::BTreeMap;
 
     #[test]
@@ -899,6 +984,105 @@ mod tests {
         assert!(job_from_claim(bad.into_iter()).is_err());
     }
 
+    /// complete.lua's taken entries, one of each kind, and a first attempt's short answer
+    /// making the same job and attempt as the full one claim.lua gives.
+    #[test]
+    fn taken_entries_are_read_by_their_kind() {
+        let s = |v: &[&str]| v.iter().map(|v| v.to_string()).collect::<Vec<String>>();
+        let first = [
+            "42",
+            "1-0",
+            "first",
+            "subscribe",
+            "三体",
+            "-100",
+            "7",
+            "9",
+            "verify",
+            "",
+            "user",
+        ];
+        let full = s(&[
+            "run",
+            "1",
+            "fresh",
+            "running",
+            "1",
+            "0",
+            "1-0",
+            "42",
+            "subscribe",
+            "三体",
+            "-100",
+            "7",
+            "9",
+            "verify",
+            "",
+            "",
+            "",
+            "",
+            "user",
+        ]);
+        let retried = serde_json::to_string(&[
+            "43", "2-0", "run", "3", "fresh", "running", "3", "1", "2-0", "43", "search", "x", "5",
+            "5", "", "once", "2", "1700", "1", "alice", "",
+        ])
+        .unwrap();
+        // A first attempt whose arguments hold a NUL byte comes as JSON.
+        let mut nul = first;
+        nul[0] = "46";
+        nul[4] = "a\0b";
+        let taken = super::taken_from(
+            "w1",
+            vec![
+                first.join("\0"),
+                retried,
+                r#"["44","3-0","skip","succeeded"]"#.into(),
+                r#"["45","4-0","defer"]"#.into(),
+                r#"["","5-0","skip","missing"]"#.into(),
+                serde_json::to_string(&nul).unwrap(),
+                "not an answer".into(),
+            ],
+        );
+        assert_eq!(taken.len(), 7, "{taken:?}");
+        let Taken::Claimed(Ok(Claimed::Run { attempt, job, .. })) = &taken[0] else {
+            panic!("{:?}", taken[0]);
+        };
+        let Ok(Claimed::Run {
+            attempt: whole_attempt,
+            job: whole_job,
+            recovered: false,
+        }) = super::claimed_from(42, "1-0", "w1", full)
+        else {
+            panic!("the full answer claims");
+        };
+        assert_eq!((attempt, job), (&whole_attempt, &whole_job));
+        assert_eq!(
+            (attempt.chat_id.as_str(), attempt.message_id.as_str()),
+            ("-100", "9")
+        );
+        let Taken::Claimed(Ok(Claimed::Run { attempt, job, .. })) = &taken[1] else {
+            panic!("{:?}", taken[1]);
+        };
+        assert_eq!((attempt.attempt, job.id, job.attempts), (3, 43, 3));
+        assert!(matches!(
+            taken[2],
+            Taken::Claimed(Ok(Claimed::Skip {
+                status: Some(JobState::Succeeded)
+            }))
+        ));
+        assert!(matches!(&taken[3], Taken::Deferred { job_id: 45, entry } if entry == "4-0"));
+        assert!(matches!(
+            taken[4],
+            Taken::Claimed(Ok(Claimed::Skip { status: None }))
+        ));
+        let Taken::Claimed(Ok(Claimed::Run { job, .. })) = &taken[5] else {
+            panic!("{:?}", taken[5]);
+        };
+        assert_eq!((job.id, job.args.as_str()), (46, "a\0b"));
+        assert!(matches!(taken[6], Taken::Corrupt(_)), "{:?}", taken[6]);
+    }
+
     #[test]
     fn claim_fields_are_the_scripts_list() {
         let script = crate::assets::read("lua/include/claim.lua");
@@ -913,5 +1097,7 @@ mod tests {
             .filter(|n| !n.is_empty())
             .collect();
         assert_eq!(names, CLAIM_FIELDS);
+        assert_eq!(CLAIM_FIELDS[super::CLAIM_CHAT_ID], field::CHAT_ID);
+        assert_eq!(CLAIM_FIELDS[super::CLAIM_MESSAGE_ID], field::MESSAGE_ID);
     }
 }

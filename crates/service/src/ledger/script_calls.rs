@@ -138,6 +138,8 @@ fn attempt() -> Attempt {
         entry: "1-0".into(),
         consumer: "w1".into(),
         attempt: 1,
+        chat_id: "1".into(),
+        message_id: String::new(),
     }
 }
 

@@ -384,26 +384,39 @@ impl Worker {
         attempt: &Attempt,
         recovered: bool,
     ) -> Outcome {
-        let run = self.execute(job, attempt, recovered);
+        let progress = AtomicBool::new(false);
+        let run = self.execute(job, attempt, recovered, &progress);
         tokio::pin!(run);
         let progress_after = Duration::from_millis(self.cfg.progress_after_ms);
-        if progress_after.is_zero() {
-            return run.await;
-        }
-        tokio::select! {
-            outcome = &mut run => outcome,
-            _ = tokio::time::sleep(progress_after) => {
-                let text = self.render.working_on_it();
-                if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
-                    tracing::warn!(error = %e, "could not queue the progress message");
+        let mut outcome = if progress_after.is_zero() {
+            run.await
+        } else {
+            tokio::select! {
+                outcome = &mut run => outcome,
+                _ = tokio::time::sleep(progress_after) => {
+                    progress.store(true, Ordering::Relaxed);
+                    let text = self.render.working_on_it();
+                    if let Err(e) = self.ledger.queue_progress(job.id, attempt.attempt, &text).await {
+                        tracing::warn!(error = %e, "could not queue the progress message");
+                    }
+                    run.await
                 }
-                run.await
             }
-        }
+        };
+        // Set before each call, whatever it answered: a call that timed out may have queued.
+        outcome.progress_queued = progress.load(Ordering::Relaxed);
+        outcome
     }
 
     /// Runs the job's action and turns the result into the outcome to record.
-    async fn execute(&self, job: &Job, attempt: &Attempt, recovered: bool) -> Outcome {
+    /// `progress` is set before a progress message is queued.
+    async fn execute(
+        &self,
+        job: &Job,
+        attempt: &Attempt,
+        recovered: bool,
+        progress: &AtomicBool,
+    ) -> Outcome {
         let action = match &job.command {
             JobCommand::Known(command) => Action::parse(*command, &job.args),
             JobCommand::Other(_) => None,
@@ -430,6 +443,7 @@ impl Worker {
             // The search takes as long as the slowest site: say so at once, not after
             // worker.progress_after_ms; the list then replaces this message.
             let text = self.render.searching_sites();
+            progress.store(true, Ordering::Relaxed);
             if let Err(e) = self
                 .ledger
                 .queue_progress(job.id, attempt.attempt, &text)
