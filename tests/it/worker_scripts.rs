@@ -7,7 +7,7 @@ use std::time::Duration;
 use oncebot::commands::Command;
 use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
-    JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved, StepKey, Taken, Taker,
+    Completions, JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved, StepKey, Taken, Taker,
 };
 
 use crate::support::app::spawn_ledger;
@@ -73,6 +73,28 @@ async fn complete(
         store,
         "complete.lua",
         ledger.complete(attempt, outcome, Duration::from_secs(60)),
+    )
+    .await
+    .unwrap()
+}
+
+/// complete.lua for `attempt`'s success, taking up to `count` new entries for worker A.
+async fn complete_taking(
+    store: &Store,
+    ledger: &Ledger,
+    attempt: &Attempt,
+    count: usize,
+) -> Completions {
+    let taker = Taker { consumer: A, count };
+    checked_transitions(
+        store,
+        "complete.lua",
+        ledger.complete_and_take(
+            &[(attempt, &succeeded())],
+            Duration::from_secs(60),
+            &taker,
+            true,
+        ),
     )
     .await
     .unwrap()
@@ -499,22 +521,7 @@ async fn a_taken_first_attempt_keeps_every_byte_of_its_arguments() {
     let nul = enqueue(&ledger, 3, Command::Search, "a\0b").await;
     let first_entry = deliver(&redis.url(), A).await;
     let (a1, _) = run(claim(&store, &ledger, first, &first_entry, A).await);
-    let taker = Taker {
-        consumer: A,
-        count: 2,
-    };
-    let done = checked_transitions(
-        &store,
-        "complete.lua",
-        ledger.complete_and_take(
-            &[(&a1, &succeeded())],
-            Duration::from_secs(60),
-            &taker,
-            true,
-        ),
-    )
-    .await
-    .unwrap();
+    let done = complete_taking(&store, &ledger, &a1, 2).await;
     let runs: Vec<(u64, String, String, String, u64)> = done
         .taken
         .into_iter()
@@ -574,22 +581,7 @@ async fn a_completion_takes_and_claims_new_entries_for_the_slots_it_frees() {
         .unwrap();
     let running_entry = store.job(running).await["entry"].clone();
 
-    let taker = Taker {
-        consumer: A,
-        count: 3,
-    };
-    let done = checked_transitions(
-        &store,
-        "complete.lua",
-        ledger.complete_and_take(
-            &[(&a1, &succeeded())],
-            Duration::from_secs(60),
-            &taker,
-            true,
-        ),
-    )
-    .await
-    .unwrap();
+    let done = complete_taking(&store, &ledger, &a1, 3).await;
     assert_eq!(done.answers.len(), 1);
     assert_eq!(*done.answers[0].as_ref().unwrap(), Completed::Recorded);
     let mut taken = done.taken.into_iter();

@@ -945,26 +945,29 @@ mod tests {
     use super::{CLAIM_FIELDS, Claimed, Job, JobState, Taken, field, job_from_claim};
     use std::collections::BTreeMap;
 
+    /// A fresh job's CLAIM_FIELDS as a claim answers them.
+    const FRESH: [&str; 16] = [
+        "running",
+        "1",
+        "",
+        "1-0",
+        "42",
+        "subscribe",
+        "三体",
+        "-100",
+        "7",
+        "9",
+        "verify",
+        "",
+        "",
+        "",
+        "",
+        "user",
+    ];
+
     #[test]
     fn a_claims_job_is_the_job_its_fields_make() {
-        let fresh = [
-            "running",
-            "1",
-            "",
-            "1-0",
-            "42",
-            "subscribe",
-            "三体",
-            "-100",
-            "7",
-            "9",
-            "verify",
-            "",
-            "",
-            "",
-            "",
-            "user",
-        ];
+        let fresh = FRESH;
         let retried = [
             "running", "3", "1", "5-1", "43", "search", "x", "5", "5", "", "once", "2", "1700",
             "1", "alice", "",
@@ -989,40 +992,16 @@ mod tests {
     #[test]
     fn taken_entries_are_read_by_their_kind() {
         let s = |v: &[&str]| v.iter().map(|v| v.to_string()).collect::<Vec<String>>();
+        // FRESH's job as complete.lua answers its first attempt: id, entry, "first", command,
+        // args, chat_id, user_id, message_id, recovery, requester, role.
+        let f = FRESH;
         let first = [
-            "42",
-            "1-0",
-            "first",
-            "subscribe",
-            "三体",
-            "-100",
-            "7",
-            "9",
-            "verify",
-            "",
-            "user",
+            f[4], f[3], "first", f[5], f[6], f[7], f[8], f[9], f[10], f[14], f[15],
         ];
-        let full = s(&[
-            "run",
-            "1",
-            "fresh",
-            "running",
-            "1",
-            "0",
-            "1-0",
-            "42",
-            "subscribe",
-            "三体",
-            "-100",
-            "7",
-            "9",
-            "verify",
-            "",
-            "",
-            "",
-            "",
-            "user",
-        ]);
+        let mut full = s(&["run", "1", "fresh"]);
+        full.extend(s(&FRESH));
+        // What a first attempt has alike: recoveries "0" where FRESH has none.
+        full[5] = "0".into();
         let retried = serde_json::to_string(&[
             "43", "2-0", "run", "3", "fresh", "running", "3", "1", "2-0", "43", "search", "x", "5",
             "5", "", "once", "2", "1700", "1", "alice", "",
