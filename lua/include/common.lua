@@ -41,13 +41,13 @@
                                     NOMKSTREAM found no stream: no EXISTS per call; with none
                                     (nil), the caller made sure
   queue_reply(stream, r)            XADD of one replies-stream entry: with queue_text_reply, the
-                                    one place its fields are written: r = {chat_id, reply_to, kind, job_id, text, now,
-                                    and when they apply markup, op, edit_message_id, photo (a
-                                    poster's http or https URL: the dispatcher sends it with
-                                    sendPhoto, text as its caption)}; "" or nil for reply_to,
-                                    job_id and text stand for none, and an optional field that
-                                    is "" or nil is left out. The caller makes sure the group
-                                    exists (ensure_group)
+                                    one place its fields are written: r = {chat_id, reply_to,
+                                    kind, job_id, text, now, and when they apply markup, op,
+                                    edit_message_id, photo (a poster's http or https URL: the
+                                    dispatcher sends it with sendPhoto, text as its caption)};
+                                    "" or nil for reply_to, job_id and text stand for none, and
+                                    an optional field that is "" or nil is left out. The caller
+                                    makes sure the group exists (ensure_group)
 ]]
 
 -- redis.call through a local: each use of the global is two table lookups, and the scripts
@@ -90,10 +90,12 @@ end
 local RUNNING_FIELDS = {'owner', 'entry', 'started_at', 'retry_at', 'progress'}
 -- The same but `retry_at`: HDEL of a field a HASH lacks scans all of it.
 local FIRST_ATTEMPT_FIELDS = {'owner', 'entry', 'started_at', 'progress'}
+-- The same but `progress` too, for a first attempt that queued no "working on it" message.
+local QUIET_FIRST_ATTEMPT_FIELDS = {'owner', 'entry', 'started_at'}
 
 local function finish_job(job_key, retention, first_attempt, quiet)
   if first_attempt and quiet then
-    call('HDEL', job_key, 'owner', 'entry', 'started_at')
+    call('HDEL', job_key, unpack(QUIET_FIRST_ATTEMPT_FIELDS))
   elseif first_attempt then
     call('HDEL', job_key, unpack(FIRST_ATTEMPT_FIELDS))
   else

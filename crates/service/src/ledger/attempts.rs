@@ -621,8 +621,8 @@ impl Ledger {
                     outcome.reply.as_str(),
                     outcome.reply_kind.as_str(),
                 ]);
-            let review = outcome.status == JobState::NeedsReview;
-            let common = !review
+            let needs_review = outcome.status == JobState::NeedsReview;
+            let common = !needs_review
                 && outcome.status != JobState::RetryWait
                 && outcome.error.is_empty()
                 && outcome.markup.is_empty()
@@ -633,7 +633,7 @@ impl Ledger {
                 call.args([if outcome.progress_queued { "p" } else { "0" }]);
                 continue;
             }
-            let review = if review {
+            let review = if needs_review {
                 self.review.for_job(attempt.job_id)
             } else {
                 String::new()

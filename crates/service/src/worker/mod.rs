@@ -403,7 +403,8 @@ impl Worker {
                 }
             }
         };
-        // Set before each call, whatever it answered: a call that timed out may have queued.
+        // `progress` is set before each queue_progress call, whatever the call then answers:
+        // one that timed out may still have queued the message.
         outcome.progress_queued = progress.load(Ordering::Relaxed);
         outcome
     }
