@@ -33,11 +33,12 @@
   ARGV[3] replies consumer group
   ARGV[4] how many new entries to take after recording (0: none)
   ARGV[5] consumer name that takes them (the worker's)
-  ARGV[6] trim the jobs stream after acknowledging (include/common.lua's trim_done): "1", or
-          "0" to leave it to a later call. A worker asks for it every few dozen outcomes and whenever
-          nothing else of its own still runs, so a busy worker does not pay for an XPENDING
-          and an XTRIM per group that would mostly remove nothing, and an idle stream still
-          ends empty
+  ARGV[6] trim the jobs stream after acknowledging (include/common.lua's trim_done): "1" now;
+          "d" only once drained, when the read below took fewer entries than asked (or none was
+          asked): nothing new waits, so the worker is going idle; "0" to leave it to a later
+          call. A worker asks "1" every few dozen outcomes and "d" whenever nothing else of its
+          own still runs, so a busy worker does not pay for an XPENDING and an XTRIM per group
+          that would mostly remove nothing, and an idle stream still ends empty
   then one record per outcome, in KEYS order: 9 values, and 7 more when the ninth is "1":
     +1  stream entry id of the attempt
     +2  attempt number (the fencing token)
@@ -117,7 +118,7 @@
 local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local job_prefix = KEYS[7]
 local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
-local take, taker, trim = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
+local take, taker, trim = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 
 local NO_EARLIER = {false, false}
 -- The answers of the four statuses, made once: a string built per outcome is a new Lua string.
@@ -269,13 +270,18 @@ for i = 1, n do
 end
 if #acked > 0 then
   call('XACK', stream, group, unpack(acked))
-  if trim then trim_done(stream, group) end
+  if trim == '1' then trim_done(stream, group) end
 end
 
+local got = 0
 if take > 0 then
   local read = call('XREADGROUP', 'GROUP', group, taker, 'COUNT', take, 'STREAMS', stream, '>')
   if read then
-    for _, e in ipairs(read[1][2]) do out[#out + 1] = take_one(e[1], e[2]) end
+    local entries = read[1][2]
+    got = #entries
+    for _, e in ipairs(entries) do out[#out + 1] = take_one(e[1], e[2]) end
   end
 end
+-- Once drained: after the read, which tells whether anything new still waits.
+if trim == 'd' and #acked > 0 and got < take then trim_done(stream, group) end
 return out

@@ -8,6 +8,7 @@ use oncebot::commands::Command;
 use oncebot::ledger::{
     Admission, AdmissionAction, Admitted, Attempt, AttemptLimits, ClaimTexts, Claimed, Completed,
     Completions, JobState, Ledger, Outcome, ReplyKind, Resolution, Resolved, StepKey, Taken, Taker,
+    Trim,
 };
 
 use crate::support::app::spawn_ledger;
@@ -85,6 +86,17 @@ async fn complete_taking(
     attempt: &Attempt,
     count: usize,
 ) -> Completions {
+    complete_taking_trimming(store, ledger, attempt, count, Trim::Now).await
+}
+
+/// [`complete_taking`], trimming the jobs stream as `trim` says.
+async fn complete_taking_trimming(
+    store: &Store,
+    ledger: &Ledger,
+    attempt: &Attempt,
+    count: usize,
+    trim: Trim,
+) -> Completions {
     let taker = Taker { consumer: A, count };
     checked_transitions(
         store,
@@ -93,11 +105,19 @@ async fn complete_taking(
             &[(attempt, &succeeded())],
             Duration::from_secs(60),
             &taker,
-            true,
+            trim,
         ),
     )
     .await
     .unwrap()
+}
+
+/// The attempt of the one job a completion took.
+fn taken_attempt(done: Completions) -> Attempt {
+    match <[Taken; 1]>::try_from(done.taken) {
+        Ok([Taken::Claimed(Ok(Claimed::Run { attempt, .. }))]) => attempt,
+        other => panic!("expected one job taken, got {other:?}"),
+    }
 }
 
 fn run(claimed: Claimed) -> (Attempt, bool) {
@@ -748,6 +768,52 @@ async fn a_finished_entry_is_trimmed_once_every_older_one_is_done_and_the_backlo
     );
     assert!(store.jobs_on_stream().await.is_empty());
     assert_eq!(jobs_backlog(ledger.queue_stats().await.unwrap()), (0, 0));
+}
+
+/// A busy worker's groups hold every slot, so they ask for the trim "once drained": the stream
+/// is trimmed only by the call whose read finds nothing more to take, and then left empty.
+#[tokio::test]
+async fn a_trim_once_drained_waits_for_the_read_that_finds_nothing_more() {
+    let (redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let first = enqueue(&ledger, 1, Command::Subscriptions, "").await;
+    let second = enqueue(&ledger, 2, Command::Subscriptions, "").await;
+    let third = enqueue(&ledger, 3, Command::Subscriptions, "").await;
+    let first_entry = deliver(&redis.url(), A).await;
+    let (a1, _) = run(claim(&store, &ledger, first, &first_entry, A).await);
+
+    // Each of the next two calls takes as many as it asks: more may wait, so neither pays for
+    // a trim (its XTRIM would remove nothing here anyway: only whole stream nodes while
+    // entries are pending).
+    let a2 =
+        taken_attempt(complete_taking_trimming(&store, &ledger, &a1, 1, Trim::IfDrained).await);
+    assert_eq!(a2.job_id, second);
+    let a3 =
+        taken_attempt(complete_taking_trimming(&store, &ledger, &a2, 1, Trim::IfDrained).await);
+    assert_eq!(a3.job_id, third);
+    assert_eq!(store.jobs_on_stream().await, [first, second, third]);
+    assert_eq!(
+        xtrim_calls(&store).await,
+        0,
+        "a call that took all it asked trimmed"
+    );
+
+    // The last finds nothing: the worker goes idle, and leaves the stream empty.
+    let done = complete_taking_trimming(&store, &ledger, &a3, 1, Trim::IfDrained).await;
+    assert!(done.taken.is_empty());
+    assert_eq!(xtrim_calls(&store).await, 1);
+    assert!(store.jobs_on_stream().await.is_empty());
+}
+
+/// XTRIM calls this Redis has run, scripts' included (`INFO commandstats`).
+async fn xtrim_calls(store: &Store) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut store.conn().await)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_xtrim:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
 }
 
 /// step_key.lua: the ⚡ Auto job's download takes `下载 1`'s business key for itself, unless a

@@ -138,6 +138,28 @@ pub struct Taker<'a> {
     pub count: usize,
 }
 
+/// Whether a completion trims the jobs stream after acknowledging (complete.lua's ARGV[6]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trim {
+    /// Leave it to a later call.
+    No,
+    /// Trim now.
+    Now,
+    /// Trim only when the call's read took fewer entries than asked (or none was asked):
+    /// nothing new waits, the worker is going idle.
+    IfDrained,
+}
+
+impl Trim {
+    fn as_arg(self) -> &'static str {
+        match self {
+            Trim::No => "0",
+            Trim::Now => "1",
+            Trim::IfDrained => "d",
+        }
+    }
+}
+
 /// What [`Ledger::complete_and_take`] gave: one answer per outcome, in order, then the
 /// entries it took.
 #[derive(Debug)]
@@ -520,7 +542,7 @@ impl Ledger {
             count: 0,
         };
         Ok(self
-            .complete_and_take(done, retention, &taker, true)
+            .complete_and_take(done, retention, &taker, Trim::Now)
             .await?
             .answers)
     }
@@ -528,14 +550,14 @@ impl Ledger {
     /// [`Self::complete_all`], then up to `taker.count` new entries of the jobs stream read for
     /// `taker.consumer` and claimed, in the same atomic call (complete.lua's "taken"): a busy
     /// worker's one call per group. A `running` job among them is deferred to
-    /// [`Self::claim_all`], which applies its recovery policy. `trim`: trim the jobs stream
-    /// after acknowledging (complete.lua's ARGV[6]; [`Self::complete_all`] always does).
+    /// [`Self::claim_all`], which applies its recovery policy. `trim`: whether to trim the jobs
+    /// stream after acknowledging ([`Self::complete_all`] always does).
     pub async fn complete_and_take(
         &self,
         done: &[(&Attempt, &Outcome)],
         retention: Duration,
         taker: &Taker<'_>,
-        trim: bool,
+        trim: Trim,
     ) -> Result<Completions, LedgerError> {
         const DOING: &str = "recording jobs' outcomes";
         let call = self.complete_call(done, retention, taker, trim);
@@ -575,7 +597,7 @@ impl Ledger {
         done: &[(&Attempt, &Outcome)],
         retention: Duration,
         taker: &Taker<'_>,
-        trim: bool,
+        trim: Trim,
     ) -> ScriptCall {
         let k = &self.keys;
         let now = std::time::SystemTime::now()
@@ -605,10 +627,7 @@ impl Ledger {
             .arg("replies consumer group", keys::REPLIES_GROUP)
             .arg("how many new entries to take", taker.count)
             .arg("consumer name that takes them", taker.consumer)
-            .arg(
-                "trim the jobs stream after acknowledging",
-                if trim { "1" } else { "0" },
-            );
+            .arg("trim the jobs stream after acknowledging", trim.as_arg());
         for (attempt, outcome) in done {
             // One outcome, in the order complete.lua reads it (its header, "per outcome").
             call.args([attempt.entry.as_str()])

@@ -33,6 +33,7 @@ use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
 pub use attempts::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, Outcome, Taken, Taker,
+    Trim,
 };
 pub use conn::{Conn, cluster_nodes, is_redis_url};
 pub use keys::Keys;

@@ -250,7 +250,7 @@ async fn complete_call_names_its_header() {
                 consumer: "w1",
                 count: 8,
             },
-            false,
+            crate::ledger::Trim::No,
         ),
         true,
     );

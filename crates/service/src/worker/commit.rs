@@ -22,7 +22,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::Worker;
-use crate::ledger::{Attempt, Completed, Completions, Outcome, Taken, Taker};
+use crate::ledger::{Attempt, Completed, Completions, Outcome, Taken, Taker, Trim};
 
 /// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
 /// other client's command) for longer than a few milliseconds.
@@ -102,18 +102,24 @@ impl Worker {
             .iter()
             .map(|m| m.permit.as_ref().map_or(0, |p| p.num_permits()))
             .sum();
-        // Every few dozen outcomes, and whenever this group holds every slot in use (nothing
-        // else of this worker runs or is being claimed), so that a worker going idle leaves
-        // the stream trimmed: empty, once no other worker has an entry pending.
+        // Every few dozen outcomes; and when this group holds every slot in use (nothing else
+        // of this worker runs or is being claimed) and its call finds nothing new to take, so
+        // that a worker going idle leaves the stream trimmed: empty, once no other worker has
+        // an entry pending. (A busy worker's groups hold every slot too: they wait for the
+        // jobs beside them.)
         *untrimmed += members.len();
         let in_use = self
             .cfg
             .concurrency
             .saturating_sub(self.permits.available_permits());
-        let trim = *untrimmed >= TRIM_EVERY || in_use <= slots;
-        if trim {
+        let trim = if *untrimmed >= TRIM_EVERY {
             *untrimmed = 0;
-        }
+            Trim::Now
+        } else if in_use <= slots {
+            Trim::IfDrained
+        } else {
+            Trim::No
+        };
         let taker = Taker {
             consumer: &self.consumer,
             count: if self.may_take(reading) { slots } else { 0 },
