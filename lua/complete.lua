@@ -241,15 +241,16 @@ local function take_one(entry, fields)
         if every[2] == '0' then
           begin_attempt(job_key, '1', taker, now, 0)
           -- A job's first attempt: only the values the job was made with (see the header).
-          local first = {id, entry, 'first', every[4] or '', every[5] or '', every[6] or '',
-            every[7] or '', every[8] or '', every[9] or '', every[10] or '', every[11] or ''}
+          local args, requester = every[5] or '', every[10] or ''
           -- Only the arguments and the requester are free text; the rest are numbers and
-          -- oncebot's own words.
-          if not string.find(first[5], '\0', 1, true)
-            and not string.find(first[10], '\0', 1, true) then
-            return table.concat(first, '\0')
+          -- oncebot's own words. One concatenation makes one string: no table, no buffer.
+          if not string.find(args, '\0', 1, true) and not string.find(requester, '\0', 1, true) then
+            return id .. '\0' .. entry .. '\0first\0' .. (every[4] or '') .. '\0' .. args .. '\0'
+              .. (every[6] or '') .. '\0' .. (every[7] or '') .. '\0' .. (every[8] or '') .. '\0'
+              .. (every[9] or '') .. '\0' .. requester .. '\0' .. (every[11] or '')
           end
-          return cjson.encode(first)
+          return cjson.encode({id, entry, 'first', every[4] or '', args, every[6] or '',
+            every[7] or '', every[8] or '', every[9] or '', requester, every[11] or ''})
         end
         return cjson.encode(start_attempt({id, entry}, job_key, id, every, later, taker, now,
           'fresh', later[1] and tonumber(later[1]) or 0))
