@@ -73,17 +73,7 @@ impl Worker {
             let Some(first) = first else {
                 return;
             };
-            let running_beside = |members: &[Member]| {
-                let slots: usize = members
-                    .iter()
-                    .map(|m| m.permit.as_ref().map_or(0, |p| p.num_permits()))
-                    .sum();
-                let in_use = self
-                    .cfg
-                    .concurrency
-                    .saturating_sub(self.permits.available_permits());
-                in_use > slots
-            };
+            let running_beside = |members: &[Member]| self.slots_in_use() > slots_of(members);
             let members = gather(first, &mut ready, running_beside, GROUP_WAIT).await;
             self.commit_group(members, &reading, &mut untrimmed).await;
         }
@@ -98,20 +88,14 @@ impl Worker {
         untrimmed: &mut usize,
     ) {
         let retention = Duration::from_secs(self.cfg.job_retention_secs);
-        let slots: usize = members
-            .iter()
-            .map(|m| m.permit.as_ref().map_or(0, |p| p.num_permits()))
-            .sum();
+        let slots = slots_of(&members);
         // Every few dozen outcomes; and when this group holds every slot in use (nothing else
         // of this worker runs or is being claimed) and its call finds nothing new to take, so
         // that a worker going idle leaves the stream trimmed: empty, once no other worker has
         // an entry pending. (A busy worker's groups hold every slot too: they wait for the
         // jobs beside them.)
         *untrimmed += members.len();
-        let in_use = self
-            .cfg
-            .concurrency
-            .saturating_sub(self.permits.available_permits());
+        let in_use = self.slots_in_use();
         let trim = if *untrimmed >= TRIM_EVERY {
             *untrimmed = 0;
             Trim::Now
@@ -157,6 +141,14 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// The worker's slots held now: by running jobs, by claims on their way, by outcomes
+    /// waiting to be recorded.
+    fn slots_in_use(&self) -> usize {
+        self.cfg
+            .concurrency
+            .saturating_sub(self.permits.available_permits())
     }
 
     /// Whether a group's call should take new entries: not after shutdown began, not while
@@ -226,6 +218,14 @@ impl Worker {
     }
 }
 
+/// The slots `members` hold (a member's permit is its job's slot).
+fn slots_of(members: &[Member]) -> usize {
+    members
+        .iter()
+        .map(|m| m.permit.as_ref().map_or(0, |p| p.num_permits()))
+        .sum()
+}
+
 /// One group: `first`, the outcomes that finish in the same turn of the runtime, then, while
 /// `running_beside` says jobs outside the group still run (their slots are in use and not the
 /// group's), what arrives before `wait` is over; at most [`MAX_GROUP`].
@@ -262,29 +262,31 @@ mod tests {
         move |members: &[u32]| running > members.len()
     }
 
+    /// [`gather`] for a first outcome `1`, with `ready` already sent, `running` jobs in all and
+    /// the channel left open unless `stopped`: the group, and how long the gathering took.
+    async fn gathered(ready: &[u32], running: usize, stopped: bool) -> (Vec<u32>, Duration) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        for &m in ready {
+            tx.send(m).unwrap();
+        }
+        let open = (!stopped).then_some(tx);
+        let started = tokio::time::Instant::now();
+        let group = gather(1, &mut rx, beside(running), GROUP_WAIT).await;
+        drop(open);
+        (group, started.elapsed())
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_lone_outcome_is_recorded_at_once() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let started = tokio::time::Instant::now();
-        let group = gather(1, &mut rx, beside(1), GROUP_WAIT).await;
-        assert_eq!(group, vec![1]);
-        assert_eq!(
-            started.elapsed(),
-            Duration::ZERO,
-            "it waited with nothing else running"
-        );
-        drop(tx);
+        assert_eq!(gathered(&[], 1, false).await, (vec![1], Duration::ZERO));
     }
 
     #[tokio::test(start_paused = true)]
     async fn outcomes_ready_together_form_one_group_without_waiting() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        tx.send(2).unwrap();
-        tx.send(3).unwrap();
-        let started = tokio::time::Instant::now();
-        let group = gather(1, &mut rx, beside(3), GROUP_WAIT).await;
-        assert_eq!(group, vec![1, 2, 3]);
-        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(
+            gathered(&[2, 3], 3, false).await,
+            (vec![1, 2, 3], Duration::ZERO)
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -312,32 +314,19 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_slow_job_holds_the_group_back_for_the_wait_only() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        tx.send(2).unwrap();
-        let started = tokio::time::Instant::now();
         // Three run, the third for longer than the wait.
-        let group = gather(1, &mut rx, beside(3), GROUP_WAIT).await;
-        assert_eq!(group, vec![1, 2]);
-        assert_eq!(started.elapsed(), GROUP_WAIT);
+        assert_eq!(gathered(&[2], 3, false).await, (vec![1, 2], GROUP_WAIT));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_group_is_recorded_when_the_worker_stops() {
-        let (tx, mut rx) = mpsc::unbounded_channel::<u32>();
-        drop(tx);
-        let started = tokio::time::Instant::now();
-        let group = gather(1, &mut rx, beside(8), GROUP_WAIT).await;
-        assert_eq!(group, vec![1]);
-        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert_eq!(gathered(&[], 8, true).await, (vec![1], Duration::ZERO));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_group_holds_at_most_max_group() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        for i in 2..=(MAX_GROUP as u32 + 5) {
-            tx.send(i).unwrap();
-        }
-        let group = gather(1, &mut rx, beside(MAX_GROUP + 5), GROUP_WAIT).await;
+        let ready: Vec<u32> = (2..=(MAX_GROUP as u32 + 5)).collect();
+        let (group, _) = gathered(&ready, MAX_GROUP + 5, false).await;
         assert_eq!(group.len(), MAX_GROUP);
     }
 }
