@@ -284,5 +284,5 @@ if take > 0 then
   end
 end
 -- Once drained: after the read, which tells whether anything new still waits.
-if trim == 'd' and #acked > 0 and got < take then trim_done(stream, group) end
+if trim == 'd' and #acked > 0 and (take == 0 or got < take) then trim_done(stream, group) end
 return out

@@ -802,6 +802,14 @@ async fn a_trim_once_drained_waits_for_the_read_that_finds_nothing_more() {
     assert!(done.taken.is_empty());
     assert_eq!(xtrim_calls(&store).await, 1);
     assert!(store.jobs_on_stream().await.is_empty());
+
+    // A call that asks for nothing (a worker shutting down) cannot tell, and trims.
+    let fourth = enqueue(&ledger, 4, Command::Subscriptions, "").await;
+    let fourth_entry = deliver(&redis.url(), A).await;
+    let (a4, _) = run(claim(&store, &ledger, fourth, &fourth_entry, A).await);
+    complete_taking_trimming(&store, &ledger, &a4, 0, Trim::IfDrained).await;
+    assert_eq!(xtrim_calls(&store).await, 2);
+    assert!(store.jobs_on_stream().await.is_empty());
 }
 
 /// XTRIM calls this Redis has run, scripts' included (`INFO commandstats`).
