@@ -241,16 +241,19 @@ local function take_one(entry, fields)
         if every[2] == '0' then
           begin_attempt(job_key, '1', taker, now, 0)
           -- A job's first attempt: only the values the job was made with (see the header).
-          local args, requester = every[5] or '', every[10] or ''
+          local command, args, chat_id, user_id = every[4] or '', every[5] or '', every[6] or '',
+            every[7] or ''
+          local message_id, recovery, requester, role = every[8] or '', every[9] or '',
+            every[10] or '', every[11] or ''
           -- Only the arguments and the requester are free text; the rest are numbers and
           -- oncebot's own words. One concatenation makes one string: no table, no buffer.
           if not string.find(args, '\0', 1, true) and not string.find(requester, '\0', 1, true) then
-            return id .. '\0' .. entry .. '\0first\0' .. (every[4] or '') .. '\0' .. args .. '\0'
-              .. (every[6] or '') .. '\0' .. (every[7] or '') .. '\0' .. (every[8] or '') .. '\0'
-              .. (every[9] or '') .. '\0' .. requester .. '\0' .. (every[11] or '')
+            return id .. '\0' .. entry .. '\0first\0' .. command .. '\0' .. args .. '\0' .. chat_id
+              .. '\0' .. user_id .. '\0' .. message_id .. '\0' .. recovery .. '\0' .. requester
+              .. '\0' .. role
           end
-          return cjson.encode({id, entry, 'first', every[4] or '', args, every[6] or '',
-            every[7] or '', every[8] or '', every[9] or '', requester, every[11] or ''})
+          return cjson.encode({id, entry, 'first', command, args, chat_id, user_id, message_id,
+            recovery, requester, role})
         end
         return cjson.encode(start_attempt({id, entry}, job_key, id, every, later, taker, now,
           'fresh', later[1] and tonumber(later[1]) or 0))
