@@ -232,6 +232,37 @@ async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
     assert!(bad.stderr.contains("\"1=alice:boss\""), "{}", bad.stderr);
 }
 
+/// Issue 41, item 1: a `telegram.users` name that cannot be one segment of MoviePilot's paths
+/// (`.`, `..`) stops `serve` and `users` at start, exit 2, naming the entry and why; any other
+/// name is taken (it is sent percent-encoded).
+#[tokio::test]
+async fn a_name_that_cannot_be_one_path_segment_exits_2_naming_the_entry() {
+    let redis = RedisServer::start(Persistence::None).unwrap();
+    for entry in [format!("{ALICE}=..:user"), format!("{ALICE}=.:admin")] {
+        for args in [&["users"][..], &["serve"][..]] {
+            let mut env = serve_env(&redis.url());
+            env.push(("ONCEBOT__TELEGRAM__USERS", entry.clone()));
+            env.push((NO_MP_MAPPING.0, NO_MP_MAPPING.1.into()));
+            let out = run_oncebot(args, &as_refs(&env)).await;
+            assert_eq!(out.status.code(), Some(2), "{args:?} {entry}: {out:?}");
+            assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+            assert!(out.stderr.contains(&format!("{entry:?}")), "{}", out.stderr);
+            assert!(out.stderr.contains("one segment"), "{}", out.stderr);
+        }
+    }
+    let fine = run_oncebot(
+        &["users", "--json"],
+        &[
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
+            ("ONCEBOT__TELEGRAM__USERS", "1=..\\..\\system\\restart:user"),
+            NO_MP_MAPPING,
+        ],
+    )
+    .await;
+    assert_eq!(fine.status.code(), Some(0), "{fine:?}");
+    assert!(fine.stdout.contains("system"), "{}", fine.stdout);
+}
+
 #[tokio::test]
 async fn jobs_list_with_redis_unreachable_exits_1_saying_so() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! Redis: the roles it gives, the setting winning, the allow-list deciding, a removal reaching
 //! every process at the next refresh, and a service account that is no superuser.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot};
@@ -364,4 +364,90 @@ async fn list_users_reads_both_dialects_and_names_a_non_superuser_refusal() {
             other => panic!("{:?}: {other:?}", opts.dialect),
         }
     }
+}
+
+/// Issue 41, item 1: a MoviePilot user name goes into oncebot's MoviePilot calls as one path
+/// segment (everything but RFC 3986's unreserved characters percent-encoded), never as a path
+/// of its own: `..\..\system\restart` once made `/subscriptions` restart MoviePilot. A name
+/// that cannot be one segment (`.`, `..`) is skipped with one warning naming the user, and
+/// never sent. MoviePilot's own log shows each usable name only as
+/// `/api/v1/subscribe/user/<encoded>`.
+#[tokio::test]
+async fn a_moviepilot_name_is_one_segment_of_oncebots_calls_never_a_path() {
+    let long = "n".repeat(300);
+    // (name, its segment as it must reach MoviePilot; None: never sent)
+    let names: [(&str, Option<&str>); 9] = [
+        (
+            "..\\..\\system\\restart",
+            Some("..%5C..%5Csystem%5Crestart"),
+        ),
+        ("..", None),
+        (".", None),
+        ("a/b", Some("a%2Fb")),
+        ("a\\b", Some("a%5Cb")),
+        ("a?b", Some("a%3Fb")),
+        ("a#b", Some("a%23b")),
+        ("%2e%2e", Some("%252e%252e")),
+        (&long, Some(&long)),
+    ];
+    let ids: Vec<i64> = (0..names.len() as i64).map(|i| 5000 + i).collect();
+    let allowed: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    let allowed = allowed.join(",");
+    let rig = Rig::with(
+        Dialect::V2,
+        &[FAST_REFRESH, ("ONCEBOT__TELEGRAM__ALLOWED_USERS", &allowed)],
+    )
+    .await;
+    for ((name, _), id) in names.iter().zip(&ids) {
+        rig.mp.add_user(name, false, Some(&id.to_string()));
+    }
+    let bot = rig.start_pipeline().await;
+    let want: BTreeMap<_, _> = names
+        .iter()
+        .zip(&ids)
+        .map(|((name, segment), id)| {
+            let listed = match segment {
+                Some(_) => row("user", Some(name), "moviepilot"),
+                None => row("user", None, "unmapped"),
+            };
+            (*id, listed)
+        })
+        .collect();
+    users_become(&rig, &want).await;
+    ingress_maps(&rig, 7.0).await;
+    for (i, id) in ids.iter().enumerate() {
+        rig.post(&private_text(i as i64 + 1, *id, "/subscriptions"))
+            .await;
+    }
+    for job in 1..=ids.len() as u64 {
+        rig.job_in(job, "succeeded", RECOVERY_DEADLINE).await;
+    }
+    let paths = rig.mp.paths();
+    assert_eq!(
+        rig.mp.calls(routes::RESTART),
+        0,
+        "a name reached the restart route: {paths:#?}"
+    );
+    let sent: BTreeSet<&str> = paths
+        .iter()
+        .filter_map(|p| p.strip_prefix("GET /api/v1/subscribe/user/"))
+        .collect();
+    let expected: BTreeSet<&str> = names.iter().filter_map(|(_, s)| *s).collect();
+    assert_eq!(sent, expected);
+    // Every request went to a route MoviePilot has, under /api/v1: no name escaped its segment.
+    assert_eq!(rig.mp.unrouted(), Vec::<String>::new(), "{paths:#?}");
+    // One warning per skipped user, naming them, however many refreshes run.
+    let calls = rig.mp.calls(routes::USERS);
+    eventually("three more refreshes", REACHES_INGRESS, || async {
+        (rig.mp.calls(routes::USERS) >= calls + 3).then_some(())
+    })
+    .await;
+    let log = bot.stderr();
+    let skipped: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("MoviePilot's mapping entry skipped"))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{log}");
+    assert!(skipped.iter().any(|l| l.contains("moviepilot_user=\"..\"")));
+    assert!(skipped.iter().any(|l| l.contains("moviepilot_user=\".\"")));
 }

@@ -11,6 +11,7 @@
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `notify`: the relay of MoviePilot's notifications (its message history → replies);
 //!   `asked`: which media someone asked for, so its notifications also reach their chat.
+//! - `path_segment`: a name as exactly one segment of a MoviePilot URL's path.
 //! - `users`, `users_sync`: who each allowed user is (`telegram.users`, MoviePilot's own mapping
 //!   kept in Redis by a worker and followed by every ingress).
 //! - `dispatch`: sends the replies and callback answers to Telegram, within its rate limits.
@@ -40,6 +41,7 @@ mod liveness;
 pub mod metrics;
 pub mod moviepilot;
 pub mod notify;
+pub mod path_segment;
 pub mod servers;
 pub mod shutdown;
 pub mod telegram;

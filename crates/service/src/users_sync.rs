@@ -18,7 +18,7 @@
 //!   mapping (`state` `not_superuser`): `telegram.users` alone maps users, and the worker says
 //!   why once, at warn. Before the first read ever, MoviePilot maps nobody.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, UNIX_EPOCH};
 
 use tokio_util::sync::CancellationToken;
@@ -46,22 +46,40 @@ pub const STATE_OK: &str = "ok";
 /// The `state` of a read MoviePilot refused: oncebot's account is no superuser.
 pub const STATE_NOT_SUPERUSER: &str = "not_superuser";
 
-/// MoviePilot's users as the mapping oncebot stores: the mappings, by MoviePilot's order, and
-/// the users left out because another user listed before them set the same Telegram id.
-pub fn mappings_of(users: &[MpUser]) -> (Vec<Mapping>, Vec<(i64, String)>) {
+/// MoviePilot's users as the mapping oncebot stores ([`mappings_of`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct MoviePilotMapping {
+    /// The mappings, by Telegram id.
+    pub mappings: Vec<Mapping>,
+    /// Users left out because another user listed before them set the same Telegram id.
+    pub shadowed: Vec<(i64, String)>,
+    /// Users left out because their name cannot be one URL path segment (`path_segment`):
+    /// oncebot would send it in MoviePilot's paths. Their Telegram id maps nobody.
+    pub unusable: Vec<(i64, String)>,
+}
+
+/// MoviePilot's active users with a `telegram_userid` as mappings: a superuser an admin, else a
+/// user; an id two users set goes to the first listed.
+pub fn mappings_of(users: &[MpUser]) -> MoviePilotMapping {
     let mut taken = BTreeMap::new();
-    let mut shadowed = Vec::new();
+    let mut out = MoviePilotMapping::default();
     for u in users.iter().filter(|u| u.is_active) {
         let Some(id) = u.telegram_userid else {
             continue;
         };
         if taken.contains_key(&id) {
-            shadowed.push((id, u.name.clone()));
+            out.shadowed.push((id, u.name.clone()));
+            continue;
+        }
+        if crate::path_segment::check(&u.name).is_err() {
+            // The first listed keeps the id, as MoviePilot decides; it just maps nobody.
+            taken.insert(id, None);
+            out.unusable.push((id, u.name.clone()));
             continue;
         }
         taken.insert(
             id,
-            Mapping {
+            Some(Mapping {
                 user_id: id,
                 requester: Some(u.name.clone()),
                 role: if u.is_superuser {
@@ -69,10 +87,11 @@ pub fn mappings_of(users: &[MpUser]) -> (Vec<Mapping>, Vec<(i64, String)>) {
                 } else {
                     Role::User
                 },
-            },
+            }),
         );
     }
-    (taken.into_values().collect(), shadowed)
+    out.mappings = taken.into_values().flatten().collect();
+    out
 }
 
 /// The mappings a stored HASH holds (values no release wrote are skipped).
@@ -141,6 +160,9 @@ pub struct Refresher {
     /// The last read failed (MoviePilot down, refusing the credentials): a failure in a row is
     /// logged at warn once, the rest at debug.
     failing: bool,
+    /// The MoviePilot users already warned about (shadowed or unusable), by Telegram id and
+    /// name: each is said once per process, not at every read.
+    warned: BTreeSet<(i64, String)>,
 }
 
 impl Refresher {
@@ -156,6 +178,7 @@ impl Refresher {
             lease: Duration::from_secs(2 * settings.moviepilot.timeout_secs + 10),
             told_not_superuser: false,
             failing: false,
+            warned: BTreeSet::new(),
         })
     }
 
@@ -207,16 +230,29 @@ impl Refresher {
                 if std::mem::take(&mut self.failing) {
                     tracing::info!("MoviePilot's users are readable again");
                 }
-                let (mappings, shadowed) = mappings_of(&users);
-                for (id, name) in shadowed {
-                    tracing::warn!(
-                        telegram_id = id,
-                        moviepilot_user = %name,
-                        "two MoviePilot users set the same telegram_userid; the first MoviePilot \
-                         lists keeps it, as MoviePilot itself decides"
-                    );
+                let read = mappings_of(&users);
+                for (id, name) in read.shadowed {
+                    if self.warned.insert((id, name.clone())) {
+                        tracing::warn!(
+                            telegram_id = id,
+                            moviepilot_user = ?name,
+                            "two MoviePilot users set the same telegram_userid; the first \
+                             MoviePilot lists keeps it, as MoviePilot itself decides"
+                        );
+                    }
                 }
-                Some((STATE_OK, mappings))
+                for (id, name) in read.unusable {
+                    if self.warned.insert((id, name.clone())) {
+                        tracing::warn!(
+                            telegram_id = id,
+                            moviepilot_user = ?name,
+                            "MoviePilot's mapping entry skipped: oncebot cannot act for a user \
+                             named ., .. or nothing (the name would not be one segment of \
+                             MoviePilot's URLs); rename the user in MoviePilot to map them"
+                        );
+                    }
+                }
+                Some((STATE_OK, read.mappings))
             }
             Err(ListUsersError::NotSuperuser(why)) => {
                 self.failing = false;
@@ -394,7 +430,11 @@ mod tests {
 
     #[test]
     fn a_superuser_is_an_admin_others_users_and_the_inactive_nobody() {
-        let (m, shadowed) = mappings_of(&[
+        let MoviePilotMapping {
+            mappings: m,
+            shadowed,
+            ..
+        } = mappings_of(&[
             mp("admin", true, true, Some(1)),
             mp("bob", true, false, Some(2)),
             mp("gone", false, true, Some(3)),
@@ -411,13 +451,39 @@ mod tests {
 
     #[test]
     fn an_id_two_users_set_goes_to_the_first_moviepilot_lists() {
-        let (m, shadowed) = mappings_of(&[
+        let MoviePilotMapping {
+            mappings: m,
+            shadowed,
+            ..
+        } = mappings_of(&[
             mp("first", true, false, Some(5)),
             mp("second", true, true, Some(5)),
         ]);
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].requester.as_deref(), Some("first"));
         assert_eq!(shadowed, vec![(5, "second".to_string())]);
+    }
+
+    #[test]
+    fn a_name_that_cannot_be_a_path_segment_maps_nobody_and_keeps_its_id() {
+        let read = mappings_of(&[
+            mp("..", true, true, Some(7)),
+            mp("later", true, false, Some(7)),
+            mp(".", true, false, Some(8)),
+            mp("..\\..\\system\\restart", true, false, Some(9)),
+        ]);
+        assert_eq!(
+            read.mappings
+                .iter()
+                .map(|m| (m.user_id, m.stored_value()))
+                .collect::<Vec<_>>(),
+            vec![(9, "..\\..\\system\\restart:user".to_string())]
+        );
+        assert_eq!(
+            read.unusable,
+            vec![(7, "..".to_string()), (8, ".".to_string())]
+        );
+        assert_eq!(read.shadowed, vec![(7, "later".to_string())]);
     }
 
     #[test]

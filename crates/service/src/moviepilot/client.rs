@@ -571,12 +571,15 @@ impl MoviePilot {
 
     /// The subscriptions `username` owns (`GET /api/v1/subscribe/user/{username}`: v2.5.6
     /// `app/api/endpoints/subscribe.py` `user_subscribes`, a bare list; the newest line in the
-    /// envelope). "My subscriptions" in MoviePilot's own web UI.
+    /// envelope). "My subscriptions" in MoviePilot's own web UI. The name is one path segment
+    /// (`path_segment`); one that cannot be (`.`, `..`, empty) is refused, nothing sent.
     pub async fn user_subscriptions(&self, username: &str) -> Result<Vec<Subscription>, MpError> {
+        let segment = crate::path_segment::encode(username)
+            .map_err(|e| MpError::Permanent(format!("listing a user's subscriptions: {e}")))?;
         let call = Call {
-            what: format!("listing {username}'s subscriptions"),
+            what: format!("listing {username:?}'s subscriptions"),
             method: Method::GET,
-            path: format!("/api/v1/subscribe/user/{}", path_segment(username)),
+            path: format!("/api/v1/subscribe/user/{segment}"),
             query: Vec::new(),
             json: None,
             effect: Effect::ReadOnly,
@@ -2131,11 +2134,6 @@ fn major_version(version: &str) -> Option<u32> {
         .take_while(char::is_ascii_digit)
         .collect();
     digits.parse().ok()
-}
-
-/// `text` as one path segment: `/` and `%` escaped (the URL parser escapes the rest).
-fn path_segment(text: &str) -> String {
-    text.replace('%', "%25").replace('/', "%2F")
 }
 
 fn media_label(tmdb_id: u64, season: Option<u32>) -> String {

@@ -13,7 +13,7 @@
 //!   `user`; read by `users_sync` into Redis and from there into [`Live`]). Until MoviePilot's
 //!   mapping has been read once, it maps nobody: the setting alone decides, as before it existed.
 //!
-//! Pure: no I/O. Depends only on `vocabulary`.
+//! Pure: no I/O. Depends only on `vocabulary` and `path_segment`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
@@ -40,9 +40,13 @@ impl Mapping {
         )
     }
 
-    /// A stored `<MoviePilot name>:<role>` for `user_id`; `None` for a value no release wrote.
+    /// A stored `<MoviePilot name>:<role>` for `user_id`; `None` for a value no release wrote,
+    /// and for a name that cannot be one URL path segment (an earlier release stored any).
     pub fn from_stored(user_id: i64, value: &str) -> Option<Mapping> {
         let (name, role) = value.rsplit_once(':')?;
+        if !name.is_empty() {
+            crate::path_segment::check(name).ok()?;
+        }
         Some(Mapping {
             user_id,
             requester: (!name.is_empty()).then(|| name.to_string()),
@@ -151,6 +155,16 @@ pub fn parse_users(text: &str) -> Result<Vec<Mapping>, UsersError> {
             ));
         }
         let name = name.trim();
+        // Empty is the service account; any other name must be one URL path segment, since it
+        // goes into MoviePilot's paths (`/api/v1/subscribe/user/<name>`).
+        if !name.is_empty()
+            && let Err(e) = crate::path_segment::check(name)
+        {
+            return Err(UsersError::new(
+                entry,
+                format!("names a MoviePilot user oncebot cannot act for: {e}"),
+            ));
+        }
         out.push(Mapping {
             user_id,
             requester: (!name.is_empty()).then(|| name.to_string()),
@@ -318,6 +332,20 @@ mod tests {
             requester: name.map(str::to_string),
             role,
         }
+    }
+
+    #[test]
+    fn a_name_that_cannot_be_one_path_segment_is_refused_any_other_is_kept() {
+        for bad in ["1=..:user", "1=.:admin", "1= .. :user"] {
+            let e = parse_users(bad).unwrap_err();
+            assert!(e.to_string().contains("one segment"), "{e}");
+        }
+        let got = parse_users("1=..\\..\\system\\restart:user,2=a/b?c#d:viewer").unwrap();
+        assert_eq!(got[0].requester.as_deref(), Some("..\\..\\system\\restart"));
+        assert_eq!(got[1].requester.as_deref(), Some("a/b?c#d"));
+        // A value an earlier release stored with such a name maps nobody.
+        assert_eq!(Mapping::from_stored(1, "..:admin"), None);
+        assert!(Mapping::from_stored(1, "a/b:user").is_some());
     }
 
     #[test]

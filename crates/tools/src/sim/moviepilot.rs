@@ -332,6 +332,11 @@ struct Data {
     /// [`MoviePilotSim::set_get_search_trigger`]).
     get_search_trigger: bool,
     calls: HashMap<String, u64>,
+    /// Every request's method and path as it arrived (still percent-encoded), in order: what a
+    /// real MoviePilot's access log would show.
+    paths: Vec<String>,
+    /// The requests whose path is no route of MoviePilot's (answered 404).
+    unrouted: Vec<String>,
     logins: u64,
     faults: HashMap<String, VecDeque<Fault>>,
     search_no_op: bool,
@@ -616,6 +621,17 @@ impl MoviePilotSim {
     /// Requests that reached `route` (see [`routes`]), including refused ones.
     pub fn calls(&self, route: &str) -> u64 {
         self.state.data().calls.get(route).copied().unwrap_or(0)
+    }
+
+    /// Every request's method and path as it arrived (still percent-encoded), unknown paths
+    /// too, in order (the newest [`PATHS_KEPT`]): what MoviePilot's own access log would show.
+    pub fn paths(&self) -> Vec<String> {
+        self.state.data().paths.clone()
+    }
+
+    /// The requests whose path is no route MoviePilot has (answered 404), method and path.
+    pub fn unrouted(&self) -> Vec<String> {
+        self.state.data().unrouted.clone()
     }
 
     /// Requests that reached any route, including refused ones.
@@ -932,6 +948,9 @@ async fn serve(listener: TcpListener, state: Arc<State>, stop: CancellationToken
     }
 }
 
+/// How many request paths [`MoviePilotSim::paths`] keeps (the newest).
+const PATHS_KEPT: usize = 100_000;
+
 struct Req {
     method: Method,
     path: String,
@@ -1083,7 +1102,15 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
     if matches!(state.data().restart.down, Some((from, until)) if from <= now && now < until) {
         return drop_connection(kill).await;
     }
-    let get_search_trigger = state.data().get_search_trigger;
+    let get_search_trigger = {
+        let mut data = state.data();
+        // Bounded for the bench's long runs: a test reads far fewer.
+        if data.paths.len() >= PATHS_KEPT {
+            data.paths.drain(..PATHS_KEPT / 2);
+        }
+        data.paths.push(format!("{} {}", req.method, req.path));
+        data.get_search_trigger
+    };
     let (route, key, access) = match resolve(
         state.opts.dialect,
         get_search_trigger,
@@ -1091,7 +1118,15 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         &req.path,
     ) {
         Ok(found) => found,
-        Err(resp) => return *resp,
+        Err(resp) => {
+            if resp.status() == StatusCode::NOT_FOUND {
+                state
+                    .data()
+                    .unrouted
+                    .push(format!("{} {}", req.method, req.path));
+            }
+            return *resp;
+        }
     };
     state
         .data()
