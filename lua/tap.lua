@@ -44,12 +44,19 @@
   ARGV[15] texts (JSON): {"expired", "foreign", "forbidden", "unknown", "received", "duplicate", "already",
            "already_done", "cancelled", "resolved", "settled", "resolved_reply": {"succeeded",
            "failed", "retry"}, "labels": {state: label}}; "{job}" and "{state}" are filled in
-  ARGV[16] role of the user who tapped (viewer | user | admin; admin for everyone while nobody is
-           mapped, see crates/service/src/users): a review button and a force button need
-           admin, and a viewer's tap on a button that runs a job is refused; stored as the
-           job's `role`
+  ARGV[16] role of the user who tapped, as the ingress knows it at the tap (viewer | user |
+           admin; admin for everyone while nobody is mapped, see crates/service/src/users):
+           refused ("forbidden") when it ranks below the token's `least_role` (the command's
+           least role; admin for a review or force button; none for Cancel and page buttons);
+           stored as the job's `role`
   ARGV[17] the MoviePilot user the tapper acts for ("" for the service account): the `requester`
            of a job the tap makes
+  ARGV[18] every role, least first, comma-separated (viewer,user,admin): roles compare by their
+           place here, never by name, so a role added later takes its rank. A role not listed
+           ranks below every listed one (a tapper) or above them all (a token's least_role from
+           a newer release): either way the tap is refused. A token without `least_role` (made
+           by an earlier release) needs admin for a review or force button and user for a run
+           button
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
@@ -73,9 +80,9 @@
     {"foreign", "", ""}               the token belongs to another user or chat, or the user is
                                       not allowed: nothing changed, the token stays usable (a
                                       page button too)
-    {"forbidden", "", ""}             the user's role (ARGV[16]) does not allow the button:
-                                      nothing changed, the token stays usable (a page button
-                                      is every role's)
+    {"forbidden", "", ""}             the user's role (ARGV[16]) ranks below the token's
+                                      least role: nothing changed, the token stays usable (a
+                                      page button is every role's)
     {"unknown", "", ""}               not one of our buttons: nothing changed
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
@@ -102,6 +109,19 @@ local callbacks, chat_index, jobs_index, review = KEYS[9], KEYS[10], KEYS[11], K
 local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
 local role = ARGV[16]
+
+-- Roles by rank (ARGV[18], least first).
+local rank = {}
+do
+  local place = 0
+  for name in string.gmatch(ARGV[18], '[^,]+') do
+    place = place + 1
+    rank[name] = place
+  end
+end
+local function ranks_at_least(have, needs)
+  return (rank[have] or 0) >= (rank[needs] or math.huge)
+end
 
 -- 1. Transport layer: a redelivered update_id writes nothing (its answer went out the first time).
 local seen = seen_update(updates_key, update_id, job_prefix)
@@ -189,9 +209,18 @@ if tok.action == 'page' then
   return finish('-', 'page')
 end
 
--- The role: a review button is an admin's; a viewer's tap runs no job (Cancel acts on nothing).
-if ((tok.action == 'review' or tok.action == 'force') and role ~= 'admin')
-    or (tok.action == 'run' and role == 'viewer') then
+-- The role, checked now (a right is checked when it is used, not when the button was made): the
+-- tapper's must rank at least the token's least role. Cancel acts on nothing: no role needed.
+local needs = tok.least_role
+if needs == '' then
+  -- A token an earlier release made names no least role: its action says it.
+  if tok.action == 'review' or tok.action == 'force' then
+    needs = 'admin'
+  elseif tok.action == 'run' then
+    needs = 'user'
+  end
+end
+if needs ~= '' and not ranks_at_least(role, needs) then
   answer(texts.forbidden, true)
   return finish('-', 'forbidden')
 end

@@ -616,3 +616,130 @@ async fn a_redo_moviepilot_refuses_fails_in_oncebots_words() {
     );
     assert_eq!(rig.mp.calls(routes::TRANSFER_MANUAL), 1);
 }
+
+/// A refresh of MoviePilot's users every second, so a demotion there shows within a few.
+const FAST_REFRESH: (&str, &str) = ("ONCEBOT__MOVIEPILOT__USERS_REFRESH_SECS", "1");
+
+/// The text of the answer to a tap (answerCallbackQuery's `text`), by its update.
+async fn tap_answer(rig: &Rig, update: &Value) -> String {
+    let query = update["callback_query"]["id"].clone();
+    eventually("the tap's answer", RECOVERY_DEADLINE, || {
+        let calls = rig.tg.calls();
+        let query = query.clone();
+        async move {
+            calls.iter().find_map(|c| {
+                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
+                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
+            })
+        }
+    })
+    .await
+}
+
+/// Sends `user` `/subscriptions all` (update ids from `*update` on) until the ingress refuses
+/// it as an admin's command (the update makes no job): the ingress then decides with a directory
+/// that ranks `user` below admin. Each try is answered by the time the webhook's 200 comes.
+async fn until_refused_an_admins_command(rig: &Rig, user: i64, update: &mut i64) {
+    let next = std::cell::Cell::new(*update);
+    eventually(
+        &format!("{user} to be refused an admin's command"),
+        RECOVERY_DEADLINE,
+        || {
+            let u = next.get() + 1;
+            next.set(u);
+            async move {
+                rig.post(&private_text(u, user, "/subscriptions all")).await;
+                (rig.store.update(u).await.as_deref() == Some("-")).then_some(())
+            }
+        },
+    )
+    .await;
+    *update = next.get();
+}
+
+/// Issue 41, item 2: a right is checked when it is used. An admin (MoviePilot's superuser
+/// `boss`) gets the Confirm buttons of `/restart` and `/redo`, is demoted in MoviePilot, and taps
+/// them: each tap is refused ("Your role does not allow this button."), no job is made and
+/// MoviePilot neither restarts nor files anything again.
+#[tokio::test]
+async fn an_admins_confirm_is_refused_once_they_are_demoted() {
+    let rig = Rig::with(Dialect::V2, &[FAST_REFRESH]).await;
+    rig.mp.add_user("boss", true, Some(&ALICE.to_string()));
+    rig.mp.add_user("kid", false, Some(&BOB.to_string()));
+    rig.mp.set_restart(
+        oncebot_tools::sim::moviepilot::RestartMode::Restarts,
+        Duration::from_secs(1),
+    );
+    let record = rig
+        .mp
+        .insert_transfer("/downloads/a.mkv", "/media/a.mkv", "A");
+    let _bot = rig.start_pipeline().await;
+    let mut update = 100;
+    // Until the ingress follows MoviePilot's mapping, nobody is mapped and everyone is an admin.
+    until_refused_an_admins_command(&rig, BOB, &mut update).await;
+    let before = rig.store.job_ids().await.len() as u64;
+    rig.send(1, "/restart").await;
+    let (restart_confirm, _) = confirm_button(&rig, before + 1).await;
+    rig.send(2, &format!("/redo {record}")).await;
+    let (redo_confirm, _) = redo_question(&rig, before + 2).await;
+    assert!(!redo_confirm.is_empty());
+
+    rig.mp.set_superuser("boss", false);
+    until_refused_an_admins_command(&rig, ALICE, &mut update).await;
+    let jobs = rig.store.job_ids().await.len();
+    for (i, data) in [restart_confirm, redo_confirm].iter().enumerate() {
+        let tapped = tap(3 + i as i64, ALICE, data);
+        rig.post(&tapped).await;
+        assert_eq!(
+            tap_answer(&rig, &tapped).await,
+            "Your role does not allow this button."
+        );
+    }
+    assert_eq!(rig.store.job_ids().await.len(), jobs, "no job");
+    assert_eq!(rig.mp.restarts(), 0);
+    assert_eq!(rig.mp.redos().0, 0);
+}
+
+/// Issue 41, item 2, at the worker: a job of an admin's command asks the directory for its
+/// user's role when it runs, not the role it recorded. The Confirm of `/restart` tapped by an
+/// admin makes the job; the operator makes them a `user` (`telegram.users`) before a worker
+/// runs it: the job is declined, MoviePilot is not restarted, and the user is told why.
+#[tokio::test]
+async fn a_job_of_an_admins_command_is_declined_when_its_user_is_no_longer_one() {
+    let rig = Rig::new(Dialect::V2).await;
+    rig.mp.set_restart(
+        oncebot_tools::sim::moviepilot::RestartMode::Restarts,
+        Duration::from_secs(1),
+    );
+    let as_admin = format!("{ALICE}=:admin,{BOB}=:user");
+    let mut env = rig.env.clone();
+    env.push(("ONCEBOT__TELEGRAM__USERS".into(), as_admin));
+    let mut first = rig
+        .spawn(&["serve", "--role", "ingress", "--role", "worker"], &env)
+        .await;
+    rig.send(1, "/restart").await;
+    let (confirm, _) = confirm_button(&rig, 1).await;
+    first.signal("TERM");
+    first.wait_exit(RECOVERY_DEADLINE).await;
+
+    // The tap reaches an ingress that still knows ALICE as an admin; no worker runs yet.
+    let ingress = rig.spawn(&["serve", "--role", "ingress"], &env).await;
+    rig.post(&tap(2, ALICE, &confirm)).await;
+    assert_eq!(rig.store.job(2).await["status"], "pending");
+    assert_eq!(rig.store.job(2).await["role"], "admin");
+
+    let as_user = format!("{ALICE}=:user,{BOB}=:admin");
+    let mut env = rig.env.clone();
+    env.push(("ONCEBOT__TELEGRAM__USERS".into(), as_user));
+    let _worker = rig.spawn(&["serve", "--role", "worker"], &env).await;
+    let row = rig.job_in(2, "failed", RECOVERY_DEADLINE).await;
+    assert_eq!(row["mp_error_kind"], "declined", "{row:?}");
+    assert_eq!(rig.mp.restarts(), 0);
+    assert_eq!(rig.mp.calls(routes::RESTART), 0);
+    let result = result_of(&rig, 2).await;
+    assert!(
+        result["text"].contains("Only an admin can do that."),
+        "{result:?}"
+    );
+    drop(ingress);
+}

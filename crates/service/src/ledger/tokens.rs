@@ -21,6 +21,7 @@ use super::scripts::{OrEmpty, ScriptCall};
 use super::{JobState, Ledger, LedgerError, LedgerTexts, Resolution, keys, scripts};
 use crate::commands::{self, Command};
 use crate::telegram::keyboard::{self, Keyboard};
+use crate::vocabulary::Role;
 
 /// Who may use a button.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,6 +219,10 @@ struct TokenSpec<'a> {
     used_label: &'a str,
     #[serde(skip_serializing_if = "String::is_empty")]
     page: String,
+    /// The least role a tap must have (tap.lua compares ranks): the command's, an admin's for
+    /// a review or force button; none for Cancel and page buttons, which act on nothing.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    least_role: &'static str,
 }
 
 fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
@@ -245,6 +250,7 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
         list: String::new(),
         used_label: "",
         page: String::new(),
+        least_role: "",
     };
     match &t.action {
         TokenAction::Run {
@@ -270,6 +276,7 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
             spec.args = args;
             spec.window_ms = window.as_millis().to_string();
             spec.recovery = command.policy().recovery.as_str();
+            spec.least_role = command.least_role(args).as_str();
         }
         TokenAction::Force { command, window } => {
             spec.idem = window.house_key(*command);
@@ -277,9 +284,12 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
             spec.command = command.name();
             spec.window_ms = window.length.as_millis().to_string();
             spec.recovery = command.policy().recovery.as_str();
+            // Running a house command inside its window is an admin's, whatever the command.
+            spec.least_role = command.least_role("").max(Role::Admin).as_str();
         }
         TokenAction::Cancel => spec.action = "cancel",
         TokenAction::Review { job_id, decision } => {
+            spec.least_role = Role::Admin.as_str();
             spec.action = "review";
             spec.job_id = job_id.to_string();
             spec.decision = decision.as_str();
@@ -507,7 +517,8 @@ impl Ledger {
             .arg(
                 "the MoviePilot user the tapper acts for",
                 tap.requester.as_deref().unwrap_or(""),
-            );
+            )
+            .arg("roles by rank", Role::ranked());
         call
     }
 

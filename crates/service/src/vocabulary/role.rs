@@ -18,6 +18,13 @@ pub enum Role {
 impl Role {
     pub const ALL: [Role; 3] = [Role::Viewer, Role::User, Role::Admin];
 
+    /// Every role's name, least first, comma-separated: tap.lua's ARGV[18], from which it
+    /// ranks roles (a role added later takes its place in this order, and the script compares
+    /// places, never names).
+    pub fn ranked() -> String {
+        Role::ALL.map(Role::as_str).join(",")
+    }
+
     /// The name in `telegram.users`, in a job's `role` field and in tap.lua's ARGV.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -64,15 +71,24 @@ mod tests {
         assert!("Admin".parse::<Role>().is_err());
     }
 
-    /// tap.lua decides a tap by comparing the tapper's role with literals, and its header lists
-    /// the roles it may be given: each is a role Rust can send, and every role is listed.
+    /// tap.lua ranks roles by their place in ARGV[18] ([`Role::ranked`]), never by a name: it
+    /// compares no role with a literal, and the roles its fallback for an earlier release's
+    /// tokens names are roles Rust can send.
     #[test]
-    fn tap_lua_names_each_role_and_compares_only_roles() {
+    fn tap_lua_ranks_roles_and_never_compares_one_with_a_name() {
+        assert_eq!(Role::ranked(), "viewer,user,admin");
         let tap = crate::assets::read("lua/tap.lua");
+        for cmp in ["role == '", "role ~= '", "role=='", "role~='"] {
+            assert!(
+                !tap.contains(cmp),
+                "tap.lua compares a role with a name: {cmp}"
+            );
+        }
         let header = tap
-            .lines()
-            .find(|l| l.contains("role of the user who tapped"))
-            .expect("tap.lua's header describes the tapper's role");
+            .split("ARGV[16]")
+            .nth(1)
+            .and_then(|rest| rest.split("ARGV[17]").next())
+            .expect("tap.lua's header describes the tapper's role (ARGV[16])");
         for r in Role::ALL {
             assert!(
                 header.contains(r.as_str()),
@@ -80,15 +96,14 @@ mod tests {
                 r.as_str()
             );
         }
-        let compared: Vec<&str> = tap
-            .split("role == '")
-            .chain(tap.split("role ~= '").skip(1))
+        let named: Vec<&str> = tap
+            .split("needs = '")
             .skip(1)
             .map(|rest| rest.split('\'').next().unwrap())
             .collect();
-        assert!(!compared.is_empty(), "tap.lua compares no role");
-        for name in compared {
-            assert!(name.parse::<Role>().is_ok(), "tap.lua compares {name:?}");
+        assert!(!named.is_empty(), "tap.lua's fallback names no role");
+        for name in named {
+            assert!(name.parse::<Role>().is_ok(), "tap.lua names {name:?}");
         }
     }
 }

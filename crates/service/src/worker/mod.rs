@@ -25,6 +25,7 @@ mod pages;
 mod redo;
 mod releases;
 mod restart;
+mod rights;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -92,6 +93,8 @@ pub struct Worker {
     /// How long a chat that asked for a media is remembered for the relay; `None` while the
     /// relay or `notify.to_requester` is off.
     asker_ttl: Option<Duration>,
+    /// Who may still run an admin's command when its job runs.
+    rights: rights::Rights,
 }
 
 impl Worker {
@@ -113,7 +116,9 @@ impl Worker {
         let consumer = liveness.consumer().to_string();
         let notify = &settings.notify;
         let (commits, committer) = mpsc::unbounded_channel();
+        let rights = rights::Rights::new(settings, ledger.clone());
         Arc::new(Worker {
+            rights,
             liveness,
             asker_ttl: (notify.enabled && notify.to_requester)
                 .then(|| Duration::from_secs(notify.requester_ttl_secs)),
@@ -429,6 +434,15 @@ impl Worker {
             );
             return self.failed(job, &MpError::Permanent(reason));
         };
+        if let JobCommand::Known(command) = &job.command
+            && let Err(e) = self.rights.still_allowed(job, *command).await
+        {
+            let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
+            return match self.outcome_of(job, Err(e), used) {
+                Mapped::Outcome(outcome) => outcome,
+                Mapped::WaitForCredentials(e) => self.wait_for_credentials(job, &e).await,
+            };
+        }
         let cx = Context {
             mp: &self.mp,
             ledger: &self.ledger,

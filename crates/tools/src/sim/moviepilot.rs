@@ -740,6 +740,15 @@ impl MoviePilotSim {
         }
     }
 
+    /// A user made a superuser, or no longer one (`is_superuser`), as MoviePilot's user form
+    /// does.
+    pub fn set_superuser(&self, name: &str, superuser: bool) {
+        let mut data = self.state.data();
+        if let Some(u) = data.users.iter_mut().find(|u| u.name == name) {
+            u.is_superuser = superuser;
+        }
+    }
+
     /// Serve v3's search trigger as GET only, as v3.0.0 did, whatever version is reported (a
     /// build whose version does not say it, such as one built from source).
     pub fn set_get_search_trigger(&self, on: bool) {
