@@ -192,7 +192,7 @@ fn main() -> ExitCode {
         // The in-process ingress would otherwise log every update it measures.
         log.level = oncebot_tools::bench::LOG_FILTER.to_string();
     }
-    oncebot::telemetry::init(&log);
+    oncebot::telemetry::init(&log, settings.secrets());
     let threads = match settings.runtime_threads() {
         Ok(t) => t,
         Err(e) => {

@@ -107,7 +107,10 @@ async fn webhook_set_info_and_delete_talk_to_the_bot_api() {
     let env = [
         ("ONCEBOT__TELEGRAM__API_URL", url.as_str()),
         ("ONCEBOT__TELEGRAM__TOKEN", token.as_str()),
-        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "hook_secret-1"),
+        (
+            "ONCEBOT__TELEGRAM__WEBHOOK_SECRET",
+            "hook_secret-0123456789",
+        ),
         (
             "ONCEBOT__TELEGRAM__WEBHOOK_URL",
             "https://bot.example.org/telegram/webhook",
@@ -120,7 +123,7 @@ async fn webhook_set_info_and_delete_talk_to_the_bot_api() {
     let hook = sim
         .observe(|o| o.webhook().cloned())
         .expect("a webhook is set");
-    assert_eq!(hook.secret_token.as_deref(), Some("hook_secret-1"));
+    assert_eq!(hook.secret_token.as_deref(), Some("hook_secret-0123456789"));
     assert_eq!(
         hook.allowed_updates,
         Some(serde_json::json!(["message", "callback_query"]))
@@ -144,7 +147,10 @@ async fn webhook_set_refuses_a_url_telegram_would_not_call() {
     let env = [
         ("ONCEBOT__TELEGRAM__API_URL", url.as_str()),
         ("ONCEBOT__TELEGRAM__TOKEN", token.as_str()),
-        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "hook_secret-1"),
+        (
+            "ONCEBOT__TELEGRAM__WEBHOOK_SECRET",
+            "hook_secret-0123456789",
+        ),
         (
             "ONCEBOT__TELEGRAM__WEBHOOK_URL",
             "http://bot.example.org/hook",

@@ -18,6 +18,10 @@ mod ingress;
 /// offset advances only after admission, a crash in between repeats nothing, 409 and 401.
 mod polling;
 
+/// A flood of wrong secrets at the webhook and the relay's wake-up path: each counted, the log
+/// one line a second per peer.
+mod refusals;
+
 /// The listener's limits against the real process: half-sent requests and idle kept-alive
 /// connections closed at their deadlines, the connection cap and the open-files limit.
 mod http_limits;

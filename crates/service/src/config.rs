@@ -488,26 +488,24 @@ impl NotifySettings {
         Ok(())
     }
 
-    /// The wake-up path's secret: empty (no wake-up path), or what Telegram allows in its own.
+    /// The wake-up path's secret: empty (no wake-up path), or a secret as the webhook's.
     fn validate_wake_secret(&self) -> Result<(), SettingError> {
         let secret = self.webhook_secret.expose();
-        if !secret.is_empty()
-            && (secret.len() > 256
-                || !secret
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
-        {
-            return Err(SettingError::new(
+        if secret.is_empty() {
+            return Ok(());
+        }
+        match secret_problem(secret) {
+            None => Ok(()),
+            Some(problem) => Err(SettingError::new(
                 "notify.webhook_secret",
-                "is not 1-256 characters of A-Z a-z 0-9 _ -",
+                problem,
                 format!(
                     "set {} to a random string such as the output of `openssl rand -hex 32`, or \
                      leave it empty to turn the wake-up endpoint off",
                     env_name("notify.webhook_secret")
                 ),
-            ));
+            )),
         }
-        Ok(())
     }
 
     /// The lease is renewed no more often than Redis should be asked.
@@ -596,6 +594,32 @@ pub enum LogFormat {
 pub enum Locale {
     Zh,
     En,
+}
+
+/// The fewest characters a secret that guards a door may have (`telegram.webhook_secret`,
+/// `notify.webhook_secret`): one character was found in 37 tries.
+pub const MIN_SECRET_CHARS: usize = 16;
+
+/// What is wrong with a non-empty secret that guards a door, if anything: Telegram's own rules
+/// for `secret_token` (1-256 characters of A-Z a-z 0-9 _ -, also safe in a URL path) and at
+/// least [`MIN_SECRET_CHARS`].
+fn secret_problem(secret: &str) -> Option<String> {
+    let charset_ok = secret
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !charset_ok || secret.len() > 256 {
+        return Some(format!(
+            "is not {MIN_SECRET_CHARS}-256 characters of A-Z a-z 0-9 _ -"
+        ));
+    }
+    if secret.len() < MIN_SECRET_CHARS {
+        return Some(format!(
+            "has {} characters, fewer than the {MIN_SECRET_CHARS} a secret needs (a short one \
+             is guessed in a few tries)",
+            secret.len()
+        ));
+    }
+    None
 }
 
 /// A string that must never reach a log line: `Debug` and `Display` print `[redacted]`.
@@ -848,29 +872,27 @@ impl TelegramSettings {
         Ok(())
     }
 
-    /// For the webhook: Telegram's own rules for `secret_token`.
+    /// For the webhook: Telegram's own rules for `secret_token`, and at least
+    /// [`MIN_SECRET_CHARS`].
     fn validate_webhook_secret(&self) -> Result<(), SettingError> {
         let secret = self.webhook_secret.expose();
-        let charset_ok = secret
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if secret.is_empty() || secret.len() > 256 || !charset_ok {
-            let problem = if secret.is_empty() {
-                "is not set"
-            } else {
-                "is not 1-256 characters of A-Z a-z 0-9 _ -"
-            };
-            return Err(SettingError::new(
+        let problem = if secret.is_empty() {
+            Some("is not set".to_string())
+        } else {
+            secret_problem(secret)
+        };
+        match problem {
+            None => Ok(()),
+            Some(problem) => Err(SettingError::new(
                 "telegram.webhook_secret",
                 problem,
                 format!(
-                    "set {} to a random string of 1-256 characters of A-Z a-z 0-9 _ - \
-                     (e.g. `openssl rand -hex 32`); use --poll if you have no webhook",
+                    "set {} to a random string of {MIN_SECRET_CHARS}-256 characters of A-Z a-z \
+                     0-9 _ - (e.g. `openssl rand -hex 32`); use --poll if you have no webhook",
                     env_name("telegram.webhook_secret")
                 ),
-            ));
+            )),
         }
-        Ok(())
     }
 
     fn validate_button_lifetimes(&self) -> Result<(), SettingError> {
@@ -1196,6 +1218,32 @@ pub struct Needs {
 }
 
 impl Settings {
+    /// Every secret of the configuration, for the log's last line of defence
+    /// (`telemetry::init`): the bot token, both webhook secrets, MoviePilot's API key and
+    /// password, the operator page's password and a password in a Redis URL.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = [
+            &self.telegram.token,
+            &self.telegram.webhook_secret,
+            &self.notify.webhook_secret,
+            &self.moviepilot.api_key,
+            &self.moviepilot.password,
+            &self.admin.password,
+        ]
+        .iter()
+        .map(|s| s.expose().to_string())
+        .collect();
+        for url in self.redis.url.expose().split(',') {
+            if let Ok(parsed) = reqwest::Url::parse(url.trim())
+                && let Some(password) = parsed.password()
+            {
+                out.push(password.to_string());
+            }
+        }
+        out.retain(|s| !s.is_empty());
+        out
+    }
+
     /// Most threads `runtime.worker_threads` may ask for.
     pub const MAX_RUNTIME_THREADS: usize = 256;
 
@@ -1304,6 +1352,10 @@ impl Settings {
         if needs.ingress {
             self.telegram.validate_updates()?;
             self.http.validate()?;
+            // Every ingress serves the relay's wake-up path while the relay is on.
+            if self.notify.enabled {
+                self.notify.validate_wake_secret()?;
+            }
         }
         if needs.moviepilot || needs.notify {
             self.moviepilot.validate()?;
@@ -1465,7 +1517,7 @@ mod tests {
     fn serving_env() -> Vec<(&'static str, &'static str)> {
         vec![
             ("ONCEBOT__TELEGRAM__TOKEN", "123:abc-DEF_ghi"),
-            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "s3cret_-"),
+            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "s3cret_-0123456789"),
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1, 2,3"),
         ]
     }
@@ -1898,6 +1950,41 @@ mod tests {
         env.push(("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "has space"));
         let err = load(&env).unwrap().validate(ALL).unwrap_err();
         assert_eq!(err.key, "telegram.webhook_secret");
+    }
+
+    /// Issue 41, item 3: a secret that guards a door has at least 16 characters; the error
+    /// names the setting and how to make one.
+    #[test]
+    fn a_secret_shorter_than_16_characters_is_refused_naming_the_setting_and_the_fix() {
+        for (var, key) in [
+            (
+                "ONCEBOT__TELEGRAM__WEBHOOK_SECRET",
+                "telegram.webhook_secret",
+            ),
+            ("ONCEBOT__NOTIFY__WEBHOOK_SECRET", "notify.webhook_secret"),
+        ] {
+            for (value, ok) in [
+                ("a", false),
+                ("abcdefghij12345", false),
+                ("abcdefghij123456", true),
+            ] {
+                let mut env = serving_env();
+                env.extend(notify_env());
+                env.retain(|(k, _)| *k != var);
+                env.push((var, value));
+                let got = load(&env).unwrap().validate(ALL);
+                if ok {
+                    assert!(got.is_ok(), "{var}={value}: {got:?}");
+                    continue;
+                }
+                let err = got.unwrap_err();
+                assert_eq!(err.key, key, "{var}={value}");
+                let line = err.to_string();
+                assert!(line.contains(var), "{line}");
+                assert!(line.contains("fewer than the 16"), "{line}");
+                assert!(line.contains("openssl rand -hex 32"), "{line}");
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@
 //! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
 //!   reads them.
 //! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
+//! - `refusals`: refused requests at the doors, logged once a second per peer and counted.
 //! - `servers`: the HTTP listeners and what each serves (probes, ingress's doors, the page).
 //! - `app`: roles, start-up and graceful shutdown.
 
@@ -42,6 +43,7 @@ pub mod metrics;
 pub mod moviepilot;
 pub mod notify;
 pub mod path_segment;
+pub mod refusals;
 pub mod servers;
 pub mod shutdown;
 pub mod telegram;

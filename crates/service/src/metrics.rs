@@ -24,6 +24,9 @@ pub struct Metrics {
     /// oncebot_updates_total{outcome}: new, duplicate_update, duplicate_command, unauthorised,
     /// bad_request, ignored, replied, callback.
     pub updates: Family<Labels, Counter>,
+    /// oncebot_http_rejected_total{route, reason}: requests a door refused before reading
+    /// them (`refusals`): route webhook or wake, reason secret, too_large or bad_request.
+    http_rejected: Family<Labels, Counter>,
     /// oncebot_job_transitions_total{command, to}
     pub transitions: Family<Labels, Counter>,
     /// oncebot_job_duration_seconds{command, status}: one attempt, claim to outcome.
@@ -87,6 +90,7 @@ impl Metrics {
     fn new() -> Self {
         let mut m = Metrics {
             updates: Family::default(),
+            http_rejected: Family::default(),
             transitions: Family::default(),
             job_duration: Family::new_with_constructor(latency_histogram),
             mp_latency: Family::new_with_constructor(latency_histogram),
@@ -125,6 +129,11 @@ impl Metrics {
             "updates",
             "Telegram updates by admission outcome",
             self.updates.clone(),
+        );
+        registry.register(
+            "http_rejected",
+            "Requests a door refused (a wrong secret, a body too large or malformed), by route and reason",
+            self.http_rejected.clone(),
         );
         registry.register(
             "job_transitions",
@@ -304,6 +313,13 @@ impl Metrics {
     pub fn update(&self, outcome: &str) {
         self.updates
             .get_or_create(&vec![("outcome", outcome.to_string())])
+            .inc();
+    }
+
+    /// Counts a request `route` refused for `reason` (`refusals::RefusalLog`).
+    pub fn http_rejected(&self, route: &'static str, reason: &'static str) {
+        self.http_rejected
+            .get_or_create(&vec![("route", route.into()), ("reason", reason.into())])
             .inc();
     }
 

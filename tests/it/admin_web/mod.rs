@@ -80,7 +80,7 @@ pub async fn deploy(env: &[(&str, &str)]) -> Deployment {
     }
     let settings = settings(&redis.url(), &all);
     if std::env::var_os("TEST_LOG").is_some() {
-        oncebot::telemetry::init(&settings.log);
+        oncebot::telemetry::init(&settings.log, Vec::new());
     }
     let running = oncebot::app::start(
         settings.clone(),

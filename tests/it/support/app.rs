@@ -110,7 +110,7 @@ impl AppBuilder {
 
     pub async fn spawn(self) -> TestApp {
         if std::env::var_os("TEST_LOG").is_some() {
-            oncebot::telemetry::init(&settings("redis://unused", &[]).log);
+            oncebot::telemetry::init(&settings("redis://unused", &[]).log, Vec::new());
         }
         let mut redis = RedisServer::start(self.persistence).unwrap();
         if self.redis_down_at_start {

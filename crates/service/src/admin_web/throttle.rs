@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::refusals::PeerKey;
+
 /// Misses answered at once before the slow-down starts.
 pub const FREE_MISSES: u32 = 5;
 /// Verdicts a slowed peer gets per second.
@@ -27,28 +29,9 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(10);
 /// The longest a request waits for its turn; past it the answer is 429.
 pub const MAX_DELAY: Duration = Duration::from_secs(1);
 /// Peers remembered at once.
-pub const MAX_PEERS: usize = 4096;
+pub const MAX_PEERS: usize = crate::refusals::MAX_PEERS;
 /// Least time between two log lines about one peer's misses.
 const LOG_EVERY: Duration = Duration::from_secs(1);
-
-/// Who is slowed: an IPv4 address, an IPv6 /64, or everyone once the table is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum PeerKey {
-    V4(u32),
-    V6(u64),
-    Unknown,
-    Overflow,
-}
-
-impl PeerKey {
-    fn of(peer: Option<IpAddr>) -> PeerKey {
-        match peer.map(|ip| ip.to_canonical()) {
-            Some(IpAddr::V4(v4)) => PeerKey::V4(u32::from(v4)),
-            Some(IpAddr::V6(v6)) => PeerKey::V6((u128::from(v6) >> 64) as u64),
-            None => PeerKey::Unknown,
-        }
-    }
-}
 
 #[derive(Debug)]
 struct Entry {
@@ -180,7 +163,7 @@ fn resolve(peers: &HashMap<PeerKey, Entry>, key: PeerKey, now: Instant) -> PeerK
 
 #[cfg(test)]
 mod tests {
-    use std::net::{Ipv4Addr, Ipv6Addr};
+    use std::net::Ipv4Addr;
 
     use super::*;
 
@@ -268,19 +251,5 @@ mod tests {
         tokio::time::advance(FORGET_AFTER + Duration::from_secs(1)).await;
         t.missed(late);
         assert_eq!(t.len(), 1);
-    }
-
-    #[test]
-    fn an_ipv6_peer_is_its_64_and_a_mapped_ipv4_is_the_ipv4() {
-        let one: Ipv6Addr = "2001:db8:1:2::1".parse().unwrap();
-        let two: Ipv6Addr = "2001:db8:1:2:ffff::9".parse().unwrap();
-        let other: Ipv6Addr = "2001:db8:1:3::1".parse().unwrap();
-        assert_eq!(PeerKey::of(Some(one.into())), PeerKey::of(Some(two.into())));
-        assert_ne!(
-            PeerKey::of(Some(one.into())),
-            PeerKey::of(Some(other.into()))
-        );
-        let mapped: Ipv6Addr = "::ffff:192.0.2.1".parse().unwrap();
-        assert_eq!(PeerKey::of(Some(mapped.into())), PeerKey::of(A));
     }
 }

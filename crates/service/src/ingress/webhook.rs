@@ -7,6 +7,8 @@
 //! a `method` field would be executed by Telegram, so no answer ever carries one. When Redis
 //! does not take the update the answer is 503 with `Retry-After`, and Telegram delivers again.
 
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
@@ -14,13 +16,15 @@ use futures::{Stream, StreamExt};
 use subtle::ConstantTimeEq;
 use warp::Filter;
 use warp::http::StatusCode;
+use warp::path::Tail;
 use warp::reply::Response;
 
 use super::{Handled, Ingress};
 use crate::config::Secret;
-use crate::http_server::{BodyError, read_body, status};
+use crate::http_server::{BodyError, Peer, read_body, status};
 use crate::ledger::Ledger;
 use crate::metrics::METRICS;
+use crate::refusals::{Reason, RefusalLog};
 use crate::telegram::types::Update;
 
 /// The header Telegram puts the webhook secret in.
@@ -53,37 +57,80 @@ fn hook_route(
     ingress: Ingress,
     webhook: Option<WebhookConfig>,
 ) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let refusals = Arc::new(RefusalLog::new("webhook"));
     warp::path!("telegram" / "webhook")
         .and(warp::post())
         .and(secret_header())
         .and(warp::header::optional::<u64>("content-length"))
+        .and(warp::ext::optional::<Peer>())
         .and(warp::body::stream())
-        .then(move |secret: Option<Bytes>, length: Option<u64>, body| {
-            let ingress = ingress.clone();
-            let webhook = webhook.clone();
-            async move {
-                match webhook {
-                    Some(cfg) => receive(&ingress, &cfg, secret, length, body).await,
-                    None => status(StatusCode::NOT_FOUND, "webhook is off: oncebot polls\n"),
+        .then(
+            move |secret: Option<Bytes>, length: Option<u64>, peer: Option<Peer>, body| {
+                let ingress = ingress.clone();
+                let webhook = webhook.clone();
+                let door = Door {
+                    refusals: refusals.clone(),
+                    peer: peer.map(|p| p.0.ip()),
+                };
+                async move {
+                    match webhook {
+                        Some(cfg) => receive(&ingress, &cfg, &door, secret, length, body).await,
+                        None => status(StatusCode::NOT_FOUND, "webhook is off: oncebot polls\n"),
+                    }
                 }
-            }
-        })
+            },
+        )
 }
 
-/// `POST|GET /moviepilot/notify/<secret>`.
+/// `POST|GET /moviepilot/notify/<secret>`. The secret is taken as the path's tail, not through
+/// warp's parameter filter, which logs every segment it parses at trace.
 fn wake_route(
     ingress: Ingress,
 ) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let ledger = ingress.ledger().clone();
     let wake = ingress.wake_secret().cloned();
-    warp::path!("moviepilot" / "notify" / String)
+    let refusals = Arc::new(RefusalLog::new("wake"));
+    warp::path("moviepilot")
+        .and(warp::path("notify"))
+        .and(warp::path::tail())
         .and(warp::post().or(warp::get()).unify())
+        .and(warp::ext::optional::<Peer>())
         .and(warp::body::stream())
-        .then(move |given: String, body| {
+        .then(move |tail: Tail, peer: Option<Peer>, body| {
             let ledger = ledger.clone();
             let wake = wake.clone();
-            async move { wake_up(&ledger, wake.as_ref(), &given, body).await }
+            let door = Door {
+                refusals: refusals.clone(),
+                peer: peer.map(|p| p.0.ip()),
+            };
+            async move {
+                // One segment, as the parameter filter matched: `a/b` is no secret.
+                let given = tail.as_str();
+                if given.is_empty() || given.contains('/') {
+                    return status(StatusCode::NOT_FOUND, "");
+                }
+                wake_up(&ledger, wake.as_ref(), &door, given, body).await
+            }
         })
+}
+
+/// Where a request came from, and its door's refusals.
+struct Door {
+    refusals: Arc<RefusalLog>,
+    peer: Option<IpAddr>,
+}
+
+impl Door {
+    /// Counts a refusal; `Some(unlogged)` when it is to be logged now (at most once a second
+    /// per peer), with how many of the peer's went unlogged since the last line.
+    fn refused(&self, reason: Reason) -> Option<u64> {
+        self.refusals.refused(self.peer, reason)
+    }
+
+    fn peer(&self) -> String {
+        self.peer
+            .map_or_else(|| "unknown".to_string(), |ip| ip.to_string())
+    }
 }
 
 /// The secret header's raw bytes. Read as a `String`, a header with non-ASCII bytes would be
@@ -99,6 +146,7 @@ fn secret_header()
 async fn receive<S, B>(
     ingress: &Ingress,
     cfg: &WebhookConfig,
+    door: &Door,
     secret: Option<Bytes>,
     length: Option<u64>,
     body: S,
@@ -112,17 +160,25 @@ where
     // Constant time over the expected length; a length mismatch fails without a timing hint
     // beyond the length itself.
     if !bool::from(given.as_ref().ct_eq(expected)) {
-        tracing::warn!("webhook call with a missing or wrong secret token refused");
+        if let Some(unlogged) = door.refused(Reason::Secret) {
+            tracing::warn!(
+                peer = %door.peer(),
+                unlogged,
+                "webhook call with a missing or wrong secret token refused (unlogged: this \
+                 peer's refusals since the last line)"
+            );
+        }
         METRICS.update("rejected");
         return status(StatusCode::UNAUTHORIZED, "");
     }
     if length.is_some_and(|l| l > cfg.max_body_bytes) {
-        return too_large(cfg.max_body_bytes);
+        return too_large(door, cfg.max_body_bytes);
     }
     let body = match read_body(body, cfg.max_body_bytes).await {
         Ok(body) => body,
-        Err(BodyError::TooLarge) => return too_large(cfg.max_body_bytes),
+        Err(BodyError::TooLarge) => return too_large(door, cfg.max_body_bytes),
         Err(BodyError::Broken | BodyError::Slow) => {
+            door.refused(Reason::BadRequest);
             METRICS.update("bad_request");
             return status(StatusCode::BAD_REQUEST, "");
         }
@@ -130,7 +186,9 @@ where
     let update: Update = match crate::json_body::parse(&body) {
         Ok(u) => u,
         Err(e) => {
-            tracing::warn!(error = %e, "webhook body is not a Telegram Update");
+            if let Some(unlogged) = door.refused(Reason::BadRequest) {
+                tracing::warn!(peer = %door.peer(), unlogged, error = %e, "webhook body is not a Telegram Update");
+            }
             METRICS.update("bad_request");
             return status(StatusCode::BAD_REQUEST, "");
         }
@@ -163,7 +221,13 @@ const WAKE_BODY_LIMIT: u64 = 64 * 1024;
 /// can hold a site's login cookie (the Webhook plugin sends every event, `download.added` with
 /// `torrent_info.site_cookie`, and its GET puts the event in the query string), so none of them
 /// is stored, logged or echoed: the only trace is a log line without them.
-async fn wake_up<S, B>(ledger: &Ledger, secret: Option<&Secret>, given: &str, body: S) -> Response
+async fn wake_up<S, B>(
+    ledger: &Ledger,
+    secret: Option<&Secret>,
+    door: &Door,
+    given: &str,
+    body: S,
+) -> Response
 where
     S: Stream<Item = Result<B, warp::Error>> + Unpin,
     B: Buf,
@@ -172,7 +236,14 @@ where
         return status(StatusCode::NOT_FOUND, "");
     };
     if !bool::from(given.as_bytes().ct_eq(secret.expose().as_bytes())) {
-        tracing::warn!("wake-up call for the notification relay with a wrong secret refused (404)");
+        if let Some(unlogged) = door.refused(Reason::Secret) {
+            tracing::warn!(
+                peer = %door.peer(),
+                unlogged,
+                "wake-up call for the notification relay with a wrong secret refused (404; \
+                 unlogged: this peer's refusals since the last line)"
+            );
+        }
         return status(StatusCode::NOT_FOUND, "");
     }
     drain(body, WAKE_BODY_LIMIT).await;
@@ -204,8 +275,10 @@ where
     let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
 }
 
-fn too_large(limit: u64) -> Response {
+fn too_large(door: &Door, limit: u64) -> Response {
     METRICS.update("rejected");
-    tracing::warn!(limit, "webhook body over the size limit refused");
+    if let Some(unlogged) = door.refused(Reason::TooLarge) {
+        tracing::warn!(peer = %door.peer(), unlogged, limit, "webhook body over the size limit refused");
+    }
     status(StatusCode::PAYLOAD_TOO_LARGE, "")
 }

@@ -71,7 +71,10 @@ pub async fn measure(relay: bool, window: Duration) -> anyhow::Result<IdleFigure
         .moviepilot(&mp)
         .set_all([
             ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
-            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "bench-secret"),
+            (
+                "ONCEBOT__TELEGRAM__WEBHOOK_SECRET",
+                "bench-secret-0123456789",
+            ),
             ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
             ("RUST_LOG", "error"),
         ]);

@@ -112,7 +112,10 @@ impl Process {
             .moviepilot(&scene.mp)
             .set_all([
                 ("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1"),
-                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "bench-secret"),
+                (
+                    "ONCEBOT__TELEGRAM__WEBHOOK_SECRET",
+                    "bench-secret-0123456789",
+                ),
                 ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "10"),
                 // The worker scenarios' jobs end when MoviePilot lets their held calls go, a
                 // minute later, and their 160 replies would queue behind Telegram's 30 a second
