@@ -15,7 +15,9 @@ use oncebot_tools::sim::moviepilot::{
 use serde_json::Value;
 
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{BOB, GROUP, eventually, login_settings, private_text};
+use crate::support::{
+    ALICE, BOB, BOT_USERNAME, GROUP, eventually, group_text, login_settings, private_text,
+};
 
 const DUNE: u64 = 438631;
 /// In the simulator's catalogue, without releases.
@@ -338,7 +340,8 @@ async fn an_empty_resource_search_succeeds_says_nothing_was_found_and_its_repeat
 async fn a_title_with_control_and_bidi_characters_reaches_telegram_clean() {
     let rig = Rig::new(Dialect::V2).await;
     let _bot = rig.start_pipeline().await;
-    let evil = "Dune\u{0} 2021\u{1b}[2J 1080p \u{202e}vkm.exe\u{2028}FAKE LINE";
+    let evil =
+        "Dune\u{0} 2021\u{1b}[2J 1080p \u{202e}vkm.exe\u{2028}FAKE\u{200b} LINE\u{2060}\u{feff}";
     rig.mp
         .add_release(SimRelease::movie(DUNE, "Site\u{202e}X", evil, ""));
     rig.send(1, &format!("/download tmdb:{DUNE}")).await;
@@ -369,9 +372,61 @@ async fn a_title_with_control_and_bidi_characters_reaches_telegram_clean() {
             .filter(|c| {
                 (c.is_control() && *c != '\n')
                     || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+                    || matches!(c, '\u{200b}' | '\u{2060}' | '\u{feff}')
             })
             .collect();
         assert!(bad.is_empty(), "{bad:?} in {text:?}");
+    }
+}
+
+/// What a reply repeats is clean, in a text oncebot did not write.
+fn assert_clean(text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| {
+            (c.is_control() && *c != '\n')
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+                || matches!(c, '\u{200b}' | '\u{2060}' | '\u{feff}')
+        })
+        .collect();
+    assert!(bad.is_empty(), "{bad:?} in {text:?}");
+}
+
+/// Issue 41, item 4: the user's own text, repeated in a reply ("Nothing found for …", "I don't
+/// know /…"), in a private chat and in a group, is cleaned as MoviePilot's is: no C0 control, bidi
+/// control or invisible character reaches Telegram; ZWJ stays (an emoji sequence).
+#[tokio::test]
+async fn the_users_own_text_is_repeated_clean_in_private_and_in_groups() {
+    let rig = Rig::new(Dialect::V2).await;
+    let _bot = rig.start_pipeline().await;
+    let family = "👨\u{200d}👩\u{200d}👧";
+    let search = format!("/search Zz\u{1b}[2J\u{202e}gpj.exe\u{200b}q\u{2060}w\u{feff} {family}");
+    rig.send(1, &search).await;
+    let unknown = "/fo\u{7}o\u{2067}\u{200b}bar";
+    rig.send(2, unknown).await;
+    rig.post(&group_text(3, ALICE, &format!("{unknown}@{BOT_USERNAME}")))
+        .await;
+    let want = [
+        (
+            ALICE,
+            format!("Nothing found for \"Zz[2Jgpj.exeqw {family}\"."),
+        ),
+        (ALICE, "I don't know /foobar.".to_string()),
+        (GROUP, "I don't know /foobar.".to_string()),
+    ];
+    for (chat, start) in &want {
+        eventually(&format!("{start:?} in {chat}"), RECOVERY_DEADLINE, || {
+            let sent = rig.tg.sent();
+            async move {
+                sent.iter()
+                    .any(|m| m.chat_id == *chat && m.text.starts_with(start.as_str()))
+                    .then_some(())
+            }
+        })
+        .await;
+    }
+    for m in rig.tg.sent() {
+        assert_clean(&m.text);
     }
 }
 

@@ -7,7 +7,13 @@
 //! call fail, which would lose the whole release list for one bad title.
 //!
 //! What is removed: C0 controls (U+0000–U+001F) except `\n`, DEL (U+007F), C1 controls
-//! (U+0080–U+009F), and the bidi controls (U+200E, U+200F, U+061C, U+202A–U+202E, U+2066–U+2069).
+//! (U+0080–U+009F), the bidi controls (U+200E, U+200F, U+061C, U+202A–U+202E, U+2066–U+2069), and
+//! the invisible U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER and U+FEFF (a byte order mark), which
+//! make two texts that read the same differ. ZWNJ and ZWJ (U+200C, U+200D) stay: emoji sequences
+//! (👨‍👩‍👧) and several scripts need them.
+//!
+//! The user's own text is one of these too: a command's arguments (`commands::parse` cleans the
+//! message before reading it) and anything a reply repeats of it.
 //! What is replaced: `\t` becomes a space (a tab is spacing the author meant, and Telegram renders
 //! it inconsistently), the line and paragraph separators U+2028/U+2029 become `\n` (they are line
 //! breaks, and Telegram clients disagree on showing them). `\r` is removed, so `\r\n` reads `\n`.
@@ -40,6 +46,9 @@ fn fate(c: char, one_line: bool) -> Fate {
         | '\u{061c}'
         | '\u{202a}'..='\u{202e}'
         | '\u{2066}'..='\u{2069}' => Fate::Drop,
+        // Invisible: a zero width space, a word joiner, a byte order mark. (ZWNJ and ZWJ,
+        // U+200C and U+200D, stay: emoji sequences and several scripts need them.)
+        '\u{200b}' | '\u{2060}' | '\u{feff}' => Fate::Drop,
         _ => Fate::Keep,
     }
 }
@@ -109,6 +118,15 @@ mod tests {
     }
 
     #[test]
+    fn zero_width_space_word_joiner_and_bom_are_removed_zwnj_and_zwj_kept() {
+        assert_eq!(clean_line("Du\u{200b}ne\u{2060} 2021\u{feff}"), "Dune 2021");
+        let family = "👨\u{200d}👩\u{200d}👧";
+        assert_eq!(clean(family), family);
+        let persian = "می\u{200c}خواهم";
+        assert_eq!(clean_line(persian), persian);
+    }
+
+    #[test]
     fn line_and_paragraph_separators_become_newlines() {
         assert_eq!(clean("a\u{2028}b\u{2029}c"), "a\nb\nc");
     }
@@ -120,9 +138,9 @@ mod tests {
 
     #[test]
     fn letters_beside_the_ranges_are_kept() {
-        // Just outside the removed ranges: NBSP (U+00A0), ZWSP U+200B..U+200D (joiners that
-        // emoji and scripts need), U+2060 WORD JOINER, U+206A.
-        let text = "\u{a0}\u{200b}\u{200c}\u{200d}\u{2060}\u{206a}\u{2070}";
+        // Just outside the removed ranges: NBSP (U+00A0), ZWNJ and ZWJ (U+200C, U+200D: emoji
+        // and scripts need them), U+2061, U+206A, U+FEFE, U+FF00.
+        let text = "\u{a0}\u{200c}\u{200d}\u{2061}\u{206a}\u{2070}\u{fefe}\u{ff00}";
         assert!(matches!(clean(text), Cow::Borrowed(_)));
     }
 }

@@ -207,7 +207,9 @@ pub enum ChatKind {
 /// `/cmd@name` is for us. In a private chat plain text is a search, and `订阅 X` / `搜索 X` mean
 /// `/subscribe X` / `/search X` (and `下载 X` `/download X`), as in MoviePilot's own bot.
 pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
-    let text = collapse_whitespace(text);
+    // The user's text without control, bidi or invisible characters: what a job stores, its
+    // business key digests and a reply repeats is what the user saw.
+    let text = collapse_whitespace(&crate::untrusted::clean_line(text));
     if text.is_empty() {
         return Parsed::NotForUs;
     }

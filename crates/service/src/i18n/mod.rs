@@ -230,6 +230,7 @@ impl Texts {
     }
 
     pub fn unknown_command(&self, name: &str) -> String {
+        let name = crate::untrusted::clean_line(name);
         match self.locale {
             Locale::Zh => format!("不认识的命令 /{name}。发送 /help 查看可用命令。"),
             Locale::En => format!("I don't know /{name}. Send /help to see what I can do."),

@@ -90,6 +90,7 @@ impl Render {
         kept: usize,
         choose: bool,
     ) -> String {
+        let title = clean_line(title);
         if items.is_empty() {
             return zh_en!(
                 self.zh(),
