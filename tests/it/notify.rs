@@ -876,3 +876,58 @@ async fn with_to_requester_off_only_the_configured_chats_get_notifications() {
             .all(|k| !k.starts_with(&asked_prefix))
     );
 }
+
+/// Issue 41, item 5: wake-up calls as fast as a client can send them make at most one read of
+/// MoviePilot's history per `notify.min_poll_gap_ms` (14,164 wake-ups once made 88 reads back to
+/// back, 22 a second); and a notification whose wake-up arrives inside the gap is served when the
+/// gap has passed, not at the next interval.
+#[tokio::test]
+async fn wake_ups_make_at_most_one_read_per_gap_and_one_inside_it_is_served_at_its_end() {
+    let rig = relay_rig(
+        SimOptions::v2_5_6(),
+        &[
+            ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "60"),
+            ("ONCEBOT__NOTIFY__MIN_POLL_GAP_MS", "1000"),
+        ],
+    )
+    .await;
+    let _bot = rig
+        .start_roles(&["ingress", "dispatcher", "notify"], None)
+        .await;
+    position(&rig).await;
+    let wake = format!("{}/{WAKE_SECRET}", rig.url("/moviepilot/notify"));
+    let payload = serde_json::json!({"type": "system.test"});
+    let before = rig.mp.calls(routes::MESSAGE_WEB);
+    let started = std::time::Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        let calls = (0..16).map(|_| send_webhook(&wake, &payload, false));
+        for status in futures::future::join_all(calls).await {
+            assert_eq!(status.unwrap(), 204);
+        }
+        sent += 16;
+    }
+    let took = started.elapsed();
+    let reads = rig.mp.calls(routes::MESSAGE_WEB) - before;
+    assert!(sent > 200, "only {sent} wake-ups in {took:?}");
+    assert!(
+        (1..=took.as_secs() + 2).contains(&reads),
+        "{reads} reads for {sent} wake-ups in {took:?}"
+    );
+
+    // A read, then at once a notification and its wake-up: inside the gap, served at its end.
+    let read = rig.mp.calls(routes::MESSAGE_WEB);
+    assert_eq!(send_webhook(&wake, &payload, false).await.unwrap(), 204);
+    eventually("a read", RECOVERY_DEADLINE, || async {
+        (rig.mp.calls(routes::MESSAGE_WEB) > read).then_some(())
+    })
+    .await;
+    rig.mp.notify(note(Download, "inside-the-gap"));
+    assert_eq!(send_webhook(&wake, &payload, false).await.unwrap(), 204);
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        wait_got(&rig, ALICE, "inside-the-gap", 1),
+    )
+    .await
+    .expect("served at the gap's end, long before the minute's poll");
+}

@@ -382,6 +382,8 @@ pub struct NotifySettings {
     /// a mistake is reported with the key, its variable and the fix.
     pub routes: String,
     pub poll_interval_secs: u64,
+    /// The least time between two reads, however many wake-up calls arrive.
+    pub min_poll_gap_ms: u64,
     pub max_pages: u32,
     pub backfill: u32,
     pub duplicate_window_secs: u64,
@@ -467,6 +469,7 @@ impl NotifySettings {
             "at least 1 (default 15)",
         )?;
         self.validate_max_pages()?;
+        self.validate_poll_gap()?;
         self.validate_wake_secret()?;
         self.validate_heartbeat()?;
         self.validate_requester_ttl()?;
@@ -482,6 +485,25 @@ impl NotifySettings {
                 format!(
                     "set {} to how many pages of 50 rows one poll may read (default 10)",
                     env_name("notify.max_pages")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A gap between reads no longer than the interval between them.
+    fn validate_poll_gap(&self) -> Result<(), SettingError> {
+        let most = self.poll_interval_secs.saturating_mul(1000);
+        if self.min_poll_gap_ms > most {
+            return Err(SettingError::new(
+                "notify.min_poll_gap_ms",
+                format!(
+                    "is {}, longer than notify.poll_interval_secs ({} ms)",
+                    self.min_poll_gap_ms, most
+                ),
+                format!(
+                    "set {} to at most {most} (default 1000)",
+                    env_name("notify.min_poll_gap_ms")
                 ),
             ));
         }

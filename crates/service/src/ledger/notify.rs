@@ -247,6 +247,16 @@ impl Ledger {
             .map_err(LedgerError::redis("waking the notification relay"))
     }
 
+    /// Forgets the wake-up calls waiting (a read about to begin serves them).
+    pub async fn notify_wake_clear(&self) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        redis::cmd("DEL")
+            .arg(self.keys.notify_wake())
+            .query_async::<()>(&mut conn)
+            .await
+            .map_err(LedgerError::redis("clearing the relay's wake-up calls"))
+    }
+
     /// Waits up to `timeout` for a wake-up call (BLPOP on `conn`, a connection of its own with
     /// no response timeout); true when one came.
     pub async fn notify_wait(
