@@ -550,3 +550,61 @@ async fn users_lua_replaces_the_mapping_whole() {
     assert!(refused.entries.is_empty());
     assert_eq!(refused.state, "not_superuser");
 }
+
+/// asked.lua: an ask noted before a job's call and undone when the job fails gives an earlier
+/// ask of the same chat its expiry back; an ask with none before is removed; the note is made
+/// once per job (a retry's does not overwrite what was there before the first) and is deleted
+/// when undone.
+#[tokio::test]
+async fn a_failed_jobs_ask_is_undone_and_an_earlier_ask_keeps_its_expiry() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    let media = oncebot::asked::AskedMedia::new("Dune", Some("2021"), None).unwrap();
+    let key = store.keys.asked(&media.digest());
+    let member = media.member(ALICE);
+    let day = Duration::from_secs(86_400);
+    let Admitted::New { job_id: first } =
+        enqueue(&store, &ledger, &subscribe(1, "tmdb:438631")).await
+    else {
+        panic!("a job");
+    };
+    // No earlier ask: noted, then undone by removal.
+    ledger
+        .remember_asker(&media, ALICE, day, Some(first))
+        .await
+        .unwrap();
+    ledger
+        .remember_asker(&media, ALICE, day, Some(first))
+        .await
+        .unwrap();
+    assert_eq!(store.job(first).await["asked_before"], "");
+    assert!(ledger.forget_asker(&media.digest(), first).await.unwrap());
+    let mut conn = store.conn().await;
+    let score: Option<f64> = conn.zscore(&key, &member).await.unwrap();
+    assert_eq!(score, None);
+    assert!(!store.job(first).await.contains_key("asked_member"));
+    assert!(
+        !ledger.forget_asker(&media.digest(), first).await.unwrap(),
+        "once"
+    );
+
+    // An earlier successful ask (no job), then a job that asks again and fails.
+    ledger
+        .remember_asker(&media, ALICE, day, None)
+        .await
+        .unwrap();
+    let earlier: f64 = conn.zscore(&key, &member).await.unwrap();
+    let Admitted::New { job_id: second } =
+        enqueue(&store, &ledger, &subscribe(2, "tmdb:438631 anyway")).await
+    else {
+        panic!("a job");
+    };
+    ledger
+        .remember_asker(&media, ALICE, day * 2, Some(second))
+        .await
+        .unwrap();
+    let later: f64 = conn.zscore(&key, &member).await.unwrap();
+    assert!(later > earlier);
+    assert!(ledger.forget_asker(&media.digest(), second).await.unwrap());
+    let restored: f64 = conn.zscore(&key, &member).await.unwrap();
+    assert_eq!(restored, earlier, "the earlier ask keeps its expiry");
+}

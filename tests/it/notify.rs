@@ -931,3 +931,126 @@ async fn wake_ups_make_at_most_one_read_per_gap_and_one_inside_it_is_served_at_i
     .await
     .expect("served at the gap's end, long before the minute's poll");
 }
+
+/// Issue 41, item 6: MoviePilot writes "已添加订阅" during the subscribe request, and its Webhook
+/// plugin wakes the relay from inside it; the relay forwarded the notice about 30 ms before the
+/// worker recorded who asked (real v2.5.6 and v2.14.0, 4 of 4). The ask is now recorded before
+/// the create is sent: 10 of 10 notices reach the asker's chat, once each.
+#[tokio::test]
+async fn the_asker_gets_the_notice_moviepilot_sends_during_the_create() {
+    let rig = relay_rig(
+        SimOptions::v2_5_6(),
+        // No gap: the relay reads the moment the plugin wakes it, as fast as it can lose the race.
+        &[("ONCEBOT__NOTIFY__MIN_POLL_GAP_MS", "0")],
+    )
+    .await;
+    let films: Vec<u64> = (1..=10).map(|i| 900_000 + i).collect();
+    for (i, id) in films.iter().enumerate() {
+        rig.mp
+            .add_media(oncebot_tools::sim::moviepilot::SimMedia::movie(
+                *id,
+                &format!("Race Film {i}"),
+                "2020",
+            ));
+    }
+    let _bot = rig.start_pipeline().await;
+    let _relay = relay(&rig).await;
+    let wake = format!("{}/{WAKE_SECRET}", rig.url("/moviepilot/notify"));
+    rig.mp.set_webhook_plugin(Some(&wake));
+    for (i, id) in films.iter().enumerate() {
+        let update = i as i64 + 1;
+        rig.post(&crate::support::private_text(
+            update,
+            BOB,
+            &format!("/subscribe tmdb:{id}"),
+        ))
+        .await;
+        rig.job_in(update as u64, "succeeded", RECOVERY_DEADLINE)
+            .await;
+    }
+    for i in 0..films.len() {
+        wait_got(&rig, BOB, &format!("Race Film {i} (2020) 已添加订阅"), 1).await;
+    }
+    two_more_polls(&rig).await;
+    for i in 0..films.len() {
+        assert_eq!(
+            got(&rig, BOB, &format!("Race Film {i} (2020) 已添加订阅")),
+            1,
+            "{:#?}",
+            delivered(&rig, BOB)
+        );
+    }
+}
+
+/// Issue 41, item 6: an ask recorded before the call is undone when the job ends `failed` (a
+/// failed ask draws no notices of that media for months), and kept while its outcome is open
+/// (a retry waits).
+#[tokio::test]
+async fn a_failed_asks_record_is_removed_and_an_open_ones_kept() {
+    // A retry waits long enough to be looked at.
+    let rig = relay_rig(
+        SimOptions::v2_5_6(),
+        &[
+            ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "60000"),
+            ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "60000"),
+        ],
+    )
+    .await;
+    let _bot = rig.start_pipeline().await;
+    let _relay = relay(&rig).await;
+    let askers = |title: &str, year: &str| {
+        let key = rig.store.keys.asked(
+            &oncebot::asked::AskedMedia::new(title, Some(year), None)
+                .unwrap()
+                .digest(),
+        );
+        let store = rig.store.clone();
+        async move {
+            let mut conn = store.conn().await;
+            let members: Vec<String> = conn.zrange(&key, 0, -1).await.unwrap();
+            members
+        }
+    };
+    // Refused for good: the job fails, the ask made before the call is gone.
+    rig.mp.fail_next(
+        routes::SUBSCRIBE_CREATE,
+        MpFault::Status(
+            200,
+            r#"{"success": false, "message": "订阅失败", "data": {}}"#.into(),
+        ),
+    );
+    rig.post(&crate::support::private_text(
+        1,
+        BOB,
+        "/subscribe tmdb:438631",
+    ))
+    .await;
+    let row = rig.job_in(1, "failed", RECOVERY_DEADLINE).await;
+    assert!(!row.contains_key("asked_member"), "{row:?}");
+    assert!(askers("Dune", "2021").await.is_empty());
+    rig.mp
+        .notify(note(NotificationType::Subscribe, "Dune (2021) 已添加订阅"));
+    wait_got(&rig, ALICE, "Dune (2021) 已添加订阅", 1).await;
+    two_more_polls(&rig).await;
+    assert_eq!(got(&rig, BOB, "Dune"), 0, "{:#?}", delivered(&rig, BOB));
+
+    // MoviePilot answers 503: the job waits to retry, its ask stays.
+    for _ in 0..10 {
+        rig.mp.fail_next(
+            routes::SUBSCRIBE_CREATE,
+            MpFault::Status(503, "Service Unavailable".into()),
+        );
+    }
+    rig.post(&crate::support::private_text(
+        2,
+        BOB,
+        "/subscribe tmdb:693134",
+    ))
+    .await;
+    let row = rig.job_in(2, "retry_wait", RECOVERY_DEADLINE).await;
+    assert_eq!(row["asked_member"], format!("0|{BOB}"), "{row:?}");
+    assert_eq!(
+        askers("Dune: Part Two", "2024").await,
+        vec![format!("0|{BOB}")]
+    );
+}

@@ -283,14 +283,17 @@ impl Ledger {
 
 /// Who asked for which media (`asked:<digest>`), for `notify.to_requester`.
 impl Ledger {
-    /// asked.lua: `chat_id` asked for `media`; remembered for `ttl` from now.
+    /// asked.lua: `chat_id` asked for `media`; remembered for `ttl` from now. With `before_call`
+    /// (a job about to send its create or download), the ask is also noted in that job, once,
+    /// so that [`Ledger::forget_asker`] can undo it if the job fails.
     pub async fn remember_asker(
         &self,
         media: &AskedMedia,
         chat_id: i64,
         ttl: Duration,
+        before_call: Option<u64>,
     ) -> Result<(), LedgerError> {
-        let call = self.remember_asker_call(media, chat_id, ttl);
+        let call = self.remember_asker_call(media, chat_id, ttl, before_call);
         let _: i64 = self
             .send(&call, "remembering who asked for a media")
             .await?;
@@ -302,11 +305,44 @@ impl Ledger {
         media: &AskedMedia,
         chat_id: i64,
         ttl: Duration,
+        before_call: Option<u64>,
     ) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::ASKED, 1, 2, 96);
-        call.key("askers zset", self.keys.asked(&media.digest()))
+        let askers = self.keys.asked(&media.digest());
+        let mut call = ScriptCall::new(&scripts::ASKED, 2, 5, 160);
+        call.key("askers zset", &askers);
+        match before_call {
+            Some(job) => call.key("job HASH", self.keys.job(job)),
+            None => call.key("job HASH", &askers),
+        };
+        call.arg("mode", "remember")
             .arg("member", media.member(chat_id))
-            .arg("time to live", ttl.as_millis() as u64);
+            .arg("time to live", ttl.as_millis() as u64)
+            .arg(
+                "\"1\": the job is about to send",
+                if before_call.is_some() { "1" } else { "0" },
+            )
+            .arg("the digest in KEYS[1]", media.digest());
+        call
+    }
+
+    /// asked.lua: job `job_id` ended `failed`: the ask it noted before its call (`digest`, from
+    /// its `asked_digest` field) is undone (an earlier ask of the same chat keeps its expiry).
+    /// `false` when the job noted none.
+    pub async fn forget_asker(&self, digest: &str, job_id: u64) -> Result<bool, LedgerError> {
+        let call = self.forget_asker_call(digest, job_id);
+        let undone: i64 = self.send(&call, "forgetting who asked for a media").await?;
+        Ok(undone == 1)
+    }
+
+    pub(super) fn forget_asker_call(&self, digest: &str, job_id: u64) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::ASKED, 2, 5, 96);
+        call.key("askers zset", self.keys.asked(digest))
+            .key("job HASH", self.keys.job(job_id))
+            .arg("mode", "forget")
+            .arg("member", "")
+            .arg("time to live", "")
+            .arg("\"1\": the job is about to send", "0")
+            .arg("the digest in KEYS[1]", digest);
         call
     }
 

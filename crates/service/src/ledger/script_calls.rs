@@ -433,9 +433,14 @@ async fn relay_calls_name_their_headers() {
     holds(&l.notify_release_call("h"), true);
     let media = crate::asked::AskedMedia::new("三体", Some("2023"), Some(1)).unwrap();
     holds(
-        &l.remember_asker_call(&media, 42, Duration::from_secs(60)),
+        &l.remember_asker_call(&media, 42, Duration::from_secs(60), None),
         true,
     );
+    holds(
+        &l.remember_asker_call(&media, 42, Duration::from_secs(60), Some(7)),
+        true,
+    );
+    holds(&l.forget_asker_call(&media.digest(), 7), true);
 }
 
 #[tokio::test]

@@ -144,6 +144,36 @@ pub struct Context<'a> {
     /// How long a library check's answer is cached (`moviepilot.library_cache_secs`; `None`:
     /// not cached).
     pub library_cache: Option<Duration>,
+    /// How long a chat that asked for a media is remembered for the relay; `None` while the
+    /// relay or `notify.to_requester` is off.
+    pub asker_ttl: Option<Duration>,
+    /// The digest of the media this attempt noted as asked for before its call
+    /// ([`ask_before_call`]), which a failed end undoes.
+    pub asked_before_call: Mutex<Option<String>>,
+}
+
+/// Remembers that the job's chat asks for `media` *before* the create or the download goes out:
+/// MoviePilot writes its "已添加订阅" during that request and its Webhook plugin wakes the relay
+/// at once, which forwarded it before an ask recorded after the answer. The job notes the ask,
+/// so a `failed` end undoes it. Not remembered: nothing goes to the asker, as before.
+pub(super) async fn ask_before_call(cx: &Context<'_>, job: &Job, media: Option<&AskedMedia>) {
+    let (Some(media), Some(ttl)) = (media, cx.asker_ttl) else {
+        return;
+    };
+    match cx
+        .ledger
+        .remember_asker(media, job.chat_id, ttl, Some(job.id))
+        .await
+    {
+        Ok(()) => {
+            *cx.asked_before_call
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(media.digest());
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not remember who asked before the call; MoviePilot's first notices about this media may miss the asker")
+        }
+    }
 }
 
 /// The house commands' settings (`commands.*`).
@@ -479,6 +509,8 @@ async fn subscribe_locked(
         season,
         best,
     };
+    let asked = AskedMedia::new(&media.title, media.year.as_deref(), season);
+    ask_before_call(cx, job, asked.as_ref()).await;
     let id = cx.mp.create_subscription(&new).await?;
     if let Some(owner) = job.requester.as_deref() {
         // MoviePilot made the service account the owner: note the row as this job's, so an
@@ -491,7 +523,7 @@ async fn subscribe_locked(
     let done = subscribed(cx, job, (&media.title, season, id), false);
     let done = Done {
         reply: done.reply.clone() + &r.subscribed_missing(&library),
-        asked: AskedMedia::new(&media.title, media.year.as_deref(), season),
+        asked,
         photo: media.poster.clone(),
         ..done
     };

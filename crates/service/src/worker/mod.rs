@@ -453,6 +453,8 @@ impl Worker {
             attempt,
             house: &self.house,
             library_cache: self.library_cache,
+            asker_ttl: self.asker_ttl,
+            asked_before_call: std::sync::Mutex::new(None),
         };
         if let Action::FindReleases { .. } = action {
             // The search takes as long as the slowest site: say so at once, not after
@@ -485,7 +487,28 @@ impl Worker {
                 .fields
                 .push(("auth_wait_since".into(), String::new()));
         }
+        if outcome.status == JobState::Failed {
+            self.forget_asker(job, &cx).await;
+        }
         outcome
+    }
+
+    /// The job ends `failed`: the ask it noted before its create or download (this attempt, or
+    /// an earlier one) is undone, so a failed ask draws no notices of that media for months. An
+    /// uncertain end keeps it: the media may well be coming.
+    async fn forget_asker(&self, job: &Job, cx: &Context<'_>) {
+        let digest = cx
+            .asked_before_call
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .or_else(|| job.extra.get("asked_digest").cloned());
+        let Some(digest) = digest else {
+            return;
+        };
+        if let Err(e) = self.ledger.forget_asker(&digest, job.id).await {
+            tracing::warn!(error = %e, "could not forget who asked for a failed job's media; its notifications may still reach this chat");
+        }
     }
 
     /// Remembers the job's chat for the media it asked MoviePilot for (`notify.to_requester`).
@@ -502,7 +525,11 @@ impl Worker {
         else {
             return;
         };
-        if let Err(e) = self.ledger.remember_asker(media, job.chat_id, ttl).await {
+        if let Err(e) = self
+            .ledger
+            .remember_asker(media, job.chat_id, ttl, None)
+            .await
+        {
             tracing::warn!(error = %e, "could not remember who asked; MoviePilot's notifications about this media go to the configured chats only");
         }
     }

@@ -503,6 +503,7 @@ pub async fn grab(cx: &Context<'_>, job: &Job, list: u64, index: usize) -> Resul
     };
     let sends = noted.sends + 1;
     note_intent(cx, &identity, magnet.as_deref(), sends).await?;
+    super::execute::ask_before_call(cx, job, asked.as_ref()).await;
     crate::crash_point!("worker.before_download");
     let downloader = release.site_downloader.as_deref();
     match cx

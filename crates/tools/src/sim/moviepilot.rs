@@ -337,6 +337,9 @@ struct Data {
     paths: Vec<String>,
     /// The requests whose path is no route of MoviePilot's (answered 404).
     unrouted: Vec<String>,
+    /// MoviePilot's Webhook plugin: where it posts each notification, during the request that
+    /// makes it ([`MoviePilotSim::set_webhook_plugin`]).
+    webhook_plugin: Option<String>,
     logins: u64,
     faults: HashMap<String, VecDeque<Fault>>,
     search_no_op: bool,
@@ -738,6 +741,14 @@ impl MoviePilotSim {
         if let Some(u) = data.users.iter_mut().find(|u| u.name == name) {
             u.is_active = active;
         }
+    }
+
+    /// Installs MoviePilot's Webhook plugin, posting to `url` (`None`: uninstalled). Then a
+    /// subscription's create writes MoviePilot's "<title_year>[ S0n] 已添加订阅" notification and
+    /// the plugin posts it *inside the create request*, before MoviePilot answers, as the real
+    /// v2.5.6 and v2.14.0 do (`app/chain/subscribe.py` sends the notice during `add`).
+    pub fn set_webhook_plugin(&self, url: Option<&str>) {
+        self.state.data().webhook_plugin = url.map(str::to_string);
     }
 
     /// A user made a superuser, or no longer one (`is_superuser`), as MoviePilot's user form
@@ -1169,6 +1180,15 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         }
         // A scheduler job runs inside the request, as MoviePilot's does.
         None if matches!(route, Route::RunScheduler) => run_scheduler(state, req, user).await,
+        // With the Webhook plugin, the create's notice is posted before the answer.
+        None if slow.is_zero() && matches!(route, Route::SubCreate) => {
+            let notice = subscription_notice(&req);
+            let resp = execute(&state, &route, &req, &user);
+            if resp.status().is_success() {
+                plugin_posts(&state, notice).await;
+            }
+            resp
+        }
         None if slow.is_zero() => execute(&state, &route, &req, &user),
         // A slow route (a resource search, an add) as a late answer: the effect happens even
         // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
@@ -1206,6 +1226,51 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
                 Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
             }
         }
+    }
+}
+
+/// MoviePilot's notice of a new subscription, from the create's body: "<name> (<year>)[ S0n]
+/// 已添加订阅" (`MediaInfo.title_year`, then the season), as its subscribe chain writes it.
+fn subscription_notice(req: &Req) -> Option<messages::SimNotification> {
+    let body: Value = serde_json::from_slice(&req.body).ok()?;
+    let name = body.get("name")?.as_str()?;
+    let year = body.get("year").and_then(Value::as_str).unwrap_or_default();
+    let mut title = if year.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({year})")
+    };
+    if let Some(season) = body
+        .get("season")
+        .and_then(Value::as_u64)
+        .filter(|s| *s > 0)
+    {
+        title.push_str(&format!(" S{season:02}"));
+    }
+    title.push_str(" 已添加订阅");
+    Some(messages::SimNotification::new(
+        oncebot::vocabulary::NotificationType::Subscribe,
+        &title,
+        "来自用户：oncebot",
+    ))
+}
+
+/// With the Webhook plugin installed, `notice` is written to the message history and posted to
+/// the plugin's URL (its answer awaited), as one event of the request under way.
+async fn plugin_posts(state: &State, notice: Option<messages::SimNotification>) {
+    let (Some(url), Some(notice)) = (state.data().webhook_plugin.clone(), notice) else {
+        return;
+    };
+    let payload = {
+        let mut data = state.data();
+        let id = messages::notify(&mut data, notice);
+        let m = data.messages.iter().find(|m| m.id == id).cloned();
+        m.map(|m| messages::notice_payload(&m))
+    };
+    if let Some(payload) = payload
+        && let Err(e) = messages::send_webhook(&url, &payload, false).await
+    {
+        tracing::warn!(error = %e, "the Webhook plugin could not post");
     }
 }
 
