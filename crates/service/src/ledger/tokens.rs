@@ -518,7 +518,7 @@ impl Ledger {
                 "the MoviePilot user the tapper acts for",
                 tap.requester.as_deref().unwrap_or(""),
             )
-            .arg("roles by rank", Role::ranked());
+            .arg("every role", Role::ranked());
         call
     }
 
