@@ -12,8 +12,9 @@
 //!   (blocked, kicked, deactivated) and 400 (chat not found, ...): recorded as failed, never
 //!   retried unchanged. "message is not modified": success. A moved group: resent once to its
 //!   new id. 401: the token is wrong; nothing is marked failed, sending pauses.
-//! - **Order and rate.** One chat's replies go one after another in stream order (`order`),
-//!   within Telegram's per-chat and global limits (`limits`). Callback answers bypass both:
+//! - **Order and rate.** One chat's replies go one after another in stream order (`order`), also
+//!   behind earlier ones another dispatcher holds (a dead one's, until taken over), within
+//!   Telegram's per-chat and global limits (`limits`). Callback answers bypass both:
 //!   Telegram shows a spinner until they arrive and drops the query after about 150 s.
 //! - **Progress in place.** A job's result edits its "working on it" message when there was one.
 //! - Messages over 4096 characters are split.
@@ -38,6 +39,7 @@ mod menus;
 mod order;
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -96,7 +98,15 @@ pub struct Dispatcher {
     stop: CancellationToken,
     /// The replies' outcomes being recorded together (reply_end.lua's group commit).
     ends: ends::Ends,
+    /// Whether a task watches the replies held by other dispatchers (`watch_held`).
+    watching_held: AtomicBool,
 }
+
+/// How many pending replies one look for those held elsewhere reads at most.
+const HELD_LOOKED_AT: usize = 1000;
+
+/// How often the replies held elsewhere are looked at while there are any.
+const HELD_CHECK_EVERY: Duration = Duration::from_millis(200);
 
 /// An entry's task ending, however it ends: the entry leaves the in-flight set (its lease is no
 /// longer renewed) and its send permit is freed.
@@ -200,6 +210,7 @@ impl Dispatcher {
             tasks: TaskTracker::new(),
             stop: CancellationToken::new(),
             ends: ends::Ends::default(),
+            watching_held: AtomicBool::new(false),
             cfg,
         })
     }
@@ -260,11 +271,83 @@ impl Dispatcher {
         Ok(())
     }
 
+    /// Before the replies of one read take their places: the replies before them that another
+    /// dispatcher holds are held here too (`order`), so a chat's newer replies wait for them.
+    /// Nothing is held when Redis cannot say (the replies go as before).
+    async fn hold_elsewhere(self: Arc<Self>, entries: &[LaneEntry]) {
+        let Some(newest) = entries
+            .iter()
+            .map(LaneEntry::id)
+            .reduce(|a, b| if order::later(b, a) { b } else { a })
+        else {
+            return;
+        };
+        let held = match self
+            .ledger
+            .replies_held_elsewhere(&self.consumer, newest, HELD_LOOKED_AT)
+            .await
+        {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot tell which replies another dispatcher holds; this read's go without waiting for them");
+                return;
+            }
+        };
+        if held.is_empty() {
+            return;
+        }
+        for (entry, chat) in &held {
+            self.order.hold(*chat, entry);
+        }
+        tracing::debug!(
+            held = held.len(),
+            "replies held by another dispatcher; their chats' newer replies wait for them"
+        );
+        if !self.watching_held.swap(true, AtomicOrdering::AcqRel) {
+            tokio::spawn(self.clone().watch_held());
+        }
+    }
+
+    /// While entries are held elsewhere: every [`HELD_CHECK_EVERY`], those acknowledged there
+    /// are released. (One taken over here takes its own place when it is spawned.)
+    async fn watch_held(self: Arc<Self>) {
+        loop {
+            if sleep_or_stop(HELD_CHECK_EVERY, &self.stop).await {
+                return;
+            }
+            let held = self.order.held();
+            if held.is_empty() {
+                self.watching_held.store(false, AtomicOrdering::Release);
+                // A hold made between the look and the store finds the flag set: look again.
+                if self.order.held().is_empty()
+                    || self.watching_held.swap(true, AtomicOrdering::AcqRel)
+                {
+                    return;
+                }
+                continue;
+            }
+            match self
+                .ledger
+                .replies_no_longer_elsewhere(&self.consumer, &held)
+                .await
+            {
+                Ok(gone) => {
+                    for entry in gone {
+                        self.order.release(&entry);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "checking the replies held elsewhere failed; trying again")
+                }
+            }
+        }
+    }
+
     /// Sends what was taken from dead dispatchers.
     async fn take_reaped(self: Arc<Self>, reaped: crate::ledger::Reaped) {
         for entry in reaped.lanes {
             tracing::warn!(entry = %entry.id(), lane = ?entry.lane(), "took over an entry from a dispatcher whose liveness expired");
-            self.clone().spawn_entry(entry).await;
+            self.clone().spawn_entry(entry, true).await;
         }
     }
 
@@ -273,10 +356,14 @@ impl Dispatcher {
         read_loop(&self.ledger, &stop, &LaneReader(self.clone(), lane)).await;
     }
 
-    async fn spawn_entry(self: Arc<Self>, entry: LaneEntry) {
+    /// Spawns `entry`'s task, with a send permit for a reply read now. An entry taken over from
+    /// a dispatcher that died (`takeover`) takes none: this one's newer entries of its chat may
+    /// hold every permit while they wait behind it (`order`), and the dead one's entries were
+    /// bounded by its own permits.
+    async fn spawn_entry(self: Arc<Self>, entry: LaneEntry, takeover: bool) {
         let is_reply = entry.lane() == Lane::Replies;
         // Callback answers never wait for a permit: the fast lane.
-        let permit = if is_reply {
+        let permit = if is_reply && !takeover {
             match self.permits.clone().acquire_owned().await {
                 Ok(p) => Some(p),
                 Err(_) => return,
@@ -824,7 +911,7 @@ impl Dispatcher {
                         Ok(entries) => {
                             for entry in entries {
                                 tracing::warn!(entry = %entry.id(), ?lane, "took over an entry from a dispatcher that stopped");
-                                self.clone().spawn_entry(entry).await;
+                                self.clone().spawn_entry(entry, true).await;
                             }
                         }
                         Err(e) => tracing::warn!(error = %e, "reclaiming replies failed"),
@@ -890,8 +977,11 @@ impl Consumer for LaneReader {
     }
 
     async fn handle(&self, entries: Vec<LaneEntry>) {
+        if self.1 == Lane::Replies {
+            self.0.clone().hold_elsewhere(&entries).await;
+        }
         for entry in entries {
-            self.0.clone().spawn_entry(entry).await;
+            self.0.clone().spawn_entry(entry, false).await;
         }
     }
 }

@@ -201,6 +201,74 @@ impl Ledger {
             .collect())
     }
 
+    /// held_elsewhere.lua: the replies before `newest` pending under another consumer than
+    /// `consumer`, with their chats (at most `limit` looked at). Empty at once, for one
+    /// XPENDING summary, while every pending reply is this consumer's.
+    pub async fn replies_held_elsewhere(
+        &self,
+        consumer: &str,
+        newest: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, i64)>, LedgerError> {
+        let call = self.held_elsewhere_find_call(consumer, newest, limit);
+        let flat: Vec<String> = self
+            .send(&call, "looking for replies pending elsewhere")
+            .await?;
+        Ok(flat
+            .chunks_exact(2)
+            .filter_map(|pair| Some((pair[0].clone(), pair[1].parse().ok()?)))
+            .collect())
+    }
+
+    pub(super) fn held_elsewhere_find_call(
+        &self,
+        consumer: &str,
+        newest: &str,
+        limit: usize,
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(&scripts::HELD_ELSEWHERE, 1, 5, 96);
+        call.key("replies stream", self.keys.replies_stream())
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("this dispatcher's consumer name", consumer)
+            .arg("mode", "find")
+            .arg("the newest entry id", newest)
+            .arg("at most this many", limit);
+        call
+    }
+
+    /// held_elsewhere.lua: which of `entries` are no longer pending under another consumer
+    /// than `consumer` (acknowledged, or taken over by it).
+    pub async fn replies_no_longer_elsewhere(
+        &self,
+        consumer: &str,
+        entries: &[String],
+    ) -> Result<Vec<String>, LedgerError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let call = self.held_elsewhere_gone_call(consumer, entries);
+        self.send(&call, "checking replies pending elsewhere").await
+    }
+
+    pub(super) fn held_elsewhere_gone_call(
+        &self,
+        consumer: &str,
+        entries: &[String],
+    ) -> ScriptCall {
+        let mut call = ScriptCall::new(
+            &scripts::HELD_ELSEWHERE,
+            1,
+            3 + entries.len(),
+            32 * entries.len(),
+        );
+        call.key("replies stream", self.keys.replies_stream())
+            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("this dispatcher's consumer name", consumer)
+            .arg("mode", "gone")
+            .args(entries);
+        call
+    }
+
     /// lease.lua on a lane; returns the entries this consumer no longer owns.
     pub async fn renew_lane(
         &self,

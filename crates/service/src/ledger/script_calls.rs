@@ -275,6 +275,8 @@ async fn reply_calls_name_their_headers() {
         &l.renew_lane_call(Lane::Replies, "d1", &["1-0".into()]),
         true,
     );
+    holds(&l.held_elsewhere_find_call("d1", "5-0", 100), true);
+    holds(&l.held_elsewhere_gone_call("d1", &["1-0".into()]), false);
     holds(
         &l.reply_begin_call(
             &reply_entry(ReplyKind::Result),
