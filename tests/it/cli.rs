@@ -132,6 +132,18 @@ async fn jobs_list_without_json_prints_a_table() {
     assert_eq!(lines.len(), 4, "{}", out.stdout);
     assert!(lines[0].contains("STATUS"));
     assert!(lines[3].contains("subscribe") && lines[3].contains("Dune"));
+    // Issue 41: the columns line up, the header's and every row's (STATUS and COMMAND were
+    // printed without their padding).
+    for header in ["STATUS", "COMMAND", "ARGS", "CREATED (UTC)"] {
+        let at = lines[0].find(header).unwrap();
+        for row in &lines[1..] {
+            assert!(
+                row[..at].ends_with("  "),
+                "{header:?} at {at} in\n{}",
+                out.stdout
+            );
+        }
+    }
 }
 
 #[tokio::test]

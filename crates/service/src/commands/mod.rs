@@ -173,7 +173,7 @@ impl JobCommand {
 
 impl std::fmt::Display for JobCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
