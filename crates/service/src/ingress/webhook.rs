@@ -160,16 +160,7 @@ where
     // Constant time over the expected length; a length mismatch fails without a timing hint
     // beyond the length itself.
     if !bool::from(given.as_ref().ct_eq(expected)) {
-        if let Some(unlogged) = door.refused(Reason::Secret) {
-            tracing::warn!(
-                peer = %door.peer(),
-                unlogged,
-                "webhook call with a missing or wrong secret token refused (unlogged: this \
-                 peer's refusals since the last line)"
-            );
-        }
-        METRICS.update("rejected");
-        return status(StatusCode::UNAUTHORIZED, "");
+        return wrong_secret(door);
     }
     if length.is_some_and(|l| l > cfg.max_body_bytes) {
         return too_large(door, cfg.max_body_bytes);
@@ -211,6 +202,20 @@ where
             resp
         }
     }
+}
+
+/// A webhook call with a missing or wrong secret: 401, counted, logged within the door's limit.
+fn wrong_secret(door: &Door) -> Response {
+    if let Some(unlogged) = door.refused(Reason::Secret) {
+        tracing::warn!(
+            peer = %door.peer(),
+            unlogged,
+            "webhook call with a missing or wrong secret token refused (unlogged: this peer's \
+             refusals since the last line)"
+        );
+    }
+    METRICS.update("rejected");
+    status(StatusCode::UNAUTHORIZED, "")
 }
 
 /// Most of a wake-up call's body that is read (and dropped unparsed).

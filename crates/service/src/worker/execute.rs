@@ -203,6 +203,18 @@ pub struct ButtonSettings {
 }
 
 impl ButtonSettings {
+    /// From `telegram.confirm_ttl_secs` and the commands' windows.
+    pub fn of(settings: &crate::config::Settings) -> ButtonSettings {
+        ButtonSettings {
+            ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
+            subscribe_window: Command::Subscribe.window(&settings.commands),
+            best_window: Command::Best.window(&settings.commands),
+            unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
+            restart_window: Command::Restart.window(&settings.commands),
+            redo_window: Command::Redo.window(&settings.commands),
+        }
+    }
+
     /// The window of a subscription button's job: `/best`'s or `/subscribe`'s.
     pub fn window_of(&self, command: Command) -> Duration {
         match command {

@@ -130,14 +130,7 @@ impl Worker {
                 max_recoveries: cfg.max_recoveries,
                 retention: Duration::from_secs(cfg.job_retention_secs),
             },
-            buttons: ButtonSettings {
-                ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
-                subscribe_window: Command::Subscribe.window(&settings.commands),
-                best_window: Command::Best.window(&settings.commands),
-                unsubscribe_window: Command::Unsubscribe.window(&settings.commands),
-                restart_window: Command::Restart.window(&settings.commands),
-                redo_window: Command::Redo.window(&settings.commands),
-            },
+            buttons: ButtonSettings::of(settings),
             house: HouseSettings {
                 site_signin_job: settings.commands.site_signin_job.clone(),
                 restart_watch: Duration::from_secs(settings.commands.restart_watch_secs),
