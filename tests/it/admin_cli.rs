@@ -22,11 +22,11 @@ async fn jobs_resolve_settles_only_a_job_waiting_for_review() {
             message_id: Some(501),
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
-            action: AdmissionAction::Job {
-                command: Command::SearchNow,
-                args: "7".into(),
-                window: Duration::ZERO,
-            },
+            action: AdmissionAction::Job(Command::SearchNow.job(
+                oncebot::commands::Asker::of(ALICE, ALICE, None),
+                "7",
+                Duration::ZERO,
+            )),
         })
         .await
         .unwrap()

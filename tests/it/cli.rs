@@ -44,11 +44,11 @@ async fn admit(ledger: &Ledger, update_id: i64, user: i64, command: Command, arg
         message_id: Some(1),
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
-        action: AdmissionAction::Job {
-            command,
-            args: args.into(),
-            window: Duration::from_secs(60),
-        },
+        action: AdmissionAction::Job(command.job(
+            oncebot::commands::Asker::of(user, user, None),
+            args,
+            Duration::from_secs(60),
+        )),
     };
     ledger.admit(&a).await.unwrap();
 }

@@ -139,11 +139,7 @@ async fn ask_in(app: &TestApp, update_id: i64, chat: i64, zh: bool) -> BTreeMap<
     let window = Duration::from_secs(60);
     let reply_to = Some(message_id(update_id));
     let mut group = TokenGroup::new(Duration::from_secs(app.settings.telegram.confirm_ttl_secs));
-    let run = TokenAction::Run {
-        command: Command::Unsubscribe,
-        args: UNSUBSCRIBE_ARGS.into(),
-        window,
-    };
+    let run = TokenAction::Run(Command::Unsubscribe.button(owner, None, UNSUBSCRIBE_ARGS, window));
     let confirm = group.add(owner, yes, run, reply_to);
     let cancel = group.add(owner, no, TokenAction::Cancel, reply_to);
     let markup = oncebot::telegram::keyboard::Keyboard::new()
@@ -157,10 +153,12 @@ async fn ask_in(app: &TestApp, update_id: i64, chat: i64, zh: bool) -> BTreeMap<
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Confirm {
-            command: Command::Unsubscribe,
+            job: Command::Unsubscribe.job(
+                oncebot::commands::Asker::of(chat, ALICE, None),
+                UNSUBSCRIBE_ARGS,
+                window,
+            ),
             prompt: prompt.into(),
-            args: UNSUBSCRIBE_ARGS.into(),
-            window,
             buttons: group,
             markup,
         },
@@ -270,11 +268,7 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
     let run = group.add(
         owner,
         "Run",
-        TokenAction::Run {
-            command: Command::Subscriptions,
-            args: String::new(),
-            window: Duration::from_secs(60),
-        },
+        TokenAction::Run(Command::Subscriptions.button(owner, None, "", Duration::from_secs(60))),
         None,
     );
     let cancel = group.add(owner, "Cancel", TokenAction::Cancel, None);
@@ -1143,11 +1137,11 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
             message_id: Some(501),
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
-            action: AdmissionAction::Job {
-                command: Command::SearchNow,
-                args: "7".into(),
-                window: Duration::ZERO,
-            },
+            action: AdmissionAction::Job(Command::SearchNow.job(
+                oncebot::commands::Asker::of(BOB, BOB, None),
+                "7",
+                Duration::ZERO,
+            )),
         })
         .await
         .unwrap();
@@ -1268,11 +1262,11 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
             message_id: None,
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
-            action: AdmissionAction::Job {
-                command: Command::SearchNow,
-                args: "7".into(),
-                window: Duration::ZERO,
-            },
+            action: AdmissionAction::Job(Command::SearchNow.job(
+                oncebot::commands::Asker::of(BOB, BOB, None),
+                "7",
+                Duration::ZERO,
+            )),
         })
         .await
         .unwrap();
@@ -1352,18 +1346,21 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
     };
     let mut group = TokenGroup::new(Duration::from_secs(600));
     let solo = |n: u32| oncebot::ledger::Solo {
-        key_args: Some(format!("release {n}")),
         list: None,
         used_label: format!("✓ {n}"),
         page: None,
     };
-    let run = |args: &str| TokenAction::Run {
-        command: Command::Subscriptions,
-        args: args.into(),
-        window: Duration::from_secs(60),
+    let run = |args: &str, n: u32| {
+        TokenAction::Run(Command::Subscriptions.button_keyed(
+            owner,
+            None,
+            args,
+            Some(&format!("release {n}")),
+            Duration::from_secs(60),
+        ))
     };
-    let first = group.add_solo(owner, "1", run("a"), None, solo(1));
-    let second = group.add_solo(owner, "2", run("b"), None, solo(2));
+    let first = group.add_solo(owner, "1", run("a", 1), None, solo(1));
+    let second = group.add_solo(owner, "2", run("b", 2), None, solo(2));
     let mut conn = store.conn().await;
     store_token_group(&mut conn, &store, &group).await;
     let groups: Vec<String> = conn

@@ -169,11 +169,11 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
             message_id: Some(7),
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
-            action: AdmissionAction::Job {
-                command: oncebot::commands::Command::Subscriptions,
-                args: String::new(),
-                window: Duration::ZERO,
-            },
+            action: AdmissionAction::Job(oncebot::commands::Command::Subscriptions.job(
+                oncebot::commands::Asker::of(ALICE, ALICE, None),
+                String::new(),
+                Duration::ZERO,
+            )),
         })
         .await
         .unwrap();
@@ -281,11 +281,11 @@ async fn replies_ended_together_are_each_recorded_as_if_alone() {
                 message_id: Some(7),
                 requester: None,
                 role: oncebot::vocabulary::Role::Admin,
-                action: AdmissionAction::Job {
-                    command: oncebot::commands::Command::Subscriptions,
-                    args: String::new(),
-                    window: Duration::ZERO,
-                },
+                action: AdmissionAction::Job(oncebot::commands::Command::Subscriptions.job(
+                    oncebot::commands::Asker::of(ALICE + update_id, ALICE + update_id, None),
+                    String::new(),
+                    Duration::ZERO,
+                )),
             })
             .await
             .unwrap();

@@ -26,11 +26,11 @@ fn job(update_id: i64, user: i64, command: Command, args: &str, window: Duration
         message_id: Some(update_id + 500),
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
-        action: AdmissionAction::Job {
-            command,
-            args: args.into(),
+        action: AdmissionAction::Job(command.job(
+            oncebot::commands::Asker::of(user, user, None),
+            args,
             window,
-        },
+        )),
     }
 }
 

@@ -86,7 +86,7 @@ async fn polled_updates_become_jobs_and_the_offset_advances_past_them() {
     let made: Vec<(i64, String, String)> = jobs(&ledger)
         .await
         .into_iter()
-        .map(|j| (j.update_id, j.command.name().to_string(), j.args))
+        .map(|j| (j.update_id, j.command.clone(), j.args))
         .collect();
     assert_eq!(
         made,

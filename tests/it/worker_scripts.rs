@@ -40,11 +40,11 @@ async fn enqueue(ledger: &Ledger, update_id: i64, command: Command, args: &str) 
             message_id: Some(update_id + 500),
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
-            action: AdmissionAction::Job {
-                command,
-                args: args.into(),
-                window: Duration::ZERO,
-            },
+            action: AdmissionAction::Job(command.job(
+                oncebot::commands::Asker::of(ALICE, ALICE, None),
+                args,
+                Duration::ZERO,
+            )),
         })
         .await
         .unwrap();
@@ -616,7 +616,7 @@ async fn a_completion_takes_and_claims_new_entries_for_the_slots_it_frees() {
                 (fresh, 1, false)
             );
             assert_eq!(attempt.consumer, A);
-            assert_eq!(job.command.name(), "subscriptions");
+            assert_eq!(job.command, "subscriptions");
         }
         other => panic!("the pending job is claimed, got {other:?}"),
     }

@@ -172,7 +172,7 @@ pub(crate) fn job_fields(j: &Job) -> Vec<(&str, FieldValue<'_>)> {
     let mut rows = vec![
         (field::ID, Text(j.id.to_string().into())),
         (field::STATUS, Text(j.status.as_str().into())),
-        (field::COMMAND, Text(j.command.name().into())),
+        (field::COMMAND, Text(j.command.as_str().into())),
         (field::ARGS, Text(j.args.as_str().into())),
         (field::CHAT_ID, Text(j.chat_id.to_string().into())),
         (field::USER_ID, Text(j.user_id.to_string().into())),

@@ -175,11 +175,11 @@ impl Deployment {
                 message_id: Some(update_id + 500),
                 requester: None,
                 role: oncebot::vocabulary::Role::Admin,
-                action: AdmissionAction::Job {
-                    command,
-                    args: args.into(),
-                    window: Duration::ZERO,
-                },
+                action: AdmissionAction::Job(command.job(
+                    oncebot::commands::Asker::of(chat, chat, None),
+                    args,
+                    Duration::ZERO,
+                )),
             })
             .await
             .unwrap();

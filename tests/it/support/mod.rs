@@ -422,11 +422,11 @@ pub fn search_admission(update_id: i64, title: &str) -> oncebot::ledger::Admissi
         message_id: Some(update_id),
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
-        action: oncebot::ledger::AdmissionAction::Job {
-            command: oncebot::commands::Command::Search,
-            args: title.to_string(),
-            window: Duration::ZERO,
-        },
+        action: oncebot::ledger::AdmissionAction::Job(oncebot::commands::Command::Search.job(
+            oncebot::commands::Asker::of(42, 42, None),
+            title.to_string(),
+            Duration::ZERO,
+        )),
     }
 }
 

@@ -487,7 +487,7 @@ mod tests {
         Job {
             id: 7,
             status: JobState::NeedsReview,
-            command: crate::commands::JobCommand::Known(crate::commands::Command::SearchNow),
+            command: "searchnow".into(),
             args: args.into(),
             chat_id: 1,
             user_id: 1,

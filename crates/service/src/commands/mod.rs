@@ -4,14 +4,14 @@
 //! worker; unknown commands and bad arguments become a helpful reply, not a failed job.
 
 mod action;
+mod key;
 mod policy;
 
 pub use action::{
     ANYWAY, Action, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
 };
+pub use key::{Asker, idempotency_key};
 pub use policy::{Policy, Recovery, Window, calendar_day};
-
-use sha2::{Digest, Sha256};
 
 /// The commands oncebot understands. `/help` and `/start` are answered at once, without a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -306,74 +306,6 @@ fn is_id(s: &str) -> bool {
 /// Trims and turns every run of whitespace into one space.
 pub fn collapse_whitespace(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Whose repeat a command is. A user mapped to a MoviePilot user is one person in every chat
-/// (the same ask in a group and in a private chat is one job); anyone else is one user in one
-/// chat, as before users were mapped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Asker<'a> {
-    /// A mapped user: their MoviePilot username.
-    MoviePilot(&'a str),
-    /// A user with no MoviePilot name of their own, in this chat.
-    Chat { chat_id: i64, user_id: i64 },
-    /// Nobody in particular: a house command (`Policy::house_wide`) is one per window for
-    /// everyone, whoever asks.
-    House,
-}
-
-impl<'a> Asker<'a> {
-    /// Whose repeat `command` is when `user_id` asks it in `chat_id`, acting for `requester`.
-    pub fn for_command(
-        command: Command,
-        chat_id: i64,
-        user_id: i64,
-        requester: Option<&'a str>,
-    ) -> Self {
-        if command.policy().house_wide {
-            return Asker::House;
-        }
-        Self::of(chat_id, user_id, requester)
-    }
-
-    /// The asker of a command from `user_id` in `chat_id`, acting for `requester`.
-    pub fn of(chat_id: i64, user_id: i64, requester: Option<&'a str>) -> Self {
-        match requester {
-            Some(name) => Asker::MoviePilot(name),
-            None => Asker::Chat { chat_id, user_id },
-        }
-    }
-}
-
-/// The business idempotency key: a digest of the asker, command and case-folded arguments.
-/// The time window is not part of the digest: it is the key's PX expiry, so the window starts
-/// at the first request instead of at a clock boundary.
-///
-/// 32 hex characters: the first 128 bits of SHA-256. Two different commands would have to
-/// collide while one's key is alive (a window of minutes) for the second to be taken as a
-/// duplicate; at 128 bits that does not happen in practice, and every job HASH, `cmd:` key and
-/// button token holding the digest is half the size of a full SHA-256 in hex.
-pub fn idempotency_key(asker: Asker<'_>, command: Command, args: &str) -> String {
-    let mut h = Sha256::new();
-    match asker {
-        // 16 bytes of ids, as before names existed: an upgrade keeps every open window.
-        Asker::Chat { chat_id, user_id } => {
-            h.update(chat_id.to_le_bytes());
-            h.update(user_id.to_le_bytes());
-        }
-        // A marker no pair of ids starts with the same way (ids are 16 bytes, a name is
-        // prefixed and NUL-terminated), so a name never collides with a chat and user.
-        Asker::MoviePilot(name) => {
-            h.update(b"moviepilot:");
-            h.update(name.as_bytes());
-            h.update([0]);
-        }
-        Asker::House => h.update(b"house:\0"),
-    }
-    h.update(command.name().as_bytes());
-    h.update([0]);
-    h.update(collapse_whitespace(args).to_lowercase().as_bytes());
-    hex::encode(&h.finalize()[..16])
 }
 
 #[cfg(test)]

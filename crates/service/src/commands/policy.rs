@@ -347,19 +347,6 @@ pub struct Window {
     pub day: Option<String>,
 }
 
-impl Window {
-    /// A house command's business key in this window: the same for everyone who asks, and for
-    /// a calendar-day window a new one each day (the day is digested with the command). The
-    /// admission and its repeat's force button both name the window by it.
-    pub fn house_key(&self, command: Command) -> String {
-        super::idempotency_key(
-            super::Asker::House,
-            command,
-            self.day.as_deref().unwrap_or(""),
-        )
-    }
-}
-
 /// The calendar day `now` falls on in `zone`, and how long until it ends there (at the next
 /// day's first instant, which a DST change may move off midnight). At least a millisecond.
 pub fn calendar_day(now: Timestamp, zone: &TimeZone) -> (String, Duration) {

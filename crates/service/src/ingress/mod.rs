@@ -20,7 +20,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use sha2::{Digest, Sha256};
 
-use crate::commands::{self, ChatKind, Command, Parsed};
+use crate::commands::{self, Asker, ChatKind, Command, Parsed};
 use crate::config::{CommandSettings, Settings};
 use crate::i18n::Texts;
 use crate::ledger::{
@@ -199,10 +199,10 @@ impl Ingress {
         }
         if let (
             Admitted::New { .. },
-            AdmissionAction::Job { command, .. } | AdmissionAction::HouseJob { command, .. },
+            AdmissionAction::Job(job) | AdmissionAction::HouseJob { job, .. },
         ) = (admitted, &admission.action)
         {
-            METRICS.transition(command.name(), JobState::Pending.as_str());
+            METRICS.transition(job.command, JobState::Pending.as_str());
         }
     }
 
@@ -220,6 +220,7 @@ impl Ingress {
         let role = identity
             .as_ref()
             .map_or(crate::vocabulary::Role::Admin, |i| i.role);
+        let requester = identity.and_then(|i| i.requester);
         let action = if !inner.allowed_users.contains(&from.id) {
             AdmissionAction::Reply {
                 kind: ReplyKind::Refusal,
@@ -228,14 +229,15 @@ impl Ingress {
                 once_key: once_key(ReplyKind::Refusal, message.chat.id, from.id),
             }
         } else {
-            self.action(parsed, role, message, from.id)?
+            let asker = Asker::of(message.chat.id, from.id, requester.as_deref());
+            self.action(parsed, role, message, (from.id, asker))?
         };
         Ok(Admission {
             update_id: update.update_id,
             chat_id: message.chat.id,
             user_id: from.id,
             message_id: Some(message.message_id),
-            requester: identity.and_then(|i| i.requester),
+            requester,
             role,
             action,
         })
@@ -248,7 +250,7 @@ impl Ingress {
         parsed: Parsed,
         role: Role,
         message: &Message,
-        user_id: i64,
+        (user_id, asker): (i64, Asker<'_>),
     ) -> Result<AdmissionAction, Ignored> {
         let texts = self.inner.texts;
         let reply = |kind: ReplyKind, text: String| AdmissionAction::Reply {
@@ -269,20 +271,15 @@ impl Ingress {
             // The ask is a lookup job without a window; its Confirm button makes the job that
             // has the window (see `Policy::needs_confirmation`).
             Parsed::Run { command, args } if command.policy().needs_confirmation => {
-                AdmissionAction::Job {
-                    command,
-                    window: Duration::ZERO,
-                    args,
-                }
+                AdmissionAction::Job(command.job(asker, args, Duration::ZERO))
             }
             Parsed::Run { command, .. } if command.policy().house_wide => {
                 self.house_job(command, message, user_id, Timestamp::now())
             }
-            Parsed::Run { command, args } => AdmissionAction::Job {
-                command,
-                window: command.window(&self.inner.commands),
-                args,
-            },
+            Parsed::Run { command, args } => {
+                let window = command.window(&self.inner.commands);
+                AdmissionAction::Job(command.job(asker, args, window))
+            }
             Parsed::BadArgs { command } => reply(ReplyKind::Usage, texts.usage(command).into()),
             Parsed::Unknown { name } => {
                 reply(ReplyKind::UnknownCommand, texts.unknown_command(&name))
@@ -318,22 +315,18 @@ impl Ingress {
                 user_id,
             },
             label,
-            TokenAction::Force {
-                command,
-                window: window.clone(),
-            },
+            TokenAction::Force(window.forced_job(command)),
             Some(message.message_id),
         );
         let force_markup = Keyboard::new()
             .row(vec![(label.to_string(), data)])
             .to_json();
         AdmissionAction::HouseJob {
-            command,
+            job: window.house_job(command),
             repeat: inner
                 .texts
                 .house_repeat(command, window.day.is_none().then_some(window.length)),
             utc_offset_secs: inner.day_zone.to_offset(now).seconds(),
-            window,
             force,
             force_markup,
         }
@@ -509,7 +502,7 @@ mod tests {
             1,
             at.parse().unwrap(),
         ) {
-            AdmissionAction::HouseJob { force, window, .. } => (force.ttl, window.length),
+            AdmissionAction::HouseJob { force, job, .. } => (force.ttl, job.window),
             other => panic!("{other:?}"),
         };
         let (ttl, window) = ttl_at(Command::SiteSignin, "2026-12-03T15:59:30Z");

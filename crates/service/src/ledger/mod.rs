@@ -5,6 +5,7 @@
 
 mod attempts;
 mod conn;
+mod job_spec;
 pub mod keys;
 mod library;
 mod liveness;
@@ -27,7 +28,6 @@ use std::time::Duration;
 use redis::AsyncCommands as _;
 use serde::Serialize;
 
-use crate::commands::{Command, JobCommand, Window};
 use crate::config::Settings;
 use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
@@ -36,6 +36,7 @@ pub use attempts::{
     Trim,
 };
 pub use conn::{Conn, cluster_nodes, is_redis_url};
+pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;
 pub use liveness::{Beat, Beaten, Reaped, Role as ConsumerRole};
@@ -164,28 +165,22 @@ pub struct Admission {
 
 #[derive(Debug, Clone)]
 pub enum AdmissionAction {
-    /// Create a job, unless the update or (inside `window`) the command was seen before.
-    Job {
-        command: Command,
-        args: String,
-        window: Duration,
-    },
+    /// Create a job, unless the update or (inside its window) the command was seen before.
+    Job(JobSpec),
     /// A command that needs a confirmation: unless the command is inside its duplicate window,
     /// store `buttons` and queue `prompt` with `markup` (Confirm / Cancel). No job until a tap.
     Confirm {
-        command: Command,
-        args: String,
-        window: Duration,
+        job: JobSpec,
         prompt: String,
         buttons: TokenGroup,
         markup: String,
     },
-    /// A house command (`Policy::house_wide`): a job, one per window for the whole house. A
-    /// repeat inside the window is answered with `repeat` ("{time}" the first job's start at
-    /// `utc_offset_secs`) and `force`'s button, which runs it again anyway (an admin's, once).
+    /// A house command: a job, one per window for the whole house (`job.idem` names the
+    /// window). A repeat inside the window is answered with `repeat` ("{time}" the first job's
+    /// start at `utc_offset_secs`) and `force`'s button, which runs it again anyway (an
+    /// admin's, once).
     HouseJob {
-        command: Command,
-        window: Window,
+        job: JobSpec,
         repeat: String,
         utc_offset_secs: i32,
         force: TokenGroup,
@@ -240,9 +235,9 @@ impl Admitted {
 pub struct Job {
     pub id: u64,
     pub status: JobState,
-    /// Read as a `Command`; a name this release does not know (a newer release's job) stays
-    /// as stored.
-    pub command: JobCommand,
+    /// The command's name, as stored (`commands::JobCommand` reads it; a name this release does
+    /// not know, a newer release's job, stays as it is).
+    pub command: String,
     pub args: String,
     pub chat_id: i64,
     pub user_id: i64,
@@ -300,7 +295,7 @@ impl Job {
                 Some(v) => v.parse().map_err(|_| format!("field status is {v:?}"))?,
                 None => return Err("field status is missing".into()),
             },
-            command: JobCommand::parse(&take(field::COMMAND).unwrap_or_default()),
+            command: take(field::COMMAND).unwrap_or_default(),
             args: take(field::ARGS).unwrap_or_default(),
             chat_id,
             user_id,
@@ -532,67 +527,45 @@ impl Ledger {
 
     /// What enqueue.lua is told of an admission's action, in one match.
     fn enqueue_args<'a>(&'a self, a: &'a Admission) -> EnqueueArgs<'a> {
-        let asker = || crate::commands::Asker::of(a.chat_id, a.user_id, a.requester.as_deref());
+        let job_args = |mode: &'static str, job: &'a JobSpec| EnqueueArgs {
+            mode,
+            command: job.command,
+            args: &job.args,
+            idem: &job.idem,
+            window: job.window,
+            kind: ReplyKind::Duplicate,
+            text: &self.duplicate_template,
+            recovery: job.recovery.as_str(),
+            spec: String::new(),
+            prompt: "",
+            markup: "",
+            utc_offset_secs: 0,
+        };
         match &a.action {
-            AdmissionAction::Job {
-                command,
-                args,
-                window,
-            }
-            | AdmissionAction::Confirm {
-                command,
-                args,
-                window,
-                ..
-            } => {
-                let (spec, prompt, markup) = match &a.action {
-                    AdmissionAction::Confirm {
-                        prompt,
-                        buttons,
-                        markup,
-                        ..
-                    } => (buttons.spec().to_string(), prompt.as_str(), markup.as_str()),
-                    _ => (String::new(), "", ""),
-                };
-                EnqueueArgs {
-                    mode: if matches!(a.action, AdmissionAction::Job { .. }) {
-                        "job"
-                    } else {
-                        "confirm"
-                    },
-                    command: command.name(),
-                    args,
-                    idem: crate::commands::idempotency_key(asker(), *command, args),
-                    window: *window,
-                    kind: ReplyKind::Duplicate,
-                    text: &self.duplicate_template,
-                    recovery: command.policy().recovery.as_str(),
-                    spec,
-                    prompt,
-                    markup,
-                    utc_offset_secs: 0,
-                }
-            }
+            AdmissionAction::Job(job) => job_args("job", job),
+            AdmissionAction::Confirm {
+                job,
+                prompt,
+                buttons,
+                markup,
+            } => EnqueueArgs {
+                spec: buttons.spec().to_string(),
+                prompt,
+                markup,
+                ..job_args("confirm", job)
+            },
             AdmissionAction::HouseJob {
-                command,
-                window,
+                job,
                 repeat,
                 utc_offset_secs,
                 force,
                 force_markup,
             } => EnqueueArgs {
-                mode: "job",
-                command: command.name(),
-                args: "",
-                idem: window.house_key(*command),
-                window: window.length,
-                kind: ReplyKind::Duplicate,
                 text: repeat,
-                recovery: command.policy().recovery.as_str(),
                 spec: force.spec().to_string(),
-                prompt: "",
                 markup: force_markup,
                 utc_offset_secs: *utc_offset_secs,
+                ..job_args("job", job)
             },
             AdmissionAction::Reply {
                 kind,
@@ -603,7 +576,7 @@ impl Ledger {
                 mode: "reply",
                 command: "",
                 args: "",
-                idem: once_key.clone(),
+                idem: once_key,
                 window: *window,
                 kind: *kind,
                 text,
@@ -643,7 +616,7 @@ impl Ledger {
         call.key("updates HASH", k.updates(a.update_id))
             .key(
                 "command key",
-                k.command(if idem.is_empty() { "-" } else { &idem }),
+                k.command(if idem.is_empty() { "-" } else { idem }),
             )
             .key("job id sequence", k.job_seq())
             .key("job key prefix", k.job_prefix())
@@ -661,7 +634,7 @@ impl Ledger {
             .arg("message_id", OrEmpty(a.message_id))
             .arg("command", command)
             .arg("arguments", args)
-            .arg("idempotency key", &idem)
+            .arg("idempotency key", idem)
             .arg("duplicate window", window.as_millis() as u64)
             .arg("reply kind", kind.as_str())
             .arg("mode \"reply\": the text", text)
@@ -689,7 +662,7 @@ struct EnqueueArgs<'a> {
     mode: &'static str,
     command: &'static str,
     args: &'a str,
-    idem: String,
+    idem: &'a str,
     window: Duration,
     kind: ReplyKind,
     text: &'a str,

@@ -170,16 +170,18 @@ async fn enqueue_calls_name_their_header_for_every_admission() {
         role: crate::vocabulary::Role::User,
         action,
     };
+    let job = |command: &'static str, args: &str| JobSpec {
+        command,
+        args: args.into(),
+        idem: "0123456789abcdef0123456789abcdef".into(),
+        window: Duration::from_secs(1),
+        recovery: crate::vocabulary::Recovery::VerifyThenRetry,
+        least_role: crate::vocabulary::Role::User,
+    };
     for action in [
-        AdmissionAction::Job {
-            command: Command::Subscribe,
-            args: "x".into(),
-            window: Duration::from_secs(1),
-        },
+        AdmissionAction::Job(job("subscribe", "x")),
         AdmissionAction::Confirm {
-            command: Command::Unsubscribe,
-            args: "1".into(),
-            window: Duration::from_secs(1),
+            job: job("unsubscribe", "1"),
             prompt: "sure?".into(),
             buttons: TokenGroup::new(Duration::from_secs(60)),
             markup: "{}".into(),
@@ -191,11 +193,7 @@ async fn enqueue_calls_name_their_header_for_every_admission() {
             once_key: String::new(),
         },
         AdmissionAction::HouseJob {
-            command: Command::SiteSignin,
-            window: crate::commands::Window {
-                length: Duration::from_secs(30),
-                day: Some("2026-12-03".into()),
-            },
+            job: job("site_signin", ""),
             repeat: "again? {time}".into(),
             utc_offset_secs: 8 * 3600,
             force: TokenGroup::new(Duration::from_secs(60)),

@@ -18,8 +18,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::scripts::{OrEmpty, ScriptCall};
-use super::{JobState, Ledger, LedgerError, LedgerTexts, Resolution, keys, scripts};
-use crate::commands::{self, Command};
+use super::{JobSpec, JobState, Ledger, LedgerError, LedgerTexts, Resolution, keys, scripts};
 use crate::telegram::keyboard::{self, Keyboard};
 use crate::vocabulary::Role;
 
@@ -35,19 +34,12 @@ pub enum Owner {
 /// What a button does when its owner taps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenAction {
-    /// Create this job, exactly as if the owner had typed the command (same duplicate window,
-    /// same recovery policy).
-    Run {
-        command: Command,
-        args: String,
-        window: Duration,
-    },
+    /// Create this job, exactly as if the owner had typed the command (same business key and
+    /// duplicate window, same recovery policy).
+    Run(JobSpec),
     /// Create this house command's job even inside its window (an admin's button under a
     /// repeat's answer): the new job takes the window over and records who forced it.
-    Force {
-        command: Command,
-        window: crate::commands::Window,
-    },
+    Force(JobSpec),
     /// Use the group and do nothing else.
     Cancel,
     /// Settle a `needs_review` job, as `oncebot jobs resolve` does.
@@ -76,9 +68,6 @@ pub struct Token {
 /// `下载 k` buttons of a release list, the download buttons under search matches).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Solo {
-    /// What the business key digests instead of the job's arguments: a download is the same
-    /// whichever list or button it came from, so its key is the release, not `<list> <k>`.
-    pub key_args: Option<String>,
     /// The resource-search job whose stored list keyboard a tap edits (`Keys::releases`).
     pub list: Option<u64>,
     /// The button's text once it is used (e.g. `✓ 下载 1`).
@@ -93,9 +82,6 @@ pub struct TokenGroup {
     pub id: String,
     pub ttl: Duration,
     pub tokens: Vec<Token>,
-    /// The MoviePilot user the buttons' owner acts for: a job a button makes has the same
-    /// duplicate window as the command typed by that person (`commands::Asker`).
-    pub requester: Option<String>,
 }
 
 impl TokenGroup {
@@ -104,14 +90,7 @@ impl TokenGroup {
             id: keyboard::new_group_id(),
             ttl,
             tokens: Vec::new(),
-            requester: None,
         }
-    }
-
-    /// The group for buttons offered to someone acting for `requester` (a job's).
-    pub fn acting_for(mut self, requester: Option<&str>) -> Self {
-        self.requester = requester.map(str::to_string);
-        self
     }
 
     /// Adds a button with a fresh token and returns its callback data (`t:<token>`).
@@ -158,11 +137,7 @@ impl TokenGroup {
         GroupSpec {
             group: &self.id,
             ttl: self.ttl.as_secs().max(1).to_string(),
-            tokens: self
-                .tokens
-                .iter()
-                .map(|t| token_spec(t, self.requester.as_deref()))
-                .collect(),
+            tokens: self.tokens.iter().map(token_spec).collect(),
         }
     }
 }
@@ -201,8 +176,8 @@ struct TokenSpec<'a> {
     command: &'static str,
     #[serde(skip_serializing_if = "str::is_empty")]
     args: &'a str,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    idem: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    idem: &'a str,
     #[serde(skip_serializing_if = "String::is_empty")]
     window_ms: String,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -225,7 +200,7 @@ struct TokenSpec<'a> {
     least_role: &'static str,
 }
 
-fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
+fn token_spec(t: &Token) -> TokenSpec<'_> {
     let (chat_id, user_id, scope) = match t.owner {
         // A user's button stores no scope (tap.lua's default, the stricter check).
         Owner::User { chat_id, user_id } => (chat_id, user_id.to_string(), ""),
@@ -241,7 +216,7 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
         action: "",
         command: "",
         args: "",
-        idem: String::new(),
+        idem: "",
         window_ms: String::new(),
         recovery: "",
         job_id: String::new(),
@@ -253,39 +228,17 @@ fn token_spec<'a>(t: &'a Token, requester: Option<&str>) -> TokenSpec<'a> {
         least_role: "",
     };
     match &t.action {
-        TokenAction::Run {
-            command,
-            args,
-            window,
-        } => {
-            let key_args = t
-                .solo
-                .as_ref()
-                .and_then(|s| s.key_args.as_deref())
-                .unwrap_or(args);
-            spec.idem = match t.owner {
-                Owner::User { chat_id, user_id } => commands::idempotency_key(
-                    commands::Asker::for_command(*command, chat_id, user_id, requester),
-                    *command,
-                    key_args,
-                ),
-                Owner::Admins { .. } => String::new(),
+        TokenAction::Run(job) | TokenAction::Force(job) => {
+            spec.action = match t.action {
+                TokenAction::Force(_) => "force",
+                _ => "run",
             };
-            spec.action = "run";
-            spec.command = command.name();
-            spec.args = args;
-            spec.window_ms = window.as_millis().to_string();
-            spec.recovery = command.policy().recovery.as_str();
-            spec.least_role = command.least_role(args).as_str();
-        }
-        TokenAction::Force { command, window } => {
-            spec.idem = window.house_key(*command);
-            spec.action = "force";
-            spec.command = command.name();
-            spec.window_ms = window.length.as_millis().to_string();
-            spec.recovery = command.policy().recovery.as_str();
-            // Running a house command inside its window is an admin's, whatever the command.
-            spec.least_role = command.least_role("").max(Role::Admin).as_str();
+            spec.command = job.command;
+            spec.args = &job.args;
+            spec.idem = &job.idem;
+            spec.window_ms = job.window.as_millis().to_string();
+            spec.recovery = job.recovery.as_str();
+            spec.least_role = job.least_role.as_str();
         }
         TokenAction::Cancel => spec.action = "cancel",
         TokenAction::Review { job_id, decision } => {

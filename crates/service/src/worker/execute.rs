@@ -597,11 +597,12 @@ fn in_library(
 ) -> Done {
     let r = &cx.render;
     let media = SubscriptionMedia::Tmdb { tmdb_id, season };
-    let anyway = TokenAction::Run {
-        command: Command::Subscribe,
-        args: format!("{} {}", media.args(), crate::commands::ANYWAY),
-        window: cx.buttons.subscribe_window,
-    };
+    let anyway = run_button(
+        job,
+        Command::Subscribe,
+        format!("{} {}", media.args(), crate::commands::ANYWAY),
+        cx.buttons.subscribe_window,
+    );
     Done {
         reply: r.in_library_not_subscribed(name, season),
         result: "in the library; not subscribed".into(),
@@ -609,6 +610,17 @@ fn in_library(
         buttons: one_button(cx, job, r.subscribe_anyway_button(), anyway),
         ..Done::default()
     }
+}
+
+/// A button that makes `command`'s job with `args`, as `job`'s asker typing it would (same
+/// business key and window), bound to them in this chat.
+pub(super) fn run_button(
+    job: &Job,
+    command: Command,
+    args: impl Into<String>,
+    window: Duration,
+) -> TokenAction {
+    TokenAction::Run(command.button(owner(job), job.requester.as_deref(), args, window))
 }
 
 /// One once-only button under an answer, bound to the asker in this chat.
@@ -619,7 +631,7 @@ pub(super) fn one_button(
     action: TokenAction,
 ) -> Option<Buttons> {
     let owner = owner(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let mut group = TokenGroup::new(cx.buttons.ttl);
     let data = group.add(owner, label, action, reply_to(job));
     buttons(&group, Keyboard::new().row(vec![(label.to_string(), data)]))
 }
@@ -889,11 +901,12 @@ async fn ask_unsubscribe(cx: &Context<'_>, job: &Job, id: u64) -> Result<Done, M
     };
     let whose = ownership_check(cx, job, sub)?;
     let media = SubscriptionMedia::of(sub.tmdb_id, sub.season, &sub.name);
-    let confirm = TokenAction::Run {
-        command: Command::Unsubscribe,
-        args: format!("{id} {}", media.args()),
-        window: cx.buttons.unsubscribe_window,
-    };
+    let confirm = run_button(
+        job,
+        Command::Unsubscribe,
+        format!("{id} {}", media.args()),
+        cx.buttons.unsubscribe_window,
+    );
     Ok(Done {
         reply: r.confirm_unsubscribe(id, &sub.name, sub.season) + &whose,
         result: format!("asked to confirm deleting subscription {id}"),
@@ -923,7 +936,7 @@ pub(super) fn confirm_or_cancel(
     let r = &cx.render;
     let owner = owner(job);
     let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let mut group = TokenGroup::new(cx.buttons.ttl);
     let yes = group.add(owner, r.confirm_button(), confirm, reply_to);
     let no = group.add(owner, r.cancel_button(), TokenAction::Cancel, reply_to);
     let keyboard = Keyboard::new().row(vec![
@@ -1028,11 +1041,7 @@ fn subscribe_row(
         Command::Best => cx.render.best_button(i + 1, item),
         _ => cx.render.subscribe_button(i + 1, item),
     };
-    let action = TokenAction::Run {
-        command,
-        args,
-        window: cx.buttons.window_of(command),
-    };
+    let action = run_button(job, command, args, cx.buttons.window_of(command));
     let data = group.add(owner, &label, action, reply_to(job));
     let mut row = vec![(label, data)];
     if choose.is_none()
@@ -1066,7 +1075,7 @@ async fn choose_season(
     };
     let owner = owner(job);
     let reply_to = reply_to(job);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let mut group = TokenGroup::new(cx.buttons.ttl);
     let mut keyboard = Keyboard::new();
     // Telegram allows 100 buttons; no series has anywhere near that many seasons in MoviePilot.
     for row in seasons.chunks(4).take(20) {
@@ -1074,11 +1083,12 @@ async fn choose_season(
             .iter()
             .map(|&n| {
                 let label = r.season_button(n);
-                let action = TokenAction::Run {
+                let action = run_button(
+                    job,
                     command,
-                    args: format!("tmdb:{tmdb_id} S{n}"),
-                    window: cx.buttons.window_of(command),
-                };
+                    format!("tmdb:{tmdb_id} S{n}"),
+                    cx.buttons.window_of(command),
+                );
                 let data = group.add(owner, &label, action, reply_to);
                 (label, data)
             })

@@ -345,7 +345,7 @@ impl Worker {
         permit: OwnedSemaphorePermit,
     ) {
         crate::crash_point!("worker.after_claim");
-        METRICS.transition(job.command.name(), JobState::Running.as_str());
+        METRICS.transition(job.command.as_str(), JobState::Running.as_str());
         let started = std::time::Instant::now();
         if recovered {
             tracing::warn!(
@@ -367,8 +367,8 @@ impl Worker {
         };
         let status = outcome.status;
         if self.record(&attempt, outcome, permit).await {
-            METRICS.transition(job.command.name(), status.as_str());
-            METRICS.job_finished(job.command.name(), status.as_str(), started.elapsed());
+            METRICS.transition(job.command.as_str(), status.as_str());
+            METRICS.job_finished(job.command.as_str(), status.as_str(), started.elapsed());
         }
         crate::crash_point!("worker.after_complete");
         self.lock_in_flight().remove(&attempt.entry);
@@ -416,8 +416,9 @@ impl Worker {
         recovered: bool,
         progress: &AtomicBool,
     ) -> Outcome {
-        let action = match &job.command {
-            JobCommand::Known(command) => Action::parse(*command, &job.args),
+        let command = JobCommand::parse(&job.command);
+        let action = match command {
+            JobCommand::Known(command) => Action::parse(command, &job.args),
             JobCommand::Other(_) => None,
         };
         let Some(action) = action else {
@@ -427,8 +428,8 @@ impl Worker {
             );
             return self.failed(job, &MpError::Permanent(reason));
         };
-        if let JobCommand::Known(command) = &job.command
-            && let Err(e) = self.rights.still_allowed(job, *command).await
+        if let JobCommand::Known(command) = command
+            && let Err(e) = self.rights.still_allowed(job, command).await
         {
             let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
             return match self.outcome_of(job, Err(e), used) {

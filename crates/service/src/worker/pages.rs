@@ -142,7 +142,7 @@ pub async fn matches(
     mut row: impl FnMut(&mut TokenGroup, usize) -> Vec<(String, String)>,
 ) -> Result<Paged, MpError> {
     let kept = found.min(MATCHES_KEPT);
-    let mut group = TokenGroup::new(cx.buttons.ttl).acting_for(job.requester.as_deref());
+    let mut group = TokenGroup::new(cx.buttons.ttl);
     let count = page_count(kept);
     let nav = Nav::new(&mut group, owner(job), job.id, count, &cx.render);
     let mut pages = Vec::with_capacity(count);

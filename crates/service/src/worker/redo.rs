@@ -6,9 +6,9 @@
 //! a person sees if it is held) and sends the redo. After a crash it is never sent again: the
 //! policy holds it for a person.
 
-use super::execute::{Context, Done, confirm_or_cancel, note, refused};
+use super::execute::{Context, Done, confirm_or_cancel, note, refused, run_button};
 use crate::commands::{Command, RESTART_CONFIRMED};
-use crate::ledger::{Job, TokenAction};
+use crate::ledger::Job;
 use crate::moviepilot::MpError;
 
 /// `/redo <record>`: the question, naming the file deleted and the one filed again.
@@ -20,11 +20,12 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done
             format!("no transfer record {record}"),
         ));
     };
-    let confirm = TokenAction::Run {
-        command: Command::Redo,
-        args: format!("{record} {RESTART_CONFIRMED}"),
-        window: cx.buttons.redo_window,
-    };
+    let confirm = run_button(
+        job,
+        Command::Redo,
+        format!("{record} {RESTART_CONFIRMED}"),
+        cx.buttons.redo_window,
+    );
     Ok(Done {
         reply: r.confirm_redo(&found),
         result: format!("asked to confirm a redo of transfer record {record}"),

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::execute::{Context, Done, Settle, ledger_error, owner, reply_to};
+use super::execute::{Context, Done, Settle, ledger_error, owner, reply_to, run_button};
 use super::pages::{Nav, Paged, page_count, page_range};
 use crate::asked::AskedMedia;
 use crate::commands::Command;
@@ -95,11 +95,7 @@ pub fn release_search_button(
     } else {
         cx.render.find_releases_button(n, item)
     };
-    let action = TokenAction::Run {
-        command: Command::Releases,
-        args,
-        window: cx.releases.search_window,
-    };
+    let action = run_button(job, Command::Releases, args, cx.releases.search_window);
     let data = group.add_solo(owner(job), &label, action, reply_to(job), Solo::default());
     Some((label, data))
 }
@@ -199,11 +195,12 @@ fn in_library(
         (MediaKind::Tv, Some(n)) => format!("tmdb:{tmdb_id} S{n}"),
         (MediaKind::Tv, None) => format!("tmdb:{tmdb_id} tv"),
     };
-    let anyway = TokenAction::Run {
-        command: Command::Releases,
-        args: format!("{target} {}", crate::commands::ANYWAY),
-        window: cx.releases.search_window,
-    };
+    let anyway = run_button(
+        job,
+        Command::Releases,
+        format!("{target} {}", crate::commands::ANYWAY),
+        cx.releases.search_window,
+    );
     Done {
         reply: r.in_library_not_searched(name),
         result: "in the library; sites not searched".into(),
@@ -298,7 +295,7 @@ fn release_pages(
     (total, cut): (usize, bool),
 ) -> Paged {
     let r = &cx.render;
-    let mut group = TokenGroup::new(cx.releases.list_ttl).acting_for(job.requester.as_deref());
+    let mut group = TokenGroup::new(cx.releases.list_ttl);
     let count = page_count(shown.len());
     let nav = Nav::new(&mut group, owner(job), job.id, count, r);
     let auto = super::auto::args(job);
@@ -341,13 +338,14 @@ fn release_button(
     let r = &cx.render;
     let label = r.release_button(n, false);
     let id = release.identity();
-    let action = TokenAction::Run {
-        command: Command::Grab,
-        args: format!("{} {n}", job.id),
-        window: cx.releases.download_window,
-    };
+    let action = TokenAction::Run(Command::Grab.button_keyed(
+        owner(job),
+        job.requester.as_deref(),
+        format!("{} {n}", job.id),
+        Some(&grab_key_args(&id)),
+        cx.releases.download_window,
+    ));
     let solo = Solo {
-        key_args: Some(grab_key_args(&id)),
         list: Some(job.id),
         used_label: r.release_button(n, true),
         page: Some(page),
@@ -374,13 +372,13 @@ fn auto_button(
 ) -> (String, String) {
     let r = &cx.render;
     let label = r.auto_button(false);
-    let action = TokenAction::Run {
-        command: Command::Auto,
-        args: args.to_string(),
-        window: cx.releases.download_window,
-    };
+    let action = run_button(
+        job,
+        Command::Auto,
+        args.to_string(),
+        cx.releases.download_window,
+    );
     let solo = Solo {
-        key_args: None,
         list: Some(job.id),
         used_label: r.auto_button(true),
         page: Some(page),

@@ -14,10 +14,10 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::execute::{
-    Context, Done, Settle, confirm_or_cancel, ledger_error, note, noted, refused,
+    Context, Done, Settle, confirm_or_cancel, ledger_error, note, noted, refused, run_button,
 };
 use crate::commands::{Command, RESTART_CONFIRMED};
-use crate::ledger::{Job, JobFilter, TokenAction};
+use crate::ledger::{Job, JobFilter};
 use crate::moviepilot::MpError;
 use crate::vocabulary::JobState;
 
@@ -42,11 +42,12 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         Ok(jobs) => jobs.iter().filter(|j| j.id != job.id).count(),
         Err(e) => return Err(ledger_error(e)),
     };
-    let confirm = TokenAction::Run {
-        command: Command::Restart,
-        args: RESTART_CONFIRMED.into(),
-        window: cx.buttons.restart_window,
-    };
+    let confirm = run_button(
+        job,
+        Command::Restart,
+        RESTART_CONFIRMED,
+        cx.buttons.restart_window,
+    );
     Ok(Done {
         reply: r.confirm_restart(&running, ours),
         result: "asked to confirm a restart".into(),

@@ -219,11 +219,11 @@ impl Scene {
                     message_id: None,
                     requester: None,
                     role: oncebot::vocabulary::Role::Admin,
-                    action: AdmissionAction::Job {
-                        command: BotCommand::Downloading,
-                        args: String::new(),
-                        window: Duration::ZERO,
-                    },
+                    action: AdmissionAction::Job(BotCommand::Downloading.job(
+                        oncebot::commands::Asker::of(1000 + update_id, 1, None),
+                        "",
+                        Duration::ZERO,
+                    )),
                 })
                 .await?;
             match admitted {
