@@ -11,6 +11,8 @@ pub use action::{
     ANYWAY, Action, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
 };
 pub use key::{Asker, idempotency_key};
+
+use crate::i18n;
 pub use policy::{Policy, Recovery, Window, calendar_day};
 
 /// The commands oncebot understands. `/help` and `/start` are answered at once, without a job.
@@ -18,6 +20,13 @@ pub use policy::{Policy, Recovery, Window, calendar_day};
 pub enum Command {
     Search,
     Subscribe,
+    /// `/best <title>` (`洗版 <title>`) and `/best tmdb:<id> [S<n>]`: a subscription with
+    /// MoviePilot's `best_version` (洗版: it keeps upgrading to a better release), a command
+    /// of its own (its own duplicate key and window, `commands.best_window_secs`).
+    Best,
+    /// `/download <title>` (`下载 <title>`): the media matches, each with a button that starts
+    /// a resource search.
+    Download,
     Subscriptions,
     Unsubscribe,
     SearchNow,
@@ -26,14 +35,15 @@ pub enum Command {
     Jobs,
     Help,
     Start,
-    /// `/download <title>` (`下载 <title>`): the media matches, each with a button that starts
-    /// a resource search.
-    Download,
     /// A resource search for one media (`/download tmdb:<id> [S<n>]`, or a match's button):
     /// the releases, each with a `下载 k` button. Not typed under this name.
     Releases,
     /// Download one release of a stored list (a `下载 k` button). Never typed.
     Grab,
+    /// The "⚡ 自动" button under a release list: release 1 of the stored list (MoviePilot's
+    /// best by its own order) downloaded as `grab` downloads it, and for a season the season
+    /// subscribed as `/subscribe` subscribes it. Never typed; its argument is the list's job id.
+    Auto,
     /// The house's costly jobs, an admin's (each starts one of MoviePilot's scheduler jobs,
     /// `Command::scheduler_job`): search every subscription on every site,
     SubscribeSearch,
@@ -53,20 +63,14 @@ pub enum Command {
     /// File a transfer history record again (`/redo <record id>`), after Confirm naming the
     /// file MoviePilot deletes first (an admin's).
     Redo,
-    /// `/best <title>` (`洗版 <title>`) and `/best tmdb:<id> [S<n>]`: a subscription with
-    /// MoviePilot's `best_version` (洗版: it keeps upgrading to a better release), a command
-    /// of its own (its own duplicate key and window, `commands.best_window_secs`).
-    Best,
-    /// The "⚡ 自动" button under a release list: release 1 of the stored list (MoviePilot's
-    /// best by its own order) downloaded as `grab` downloads it, and for a season the season
-    /// subscribed as `/subscribe` subscribes it. Never typed; its argument is the list's job id.
-    Auto,
 }
 
 impl Command {
     pub const ALL: [Command; 23] = [
         Command::Search,
         Command::Subscribe,
+        Command::Best,
+        Command::Download,
         Command::Subscriptions,
         Command::Unsubscribe,
         Command::SearchNow,
@@ -75,9 +79,9 @@ impl Command {
         Command::Jobs,
         Command::Help,
         Command::Start,
-        Command::Download,
         Command::Releases,
         Command::Grab,
+        Command::Auto,
         Command::SubscribeSearch,
         Command::SubscribeRefresh,
         Command::SiteSignin,
@@ -86,8 +90,6 @@ impl Command {
         Command::Cookiecloud,
         Command::Restart,
         Command::Redo,
-        Command::Best,
-        Command::Auto,
     ];
 
     /// The name after the slash, which is also the `command` field of a job.
@@ -136,10 +138,65 @@ impl Command {
         })
     }
 
+    /// What a house command starts at MoviePilot, in words ("the search of every
+    /// subscription"); "this job" for any other.
+    pub fn house_name(self) -> i18n::Words {
+        use i18n::house_names as n;
+        match self {
+            Command::SubscribeSearch => n::SUBSCRIBE_SEARCH,
+            Command::SubscribeRefresh => n::SUBSCRIBE_REFRESH,
+            Command::SiteSignin => n::SITE_SIGNIN,
+            Command::Transfer => n::TRANSFER,
+            Command::MediaserverSync => n::MEDIASERVER_SYNC,
+            Command::Cookiecloud => n::COOKIECLOUD,
+            _ => n::ANY,
+        }
+    }
+
     /// Whether a user may type it: `releases`, `grab` and `auto` jobs are made by `/download`
     /// and by buttons, whose arguments oncebot wrote itself.
     pub fn typed(self) -> bool {
         !matches!(self, Command::Releases | Command::Grab | Command::Auto)
+    }
+
+    /// What it says about itself, in both languages: its usage and where it is listed.
+    pub fn about(self) -> &'static i18n::About {
+        match self {
+            Command::Search => &i18n::SEARCH,
+            Command::Subscribe => &i18n::SUBSCRIBE,
+            Command::Subscriptions => &i18n::SUBSCRIPTIONS,
+            Command::Unsubscribe => &i18n::UNSUBSCRIBE,
+            Command::SearchNow => &i18n::SEARCHNOW,
+            Command::Downloading => &i18n::DOWNLOADING,
+            Command::Status => &i18n::STATUS,
+            Command::Jobs => &i18n::JOBS,
+            Command::Help => &i18n::HELP,
+            Command::Start => &i18n::START,
+            Command::Download => &i18n::DOWNLOAD,
+            Command::Releases => &i18n::RELEASES,
+            Command::Grab => &i18n::GRAB,
+            Command::SubscribeSearch => &i18n::SUBSCRIBE_SEARCH,
+            Command::SubscribeRefresh => &i18n::SUBSCRIBE_REFRESH,
+            Command::SiteSignin => &i18n::SITE_SIGNIN,
+            Command::Transfer => &i18n::TRANSFER,
+            Command::MediaserverSync => &i18n::MEDIASERVER_SYNC,
+            Command::Cookiecloud => &i18n::COOKIECLOUD,
+            Command::Restart => &i18n::RESTART,
+            Command::Redo => &i18n::REDO,
+            Command::Best => &i18n::BEST,
+            Command::Auto => &i18n::AUTO,
+        }
+    }
+
+    /// Every command by name with what it says about itself, in `ALL`'s order: the menus and
+    /// the help are built from it (`i18n::Texts::help_for`, `command_list`).
+    pub fn listing() -> [(&'static str, &'static i18n::About); 23] {
+        Command::ALL.map(|c| (c.name(), c.about()))
+    }
+
+    /// The answer to arguments it cannot use.
+    pub fn usage(self, texts: &i18n::Texts) -> String {
+        texts.usage(self.about(), &Command::listing())
     }
 
     pub fn from_name(name: &str) -> Option<Command> {
@@ -311,6 +368,82 @@ pub fn collapse_whitespace(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Locale;
+    use crate::i18n::{Listed, Texts, Usage};
+
+    /// Every command says what it is in both languages (the compiler holds that each has an
+    /// `About` and a `POLICIES` row; this holds their contents): a usage that names it, and a
+    /// listing decision. Every command a user can type is in a menu (an admin's for the house
+    /// commands, which no one else's menu names) unless it is hidden on purpose; the menus name
+    /// nothing else, and each entry is one Telegram accepts (a bad one fails the whole list).
+    #[test]
+    fn every_command_has_its_words_in_both_languages_and_a_menu_decision() {
+        // `/start` is what Telegram's own Start button sends; the menu offers `/help`, its twin.
+        const HIDDEN: [Command; 1] = [Command::Start];
+        for command in Command::ALL {
+            let about = command.about();
+            let name = command.name();
+            assert_eq!(
+                command.policy().command,
+                command,
+                "/{name}: its POLICIES row"
+            );
+            for zh in [true, false] {
+                let usage = match about.usage {
+                    Usage::Line(words) => words(zh),
+                    Usage::Help | Usage::AdminHelp => "",
+                };
+                assert!(usage.is_empty() || usage.contains('/'), "/{name}: {usage}");
+                match about.listed {
+                    Listed::Everyone { menu, help } => {
+                        assert!(!command.policy().house_wide, "/{name} in everyone's menu");
+                        assert!((1..=256).contains(&menu(zh).chars().count()), "/{name}");
+                        if let Some(help) = help {
+                            assert!(help(zh).starts_with(&format!("/{name}")), "/{name}");
+                        }
+                    }
+                    Listed::Admins { menu, help } => {
+                        assert!(command.least_role("") == crate::vocabulary::Role::Admin);
+                        assert!((1..=256).contains(&menu(zh).chars().count()), "/{name}");
+                        assert!(help(zh).starts_with(&format!("/{name}")), "/{name}");
+                    }
+                    Listed::Hidden => {
+                        assert!(!command.typed() || HIDDEN.contains(&command), "/{name}");
+                    }
+                }
+            }
+            if let Usage::Line(words) = about.usage {
+                assert_ne!(
+                    words(true),
+                    words(false),
+                    "/{name}: one text for two languages"
+                );
+            }
+        }
+        for locale in [Locale::Zh, Locale::En] {
+            let texts = Texts::new(locale);
+            let listing = Command::listing();
+            let mut menu = texts.command_list(&listing);
+            menu.extend(texts.admin_command_list(&listing));
+            let names: Vec<&str> = menu.iter().map(|(name, _)| *name).collect();
+            for command in Command::ALL {
+                let shown = command.typed() && !HIDDEN.contains(&command);
+                assert_eq!(
+                    names.contains(&command.name()),
+                    shown,
+                    "/{} in the {locale:?} menu: expected {shown}",
+                    command.name()
+                );
+            }
+            for name in &names {
+                assert_eq!(
+                    names.iter().filter(|n| *n == name).count(),
+                    1,
+                    "/{name} twice"
+                );
+            }
+        }
+    }
 
     fn run(command: Command, args: &str) -> Parsed {
         Parsed::Run {

@@ -62,6 +62,27 @@ pub const POLICIES: [Policy; 23] = [
         calendar_day: false,
     },
     Policy {
+        command: Command::Best,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.best_window_secs),
+        // As /subscribe's: the look for an existing subscription is the verification.
+        recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
+        house_wide: false,
+        calendar_day: false,
+    },
+    Policy {
+        command: Command::Download,
+        side_effect: false,
+        needs_confirmation: false,
+        window: None,
+        recovery: Recovery::Rerun,
+        least_role: Role::User,
+        house_wide: false,
+        calendar_day: false,
+    },
+    Policy {
         command: Command::Subscriptions,
         side_effect: false,
         needs_confirmation: false,
@@ -143,16 +164,6 @@ pub const POLICIES: [Policy; 23] = [
         house_wide: false,
         calendar_day: false,
     },
-    Policy {
-        command: Command::Download,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
     // The search hits every indexer site the user belongs to (rate limits), so it has a window
     // like a side effect, and is rerun at most once after a crash.
     Policy {
@@ -168,6 +179,19 @@ pub const POLICIES: [Policy; 23] = [
     // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
     Policy {
         command: Command::Grab,
+        side_effect: true,
+        needs_confirmation: false,
+        window: Some(|s| s.download_window_secs),
+        recovery: Recovery::VerifyThenRetry,
+        least_role: Role::User,
+        house_wide: false,
+        calendar_day: false,
+    },
+    // The ⚡ Auto button: a download and a subscription, each verified as its own command's
+    // (the download in MoviePilot's history from the notes, the subscription by looking), so a
+    // crash anywhere re-runs nothing blindly. One per list in the download window.
+    Policy {
+        command: Command::Auto,
         side_effect: true,
         needs_confirmation: false,
         window: Some(|s| s.download_window_secs),
@@ -270,30 +294,6 @@ pub const POLICIES: [Policy; 23] = [
         recovery: Recovery::HoldForReview,
         least_role: Role::Admin,
         house_wide: true,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Best,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.best_window_secs),
-        // As /subscribe's: the look for an existing subscription is the verification.
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    // The ⚡ Auto button: a download and a subscription, each verified as its own command's
-    // (the download in MoviePilot's history from the notes, the subscription by looking), so a
-    // crash anywhere re-runs nothing blindly. One per list in the download window.
-    Policy {
-        command: Command::Auto,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.download_window_secs),
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
         calendar_day: false,
     },
 ];

@@ -124,9 +124,10 @@ impl Menus {
     /// Everyone's menu, or an admin's (everyone's and the admin commands).
     fn menu(&self, admin: bool) -> Vec<Value> {
         let texts = Texts::new(self.locale);
-        let mut list = texts.command_list();
+        let commands = crate::commands::Command::listing();
+        let mut list = texts.command_list(&commands);
         if admin {
-            list.extend(texts.admin_command_list());
+            list.extend(texts.admin_command_list(&commands));
         }
         list.into_iter()
             .map(|(command, description)| json!({"command": command, "description": description}))

@@ -18,11 +18,38 @@ macro_rules! zh_en {
     };
 }
 
-mod replies;
+mod auto;
+mod downloading;
+mod help;
+mod house;
+mod library;
+mod outcomes;
+mod redo;
+mod releases;
+mod render;
+mod restart;
+mod search;
+mod status;
+mod subscribe;
+mod subscriptions;
 
-pub use replies::{Render, Whose, release_args, subscribe_args};
+pub use auto::AUTO;
+pub use downloading::DOWNLOADING;
+pub use help::{Commands, HELP, START};
+pub use house::{
+    COOKIECLOUD, MEDIASERVER_SYNC, SITE_SIGNIN, SUBSCRIBE_REFRESH, SUBSCRIBE_SEARCH, TRANSFER,
+    names as house_names,
+};
 
-use crate::commands::Command;
+pub use redo::REDO;
+pub use releases::{DOWNLOAD, GRAB, RELEASES, release_args};
+pub use render::Render;
+pub use restart::RESTART;
+pub use search::{SEARCH, subscribe_args};
+pub use status::{JOBS, STATUS};
+pub use subscribe::{BEST, SUBSCRIBE};
+pub use subscriptions::{SEARCHNOW, SUBSCRIPTIONS, UNSUBSCRIBE, Whose};
+
 use crate::config::Locale;
 use crate::ledger::{LedgerTexts, TapTexts};
 use crate::vocabulary::{JobState, Resolution};
@@ -59,6 +86,43 @@ fn capitalised(s: &str) -> String {
         .unwrap_or_default()
 }
 
+/// One text in both languages, chosen where it is read, in the one idiom:
+/// `|zh| zh_en!(zh, "中文", "English")`.
+pub type Words = fn(bool) -> &'static str;
+
+/// What a command says about itself, in both languages: its usage (the answer to arguments it
+/// cannot use) and where it is listed (Telegram's command menu and /help). Every command has one
+/// (`commands::Command::about`, a match without a fallback arm).
+#[derive(Clone, Copy)]
+pub struct About {
+    pub usage: Usage,
+    pub listed: Listed,
+}
+
+/// How a command is called, for the answer to bad arguments.
+#[derive(Clone, Copy)]
+pub enum Usage {
+    /// A line of its own: "Usage: /search <title>".
+    Line(Words),
+    /// It takes no arguments (any are dropped): the help is its usage.
+    Help,
+    /// An admin's command without arguments: the admins' help.
+    AdminHelp,
+}
+
+/// Where a command is listed.
+#[derive(Clone, Copy)]
+pub enum Listed {
+    /// In everyone's menu (setMyCommands: `menu`, 1 to 256 characters) and, with a `help` line,
+    /// in /help (`/help` itself has none).
+    Everyone { menu: Words, help: Option<Words> },
+    /// In the menu of an admin's chat and the admins' part of /help: the house commands.
+    Admins { menu: Words, help: Words },
+    /// In no menu: `/start` (Telegram's own Start button sends it; the menu offers its twin
+    /// `/help`) and the jobs only buttons make.
+    Hidden,
+}
+
 /// The texts of one locale.
 #[derive(Debug, Clone, Copy)]
 pub struct Texts {
@@ -70,7 +134,7 @@ impl Texts {
         Self { locale }
     }
 
-    fn zh(&self) -> bool {
+    pub(super) fn zh(&self) -> bool {
         self.locale == Locale::Zh
     }
 
@@ -237,263 +301,6 @@ impl Texts {
         }
     }
 
-    /// How to call a command, for a reply to bad arguments.
-    pub fn usage(&self, command: Command) -> &'static str {
-        use Command::*;
-        match command {
-            Search => zh_en!(self.zh(), "用法：/search <片名>", "Usage: /search <title>"),
-            Best => zh_en!(
-                self.zh(),
-                "用法：/best <片名>（或“洗版 <片名>”），或 /best tmdb:<id>（电影），或 /best tmdb:<id> S<季>（剧集），或 /best tmdb:<id> tv（剧集，选择季）",
-                "Usage: /best <title>, or /best tmdb:<id> (a movie), or /best tmdb:<id> S<n> (season n of a series), or /best tmdb:<id> tv (a series; choose the season)"
-            ),
-            Subscribe => zh_en!(
-                self.zh(),
-                "用法：/subscribe <片名>，或 /subscribe tmdb:<id>（电影），或 /subscribe tmdb:<id> S<季>（剧集），或 /subscribe tmdb:<id> tv（剧集，选择季）",
-                "Usage: /subscribe <title>, or /subscribe tmdb:<id> (a movie), or /subscribe tmdb:<id> S<n> (season n of a series), or /subscribe tmdb:<id> tv (a series; choose the season)"
-            ),
-            Unsubscribe => zh_en!(
-                self.zh(),
-                "用法：/unsubscribe <订阅 ID>（/subscriptions 可查看 ID）",
-                "Usage: /unsubscribe <subscription id> (/subscriptions lists them)"
-            ),
-            SearchNow => zh_en!(
-                self.zh(),
-                "用法：/searchnow <订阅 ID>",
-                "Usage: /searchnow <subscription id>"
-            ),
-            Status => zh_en!(
-                self.zh(),
-                "用法：/status [任务编号]",
-                "Usage: /status [job id]"
-            ),
-            Download | Releases | Grab | Auto => zh_en!(
-                self.zh(),
-                "用法：/download <片名>，或 /download tmdb:<id>（电影），或 /download tmdb:<id> S<季>（剧集的一季）",
-                "Usage: /download <title>, or /download tmdb:<id> (a movie), or /download tmdb:<id> S<n> (season n of a series)"
-            ),
-            Subscriptions | Downloading | Jobs | Help | Start => self.help(),
-            SubscribeSearch | SubscribeRefresh | SiteSignin | Transfer | MediaserverSync
-            | Cookiecloud | Restart => self.admin_help(),
-            Redo => zh_en!(
-                self.zh(),
-                "用法：/redo <整理记录 ID>（MoviePilot 整理历史中的记录编号）",
-                "Usage: /redo <transfer record id> (the record's number in MoviePilot's transfer history)"
-            ),
-        }
-    }
-
-    /// What a house command starts at MoviePilot, as a user reads it.
-    pub fn house_job_name(&self, command: Command) -> &'static str {
-        use Command::*;
-        match command {
-            SubscribeSearch => zh_en!(
-                self.zh(),
-                "搜索全部订阅",
-                "the search of every subscription"
-            ),
-            SubscribeRefresh => zh_en!(self.zh(), "刷新订阅", "the refresh of every site's list"),
-            SiteSignin => zh_en!(self.zh(), "站点签到", "the sign-in to every site"),
-            Transfer => zh_en!(self.zh(), "整理下载", "the filing of finished downloads"),
-            MediaserverSync => zh_en!(self.zh(), "同步媒体库", "the media server sync"),
-            Cookiecloud => zh_en!(self.zh(), "同步 CookieCloud", "the CookieCloud cookie sync"),
-            _ => zh_en!(self.zh(), "这个任务", "this job"),
-        }
-    }
-
-    /// The answer to a house command repeated inside its window, for enqueue.lua: "{time}" is
-    /// when the first started (in `commands.day_zone`), "{job}" and "{state}" as for any repeat.
-    /// `window` is how long the window is (`None`: until the end of the day).
-    pub fn house_repeat(&self, command: Command, window: Option<std::time::Duration>) -> String {
-        let name = self.house_job_name(command);
-        let until = match (window, self.zh()) {
-            (None, true) => "今天不会再执行".to_string(),
-            (None, false) => "it will not run again today".to_string(),
-            (Some(w), true) => format!("{}内不会重复", duration_zh(w)),
-            (Some(w), false) => format!("it will not run again within {}", duration_en(w)),
-        };
-        zh_en!(
-            self.zh(),
-            ("已在 {{time}} 开始{name}（任务 #{{job}}，{{state}}），{until}。如确需现在再执行一次，请点下面的按钮。"),
-            (
-                "{} was started at {{time}} (job #{{job}}, {{state}}); {until}. To run it again now anyway, tap the button.",
-                capitalised(name)
-            )
-        )
-    }
-
-    /// The button under a house command's repeat that runs it again anyway (once).
-    pub fn force_button(&self) -> &'static str {
-        zh_en!(self.zh(), "仍要再执行一次", "Run it again now")
-    }
-
-    /// The command menu registered with setMyCommands: (command, description).
-    pub fn command_list(&self) -> Vec<(&'static str, &'static str)> {
-        vec![
-            (
-                "search",
-                zh_en!(self.zh(), "搜索影视", "Search for a movie or series"),
-            ),
-            ("subscribe", zh_en!(self.zh(), "订阅", "Subscribe")),
-            (
-                "best",
-                zh_en!(
-                    self.zh(),
-                    "洗版（订阅更好的版本）",
-                    "Subscribe to a better version"
-                ),
-            ),
-            (
-                "download",
-                zh_en!(
-                    self.zh(),
-                    "搜索资源并下载",
-                    "Find a release and download it"
-                ),
-            ),
-            (
-                "subscriptions",
-                zh_en!(self.zh(), "查看订阅", "List subscriptions"),
-            ),
-            (
-                "unsubscribe",
-                zh_en!(self.zh(), "取消订阅", "Cancel a subscription"),
-            ),
-            (
-                "searchnow",
-                zh_en!(self.zh(), "立即搜索订阅", "Search a subscription now"),
-            ),
-            (
-                "downloading",
-                zh_en!(self.zh(), "正在下载", "Active downloads"),
-            ),
-            (
-                "status",
-                zh_en!(self.zh(), "任务状态", "How a job is doing"),
-            ),
-            ("jobs", zh_en!(self.zh(), "最近的任务", "Recent jobs")),
-            ("help", zh_en!(self.zh(), "帮助", "Help")),
-        ]
-    }
-
-    /// The house commands, an admin's, for the menu Telegram shows in an admin's chat.
-    pub fn admin_command_list(&self) -> Vec<(&'static str, &'static str)> {
-        vec![
-            (
-                "subscribe_search",
-                zh_en!(self.zh(), "搜索全部订阅", "Search every subscription now"),
-            ),
-            (
-                "subscribe_refresh",
-                zh_en!(self.zh(), "刷新订阅", "Refresh every site's list"),
-            ),
-            (
-                "site_signin",
-                zh_en!(
-                    self.zh(),
-                    "站点签到（每天一次）",
-                    "Sign in to the sites (once a day)"
-                ),
-            ),
-            (
-                "transfer",
-                zh_en!(self.zh(), "整理下载", "File finished downloads"),
-            ),
-            (
-                "mediaserver_sync",
-                zh_en!(self.zh(), "同步媒体库", "Sync the media server's library"),
-            ),
-            (
-                "cookiecloud",
-                zh_en!(
-                    self.zh(),
-                    "同步 CookieCloud",
-                    "Fetch cookies from CookieCloud"
-                ),
-            ),
-            (
-                "restart",
-                zh_en!(
-                    self.zh(),
-                    "重启 MoviePilot（需确认）",
-                    "Restart MoviePilot (asks first)"
-                ),
-            ),
-            (
-                "redo",
-                zh_en!(
-                    self.zh(),
-                    "重新整理一条整理记录（需确认）",
-                    "File a transfer record again (asks first)"
-                ),
-            ),
-        ]
-    }
-
-    /// The help's part for admins: the house commands and what a repeat does.
-    pub fn admin_help(&self) -> &'static str {
-        zh_en!(
-            self.zh(),
-            "管理员命令（全家共用，窗口内只执行一次）：\n\
-             /subscribe_search 搜索全部订阅\n\
-             /subscribe_refresh 刷新订阅\n\
-             /site_signin 站点签到（每天一次）\n\
-             /transfer 整理下载\n\
-             /mediaserver_sync 同步媒体库\n\
-             /cookiecloud 同步 CookieCloud\n\
-             /restart 重启 MoviePilot（需确认）\n\
-             /redo <整理记录 ID> 重新整理（需确认）",
-            "Admin commands (one run per window for the whole house):\n\
-             /subscribe_search search every subscription now\n\
-             /subscribe_refresh refresh every site's list\n\
-             /site_signin sign in to the sites (once a day)\n\
-             /transfer file finished downloads\n\
-             /mediaserver_sync sync the media server's library\n\
-             /cookiecloud fetch cookies from CookieCloud\n\
-             /restart restart MoviePilot (asks first)\n\
-             /redo <transfer record id> file it again (asks first)"
-        )
-    }
-
-    /// The help for someone of `role`: an admin's adds the house commands.
-    pub fn help_for(&self, role: crate::vocabulary::Role) -> String {
-        if role == crate::vocabulary::Role::Admin {
-            format!("{}\n\n{}", self.help(), self.admin_help())
-        } else {
-            self.help().to_string()
-        }
-    }
-
-    pub fn help(&self) -> &'static str {
-        zh_en!(
-            self.zh(),
-            "我可以帮你操作 MoviePilot，每条命令只会执行一次：\n\
-             /search <片名> 搜索影视\n\
-             /subscribe <片名> 订阅（或 tmdb:<id> [S<季>]）\n\
-             /best <片名> 洗版：订阅并不断换成更好的版本（或 tmdb:<id> [S<季>]）\n\
-             /download <片名> 搜索站点资源并下载（或 tmdb:<id> [S<季>]）\n\
-             /subscriptions 查看订阅\n\
-             /unsubscribe <订阅 ID> 取消订阅（需确认）\n\
-             /searchnow <订阅 ID> 立即搜索订阅\n\
-             /downloading 正在下载\n\
-             /status [任务编号] 任务状态\n\
-             /jobs 最近的任务\n\
-             直接发送片名即可搜索；“订阅 X”“搜索 X”“下载 X”“洗版 X”也可以。",
-            "I drive MoviePilot for you, and every command takes effect once:\n\
-             /search <title> search for a movie or series\n\
-             /subscribe <title> subscribe (or tmdb:<id> [S<n>])\n\
-             /best <title> subscribe and keep upgrading to a better version (or tmdb:<id> [S<n>])\n\
-             /download <title> find a release and download it (or tmdb:<id> [S<n>])\n\
-             /subscriptions list subscriptions\n\
-             /unsubscribe <subscription id> cancel one (asks first)\n\
-             /searchnow <subscription id> search a subscription now\n\
-             /downloading active downloads\n\
-             /status [job id] how a job is doing\n\
-             /jobs your recent jobs\n\
-             Plain text is a search."
-        )
-    }
-
     /// To the admin chats, once per outage longer than the relay reads back: how many of
     /// MoviePilot's notifications it did not forward, and how to read them.
     pub fn notify_skipped(&self, count: u64, max_pages: u32) -> String {
@@ -531,52 +338,6 @@ mod tests {
                 t.settled,
             ] {
                 assert!(text.chars().count() <= 150, "{text}");
-            }
-        }
-    }
-
-    /// Every command a user can type is in the menu the dispatcher registers with
-    /// setMyCommands, in both languages, unless it is hidden on purpose; the menu names nothing
-    /// else, and each entry is one Telegram accepts (a bad one fails the whole list).
-    #[test]
-    fn every_typed_command_is_in_the_command_menu_or_deliberately_hidden() {
-        // `/start` is what Telegram's own Start button sends; the menu offers `/help`, its twin.
-        // `releases` and `grab` are never typed (`Command::typed`), so never in the menu.
-        const HIDDEN: [Command; 1] = [Command::Start];
-        for locale in [Locale::Zh, Locale::En] {
-            let texts = Texts::new(locale);
-            // Everyone's menu, then an admin's (setMyCommands per admin chat): the house
-            // commands are in the second only.
-            let mut menu = texts.command_list();
-            for (name, _) in &menu {
-                let command = Command::from_name(name).unwrap();
-                assert!(!command.policy().house_wide, "/{name} in everyone's menu");
-            }
-            menu.extend(texts.admin_command_list());
-            let names: Vec<&str> = menu.iter().map(|(name, _)| *name).collect();
-            for command in Command::ALL {
-                let shown = command.typed() && !HIDDEN.contains(&command);
-                assert_eq!(
-                    names.contains(&command.name()),
-                    shown,
-                    "/{} in the {locale:?} menu: expected {shown}",
-                    command.name()
-                );
-            }
-            for (name, description) in &menu {
-                assert!(
-                    Command::from_name(name).is_some_and(Command::typed),
-                    "the {locale:?} menu offers /{name}, which is no typed command"
-                );
-                assert_eq!(
-                    names.iter().filter(|n| *n == name).count(),
-                    1,
-                    "/{name} twice in the {locale:?} menu"
-                );
-                assert!(
-                    (1..=256).contains(&description.chars().count()),
-                    "/{name}: Telegram takes 1 to 256 characters of description"
-                );
             }
         }
     }

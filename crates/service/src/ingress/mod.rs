@@ -267,7 +267,7 @@ impl Ingress {
             Parsed::Run {
                 command: Command::Help | Command::Start,
                 ..
-            } => reply(ReplyKind::Help, texts.help_for(role)),
+            } => reply(ReplyKind::Help, texts.help_for(role, &Command::listing())),
             // The ask is a lookup job without a window; its Confirm button makes the job that
             // has the window (see `Policy::needs_confirmation`).
             Parsed::Run { command, args } if command.policy().needs_confirmation => {
@@ -280,7 +280,7 @@ impl Ingress {
                 let window = command.window(&self.inner.commands);
                 AdmissionAction::Job(command.job(asker, args, window))
             }
-            Parsed::BadArgs { command } => reply(ReplyKind::Usage, texts.usage(command).into()),
+            Parsed::BadArgs { command } => reply(ReplyKind::Usage, command.usage(&texts)),
             Parsed::Unknown { name } => {
                 reply(ReplyKind::UnknownCommand, texts.unknown_command(&name))
             }
@@ -323,9 +323,10 @@ impl Ingress {
             .to_json();
         AdmissionAction::HouseJob {
             job: window.house_job(command),
-            repeat: inner
-                .texts
-                .house_repeat(command, window.day.is_none().then_some(window.length)),
+            repeat: inner.texts.house_repeat(
+                command.house_name(),
+                window.day.is_none().then_some(window.length),
+            ),
             utc_offset_secs: inner.day_zone.to_offset(now).seconds(),
             force,
             force_markup,

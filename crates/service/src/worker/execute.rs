@@ -318,7 +318,7 @@ async fn run_house_job(
     Ok(Done {
         fields,
         ..Done::new(
-            cx.render.house_job_ran(command, &run),
+            cx.render.house_job_ran(command.house_name(), &run),
             format!("{job_id}: {}", run.outcome()),
         )
     })
