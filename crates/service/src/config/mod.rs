@@ -42,7 +42,7 @@ pub use ledger::LedgerSettings;
 pub use log::{LogFormat, LogSettings};
 pub use moviepilot::{MAX_LIBRARY_CACHE_SECS, MAX_USERS_REFRESH_SECS, MoviePilotSettings};
 pub use notify::{NOTIFY_MAX_PAGES, NOTIFY_REQUESTER_TTL_MAX, NotifySettings};
-pub use redis::RedisSettings;
+pub use redis::{RedisSettings, cluster_nodes, is_redis_url};
 pub use runtime::{RuntimeSettings, cpu_cores};
 pub use telegram::{Locale, TelegramSettings};
 pub use worker::WorkerSettings;

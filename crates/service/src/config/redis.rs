@@ -1,10 +1,10 @@
-//! `[redis]`: where the ledger's Redis is, and the checks of its URL (one URL, or a cluster's
-//! seed nodes), its key prefix and its waits.
+//! `[redis]`: where the ledger's Redis is, and what its URL setting says (one URL, or a
+//! cluster's seed nodes). The two pure readings of the URL live here rather than in the ledger,
+//! so the settings check needs nothing from the ledger (the ledger uses them from here).
 
 use serde::Deserialize;
 
 use super::{Secret, SettingError, env_name, nonzero};
-use crate::ledger::{cluster_nodes, is_redis_url};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,10 +98,33 @@ impl RedisSettings {
     }
 }
 
+/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
+pub fn cluster_nodes(url: &str) -> Vec<&str> {
+    url.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Whether `url` is one Redis URL the ledger can connect to (`redis://`, `rediss://`,
+/// `redis+unix://`, `unix://`): what the settings check asks before anything connects.
+pub fn is_redis_url(url: &str) -> bool {
+    ::redis::IntoConnectionInfo::into_connection_info(url).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::config::Needs;
     use crate::config::test_env::load;
+
+    #[test]
+    fn seed_nodes_are_comma_separated() {
+        assert_eq!(
+            cluster_nodes(" redis://a:1, redis://b:2 ,,"),
+            ["redis://a:1", "redis://b:2"]
+        );
+    }
 
     #[test]
     fn cluster_urls_and_replica_waits_are_checked() {
