@@ -21,6 +21,8 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
+use crate::config::cluster_nodes;
+
 /// A connection onto the ledger's Redis: the shared one (`Ledger::connection`) or a stream
 /// reader's own (`Ledger::stream_connection`).
 #[derive(Clone)]
@@ -212,20 +214,6 @@ fn goes_home(cmd: &Cmd) -> bool {
         Some(redis::Arg::Simple(name)) => HOME.iter().any(|h| name.eq_ignore_ascii_case(h)),
         _ => false,
     }
-}
-
-/// `redis.url` as a list of seed nodes: comma-separated, blanks ignored.
-pub fn cluster_nodes(url: &str) -> Vec<&str> {
-    url.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .collect()
-}
-
-/// Whether `url` is one Redis URL the ledger can connect to (`redis://`, `rediss://`,
-/// `redis+unix://`, `unix://`): what the settings check asks before anything connects.
-pub fn is_redis_url(url: &str) -> bool {
-    redis::IntoConnectionInfo::into_connection_info(url).is_ok()
 }
 
 /// Where connections come from: one Redis's client, or the cluster's two clients (one with the
@@ -436,14 +424,6 @@ impl ConnectionLike for Durable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seed_nodes_are_comma_separated() {
-        assert_eq!(
-            cluster_nodes(" redis://a:1, redis://b:2 ,,"),
-            ["redis://a:1", "redis://b:2"]
-        );
-    }
 
     #[test]
     fn keyless_commands_go_home_and_keyed_ones_are_routed_by_key() {

@@ -35,7 +35,7 @@ pub use attempts::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, Outcome, Taken, Taker,
     Trim,
 };
-pub use conn::{Conn, cluster_nodes, is_redis_url};
+pub use conn::Conn;
 pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;

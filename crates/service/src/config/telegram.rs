@@ -1,0 +1,263 @@
+//! `[telegram]`: the bot (its token and the Bot API), how updates arrive (webhook secret,
+//! polling), who may use it (`allowed_users`, `users`), the language and the buttons' lifetimes.
+
+use serde::Deserialize;
+
+use super::{
+    MIN_SECRET_CHARS, Secret, SettingError, Settings, env_name, nonzero, secret_problem, user_list,
+};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramSettings {
+    pub token: Secret,
+    pub api_url: String,
+    pub webhook_secret: Secret,
+    pub webhook_url: String,
+    #[serde(deserialize_with = "user_list")]
+    pub allowed_users: Vec<i64>,
+    /// Who each allowed user is: `<id>=<MoviePilot name>:<role>`, comma-separated (see
+    /// `users::parse_users`). Empty maps nobody, so every allowed user keeps every right.
+    pub users: String,
+    pub bot_username: String,
+    pub poll_timeout_secs: u64,
+    /// After getUpdates answers 409 (a webhook is set, or another poller), wait this long
+    /// before asking again: the conflict needs an operator, so retrying fast only adds noise.
+    pub poll_conflict_retry_secs: u64,
+    pub locale: Locale,
+    /// How long a user's buttons (confirmations, choices) can be used: an old message's button
+    /// tapped by mistake a day later must not run anything.
+    pub confirm_ttl_secs: u64,
+    /// Chats told about jobs that need a person, with buttons to settle them.
+    #[serde(deserialize_with = "user_list")]
+    pub admin_chats: Vec<i64>,
+    /// How long those review buttons can be used; longer than `confirm_ttl_secs`, because a
+    /// person may not look at once (and `oncebot jobs resolve` remains after it).
+    pub review_ttl_secs: u64,
+    /// Posters: a reply that names a media (search results, a release list, a subscription)
+    /// and a relayed notification go as a photo with the text as its caption. `false`: text
+    /// only, every one of them (the dispatcher drops the poster).
+    pub posters: bool,
+}
+
+/// The language replies are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locale {
+    Zh,
+    En,
+}
+
+impl TelegramSettings {
+    /// For roles that call the Bot API.
+    pub(super) fn validate_bot_api(&self) -> Result<(), SettingError> {
+        let token = self.token.expose();
+        let fix = || {
+            format!(
+                "set {} to the token @BotFather gave you",
+                env_name("telegram.token")
+            )
+        };
+        if token.is_empty() {
+            return Err(SettingError::new("telegram.token", "is not set", fix()));
+        }
+        if !token_looks_valid(token) {
+            return Err(SettingError::new(
+                "telegram.token",
+                "does not look like a bot token (expected <digits>:<letters, digits, _ and ->)",
+                fix(),
+            ));
+        }
+        if reqwest::Url::parse(&self.api_url).is_err() {
+            return Err(SettingError::new(
+                "telegram.api_url",
+                format!("is {:?}, not a URL", self.api_url),
+                format!(
+                    "set {} to https://api.telegram.org or your Bot API server's URL",
+                    env_name("telegram.api_url")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// For the webhook: Telegram's own rules for `secret_token`, and at least
+    /// [`MIN_SECRET_CHARS`].
+    pub(super) fn validate_webhook_secret(&self) -> Result<(), SettingError> {
+        let secret = self.webhook_secret.expose();
+        let problem = if secret.is_empty() {
+            Some("is not set".to_string())
+        } else {
+            secret_problem(secret)
+        };
+        match problem {
+            None => Ok(()),
+            Some(problem) => Err(SettingError::new(
+                "telegram.webhook_secret",
+                problem,
+                format!(
+                    "set {} to a random string of {MIN_SECRET_CHARS}-256 characters of A-Z a-z \
+                     0-9 _ - (e.g. `openssl rand -hex 32`); use --poll if you have no webhook",
+                    env_name("telegram.webhook_secret")
+                ),
+            )),
+        }
+    }
+
+    pub(super) fn validate_button_lifetimes(&self) -> Result<(), SettingError> {
+        nonzero(
+            &[
+                ("telegram.confirm_ttl_secs", self.confirm_ttl_secs),
+                ("telegram.review_ttl_secs", self.review_ttl_secs),
+            ],
+            ", so every button would have expired before it is shown",
+            "a number of seconds, e.g. 600",
+        )
+    }
+
+    /// For the roles that take updates (webhook or polling).
+    pub(super) fn validate_updates(&self) -> Result<(), SettingError> {
+        if self.allowed_users.is_empty() {
+            return Err(SettingError::new(
+                "telegram.allowed_users",
+                "is empty, so nobody could use the bot",
+                format!(
+                    "set {} to your Telegram user ids, comma-separated (e.g. 123456789,987654321)",
+                    env_name("telegram.allowed_users")
+                ),
+            ));
+        }
+        if self.poll_timeout_secs > 50 {
+            return Err(SettingError::new(
+                "telegram.poll_timeout_secs",
+                format!("is {}, above Telegram's 50", self.poll_timeout_secs),
+                format!("set {} to 0-50", env_name("telegram.poll_timeout_secs")),
+            ));
+        }
+        nonzero(
+            &[(
+                "telegram.poll_conflict_retry_secs",
+                self.poll_conflict_retry_secs,
+            )],
+            ", which would ask Telegram again without pause",
+            "e.g. 30",
+        )
+    }
+}
+
+/// `<digits>:<35ish characters of A-Z a-z 0-9 _ ->`, as @BotFather issues them.
+fn token_looks_valid(token: &str) -> bool {
+    let Some((id, rest)) = token.split_once(':') else {
+        return false;
+    };
+    !id.is_empty()
+        && id.chars().all(|c| c.is_ascii_digit())
+        && !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+impl Settings {
+    /// The allowed users and who each is (`telegram.users`), or the entry that is wrong.
+    pub fn directory(&self) -> Result<crate::users::Directory, SettingError> {
+        let fix = || {
+            format!(
+                "set {} to <telegram id>=<MoviePilot name>:<viewer|user|admin>, comma-separated \
+                 (e.g. 111111111=alice:admin,222222222=:user), each id also in {}",
+                env_name("telegram.users"),
+                env_name("telegram.allowed_users")
+            )
+        };
+        let mappings = crate::users::parse_users(&self.telegram.users)
+            .map_err(|e| SettingError::new("telegram.users", e.to_string(), fix()))?;
+        crate::users::Directory::new(&self.telegram.allowed_users, mappings)
+            .map_err(|e| SettingError::new("telegram.users", e.to_string(), fix()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Needs;
+    use crate::config::test_env::{ALL, NOTIFY, WORKER, load, serving_env};
+
+    /// `telegram.users` is checked in every role (a worker records roles too), and a bad entry
+    /// is named with why.
+    #[test]
+    fn telegram_users_is_checked_in_every_role_naming_the_entry() {
+        let mut env = serving_env();
+        env.push(("ONCEBOT__TELEGRAM__USERS", "1=alice:admin,2=:user"));
+        let s = load(&env).unwrap();
+        s.validate(ALL).unwrap();
+        assert_eq!(s.directory().unwrap().rows().len(), 3);
+        for (users, says) in [
+            (
+                "1=alice:admin,2=bob:boss",
+                "\"2=bob:boss\" has an unknown role \"boss\"",
+            ),
+            (
+                "1=alice:admin,9=x:user",
+                "maps 9, who is not in telegram.allowed_users",
+            ),
+            ("1=alice:admin,1=bob:user", "maps 1 again"),
+        ] {
+            let mut env = serving_env();
+            env.push(("ONCEBOT__TELEGRAM__USERS", users));
+            for needs in [ALL, WORKER, NOTIFY, Needs::default()] {
+                let e = load(&env).unwrap().validate(needs).unwrap_err();
+                assert_eq!(e.key, "telegram.users");
+                let text = e.to_string();
+                assert!(text.contains(says), "{text}");
+                assert!(text.contains("ONCEBOT__TELEGRAM__USERS"), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_webhook_secret_names_its_variable() {
+        let env: Vec<_> = serving_env()
+            .into_iter()
+            .filter(|(k, _)| !k.contains("SECRET"))
+            .collect();
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.webhook_secret");
+        assert!(
+            err.to_string()
+                .contains("ONCEBOT__TELEGRAM__WEBHOOK_SECRET")
+        );
+    }
+
+    #[test]
+    fn a_webhook_secret_with_forbidden_characters_is_rejected() {
+        let mut env = serving_env();
+        env.retain(|(k, _)| !k.contains("SECRET"));
+        env.push(("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", "has space"));
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.webhook_secret");
+    }
+
+    #[test]
+    fn a_zero_poll_conflict_pause_is_rejected() {
+        let mut env = serving_env();
+        env.push(("ONCEBOT__TELEGRAM__POLL_CONFLICT_RETRY_SECS", "0"));
+        let err = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(err.key, "telegram.poll_conflict_retry_secs");
+    }
+
+    #[test]
+    fn admin_chats_take_user_and_group_ids_and_default_to_none() {
+        assert!(load(&[]).unwrap().telegram.admin_chats.is_empty());
+        let s = load(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "1001, -1001234567890")]).unwrap();
+        assert_eq!(s.telegram.admin_chats, vec![1001, -1001234567890]);
+        assert_eq!(s.telegram.confirm_ttl_secs, 600);
+    }
+
+    #[test]
+    fn a_zero_button_lifetime_is_rejected() {
+        let s = load(&[("ONCEBOT__TELEGRAM__CONFIRM_TTL_SECS", "0")]).unwrap();
+        assert_eq!(
+            s.validate(Needs::default()).unwrap_err().key,
+            "telegram.confirm_ttl_secs"
+        );
+    }
+}
