@@ -7,8 +7,9 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::{Command, Window, collapse_whitespace};
-use crate::ledger::{JobSpec, Owner};
+use crate::ledger::{Job, JobSpec, Owner, TokenAction};
 use crate::vocabulary::Role;
+use crate::worker::context::owner;
 
 /// Whose repeat a command is. A user mapped to a MoviePilot user is one person in every chat
 /// (the same ask in a group and in a private chat is one job); anyone else is one user in one
@@ -163,4 +164,15 @@ impl Window {
             ..job
         }
     }
+}
+
+/// A button that makes `command`'s job with `args`, as `job`'s asker typing it would (the same
+/// business key and window), bound to them in this chat.
+pub fn run_button(
+    job: &Job,
+    command: Command,
+    args: impl Into<String>,
+    window: Duration,
+) -> TokenAction {
+    TokenAction::Run(command.button(owner(job), job.requester.as_deref(), args, window))
 }

@@ -3,17 +3,39 @@
 //! Parsing is pure: no I/O, no Redis. Anything that is not on the whitelist never reaches a
 //! worker; unknown commands and bad arguments become a helpful reply, not a failed job.
 
-mod action;
+mod args;
+mod auto;
+mod downloading;
+mod grab;
+mod help;
+mod house;
 mod key;
+mod library;
+mod owners;
+mod pages;
+mod parse;
 mod policy;
+mod redo;
+mod releases;
+mod restart;
+mod search;
+mod status;
+mod subscribe;
+mod subscriptions;
 
-pub use action::{
-    ANYWAY, Action, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
+pub use args::{
+    ANYWAY, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
 };
-pub use key::{Asker, idempotency_key};
+pub use house::{Asked as HouseAsked, admission as house_admission};
+pub use key::{Asker, idempotency_key, run_button};
+pub use parse::{ChatKind, Parsed, collapse_whitespace, parse};
+pub use policy::{Policy, Recovery, Window, calendar_day};
 
 use crate::i18n;
-pub use policy::{Policy, Recovery, Window, calendar_day};
+use crate::ledger::Job;
+use crate::moviepilot::MpError;
+use crate::worker::context::{Context, Done};
+use futures::future::BoxFuture;
 
 /// The commands oncebot understands. `/help` and `/start` are answered at once, without a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,33 +114,39 @@ impl Command {
         Command::Redo,
     ];
 
+    /// Its file's description of it: the one dispatch, a match without a fallback arm, so the
+    /// compiler names the place a new command must fill in.
+    fn spec(self) -> &'static Spec {
+        match self {
+            Command::Search => &search::SEARCH,
+            Command::Subscribe => &subscribe::SUBSCRIBE,
+            Command::Best => &subscribe::BEST,
+            Command::Download => &releases::DOWNLOAD,
+            Command::Subscriptions => &subscriptions::SUBSCRIPTIONS,
+            Command::Unsubscribe => &subscriptions::UNSUBSCRIBE,
+            Command::SearchNow => &subscriptions::SEARCHNOW,
+            Command::Downloading => &downloading::DOWNLOADING,
+            Command::Status => &status::STATUS,
+            Command::Jobs => &status::JOBS,
+            Command::Help => &help::HELP,
+            Command::Start => &help::START,
+            Command::Releases => &releases::RELEASES,
+            Command::Grab => &grab::GRAB,
+            Command::Auto => &auto::AUTO,
+            Command::SubscribeSearch => &house::SUBSCRIBE_SEARCH,
+            Command::SubscribeRefresh => &house::SUBSCRIBE_REFRESH,
+            Command::SiteSignin => &house::SITE_SIGNIN,
+            Command::Transfer => &house::TRANSFER,
+            Command::MediaserverSync => &house::MEDIASERVER_SYNC,
+            Command::Cookiecloud => &house::COOKIECLOUD,
+            Command::Restart => &restart::RESTART,
+            Command::Redo => &redo::REDO,
+        }
+    }
+
     /// The name after the slash, which is also the `command` field of a job.
     pub fn name(self) -> &'static str {
-        match self {
-            Command::Search => "search",
-            Command::Subscribe => "subscribe",
-            Command::Subscriptions => "subscriptions",
-            Command::Unsubscribe => "unsubscribe",
-            Command::SearchNow => "searchnow",
-            Command::Downloading => "downloading",
-            Command::Status => "status",
-            Command::Jobs => "jobs",
-            Command::Help => "help",
-            Command::Start => "start",
-            Command::Download => "download",
-            Command::Releases => "releases",
-            Command::Grab => "grab",
-            Command::SubscribeSearch => "subscribe_search",
-            Command::SubscribeRefresh => "subscribe_refresh",
-            Command::SiteSignin => "site_signin",
-            Command::Transfer => "transfer",
-            Command::MediaserverSync => "mediaserver_sync",
-            Command::Cookiecloud => "cookiecloud",
-            Command::Restart => "restart",
-            Command::Redo => "redo",
-            Command::Best => "best",
-            Command::Auto => "auto",
-        }
+        self.spec().name
     }
 
     /// The MoviePilot scheduler job a house command starts (`GET
@@ -127,64 +155,40 @@ impl Command {
     /// other command. `/site_signin`'s is the AutoSignIn plugin's, `<plugin id>_<service id>`,
     /// the default of `commands.site_signin_job`.
     pub fn scheduler_job(self) -> Option<&'static str> {
-        Some(match self {
-            Command::SubscribeSearch => "subscribe_search",
-            Command::SubscribeRefresh => "subscribe_refresh",
-            Command::SiteSignin => "AutoSignIn_AutoSignIn",
-            Command::Transfer => "transfer",
-            Command::MediaserverSync => "mediaserver_sync",
-            Command::Cookiecloud => "cookiecloud",
-            _ => return None,
-        })
+        self.spec().house.map(|h| h.scheduler_job)
     }
 
     /// What a house command starts at MoviePilot, in words ("the search of every
     /// subscription"); "this job" for any other.
     pub fn house_name(self) -> i18n::Words {
-        use i18n::house_names as n;
-        match self {
-            Command::SubscribeSearch => n::SUBSCRIBE_SEARCH,
-            Command::SubscribeRefresh => n::SUBSCRIBE_REFRESH,
-            Command::SiteSignin => n::SITE_SIGNIN,
-            Command::Transfer => n::TRANSFER,
-            Command::MediaserverSync => n::MEDIASERVER_SYNC,
-            Command::Cookiecloud => n::COOKIECLOUD,
-            _ => n::ANY,
-        }
+        self.spec().house.map_or(i18n::house_names::ANY, |h| h.name)
     }
 
     /// Whether a user may type it: `releases`, `grab` and `auto` jobs are made by `/download`
     /// and by buttons, whose arguments oncebot wrote itself.
     pub fn typed(self) -> bool {
-        !matches!(self, Command::Releases | Command::Grab | Command::Auto)
+        self.spec().check.is_some()
     }
 
     /// What it says about itself, in both languages: its usage and where it is listed.
     pub fn about(self) -> &'static i18n::About {
-        match self {
-            Command::Search => &i18n::SEARCH,
-            Command::Subscribe => &i18n::SUBSCRIBE,
-            Command::Subscriptions => &i18n::SUBSCRIPTIONS,
-            Command::Unsubscribe => &i18n::UNSUBSCRIBE,
-            Command::SearchNow => &i18n::SEARCHNOW,
-            Command::Downloading => &i18n::DOWNLOADING,
-            Command::Status => &i18n::STATUS,
-            Command::Jobs => &i18n::JOBS,
-            Command::Help => &i18n::HELP,
-            Command::Start => &i18n::START,
-            Command::Download => &i18n::DOWNLOAD,
-            Command::Releases => &i18n::RELEASES,
-            Command::Grab => &i18n::GRAB,
-            Command::SubscribeSearch => &i18n::SUBSCRIBE_SEARCH,
-            Command::SubscribeRefresh => &i18n::SUBSCRIBE_REFRESH,
-            Command::SiteSignin => &i18n::SITE_SIGNIN,
-            Command::Transfer => &i18n::TRANSFER,
-            Command::MediaserverSync => &i18n::MEDIASERVER_SYNC,
-            Command::Cookiecloud => &i18n::COOKIECLOUD,
-            Command::Restart => &i18n::RESTART,
-            Command::Redo => &i18n::REDO,
-            Command::Best => &i18n::BEST,
-            Command::Auto => &i18n::AUTO,
+        self.spec().about
+    }
+
+    /// The arguments a user typed, as its job keeps them (whitespace collapsed, words it
+    /// ignores dropped); `None`: not arguments it takes (answered with its usage), or a command
+    /// nobody types.
+    pub fn check(self, args: &str) -> Option<String> {
+        self.spec().check.and_then(|check| check(args))
+    }
+
+    /// Runs `job` (of this command) against MoviePilot: its file's run, which reads the job's
+    /// arguments; arguments it cannot use, and a command answered at admission (`/help`), fail
+    /// for good. `recovered`: the job's previous worker died mid-run.
+    pub async fn run(self, cx: &Context<'_>, job: &Job, recovered: bool) -> Result<Done, MpError> {
+        match self.spec().run {
+            Some(run) => run(cx, job, recovered).await,
+            None => Err(not_runnable(job)),
         }
     }
 
@@ -202,6 +206,43 @@ impl Command {
     pub fn from_name(name: &str) -> Option<Command> {
         Command::ALL.into_iter().find(|c| c.name() == name)
     }
+}
+
+/// One command as its own file describes it: the same shape for every command (mini-redis's
+/// `cmd/`), reached through [`Command::spec`]. Its policy is its `POLICIES` row; its words are
+/// the `i18n::About` it names.
+pub(crate) struct Spec {
+    /// The name after the slash, and a job's `command` field.
+    pub name: &'static str,
+    pub about: &'static i18n::About,
+    /// The arguments a user may type, as its job keeps them; `None` for a command only buttons
+    /// make (its arguments are oncebot's own).
+    pub check: Option<fn(&str) -> Option<String>>,
+    /// Its run for a job; `None` for a command answered at admission (`/help`, `/start`).
+    pub run: Option<Run>,
+    /// A house command's scheduler job, and what it starts in words.
+    pub house: Option<House>,
+}
+
+/// A command's run: the job's arguments read, MoviePilot asked, the reply written (`Done`), or
+/// the error whose kind decides what becomes of the job.
+pub(crate) type Run =
+    for<'a> fn(&'a Context<'a>, &'a Job, bool) -> BoxFuture<'a, Result<Done, MpError>>;
+
+/// A house command's part of its [`Spec`].
+#[derive(Clone, Copy)]
+pub(crate) struct House {
+    pub scheduler_job: &'static str,
+    pub name: i18n::Words,
+}
+
+/// The error of a job whose arguments its command cannot use (oncebot wrote every job's
+/// arguments, so only a hand-made or corrupt job has them).
+pub(crate) fn not_runnable(job: &Job) -> MpError {
+    MpError::Permanent(format!(
+        "/{} {} is not a command oncebot runs",
+        job.command, job.args
+    ))
 }
 
 /// A job's `command` field as read back from the ledger: a command this release knows, or the
@@ -238,131 +279,6 @@ impl serde::Serialize for JobCommand {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
     }
-}
-
-/// A message's text, read as a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parsed {
-    /// A valid command with its arguments (whitespace collapsed, case kept).
-    Run { command: Command, args: String },
-    /// A command oncebot knows, with arguments it cannot use; `usage` says what it expected.
-    BadArgs { command: Command },
-    /// A slash command oncebot does not know (the name, lower-cased).
-    Unknown { name: String },
-    /// Not for this bot (plain text in a group, or `/cmd@other_bot`).
-    NotForUs,
-}
-
-/// Where a message was written, which decides what counts as addressed to the bot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChatKind {
-    Private,
-    Group,
-}
-
-/// Reads `text` as a command. `bot_username` (without `@`, may be empty) decides whether
-/// `/cmd@name` is for us. In a private chat plain text is a search, and `订阅 X` / `搜索 X` mean
-/// `/subscribe X` / `/search X` (and `下载 X` `/download X`), as in MoviePilot's own bot.
-pub fn parse(text: &str, chat: ChatKind, bot_username: &str) -> Parsed {
-    // The user's text without control, bidi or invisible characters: what a job stores, its
-    // business key digests and a reply repeats is what the user saw.
-    let text = collapse_whitespace(&crate::untrusted::clean_line(text));
-    if text.is_empty() {
-        return Parsed::NotForUs;
-    }
-    let Some(rest) = text.strip_prefix('/') else {
-        if chat == ChatKind::Group {
-            return Parsed::NotForUs;
-        }
-        for (word, command) in [
-            ("订阅", Command::Subscribe),
-            ("搜索", Command::Search),
-            ("下载", Command::Download),
-            ("洗版", Command::Best),
-        ] {
-            if let Some(args) = text.strip_prefix(word)
-                && (args.is_empty() || args.starts_with(' '))
-            {
-                return with_args(command, args.trim());
-            }
-        }
-        return with_args(Command::Search, &text);
-    };
-    let (head, args) = rest.split_once(' ').unwrap_or((rest, ""));
-    let (name, mention) = head.split_once('@').unwrap_or((head, ""));
-    if !mention.is_empty()
-        && !bot_username.is_empty()
-        && !mention.eq_ignore_ascii_case(bot_username.trim_start_matches('@'))
-    {
-        return Parsed::NotForUs;
-    }
-    let name = name.to_lowercase();
-    match Command::from_name(&name).filter(|c| c.typed()) {
-        Some(command) => with_args(command, args),
-        None if name.is_empty() => Parsed::NotForUs,
-        None => Parsed::Unknown { name },
-    }
-}
-
-fn with_args(command: Command, args: &str) -> Parsed {
-    let args = args.trim();
-    // `/download tmdb:<id> [S<n> | tv]` is a resource search straight away.
-    if command == Command::Download && args.to_lowercase().starts_with("tmdb:") {
-        return match action::parse_release_target(args) {
-            Some(_) => Parsed::Run {
-                command: Command::Releases,
-                args: args.to_string(),
-            },
-            None => Parsed::BadArgs { command },
-        };
-    }
-    let ok = match command {
-        Command::Search | Command::Download => !args.is_empty() && args.chars().count() <= 200,
-        Command::Releases | Command::Grab | Command::Auto => false,
-        Command::Subscribe | Command::Best => {
-            !args.is_empty()
-                && args.chars().count() <= 200
-                && (parse_series(args).is_some() || !matches!(parse_tmdb(args), Some(Err(()))))
-        }
-        Command::Unsubscribe | Command::SearchNow | Command::Redo => is_id(args),
-        Command::Status => args.is_empty() || is_id(args),
-        Command::Subscriptions
-        | Command::Downloading
-        | Command::Jobs
-        | Command::Help
-        | Command::Start => true,
-        // The house commands take no arguments; any are dropped below.
-        _ if command.scheduler_job().is_some() => true,
-        Command::Restart => true,
-        _ => false,
-    };
-    if !ok {
-        return Parsed::BadArgs { command };
-    }
-    let args = match command {
-        // `/subscriptions all`: everyone's, an admin's (see `Command::least_role`).
-        Command::Subscriptions if args.eq_ignore_ascii_case("all") => "all".to_string(),
-        // Arguments these commands do not take are dropped, so `/jobs please` is `/jobs`.
-        Command::Subscriptions
-        | Command::Downloading
-        | Command::Jobs
-        | Command::Help
-        | Command::Start => String::new(),
-        _ if command.scheduler_job().is_some() => String::new(),
-        // Typed, it always asks first: only its Confirm button's job says "confirmed".
-        Command::Restart => String::new(),
-        _ => args.to_string(),
-    };
-    Parsed::Run { command, args }
-}
-
-fn is_id(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 18 && s.bytes().all(|b| b.is_ascii_digit()) && s != "0"
-}
-
-/// Trims and turns every run of whitespace into one space.
-pub fn collapse_whitespace(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -450,6 +366,18 @@ mod tests {
             command,
             args: args.into(),
         }
+    }
+
+    #[test]
+    fn commands_answered_at_admission_have_no_run_and_an_unknown_name_stays_as_stored() {
+        for command in [Command::Help, Command::Start] {
+            assert!(command.spec().run.is_none(), "/{}", command.name());
+        }
+        for command in Command::ALL {
+            let answered_at_admission = matches!(command, Command::Help | Command::Start);
+            assert_eq!(command.spec().run.is_none(), answered_at_admission);
+        }
+        assert_eq!(JobCommand::parse("rm"), JobCommand::Other("rm".into()));
     }
 
     #[test]

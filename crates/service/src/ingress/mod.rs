@@ -20,15 +20,14 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use sha2::{Digest, Sha256};
 
-use crate::commands::{self, Asker, ChatKind, Command, Parsed};
+use crate::commands::{self, Asker, ChatKind, Command, HouseAsked, Parsed};
 use crate::config::{CommandSettings, Settings};
 use crate::i18n::Texts;
 use crate::ledger::{
-    Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped, TokenAction,
-    TokenGroup,
+    Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped,
 };
 use crate::metrics::METRICS;
-use crate::telegram::keyboard::{self, Keyboard};
+use crate::telegram::keyboard;
 use crate::telegram::types::{CallbackQuery, Message, Update, User};
 use crate::users::Live;
 use crate::vocabulary::{JobState, ReplyKind, Role};
@@ -290,8 +289,7 @@ impl Ingress {
 }
 
 impl Ingress {
-    /// A house command's admission at `now`: its window (the rest of the day for a
-    /// calendar-day one), the answer a repeat gets, and the force button under that answer.
+    /// A house command's admission at `now` (`commands::house_admission`).
     fn house_job(
         &self,
         command: Command,
@@ -300,37 +298,18 @@ impl Ingress {
         now: Timestamp,
     ) -> AdmissionAction {
         let inner = &self.inner;
-        let window = command.window_at(&inner.commands, &inner.day_zone, now);
-        // A calendar day's force button ends with the day: after midnight the command runs
-        // again anyway, and a button from yesterday would force yesterday's key.
-        let ttl = match window.day {
-            Some(_) => inner.confirm_ttl.min(window.length),
-            None => inner.confirm_ttl,
-        };
-        let mut force = TokenGroup::new(ttl);
-        let label = inner.texts.force_button();
-        let data = force.add(
-            Owner::User {
+        let asked = HouseAsked {
+            settings: &inner.commands,
+            zone: &inner.day_zone,
+            texts: inner.texts,
+            confirm_ttl: inner.confirm_ttl,
+            owner: Owner::User {
                 chat_id: message.chat.id,
                 user_id,
             },
-            label,
-            TokenAction::Force(window.forced_job(command)),
-            Some(message.message_id),
-        );
-        let force_markup = Keyboard::new()
-            .row(vec![(label.to_string(), data)])
-            .to_json();
-        AdmissionAction::HouseJob {
-            job: window.house_job(command),
-            repeat: inner.texts.house_repeat(
-                command.house_name(),
-                window.day.is_none().then_some(window.length),
-            ),
-            utc_offset_secs: inner.day_zone.to_offset(now).seconds(),
-            force,
-            force_markup,
-        }
+            message_id: message.message_id,
+        };
+        commands::house_admission(command, &asked, now)
     }
 }
 

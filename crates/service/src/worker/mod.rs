@@ -17,14 +17,8 @@
 //!   was presumed dead cannot record anything over the attempt that replaced it.
 //! - **Per-chat order.** Jobs of one chat run one after another within a process.
 
-mod auto;
 mod commit;
-mod execute;
-mod library;
-mod pages;
-mod redo;
-mod releases;
-mod restart;
+pub mod context;
 mod rights;
 
 use std::collections::HashMap;
@@ -38,7 +32,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::backoff::{self, Retry};
-use crate::commands::{Action, Command, JobCommand, Recovery};
+use crate::commands::{JobCommand, Recovery};
 use crate::config::Settings;
 use crate::config::WorkerSettings;
 use crate::consume::{Consumer, read_loop};
@@ -52,9 +46,8 @@ use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
 use crate::vocabulary::{JobState, ReplyKind, job_field};
-pub use execute::KeyedLocks;
-use execute::{ButtonSettings, Context, Done, HouseSettings, MediaLocks, Settle};
-use releases::ReleaseSettings;
+use context::{Context, Done, MediaLocks, Settle};
+pub use context::{KeyedLocks, now_ms};
 
 /// One worker process's share of the jobs stream.
 pub struct Worker {
@@ -65,12 +58,8 @@ pub struct Worker {
     render: Render,
     claim_texts: ClaimTexts,
     limits: AttemptLimits,
-    buttons: ButtonSettings,
-    releases: ReleaseSettings,
-    /// What the house commands need of the settings.
-    house: HouseSettings,
-    /// `moviepilot.library_cache_secs` (`None`: off).
-    library_cache: Option<Duration>,
+    /// Every setting, for the commands' runs (`Context::settings`).
+    settings: Settings,
     /// Attempts this worker is running, by entry id: the leases it renews.
     in_flight: Mutex<HashMap<String, Attempt>>,
     /// Outcomes on their way to the committer (`commit.rs`), and its end of the channel until
@@ -130,19 +119,7 @@ impl Worker {
                 max_recoveries: cfg.max_recoveries,
                 retention: Duration::from_secs(cfg.job_retention_secs),
             },
-            buttons: ButtonSettings::of(settings),
-            house: HouseSettings {
-                site_signin_job: settings.commands.site_signin_job.clone(),
-                restart_watch: Duration::from_secs(settings.commands.restart_watch_secs),
-            },
-            releases: ReleaseSettings {
-                shown: settings.commands.resources_shown,
-                list_ttl: Duration::from_secs(settings.commands.resources_window_secs),
-                search_window: Command::Releases.window(&settings.commands),
-                download_window: Command::Grab.window(&settings.commands),
-                settle: Duration::from_secs(settings.moviepilot.download_settle_secs),
-            },
-            library_cache: settings.moviepilot.library_cache(),
+            settings: settings.clone(),
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
             mp,
@@ -416,21 +393,10 @@ impl Worker {
         recovered: bool,
         progress: &AtomicBool,
     ) -> Outcome {
-        let command = JobCommand::parse(&job.command);
-        let action = match command {
-            JobCommand::Known(command) => Action::parse(command, &job.args),
-            JobCommand::Other(_) => None,
+        let JobCommand::Known(command) = JobCommand::parse(&job.command) else {
+            return self.failed(job, &crate::commands::not_runnable(job));
         };
-        let Some(action) = action else {
-            let reason = format!(
-                "/{} {} is not a command oncebot runs",
-                job.command, job.args
-            );
-            return self.failed(job, &MpError::Permanent(reason));
-        };
-        if let JobCommand::Known(command) = command
-            && let Err(e) = self.rights.still_allowed(job, command).await
-        {
+        if let Err(e) = self.rights.still_allowed(job, command).await {
             let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
             return match self.outcome_of(job, Err(e), used) {
                 Mapped::Outcome(outcome) => outcome,
@@ -441,30 +407,15 @@ impl Worker {
             mp: &self.mp,
             ledger: &self.ledger,
             render: self.render,
+            settings: &self.settings,
             media_locks: &self.media_locks,
-            buttons: &self.buttons,
-            releases: &self.releases,
             attempt,
-            house: &self.house,
-            library_cache: self.library_cache,
-            asker_ttl: self.asker_ttl,
+            job_id: job.id,
+            progress,
             asked_before_call: std::sync::Mutex::new(None),
         };
-        if let Action::FindReleases { .. } = action {
-            // The search takes as long as the slowest site: say so at once, not after
-            // worker.progress_after_ms; the list then replaces this message.
-            let text = self.render.searching_sites();
-            progress.store(true, Ordering::Relaxed);
-            if let Err(e) = self
-                .ledger
-                .queue_progress(job.id, attempt.attempt, &text)
-                .await
-            {
-                tracing::warn!(error = %e, "could not queue the progress message");
-            }
-        }
         crate::crash_point!("worker.before_call");
-        let result = execute::run(&cx, job, &action, recovered).await;
+        let result = command.run(&cx, job, recovered).await;
         crate::crash_point!("worker.after_call");
         self.remember_asker(job, &result).await;
         if !matches!(result, Err(MpError::CredentialsRefused(_))) {
@@ -969,14 +920,6 @@ fn recovery_of(job: &Job) -> Option<Recovery> {
     job.extra
         .get(job_field::RECOVERY)
         .and_then(|name| name.parse().ok())
-}
-
-/// Milliseconds since the Unix epoch by this host's clock (the credentials wait, measured in
-/// minutes; a download's and a restart's start, noted for a later attempt).
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The admin notice that MoviePilot refuses oncebot's credentials (`notice:credentials`), which

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::ledger::LibraryKey;
 use crate::moviepilot::{LIBRARY_TIMEOUT, Library, LibraryMedia, MediaItem, MediaKind};
 
-use super::execute::Context;
+use crate::worker::context::Context;
 
 /// How many checks of one list run at once (a list has up to 30 matches; each check is two or
 /// three calls to MoviePilot, which asks its media server live).
@@ -99,7 +99,7 @@ async fn check_all(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Library> {
 
 /// The cached answers (`None` for each when the cache is off or Redis does not answer).
 async fn cached(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Option<Library>> {
-    if cx.library_cache.is_none() {
+    if cx.settings.moviepilot.library_cache().is_none() {
         return vec![None; media.len()];
     }
     let keys: Vec<LibraryKey> = media.iter().map(cache_key).collect();
@@ -119,8 +119,12 @@ async fn cached(cx: &Context<'_>, media: &[LibraryMedia]) -> Vec<Option<Library>
 async fn ask(cx: &Context<'_>, media: &LibraryMedia) -> Library {
     let library = cx.mp.library(media).await;
     let ttl = match library.cacheable() {
-        true => cx.library_cache,
-        false => cx.library_cache.map(|ttl| ttl.min(NO_ANSWER_TTL)),
+        true => cx.settings.moviepilot.library_cache(),
+        false => cx
+            .settings
+            .moviepilot
+            .library_cache()
+            .map(|ttl| ttl.min(NO_ANSWER_TTL)),
     };
     if let Some(ttl) = ttl
         && let Ok(text) = serde_json::to_string(&library)

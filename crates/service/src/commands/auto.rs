@@ -25,10 +25,33 @@
 //!   again, and each verifies first (the download from the job's notes, the subscription by
 //!   looking), so a SIGKILL anywhere re-runs nothing blindly.
 
-use super::execute::{Context, Done, Settle, ledger_error};
-use crate::commands::{self, Action, Asker, Command};
+use super::args::{ReleaseTarget, id, parse_release_target};
+use super::grab::{best_identity, grab_key_args};
+use super::{Asker, Command, Spec, idempotency_key};
+use crate::i18n;
 use crate::ledger::{Job, JobState, StepKey};
 use crate::moviepilot::{MediaKind, MpError, ReleaseIdentity};
+use crate::worker::context::{Context, Done, Settle, ledger_error, note, noted};
+
+/// The ⚡ Auto button's job (`<list> tmdb:<id> [S<n> | tv]`, the search's media): never typed.
+pub(super) const AUTO: Spec = Spec {
+    name: "auto",
+    about: &i18n::AUTO,
+    check: None,
+    run: Some(|cx, job, recovered| {
+        Box::pin(async move {
+            let (list, media) = parse(&job.args).ok_or_else(|| super::not_runnable(job))?;
+            auto(cx, job, list, media, recovered).await
+        })
+    }),
+    house: None,
+};
+
+/// A ⚡ Auto job's arguments: the list's job id, and the search's media.
+fn parse(args: &str) -> Option<(u64, ReleaseTarget)> {
+    let (list, media) = args.trim().split_once(' ')?;
+    Some((id(list)?, parse_release_target(media)?))
+}
 
 /// The job field that names the job whose download this is (this one, or a `下载 1` tapped
 /// first).
@@ -37,29 +60,6 @@ const HOLDER_FIELD: &str = "auto_download_job";
 /// The job field noted (fenced) when MoviePilot refused the download: an attempt after a crash
 /// in the subscription step reports the refusal again instead of sending the add again.
 const REFUSED_FIELD: &str = "auto_download_refused";
-
-/// The ⚡ Auto button's arguments for the list resource-search job `job` stores (`<list>
-/// tmdb:<id> [S<n> | tv]`); `None` for an asker whose role may not download.
-pub(super) fn args(job: &Job) -> Option<String> {
-    if job.role < Command::Auto.least_role("") {
-        return None;
-    }
-    let Some(Action::FindReleases {
-        tmdb_id,
-        kind,
-        season,
-        ..
-    }) = Action::parse(Command::Releases, &job.args)
-    else {
-        return None;
-    };
-    let target = match (kind, season) {
-        (MediaKind::Movie, _) => format!("tmdb:{tmdb_id}"),
-        (MediaKind::Tv, Some(n)) => format!("tmdb:{tmdb_id} S{n}"),
-        (MediaKind::Tv, None) => format!("tmdb:{tmdb_id} tv"),
-    };
-    Some(format!("{} {target}", job.id))
-}
 
 /// One step's outcome: its line in the report, and what it produced.
 struct Step {
@@ -84,7 +84,7 @@ impl Step {
 }
 
 /// Runs the ⚡ Auto job of list `list` for `media` (see the module's doc).
-pub async fn auto(
+async fn auto(
     cx: &Context<'_>,
     job: &Job,
     list: u64,
@@ -112,13 +112,13 @@ pub async fn auto(
 /// Step 1: release 1 of the list, downloaded once across `下载 1` and this button.
 async fn download(cx: &Context<'_>, job: &Job, list: u64) -> Result<Step, MpError> {
     let r = &cx.render;
-    let Some(identity) = super::releases::best_identity(cx, job, list).await? else {
+    let Some(identity) = best_identity(cx, job, list).await? else {
         return Ok(Step::failed(
             r.release_list_expired(),
             "the release list expired".into(),
         ));
     };
-    if let Some(reason) = super::execute::noted(cx, job.id, REFUSED_FIELD).await? {
+    if let Some(reason) = noted(cx, job.id, REFUSED_FIELD).await? {
         let line = r.download_refused(&identity.title, &identity.site);
         return Ok(Step::failed(line, reason));
     }
@@ -128,9 +128,9 @@ async fn download(cx: &Context<'_>, job: &Job, list: u64) -> Result<Step, MpErro
         job.user_id,
         job.requester.as_deref(),
     );
-    let key_args = super::releases::grab_key_args(&identity);
-    let digest = commands::idempotency_key(asker, Command::Grab, &key_args);
-    let window = cx.releases.download_window;
+    let key_args = grab_key_args(&identity);
+    let digest = idempotency_key(asker, Command::Grab, &key_args);
+    let window = Command::Grab.window(&cx.settings.commands);
     let taken = cx
         .ledger
         .take_step_key(cx.attempt, &digest, window, HOLDER_FIELD)
@@ -165,7 +165,7 @@ async fn grab(
         let line = cx.render.download_refused(&identity.title, &identity.site);
         Step::failed(line, error)
     };
-    let step = match super::releases::grab(cx, job, list, 1).await {
+    let step = match super::grab::grab(cx, job, list, 1).await {
         Ok(done) => match done.settle.clone() {
             None => Step {
                 line: format!("✓ {}", done.reply),
@@ -184,7 +184,7 @@ async fn grab(
     };
     if let Some(Settle::Failed { error }) = &step.done.settle {
         // Nothing was downloaded: a `下载 1` tapped later may try; this job does not again.
-        super::execute::note(cx, &[(REFUSED_FIELD, error.clone())]).await?;
+        note(cx, &[(REFUSED_FIELD, error.clone())]).await?;
         if let Err(e) = cx.ledger.release_step_key(cx.attempt, digest).await {
             tracing::warn!(error = %e, "could not give back the download's key; it expires with its window");
         }
@@ -201,10 +201,11 @@ async fn subscribe(
     (tmdb_id, season): (u64, u32),
     recovered: bool,
 ) -> Result<Step, MpError> {
-    let mut result = super::execute::subscribe_season(cx, job, (tmdb_id, season), recovered).await;
+    let mut result =
+        super::subscribe::subscribe_season(cx, job, (tmdb_id, season), recovered).await;
     if let Err(e @ (MpError::Transient(_) | MpError::Uncertain(_))) = &result {
         tracing::warn!(reason = %e, "the season's subscription did not answer; looking again");
-        result = super::execute::subscribe_season(cx, job, (tmdb_id, season), true).await;
+        result = super::subscribe::subscribe_season(cx, job, (tmdb_id, season), true).await;
     }
     match result {
         Ok(done) => Ok(Step {
@@ -267,5 +268,24 @@ fn report(cx: &Context<'_>, first: Step, second: Option<Step>) -> Done {
         settle,
         asked,
         ..Done::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_auto_job_names_its_list_and_the_searchs_media() {
+        assert_eq!(
+            parse("12 tmdb:108545 S1"),
+            Some((12, (108545, MediaKind::Tv, Some(1))))
+        );
+        assert_eq!(
+            parse("12 tmdb:438631"),
+            Some((12, (438631, MediaKind::Movie, None)))
+        );
+        assert_eq!(parse("12"), None);
+        assert_eq!(parse("0 tmdb:1"), None);
     }
 }

@@ -13,13 +13,33 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::execute::{
-    Context, Done, Settle, confirm_or_cancel, ledger_error, note, noted, refused, run_button,
-};
-use crate::commands::{Command, RESTART_CONFIRMED};
+use super::args::RESTART_CONFIRMED;
+use super::{Command, Spec, args, run_button};
+use crate::i18n;
 use crate::ledger::{Job, JobFilter};
 use crate::moviepilot::MpError;
 use crate::vocabulary::JobState;
+use crate::worker::context::{
+    Context, Done, Settle, confirm_or_cancel, ledger_error, note, noted, refused,
+};
+
+/// Typed, it takes no arguments and always asks first: only its Confirm button's job says
+/// "confirmed".
+pub(super) const RESTART: Spec = Spec {
+    name: "restart",
+    about: &i18n::RESTART,
+    check: Some(args::none),
+    run: Some(|cx, job, _| {
+        Box::pin(async move {
+            match job.args.trim() {
+                "" => ask(cx, job).await,
+                RESTART_CONFIRMED => restart(cx, job).await,
+                _ => Err(super::not_runnable(job)),
+            }
+        })
+    }),
+    house: None,
+};
 
 /// The job field noting the restart call: when it was about to go out (ms since the epoch);
 /// empty once a call that never left has been given up.
@@ -30,7 +50,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const PROBE_EVERY: Duration = Duration::from_millis(500);
 
 /// `/restart`: the question, with what a restart would cut off, and Confirm / Cancel.
-pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
+async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     let r = &cx.render;
     let running = cx.mp.running_scheduler_jobs().await;
     let filter = JobFilter {
@@ -46,7 +66,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         job,
         Command::Restart,
         RESTART_CONFIRMED,
-        cx.buttons.restart_window,
+        Command::Restart.window(&cx.settings.commands),
     );
     Ok(Done {
         reply: r.confirm_restart(&running, ours),
@@ -57,7 +77,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
 }
 
 /// The Confirm button's job: send the restart unless an earlier attempt did, then watch.
-pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
+async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     let sent_at = sent_at(cx, job).await?;
     let sent_before = sent_at.is_some();
     if let Some(at) = sent_at
@@ -74,7 +94,7 @@ pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError
             "an earlier attempt sent the restart; watching MoviePilot, not sending it again"
         );
     } else {
-        note(cx, &[(RESTART_SENT, super::now_ms().to_string())]).await?;
+        note(cx, &[(RESTART_SENT, crate::worker::now_ms().to_string())]).await?;
         crate::crash_point!("worker.before_restart_call");
         match cx.mp.restart().await {
             // An answer lost on the way: MoviePilot may be going down already. Watch.
@@ -98,7 +118,7 @@ pub(super) async fn restart(cx: &Context<'_>, job: &Job) -> Result<Done, MpError
 /// Watches MoviePilot go and come back, for `commands.restart_watch_secs` at most.
 async fn watch(cx: &Context<'_>, sent_before: bool) -> Done {
     let r = &cx.render;
-    let limit = cx.house.restart_watch;
+    let limit = Duration::from_secs(cx.settings.commands.restart_watch_secs);
     let start = Instant::now();
     let mut gone_since: Option<Instant> = None;
     while start.elapsed() < limit {

@@ -23,7 +23,7 @@ use crate::ledger::{Job, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MATCHES_ASKED, MpError};
 use crate::telegram::keyboard::Keyboard;
 
-use super::execute::{Buttons, Context, ledger_error, owner};
+use crate::worker::context::{Buttons, Context, ledger_error, owner};
 
 /// Items on one page. Five releases with 75-character titles measure about 600 characters with
 /// their header (453 to 597 measured, `downloads::a_stored_list_stays_under_its_bound...`: a
@@ -142,7 +142,7 @@ pub async fn matches(
     mut row: impl FnMut(&mut TokenGroup, usize) -> Vec<(String, String)>,
 ) -> Result<Paged, MpError> {
     let kept = found.min(MATCHES_KEPT);
-    let mut group = TokenGroup::new(cx.buttons.ttl);
+    let mut group = TokenGroup::new(cx.button_ttl());
     let count = page_count(kept);
     let nav = Nav::new(&mut group, owner(job), job.id, count, &cx.render);
     let mut pages = Vec::with_capacity(count);
@@ -158,7 +158,7 @@ pub async fn matches(
     let paged = Paged { pages, group };
     if count > 1 {
         cx.ledger
-            .store_list(job.id, cx.buttons.ttl, &paged.pages, None)
+            .store_list(job.id, cx.button_ttl(), &paged.pages, None)
             .await
             .map_err(ledger_error)?;
     }

@@ -6,13 +6,41 @@
 //! a person sees if it is held) and sends the redo. After a crash it is never sent again: the
 //! policy holds it for a person.
 
-use super::execute::{Context, Done, confirm_or_cancel, note, refused, run_button};
-use crate::commands::{Command, RESTART_CONFIRMED};
+use super::args::{RESTART_CONFIRMED, id};
+use super::{Command, Spec, args, run_button};
+use crate::i18n;
 use crate::ledger::Job;
 use crate::moviepilot::MpError;
+use crate::worker::context::{Context, Done, confirm_or_cancel, note, refused};
+
+/// `/redo <record>` asks; its Confirm button's job (`<record> confirmed`) files it again.
+pub(super) const REDO: Spec = Spec {
+    name: "redo",
+    about: &i18n::REDO,
+    check: Some(args::one_id),
+    run: Some(|cx, job, _| {
+        Box::pin(async move {
+            match job.args.trim().split_once(' ') {
+                None => {
+                    ask(
+                        cx,
+                        job,
+                        id(job.args.trim()).ok_or_else(|| super::not_runnable(job))?,
+                    )
+                    .await
+                }
+                Some((record, RESTART_CONFIRMED)) => {
+                    redo(cx, job, id(record).ok_or_else(|| super::not_runnable(job))?).await
+                }
+                Some(_) => Err(super::not_runnable(job)),
+            }
+        })
+    }),
+    house: None,
+};
 
 /// `/redo <record>`: the question, naming the file deleted and the one filed again.
-pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
+async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
     let r = &cx.render;
     let Some(found) = cx.mp.transfer_record(record).await? else {
         return Ok(Done::new(
@@ -24,7 +52,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done
         job,
         Command::Redo,
         format!("{record} {RESTART_CONFIRMED}"),
-        cx.buttons.redo_window,
+        Command::Redo.window(&cx.settings.commands),
     );
     Ok(Done {
         reply: r.confirm_redo(&found),
@@ -35,7 +63,7 @@ pub(super) async fn ask(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done
 }
 
 /// The Confirm button's job: the record again, its paths noted, then the redo.
-pub(super) async fn redo(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
+async fn redo(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError> {
     let r = &cx.render;
     let Some(found) = cx.mp.transfer_record(record).await? else {
         return Err(MpError::Declined(r.no_such_record(record)));

@@ -1,0 +1,95 @@
+//! `/search <title>`, plain text in a private chat, and the title searches of `订阅 X` /
+//! `洗版 X` (`subscribe::Subscribe::Title`): MoviePilot's matches, paged, each with what the
+//! library holds of it, and, for someone who may act, its Subscribe button (and a plain search's
+//! resource-search button).
+
+use super::{Command, Spec, args, run_button};
+use crate::i18n;
+use crate::ledger::{Job, TokenGroup};
+use crate::moviepilot::{MediaItem, MpError};
+use crate::worker::context::{Context, Done, first_poster, owner, reply_to};
+
+pub(super) const SEARCH: Spec = Spec {
+    name: "search",
+    about: &i18n::SEARCH,
+    check: Some(args::title),
+    run: Some(|cx, job, _| {
+        Box::pin(async move {
+            let title = args::non_empty(job.args.trim()).ok_or_else(|| super::not_runnable(job))?;
+            search(cx, job, &title, None).await
+        })
+    }),
+    house: None,
+};
+
+/// The command a subscription's buttons run: `/best` (洗版) or `/subscribe`.
+pub(super) fn verb(best: bool) -> Command {
+    if best {
+        Command::Best
+    } else {
+        Command::Subscribe
+    }
+}
+
+/// `/search` (`choose`: `订阅 X` / `洗版 X`, which offer the matches to subscribe to with
+/// that command).
+pub(super) async fn search(
+    cx: &Context<'_>,
+    job: &Job,
+    title: &str,
+    choose: Option<Command>,
+) -> Result<Done, MpError> {
+    let items = cx.mp.search_media(title).await?;
+    let library = super::library::check_items(cx, &items).await;
+    let r = &cx.render;
+    let text = |page, kept| match choose {
+        Some(Command::Best) => r.best_results(title, (&items, &library), page, kept),
+        _ => r.search_results(title, (&items, &library), page, kept, choose.is_some()),
+    };
+    let row = |group: &mut TokenGroup, i| subscribe_row(cx, job, group, (i, &items[i]), choose);
+    let paged = super::pages::matches(cx, job, items.len(), text, row).await?;
+    Ok(Done {
+        reply: paged.first_text(),
+        result: format!("{} results", items.len()),
+        buttons: paged.buttons(),
+        photo: first_poster(&items),
+        ..Done::default()
+    })
+}
+
+/// The Subscribe button of search result `i` (0-based) when it has a TMDB id, bound to the
+/// user who searched; it runs `/subscribe <args>` (`choose`: that command, `/best` for 洗版)
+/// as if typed (see `i18n::subscribe_args`). Siblings, on every page: one tap uses them all.
+/// None for a viewer (a button they could not use would only be refused). A plain search's row
+/// (`choose` none) also has a solo button that starts a resource search for that match (it
+/// uses nothing else up).
+fn subscribe_row(
+    cx: &Context<'_>,
+    job: &Job,
+    group: &mut TokenGroup,
+    (i, item): (usize, &MediaItem),
+    choose: Option<Command>,
+) -> Vec<(String, String)> {
+    let command = choose.unwrap_or(Command::Subscribe);
+    if job.role < command.least_role("") {
+        return Vec::new();
+    }
+    let Some(args) = i18n::subscribe_args(item) else {
+        return Vec::new();
+    };
+    let owner = owner(job);
+    let label = match command {
+        Command::Best => cx.render.best_button(i + 1, item),
+        _ => cx.render.subscribe_button(i + 1, item),
+    };
+    let action = run_button(job, command, args, command.window(&cx.settings.commands));
+    let data = group.add(owner, &label, action, reply_to(job));
+    let mut row = vec![(label, data)];
+    if choose.is_none()
+        && let Some(button) =
+            super::releases::release_search_button(cx, job, group, i + 1, item, true)
+    {
+        row.push(button);
+    }
+    row
+}
