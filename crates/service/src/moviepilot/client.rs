@@ -238,7 +238,9 @@ fn route_label(call: &Call) -> String {
     label
 }
 
-/// One request, described well enough to send it twice and to name it in an error.
+/// One request, described well enough to send it twice and to name it in an error. Built from
+/// [`Call::get`] (or its siblings), which is read-only, without a query or a body and within the
+/// client's timeout: a call site says only what differs.
 struct Call {
     /// What the caller wanted, e.g. `subscribing TMDB 438631 season 1`.
     what: String,
@@ -248,7 +250,72 @@ struct Call {
     query: Vec<(&'static str, String)>,
     json: Option<Value>,
     effect: Effect,
-    timeout: Duration,
+    /// `None`: the client's own (`moviepilot.timeout_secs`); see [`Inner::timeout_of`].
+    timeout: Option<Duration>,
+}
+
+impl Call {
+    /// A read-only `method` request for `path`, within the client's timeout.
+    fn new(method: Method, what: impl Into<String>, path: impl Into<String>) -> Call {
+        Call {
+            what: what.into(),
+            method,
+            path: path.into(),
+            query: Vec::new(),
+            json: None,
+            effect: Effect::ReadOnly,
+            timeout: None,
+        }
+    }
+
+    fn get(what: impl Into<String>, path: impl Into<String>) -> Call {
+        Call::new(Method::GET, what, path)
+    }
+
+    fn post(what: impl Into<String>, path: impl Into<String>) -> Call {
+        Call::new(Method::POST, what, path)
+    }
+
+    fn put(what: impl Into<String>, path: impl Into<String>) -> Call {
+        Call::new(Method::PUT, what, path)
+    }
+
+    fn delete(what: impl Into<String>, path: impl Into<String>) -> Call {
+        Call::new(Method::DELETE, what, path)
+    }
+
+    /// Adds `name=value` to the query, after the pairs already there (the URL keeps this order).
+    fn query(mut self, name: &'static str, value: impl ToString) -> Call {
+        self.query.push((name, value.to_string()));
+        self
+    }
+
+    /// [`Self::query`] when there is a value; nothing otherwise.
+    fn query_opt(self, name: &'static str, value: Option<impl ToString>) -> Call {
+        match value {
+            Some(value) => self.query(name, value),
+            None => self,
+        }
+    }
+
+    /// The JSON body.
+    fn json(mut self, body: Value) -> Call {
+        self.json = Some(body);
+        self
+    }
+
+    /// Changes MoviePilot's state (or, like a resource search, costs something outside it): an
+    /// answer lost after the request left is "maybe done", never simply retried.
+    fn side_effect(mut self) -> Call {
+        self.effect = Effect::SideEffect;
+        self
+    }
+
+    /// Within `timeout` instead of the client's.
+    fn within(mut self, timeout: Duration) -> Call {
+        self.timeout = Some(timeout);
+        self
+    }
 }
 
 impl fmt::Display for Call {
@@ -302,6 +369,11 @@ impl Inner {
             refused: std::sync::Mutex::new(None),
             unreachable_at: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// How long `call` may take: its own time, or the client's (`moviepilot.timeout_secs`).
+    fn timeout_of(&self, call: &Call) -> Duration {
+        call.timeout.unwrap_or(self.timeout)
     }
 
     fn saw_unreachable(&self) {
@@ -402,20 +474,13 @@ impl MoviePilot {
     /// [`MATCHES_ASKED`]), in MoviePilot's order. Results that are neither movie nor series are
     /// dropped.
     pub async fn search_media(&self, title: &str) -> Result<Vec<MediaItem>, MpError> {
-        let call = Call {
-            what: format!("searching media for {:?}", short(title, 60)),
-            method: Method::GET,
-            path: "/api/v1/media/search".into(),
-            query: vec![
-                ("title", title.to_string()),
-                ("type", "media".into()),
-                ("page", "1".into()),
-                ("count", MATCHES_ASKED.to_string()),
-            ],
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.search_timeout,
-        };
+        let what = format!("searching media for {:?}", short(title, 60));
+        let call = Call::get(what, "/api/v1/media/search")
+            .query("title", title)
+            .query("type", "media")
+            .query("page", 1)
+            .query("count", MATCHES_ASKED)
+            .within(self.inner.search_timeout);
         let rows: Vec<WireMedia> = self.inner.fetch_list(&call).await?;
         Ok(rows.into_iter().filter_map(WireMedia::into_item).collect())
     }
@@ -426,17 +491,12 @@ impl MoviePilot {
         tmdb_id: u64,
         kind: MediaKind,
     ) -> Result<Option<MediaItem>, MpError> {
-        let (path, mut query) = self.inner.media_path("/api/v1/media", tmdb_id);
-        query.push(("type_name", kind.wire_name().into()));
-        let call = Call {
-            what: format!("reading TMDB {tmdb_id} ({})", kind.wire_name()),
-            method: Method::GET,
-            path,
-            query,
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.search_timeout,
-        };
+        let what = format!("reading TMDB {tmdb_id} ({})", kind.wire_name());
+        let call = self
+            .inner
+            .get_media(what, "/api/v1/media", tmdb_id)
+            .query("type_name", kind.wire_name())
+            .within(self.inner.search_timeout);
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
         let media: Option<WireMedia> = self.inner.decode(&call, &answer)?;
@@ -460,22 +520,14 @@ impl MoviePilot {
         season: Option<u32>,
     ) -> Result<Option<Subscription>, MpError> {
         let season = season.filter(|s| *s > 0);
-        let (path, mut query) = self.inner.media_path("/api/v1/subscribe/media", tmdb_id);
-        if let Some(s) = season {
-            query.push(("season", s.to_string()));
-        }
-        let call = Call {
-            what: format!(
-                "looking up the subscription of {}",
-                media_label(tmdb_id, season)
-            ),
-            method: Method::GET,
-            path,
-            query,
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let what = format!(
+            "looking up the subscription of {}",
+            media_label(tmdb_id, season)
+        );
+        let call = self
+            .inner
+            .get_media(what, "/api/v1/subscribe/media", tmdb_id)
+            .query_opt("season", season);
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
         let row: Option<WireSubscribe> = self.inner.decode(&call, &answer)?;
@@ -531,15 +583,10 @@ impl MoviePilot {
         if item.best {
             body["best_version"] = json!(1);
         }
-        let call = Call {
-            what: format!("subscribing {}", media_label(item.tmdb_id, season)),
-            method: Method::POST,
-            path: "/api/v1/subscribe/".into(),
-            query: Vec::new(),
-            json: Some(body),
-            effect: Effect::SideEffect,
-            timeout: self.inner.timeout,
-        };
+        let what = format!("subscribing {}", media_label(item.tmdb_id, season));
+        let call = Call::post(what, "/api/v1/subscribe/")
+            .json(body)
+            .side_effect();
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
         let created: Option<CreatedId> = self.inner.accepted(&call, &answer)?;
@@ -553,15 +600,7 @@ impl MoviePilot {
 
     /// Every subscription (`GET /api/v1/subscribe/`).
     pub async fn list_subscriptions(&self) -> Result<Vec<Subscription>, MpError> {
-        let call = Call {
-            what: "listing subscriptions".into(),
-            method: Method::GET,
-            path: "/api/v1/subscribe/".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get("listing subscriptions", "/api/v1/subscribe/");
         let rows: Vec<WireSubscribe> = self.inner.fetch_list(&call).await?;
         Ok(rows
             .into_iter()
@@ -576,15 +615,10 @@ impl MoviePilot {
     pub async fn user_subscriptions(&self, username: &str) -> Result<Vec<Subscription>, MpError> {
         let segment = crate::path_segment::encode(username)
             .map_err(|e| MpError::Permanent(format!("listing a user's subscriptions: {e}")))?;
-        let call = Call {
-            what: format!("listing {username:?}'s subscriptions"),
-            method: Method::GET,
-            path: format!("/api/v1/subscribe/user/{segment}"),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get(
+            format!("listing {username:?}'s subscriptions"),
+            format!("/api/v1/subscribe/user/{segment}"),
+        );
         let rows: Vec<WireSubscribe> = self.inner.fetch_list(&call).await?;
         Ok(rows
             .into_iter()
@@ -604,15 +638,10 @@ impl MoviePilot {
         if self.inner.dialect == Dialect::V3 {
             return Ok(false);
         }
-        let read = Call {
-            what: format!("reading subscription {id}"),
-            method: Method::GET,
-            path: format!("/api/v1/subscribe/{id}"),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let read = Call::get(
+            format!("reading subscription {id}"),
+            format!("/api/v1/subscribe/{id}"),
+        );
         let answer = self.inner.call(&read).await?;
         let answer = self.inner.check_status(&read, answer)?;
         let mut row: serde_json::Map<String, Value> = self
@@ -625,15 +654,10 @@ impl MoviePilot {
             )));
         }
         row.insert("username".into(), json!(username));
-        let write = Call {
-            what: format!("making {username} the owner of subscription {id}"),
-            method: Method::PUT,
-            path: "/api/v1/subscribe/".into(),
-            query: Vec::new(),
-            json: Some(Value::Object(row)),
-            effect: Effect::SideEffect,
-            timeout: self.inner.timeout,
-        };
+        let what = format!("making {username} the owner of subscription {id}");
+        let write = Call::put(what, "/api/v1/subscribe/")
+            .json(Value::Object(row))
+            .side_effect();
         let answer = self.inner.call(&write).await?;
         let answer = self.inner.check_status(&write, answer)?;
         let _: Option<Value> = self.inner.accepted(&write, &answer)?;
@@ -645,15 +669,7 @@ impl MoviePilot {
     /// the same route and dependency, its answer in the envelope). Only a superuser may list
     /// them: anyone else gets [`ListUsersError::NotSuperuser`].
     pub async fn list_users(&self) -> Result<Vec<MpUser>, ListUsersError> {
-        let call = Call {
-            what: "listing MoviePilot's users".into(),
-            method: Method::GET,
-            path: "/api/v1/user/".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get("listing MoviePilot's users", "/api/v1/user/");
         let answer = self.inner.call(&call).await?;
         if self.inner.refuses_non_superuser(&answer) {
             return Err(ListUsersError::NotSuperuser(format!(
@@ -673,15 +689,11 @@ impl MoviePilot {
     /// Deletes a subscription. Idempotent: v2 answers success for any id, and v3's 404 for an
     /// unknown id counts as "already done".
     pub async fn delete_subscription(&self, id: u64) -> Result<(), MpError> {
-        let call = Call {
-            what: format!("deleting subscription {id}"),
-            method: Method::DELETE,
-            path: format!("/api/v1/subscribe/{id}"),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::SideEffect,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::delete(
+            format!("deleting subscription {id}"),
+            format!("/api/v1/subscribe/{id}"),
+        )
+        .side_effect();
         let answer = self.inner.call(&call).await?;
         if self.inner.dialect == Dialect::V3 && answer.status == StatusCode::NOT_FOUND {
             return Ok(());
@@ -697,27 +709,21 @@ impl MoviePilot {
     /// when a search is already running or the subscription is under a minute old.
     pub async fn search_subscription_now(&self, id: u64) -> Result<(), MpError> {
         let post = self.inner.dialect == Dialect::V3 && !search_trigger_is_get(&self.inner.version);
-        let call = |method: Method| Call {
-            what: format!("starting a search for subscription {id}"),
-            json: (method == Method::POST).then(|| json!({})),
-            method,
-            path: format!("/api/v1/subscribe/search/{id}"),
-            query: Vec::new(),
-            effect: Effect::SideEffect,
-            timeout: self.inner.timeout,
+        let trigger = |method: Method| {
+            let what = format!("starting a search for subscription {id}");
+            Call::new(method, what, format!("/api/v1/subscribe/search/{id}")).side_effect()
         };
-        let mut call = call(if post { Method::POST } else { Method::GET });
+        let mut call = match post {
+            true => trigger(Method::POST).json(json!({})),
+            false => trigger(Method::GET),
+        };
         let mut answer = self.inner.call(&call).await?;
         if post && answer.status == StatusCode::METHOD_NOT_ALLOWED {
             tracing::info!(
                 version = %self.inner.version,
                 "MoviePilot has no POST search trigger (v3.0.0 has only GET); asking with GET"
             );
-            call = Call {
-                method: Method::GET,
-                json: None,
-                ..call
-            };
+            call = trigger(Method::GET);
             answer = self.inner.call(&call).await?;
         }
         let answer = self.inner.check_status(&call, answer)?;
@@ -727,15 +733,7 @@ impl MoviePilot {
 
     /// What the downloader is working on (`GET /api/v1/download/`).
     pub async fn downloading(&self) -> Result<Vec<Download>, MpError> {
-        let call = Call {
-            what: "listing downloads".into(),
-            method: Method::GET,
-            path: "/api/v1/download/".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get("listing downloads", "/api/v1/download/");
         let rows: Vec<WireDownload> = self.inner.fetch_list(&call).await?;
         Ok(rows.into_iter().map(WireDownload::into_download).collect())
     }
@@ -839,15 +837,10 @@ impl MoviePilot {
         if self.scheduler_running(job_id).await {
             return Ok(SchedulerRun::AlreadyRunning);
         }
-        let call = Call {
-            what: format!("starting MoviePilot's scheduler job {job_id}"),
-            method: Method::GET,
-            path: "/api/v1/system/runscheduler".into(),
-            query: vec![("jobid", job_id.to_string())],
-            json: None,
-            effect: Effect::SideEffect,
-            timeout: self.inner.timeout,
-        };
+        let what = format!("starting MoviePilot's scheduler job {job_id}");
+        let call = Call::get(what, "/api/v1/system/runscheduler")
+            .query("jobid", job_id)
+            .side_effect();
         let answer = match self.inner.call(&call).await {
             Ok(answer) => answer,
             Err(MpError::Uncertain(detail)) => return Ok(SchedulerRun::Started { detail }),
@@ -869,15 +862,7 @@ impl MoviePilot {
     /// 当前运行环境不支持重启操作！ / 非Docker环境，无法重启！): that is `Declined`, with its words.
     /// An answer lost on the way is `Uncertain`: MoviePilot may be going down already.
     pub async fn restart(&self) -> Result<(), MpError> {
-        let call = Call {
-            what: "restarting MoviePilot".into(),
-            method: Method::GET,
-            path: "/api/v1/system/restart".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::SideEffect,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get("restarting MoviePilot", "/api/v1/system/restart").side_effect();
         let answer = self.inner.call(&call).await?;
         // MoviePilot stops its own work before it restarts: an error after that is no proof
         // that nothing happened, so the restart is watched, not sent again.
@@ -914,15 +899,9 @@ impl MoviePilot {
     /// Whether MoviePilot answers at all now (`GET /api/v1/system/global`, no credentials: a
     /// login does not survive a restart), within `within`. What a restart is watched with.
     pub async fn is_answering(&self, within: Duration) -> bool {
-        let call = Call {
-            what: "asking whether MoviePilot answers".into(),
-            method: Method::GET,
-            path: "/api/v1/system/global".into(),
-            query: vec![("token", GLOBAL_TOKEN.into())],
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: within,
-        };
+        let call = Call::get("asking whether MoviePilot answers", "/api/v1/system/global")
+            .query("token", GLOBAL_TOKEN)
+            .within(within);
         let up = matches!(self.inner.send(&call, &Credential::None).await, Ok(a) if a.status.is_success());
         if !up {
             self.inner.saw_unreachable();
@@ -955,18 +934,10 @@ impl MoviePilot {
     /// (at most `TRANSFER_MAX_PAGES` pages). `None`: no such record.
     pub async fn transfer_record(&self, id: u64) -> Result<Option<TransferRecord>, MpError> {
         for page in 1..=TRANSFER_MAX_PAGES {
-            let call = Call {
-                what: format!("reading the transfer history, page {page}"),
-                method: Method::GET,
-                path: "/api/v1/history/transfer".into(),
-                query: vec![
-                    ("page", page.to_string()),
-                    ("count", TRANSFER_PAGE.to_string()),
-                ],
-                json: None,
-                effect: Effect::ReadOnly,
-                timeout: self.inner.timeout,
-            };
+            let what = format!("reading the transfer history, page {page}");
+            let call = Call::get(what, "/api/v1/history/transfer")
+                .query("page", page)
+                .query("count", TRANSFER_PAGE);
             let answer = self.inner.call(&call).await?;
             let answer = self.inner.check_status(&call, answer)?;
             let list: WireTransferPage = self.inner.accepted(&call, &answer)?.unwrap_or_default();
@@ -990,15 +961,13 @@ impl MoviePilot {
     /// again, and answers when done. It refuses in words (整理记录不存在: the record is gone,
     /// also because a redo replaced it with a new one): `Declined`.
     pub async fn redo_transfer(&self, id: u64) -> Result<(), MpError> {
-        let call = Call {
-            what: format!("filing transfer record {id} again"),
-            method: Method::POST,
-            path: "/api/v1/transfer/manual".into(),
-            query: Vec::new(),
-            json: Some(json!({"logid": id, "from_history": true})),
-            effect: Effect::SideEffect,
-            timeout: self.inner.download_timeout,
-        };
+        let call = Call::post(
+            format!("filing transfer record {id} again"),
+            "/api/v1/transfer/manual",
+        )
+        .json(json!({"logid": id, "from_history": true}))
+        .side_effect()
+        .within(self.inner.download_timeout);
         let answer = self.inner.call(&call).await?;
         // The delete may have happened before the error: never a retry, a person's call.
         self.inner.uncertain_on_server_error(
@@ -1012,15 +981,10 @@ impl MoviePilot {
 
     /// The scheduler's jobs with their state (`GET /api/v1/dashboard/schedule`).
     async fn schedule(&self) -> Result<Vec<WireSchedule>, MpError> {
-        let call = Call {
-            what: "reading MoviePilot's scheduler".into(),
-            method: Method::GET,
-            path: "/api/v1/dashboard/schedule".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get(
+            "reading MoviePilot's scheduler",
+            "/api/v1/dashboard/schedule",
+        );
         self.inner.fetch_list(&call).await
     }
 
@@ -1050,15 +1014,10 @@ impl MoviePilot {
         page: usize,
         count: usize,
     ) -> Result<(Vec<HistoryMessage>, usize), MpError> {
-        let call = Call {
-            what: format!("reading the message history, page {page}"),
-            method: Method::GET,
-            path: "/api/v1/message/web".into(),
-            query: vec![("page", page.to_string()), ("count", count.to_string())],
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let what = format!("reading the message history, page {page}");
+        let call = Call::get(what, "/api/v1/message/web")
+            .query("page", page)
+            .query("count", count);
         self.inner.fetch_rows(&call).await
     }
 }
@@ -1202,22 +1161,15 @@ impl MoviePilot {
 
     /// The resource search's call: the media's path in this dialect, its kind and season.
     fn search_call(&self, tmdb_id: u64, kind: MediaKind, season: Option<u32>) -> Call {
-        let (path, mut query) = self.inner.media_path("/api/v1/search/media", tmdb_id);
-        query.push(("mtype", kind.wire_name().into()));
-        if let Some(s) = season {
-            query.push(("season", s.to_string()));
-        }
-        Call {
-            what: format!("searching releases of {}", media_label(tmdb_id, season)),
-            method: Method::GET,
-            path,
-            query,
-            json: None,
+        let what = format!("searching releases of {}", media_label(tmdb_id, season));
+        self.inner
+            .get_media(what, "/api/v1/search/media", tmdb_id)
+            .query("mtype", kind.wire_name())
+            .query_opt("season", season)
             // Read-only at MoviePilot, but it asks every indexer site: an answer lost after the
             // request left is uncertain (the sites were hit), so it is not retried blindly.
-            effect: Effect::SideEffect,
-            timeout: self.inner.resource_search_timeout,
-        }
+            .side_effect()
+            .within(self.inner.resource_search_timeout)
     }
 
     /// Adds a download (`POST /api/v1/download/` with `media_in`, `torrent_in` and `downloader`
@@ -1233,15 +1185,10 @@ impl MoviePilot {
         if let Some(d) = downloader.filter(|d| !d.is_empty()) {
             body["downloader"] = json!(d);
         }
-        let call = Call {
-            what: "adding a download".into(),
-            method: Method::POST,
-            path: "/api/v1/download/".into(),
-            query: Vec::new(),
-            json: Some(body),
-            effect: Effect::SideEffect,
-            timeout: self.inner.download_timeout,
-        };
+        let call = Call::post("adding a download", "/api/v1/download/")
+            .json(body)
+            .side_effect()
+            .within(self.inner.download_timeout);
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
         let data: Option<Value> = self.inner.accepted(&call, &answer)?;
@@ -1263,18 +1210,10 @@ impl MoviePilot {
     pub async fn download_history(&self) -> Result<Vec<HistoryRow>, MpError> {
         let mut rows = Vec::new();
         for page in 1..=HISTORY_MAX_PAGES {
-            let call = Call {
-                what: format!("reading the download history, page {page}"),
-                method: Method::GET,
-                path: "/api/v1/history/download".into(),
-                query: vec![
-                    ("page", page.to_string()),
-                    ("count", HISTORY_PAGE.to_string()),
-                ],
-                json: None,
-                effect: Effect::ReadOnly,
-                timeout: self.inner.timeout,
-            };
+            let what = format!("reading the download history, page {page}");
+            let call = Call::get(what, "/api/v1/history/download")
+                .query("page", page)
+                .query("count", HISTORY_PAGE);
             let got: Vec<Value> = self.inner.fetch_list(&call).await?;
             let short_page = got.len() < HISTORY_PAGE;
             rows.extend(got.iter().filter_map(HistoryRow::from_wire));
@@ -1291,15 +1230,7 @@ impl MoviePilot {
     /// The info-hashes of what the downloader is downloading (`GET /api/v1/download/`),
     /// lower case: where a magnet added moments ago shows up.
     pub async fn downloading_hashes(&self) -> Result<Vec<String>, MpError> {
-        let call = Call {
-            what: "listing downloads".into(),
-            method: Method::GET,
-            path: "/api/v1/download/".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.inner.timeout,
-        };
+        let call = Call::get("listing downloads", "/api/v1/download/");
         let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
         Ok(rows
             .iter()
@@ -1311,15 +1242,8 @@ impl MoviePilot {
     /// How many media servers MoviePilot has enabled (`GET /api/v1/mediaserver/clients`): none
     /// means its library answers say nothing (everything "missing"). Within `within`.
     pub(super) async fn media_servers(&self, within: Duration) -> Result<usize, MpError> {
-        let call = Call {
-            what: "listing the media servers".into(),
-            method: Method::GET,
-            path: "/api/v1/mediaserver/clients".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: within,
-        };
+        let call =
+            Call::get("listing the media servers", "/api/v1/mediaserver/clients").within(within);
         let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
         Ok(rows.len())
     }
@@ -1346,18 +1270,13 @@ impl MoviePilot {
             body["media_source"] = json!("themoviedb");
             body["media_id"] = json!(media.tmdb_id.to_string());
         }
-        let call = Call {
-            what: format!(
-                "asking the library ({route}) about {}",
-                media_label(media.tmdb_id, media.season)
-            ),
-            method: Method::POST,
-            path: format!("/api/v1/mediaserver/{route}"),
-            query: Vec::new(),
-            json: Some(body),
-            effect: Effect::ReadOnly,
-            timeout: within,
-        };
+        let what = format!(
+            "asking the library ({route}) about {}",
+            media_label(media.tmdb_id, media.season)
+        );
+        let call = Call::post(what, format!("/api/v1/mediaserver/{route}"))
+            .json(body)
+            .within(within);
         let answer = self.inner.call(&call).await?;
         let answer = self.inner.check_status(&call, answer)?;
         Ok(self.inner.decode(&call, &answer)?.unwrap_or(Value::Null))
@@ -1365,15 +1284,15 @@ impl MoviePilot {
 }
 
 impl Inner {
-    /// The path and query naming TMDB media under `prefix`: v2 `prefix/tmdb:<id>`, v3
-    /// `prefix/<id>?media_source=themoviedb`.
-    fn media_path(&self, prefix: &str, tmdb_id: u64) -> (String, Vec<(&'static str, String)>) {
+    /// A `GET` of TMDB media under `prefix`, the path and query naming it as this dialect does:
+    /// v2 `prefix/tmdb:<id>`, v3 `prefix/<id>?media_source=themoviedb` (further query pairs
+    /// follow that one).
+    fn get_media(&self, what: String, prefix: &str, tmdb_id: u64) -> Call {
         match self.dialect {
-            Dialect::V2 => (format!("{prefix}/tmdb:{tmdb_id}"), Vec::new()),
-            Dialect::V3 => (
-                format!("{prefix}/{tmdb_id}"),
-                vec![("media_source", "themoviedb".to_string())],
-            ),
+            Dialect::V2 => Call::get(what, format!("{prefix}/tmdb:{tmdb_id}")),
+            Dialect::V3 => {
+                Call::get(what, format!("{prefix}/{tmdb_id}")).query("media_source", "themoviedb")
+            }
         }
     }
 
@@ -1643,7 +1562,7 @@ impl Inner {
         let mut request = self
             .http
             .request(call.method.clone(), url)
-            .timeout(call.timeout);
+            .timeout(self.timeout_of(call));
         if let Some(body) = &call.json {
             request = request.json(body);
         }
@@ -1712,7 +1631,7 @@ impl Inner {
         if error.is_connect() {
             self.saw_unreachable();
         }
-        let text = transport_text(error, call.timeout);
+        let text = transport_text(error, self.timeout_of(call));
         match (not_sent, call.effect) {
             (true, _) | (false, Effect::ReadOnly) => MpError::Transient(format!("{call}: {text}")),
             (false, Effect::SideEffect) => MpError::Uncertain(format!(
@@ -1912,15 +1831,8 @@ impl Inner {
     /// `data.BACKEND_VERSION` from `/system/global` (late v2, v3); for older v2 the Servarr
     /// emulation's version when an API key is configured. `None` when neither says.
     async fn read_version(&self) -> anyhow::Result<Option<String>> {
-        let call = Call {
-            what: "reading the version".into(),
-            method: Method::GET,
-            path: "/api/v1/system/global".into(),
-            query: vec![("token", GLOBAL_TOKEN.into())],
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.timeout,
-        };
+        let call =
+            Call::get("reading the version", "/api/v1/system/global").query("token", GLOBAL_TOKEN);
         let answer = self.send(&call, &Credential::None).await.map_err(|e| {
             anyhow::Error::new(Unreachable(format!(
                 "cannot reach MoviePilot at {}: {e} (check {} and that MoviePilot is running)",
@@ -1953,15 +1865,7 @@ impl Inner {
     /// `GET /api/v3/system/status` (v2's Sonarr emulation) with the API key: `version`.
     async fn servarr_version(&self) -> Option<String> {
         let key = self.auth.api_key.clone()?;
-        let call = Call {
-            what: "reading the version".into(),
-            method: Method::GET,
-            path: "/api/v3/system/status".into(),
-            query: Vec::new(),
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.timeout,
-        };
+        let call = Call::get("reading the version", "/api/v3/system/status");
         let answer = self.send(&call, &Credential::ApiKey(key)).await.ok()?;
         if !answer.status.is_success() {
             return None;
@@ -1974,16 +1878,10 @@ impl Inner {
     /// Makes sure some credential opens `GET /api/v1/subscribe/`, trying the API key first, and
     /// returns that answer (its shape tells v2 from v3).
     async fn establish_auth(&self) -> anyhow::Result<Answer> {
-        let probe = Call {
-            what: "checking the credentials".into(),
-            method: Method::GET,
-            path: "/api/v1/subscribe/".into(),
+        let probe = Call::get("checking the credentials", "/api/v1/subscribe/")
             // Ignored by v2; keeps v3's answer small.
-            query: vec![("page", "1".into()), ("count", "1".into())],
-            json: None,
-            effect: Effect::ReadOnly,
-            timeout: self.timeout,
-        };
+            .query("page", 1)
+            .query("count", 1);
         if let Some(key) = self.auth.api_key.clone() {
             let answer = self.send(&probe, &Credential::ApiKey(key)).await?;
             if answer.status.is_success() {
@@ -2339,15 +2237,7 @@ mod tests {
     #[test]
     fn route_labels_take_ids_out_of_paths() {
         let label = |method: super::Method, path: &str| {
-            super::route_label(&super::Call {
-                what: String::new(),
-                method,
-                path: path.into(),
-                query: vec![],
-                json: None,
-                effect: super::Effect::ReadOnly,
-                timeout: std::time::Duration::from_secs(1),
-            })
+            super::route_label(&super::Call::new(method, "", path))
         };
         for (method, path, want) in [
             (
