@@ -7,7 +7,7 @@
 //!   `impl MoviePilot` of that area's calls, built on `client` alone and never on another area:
 //!   `subscriptions` (subscribe), `media` (media), `downloads` (search and download),
 //!   `history` (history, and transfer's redo), `system` (system and dashboard), `users`
-//!   (user), `library` (mediaserver), `messages` (message).
+//!   (user), `library` (mediaserver, below) and `messages` (message: the relay's rows).
 //! - `types`: what the rest of oncebot sees ([`MediaItem`], [`Subscription`], [`Download`]) and
 //!   the lenient wire shapes behind them.
 //! - `error`: [`MpError`], whose kind (permanent, transient, uncertain) is the worker's retry
