@@ -15,15 +15,20 @@
 //!   answers when it could not recognise the media, so a series needs positive evidence too:
 //!   `POST /api/v1/mediaserver/exists_remote` (the episodes present, by season), asked at the
 //!   same time. Season 0 (specials) is never considered.
+//!
+//! This is MoviePilot's `mediaserver` area (`app/api/endpoints/mediaserver.py`). Routes:
+//! `GET /api/v1/mediaserver/clients`, `POST /api/v1/mediaserver/notexists`,
+//! `POST /api/v1/mediaserver/exists_remote`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::types::MediaKind;
-use super::{MoviePilot, MpError};
+use super::client::{Call, MoviePilot, media_label};
+use super::error::MpError;
+use super::types::{Dialect, MediaKind};
 
 /// How long one library check may take in all (the clients list and the one or two library
 /// routes together): a slow media server must not hold up a search.
@@ -122,6 +127,49 @@ impl MoviePilot {
                 Ok(classify(media, &missing, &present))
             }
         }
+    }
+
+    /// How many media servers MoviePilot has enabled (`GET /api/v1/mediaserver/clients`): none
+    /// means its library answers say nothing (everything "missing"). Within `within`.
+    async fn media_servers(&self, within: Duration) -> Result<usize, MpError> {
+        let call =
+            Call::get("listing the media servers", "/api/v1/mediaserver/clients").within(within);
+        let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows.len())
+    }
+
+    /// `POST /api/v1/mediaserver/<route>` (`notexists`, `exists_remote`) with the media as
+    /// MoviePilot's `MediaInfo` names it (v3 also by `media_source` + `media_id`); the answer's
+    /// payload, bare (v2) or from its envelope (v3). Within `within`.
+    async fn library_route(
+        &self,
+        route: &str,
+        media: &LibraryMedia,
+        within: Duration,
+    ) -> Result<Value, MpError> {
+        let mut body = json!({
+            "type": media.kind.wire_name(),
+            "tmdb_id": media.tmdb_id,
+            "title": media.title,
+            "year": media.year,
+        });
+        if let Some(season) = media.season {
+            body["season"] = json!(season);
+        }
+        if self.inner.dialect == Dialect::V3 {
+            body["media_source"] = json!("themoviedb");
+            body["media_id"] = json!(media.tmdb_id.to_string());
+        }
+        let what = format!(
+            "asking the library ({route}) about {}",
+            media_label(media.tmdb_id, media.season)
+        );
+        let call = Call::post(what, format!("/api/v1/mediaserver/{route}"))
+            .json(body)
+            .within(within);
+        let answer = self.inner.call(&call).await?;
+        let answer = self.inner.check_status(&call, answer)?;
+        Ok(self.inner.decode(&call, &answer)?.unwrap_or(Value::Null))
     }
 }
 

@@ -9,8 +9,14 @@
 //! each page back to oldest first, later versions keep `reg_time, id` descending, so a reader
 //! sorts what it read itself. `/api/v1/message/notification` (v2.14, V3) hides rows behind the
 //! web UI's "clear" times, so rows not yet forwarded could vanish: not used.
+//!
+//! This is MoviePilot's `message` area (`app/api/endpoints/message.py`): the rows and
+//! [`MoviePilot::message_history`], the one call that reads them.
 
 use serde::Deserialize;
+
+use super::client::{Call, MoviePilot};
+use super::error::MpError;
 
 /// One row of the message table, as the route answers it (the fields the relay reads; `note`,
 /// JSON in v2 and text in v1, is not).
@@ -81,6 +87,24 @@ pub fn parse_local_time(text: &str) -> Option<i64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     Some(days * 86_400 + h * 3600 + mi * 60 + s)
+}
+
+/// The notification relay's source.
+impl MoviePilot {
+    /// One page of the message history (`GET /api/v1/message/web?page=&count=`), as answered:
+    /// every row that parses, and how many rows the page had (a page shorter than `count` is
+    /// the last; a row that does not parse still counts).
+    pub async fn message_history(
+        &self,
+        page: usize,
+        count: usize,
+    ) -> Result<(Vec<HistoryMessage>, usize), MpError> {
+        let what = format!("reading the message history, page {page}");
+        let call = Call::get(what, "/api/v1/message/web")
+            .query("page", page)
+            .query("count", count);
+        self.inner.fetch_rows(&call).await
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,146 @@
+//! MoviePilot's `history` area (`app/api/endpoints/history.py`): the download history (what
+//! was added, to tell whether a download happened) and the transfer history (what was filed
+//! where, for `/redo`), both read page by page; and filing a transfer record again, which is
+//! MoviePilot's `transfer` area (`app/api/endpoints/transfer.py`) but acts on a record read
+//! here.
+//!
+//! Routes: `GET /api/v1/history/download`, `GET /api/v1/history/transfer`,
+//! `POST /api/v1/transfer/manual`.
+
+use serde_json::{Value, json};
+
+use super::client::{Call, MoviePilot, short};
+use super::error::MpError;
+use super::releases::HistoryRow;
+
+/// Rows asked for per page of the download history; a shorter page is the last.
+const HISTORY_PAGE: usize = 100;
+/// The most history pages read in one look (50,000 rows): a bound, not an expectation.
+const HISTORY_MAX_PAGES: usize = 500;
+
+/// Rows per page when looking for one transfer record, and the most pages read.
+const TRANSFER_PAGE: usize = 50;
+const TRANSFER_MAX_PAGES: usize = 20;
+
+/// `data` of `GET /api/v1/history/transfer`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct WireTransferPage {
+    #[serde(default)]
+    list: Vec<Value>,
+}
+
+/// One transfer history record, as `/redo` names it before asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferRecord {
+    pub id: u64,
+    /// What was filed (the downloaded file or folder).
+    pub src: String,
+    /// Where it was filed: what a redo deletes first.
+    pub dest: String,
+    pub title: String,
+    /// Whether the filing succeeded.
+    pub succeeded: bool,
+}
+
+impl TransferRecord {
+    /// Row `row` if it is record `id` (`TransferHistory`: id, src, dest, title, status).
+    fn from_wire(row: &Value, id: u64) -> Option<TransferRecord> {
+        let row_id = match row.get("id")? {
+            Value::Number(n) => n.as_u64()?,
+            Value::String(s) => s.trim().parse().ok()?,
+            _ => return None,
+        };
+        if row_id != id {
+            return None;
+        }
+        let text = |name: &str| {
+            let raw = row.get(name).and_then(Value::as_str).unwrap_or("");
+            short(&crate::untrusted::clean_line(raw), 300)
+        };
+        Some(TransferRecord {
+            id,
+            src: text("src"),
+            dest: text("dest"),
+            title: text("title"),
+            succeeded: row.get("status").and_then(Value::as_bool).unwrap_or(true),
+        })
+    }
+}
+
+/// The histories: what was downloaded (how a download is verified) and what was filed where
+/// (`/redo`).
+impl MoviePilot {
+    /// The whole download history (`GET /api/v1/history/download?page=&count=`), page by page
+    /// until a short page. Its order differs by version (oldest first in v2.5.6 and v2.14,
+    /// newest first later), so callers must not rely on it.
+    pub async fn download_history(&self) -> Result<Vec<HistoryRow>, MpError> {
+        let mut rows = Vec::new();
+        for page in 1..=HISTORY_MAX_PAGES {
+            let what = format!("reading the download history, page {page}");
+            let call = Call::get(what, "/api/v1/history/download")
+                .query("page", page)
+                .query("count", HISTORY_PAGE);
+            let got: Vec<Value> = self.inner.fetch_list(&call).await?;
+            let short_page = got.len() < HISTORY_PAGE;
+            rows.extend(got.iter().filter_map(HistoryRow::from_wire));
+            if short_page {
+                return Ok(rows);
+            }
+        }
+        Err(MpError::Transient(format!(
+            "the download history has more than {} rows; oncebot stops reading there",
+            HISTORY_PAGE * HISTORY_MAX_PAGES
+        )))
+    }
+
+    /// Transfer history record `id` (`GET /api/v1/history/transfer?page=&count=`, v2.5.6
+    /// `app/api/endpoints/history.py` L42-71, `{data: {list, total}}`, newest first): MoviePilot
+    /// has no route for one record, so pages are read until it is found or the history ends
+    /// (at most `TRANSFER_MAX_PAGES` pages). `None`: no such record.
+    pub async fn transfer_record(&self, id: u64) -> Result<Option<TransferRecord>, MpError> {
+        for page in 1..=TRANSFER_MAX_PAGES {
+            let what = format!("reading the transfer history, page {page}");
+            let call = Call::get(what, "/api/v1/history/transfer")
+                .query("page", page)
+                .query("count", TRANSFER_PAGE);
+            let answer = self.inner.call(&call).await?;
+            let answer = self.inner.check_status(&call, answer)?;
+            let list: WireTransferPage = self.inner.accepted(&call, &answer)?.unwrap_or_default();
+            if let Some(found) = list
+                .list
+                .iter()
+                .find_map(|row| TransferRecord::from_wire(row, id))
+            {
+                return Ok(Some(found));
+            }
+            if list.list.len() < TRANSFER_PAGE {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Files transfer record `id` again (`POST /api/v1/transfer/manual` with `{"logid": id,
+    /// "from_history": true}`, a superuser's; v2.5.6 `app/api/endpoints/transfer.py` L70-165):
+    /// MoviePilot deletes what the record filed (unless it was moved), then files the source
+    /// again, and answers when done. It refuses in words (整理记录不存在: the record is gone,
+    /// also because a redo replaced it with a new one): `Declined`.
+    pub async fn redo_transfer(&self, id: u64) -> Result<(), MpError> {
+        let call = Call::post(
+            format!("filing transfer record {id} again"),
+            "/api/v1/transfer/manual",
+        )
+        .json(json!({"logid": id, "from_history": true}))
+        .side_effect()
+        .within(self.inner.download_timeout);
+        let answer = self.inner.call(&call).await?;
+        // The delete may have happened before the error: never a retry, a person's call.
+        self.inner.uncertain_on_server_error(
+            &call,
+            &answer,
+            "MoviePilot may have deleted the earlier file already",
+        )?;
+        let answer = self.inner.check_status(&call, answer)?;
+        self.inner.done_or_declined(&call, &answer)
+    }
+}
