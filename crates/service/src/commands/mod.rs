@@ -208,6 +208,68 @@ impl Command {
     }
 }
 
+/// How each command may be repeated and recovered: the one table (ingress reads the window,
+/// workers the recovery; nothing else decides these), a row per command in `Command::ALL`'s
+/// order. Columns: command, read or effect, at once or asks first, the duplicate window (from
+/// the settings; `None`: no business-layer check), the recovery after a crash, the least role,
+/// one per asker or for the whole house, a span of time or the calendar day.
+#[rustfmt::skip]
+pub const POLICIES: [Policy; 23] = {
+    use policy::{ASKS, AT_ONCE, DAY, EFFECT, HOUSE, OWN, READ, SPAN, row};
+    use Recovery::*;
+    use crate::vocabulary::Role::*;
+    [
+        row(Command::Search, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        row(Command::Subscribe, EFFECT, AT_ONCE, Some(|s| s.subscribe_window_secs), VerifyThenRetry, User, OWN, SPAN),
+        // As /subscribe's: the look for an existing subscription is the verification.
+        row(Command::Best, EFFECT, AT_ONCE, Some(|s| s.best_window_secs), VerifyThenRetry, User, OWN, SPAN),
+        row(Command::Download, READ, AT_ONCE, None, Rerun, User, OWN, SPAN),
+        row(Command::Subscriptions, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        // The delete looks the subscription up first (its id must still name its media), and
+        // "gone" is what a crashed delete is verified by.
+        row(Command::Unsubscribe, EFFECT, ASKS, Some(|s| s.unsubscribe_window_secs), VerifyThenRetry, User, OWN, SPAN),
+        row(Command::SearchNow, EFFECT, AT_ONCE, Some(|s| s.searchnow_window_secs), HoldForReview, User, OWN, SPAN),
+        row(Command::Downloading, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        row(Command::Status, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        row(Command::Jobs, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        row(Command::Help, READ, AT_ONCE, None, NoJob, Viewer, OWN, SPAN),
+        row(Command::Start, READ, AT_ONCE, None, NoJob, Viewer, OWN, SPAN),
+        // The search hits every indexer site the user belongs to (rate limits), so it has a window
+        // like a side effect, and is rerun at most once after a crash.
+        row(Command::Releases, EFFECT, AT_ONCE, Some(|s| s.resources_window_secs), RerunOnce, User, OWN, SPAN),
+        // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
+        row(Command::Grab, EFFECT, AT_ONCE, Some(|s| s.download_window_secs), VerifyThenRetry, User, OWN, SPAN),
+        // The ⚡ Auto button: a download and a subscription, each verified as its own command's
+        // (the download in MoviePilot's history from the notes, the subscription by looking), so a
+        // crash anywhere re-runs nothing blindly. One per list in the download window.
+        row(Command::Auto, EFFECT, AT_ONCE, Some(|s| s.download_window_secs), VerifyThenRetry, User, OWN, SPAN),
+        // The house's costly jobs (issue 23): each starts one of MoviePilot's scheduler jobs, whose
+        // repeat costs the whole house (every site searched or signed in to again, MoviePilot's own
+        // runs skipped without a word). MoviePilot answers "success" whether the job ran, was already
+        // running or was skipped, so a crashed start cannot be verified: the recovery says per job
+        // whether running it again is harmless.
+        row(Command::SubscribeSearch, EFFECT, AT_ONCE, Some(|s| s.subscribe_search_window_secs), HoldForReview, Admin, HOUSE, SPAN),
+        row(Command::SubscribeRefresh, EFFECT, AT_ONCE, Some(|s| s.subscribe_refresh_window_secs), HoldForReview, Admin, HOUSE, SPAN),
+        // Once a calendar day: a sign-in counts per day at the sites. The plugin keeps no history a
+        // route can read (it is in its own data, shown only as a page), so a crash is held.
+        row(Command::SiteSignin, EFFECT, AT_ONCE, Some(|_| 0), HoldForReview, Admin, HOUSE, DAY),
+        // Files only what is not filed yet: running it again is harmless.
+        row(Command::Transfer, EFFECT, AT_ONCE, Some(|s| s.transfer_window_secs), Rerun, Admin, HOUSE, SPAN),
+        // Reads the whole library of the media server: harmless but long, so once more at most.
+        row(Command::MediaserverSync, EFFECT, AT_ONCE, Some(|s| s.mediaserver_sync_window_secs), RerunOnce, Admin, HOUSE, SPAN),
+        // Fetches cookies from CookieCloud: harmless to repeat.
+        row(Command::Cookiecloud, EFFECT, AT_ONCE, Some(|s| s.cookiecloud_window_secs), Rerun, Admin, HOUSE, SPAN),
+        // Asks first, naming what is cut off. After a crash it is verified, never sent again: the
+        // job notes that the call is going out, and a later attempt only watches MoviePilot go and
+        // come back (commands::restart).
+        row(Command::Restart, EFFECT, ASKS, Some(|s| s.restart_window_secs), VerifyThenRetry, Admin, HOUSE, SPAN),
+        // Deletes what the record filed before it files it again: twice would delete the first
+        // redo's file. Once per record for the house in its window; after a crash a person decides,
+        // seeing which file (the job notes it before the call).
+        row(Command::Redo, EFFECT, ASKS, Some(|s| s.redo_window_secs), HoldForReview, Admin, HOUSE, SPAN),
+    ]
+};
+
 /// One command as its own file describes it: the same shape for every command (mini-redis's
 /// `cmd/`), reached through [`Command::spec`]. Its policy is its `POLICIES` row; its words are
 /// the `i18n::About` it names.

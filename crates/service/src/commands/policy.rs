@@ -8,7 +8,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use super::Command;
+use super::{Command, POLICIES};
 use crate::config::CommandSettings;
 pub use crate::vocabulary::Recovery;
 use crate::vocabulary::Role;
@@ -39,264 +39,43 @@ pub struct Policy {
     pub calendar_day: bool,
 }
 
-/// The table. One row per command, in `Command::ALL` order.
-pub const POLICIES: [Policy; 23] = [
+/// A row of `POLICIES`, its columns in the table's order.
+#[allow(clippy::too_many_arguments)]
+pub(super) const fn row(
+    command: Command,
+    side_effect: bool,
+    needs_confirmation: bool,
+    window: Option<fn(&CommandSettings) -> u64>,
+    recovery: Recovery,
+    least_role: Role,
+    house_wide: bool,
+    calendar_day: bool,
+) -> Policy {
     Policy {
-        command: Command::Search,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Subscribe,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.subscribe_window_secs),
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Best,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.best_window_secs),
-        // As /subscribe's: the look for an existing subscription is the verification.
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Download,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Subscriptions,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Unsubscribe,
-        side_effect: true,
-        needs_confirmation: true,
-        window: Some(|s| s.unsubscribe_window_secs),
-        // The delete looks the subscription up first (its id must still name its media), and
-        // "gone" is what a crashed delete is verified by.
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::SearchNow,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.searchnow_window_secs),
-        recovery: Recovery::HoldForReview,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Downloading,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Status,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Jobs,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::Rerun,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Help,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::NoJob,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::Start,
-        side_effect: false,
-        needs_confirmation: false,
-        window: None,
-        recovery: Recovery::NoJob,
-        least_role: Role::Viewer,
-        house_wide: false,
-        calendar_day: false,
-    },
-    // The search hits every indexer site the user belongs to (rate limits), so it has a window
-    // like a side effect, and is rerun at most once after a crash.
-    Policy {
-        command: Command::Releases,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.resources_window_secs),
-        recovery: Recovery::RerunOnce,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
-    Policy {
-        command: Command::Grab,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.download_window_secs),
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    // The ⚡ Auto button: a download and a subscription, each verified as its own command's
-    // (the download in MoviePilot's history from the notes, the subscription by looking), so a
-    // crash anywhere re-runs nothing blindly. One per list in the download window.
-    Policy {
-        command: Command::Auto,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.download_window_secs),
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::User,
-        house_wide: false,
-        calendar_day: false,
-    },
-    // The house's costly jobs (issue 23): each starts one of MoviePilot's scheduler jobs, whose
-    // repeat costs the whole house (every site searched or signed in to again, MoviePilot's own
-    // runs skipped without a word). MoviePilot answers "success" whether the job ran, was already
-    // running or was skipped, so a crashed start cannot be verified: the recovery says per job
-    // whether running it again is harmless.
-    Policy {
-        command: Command::SubscribeSearch,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.subscribe_search_window_secs),
-        recovery: Recovery::HoldForReview,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-    Policy {
-        command: Command::SubscribeRefresh,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.subscribe_refresh_window_secs),
-        recovery: Recovery::HoldForReview,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-    // Once a calendar day: a sign-in counts per day at the sites. The plugin keeps no history a
-    // route can read (it is in its own data, shown only as a page), so a crash is held.
-    Policy {
-        command: Command::SiteSignin,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|_| 0),
-        recovery: Recovery::HoldForReview,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: true,
-    },
-    // Files only what is not filed yet: running it again is harmless.
-    Policy {
-        command: Command::Transfer,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.transfer_window_secs),
-        recovery: Recovery::Rerun,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-    // Reads the whole library of the media server: harmless but long, so once more at most.
-    Policy {
-        command: Command::MediaserverSync,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.mediaserver_sync_window_secs),
-        recovery: Recovery::RerunOnce,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-    // Fetches cookies from CookieCloud: harmless to repeat.
-    Policy {
-        command: Command::Cookiecloud,
-        side_effect: true,
-        needs_confirmation: false,
-        window: Some(|s| s.cookiecloud_window_secs),
-        recovery: Recovery::Rerun,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-    // Asks first, naming what is cut off. After a crash it is verified, never sent again: the
-    // job notes that the call is going out, and a later attempt only watches MoviePilot go and
-    // come back (worker::restart).
-    Policy {
-        command: Command::Restart,
-        side_effect: true,
-        needs_confirmation: true,
-        window: Some(|s| s.restart_window_secs),
-        recovery: Recovery::VerifyThenRetry,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-    // Deletes what the record filed before it files it again: twice would delete the first
-    // redo's file. Once per record for the house in its window; after a crash a person decides,
-    // seeing which file (the job notes it before the call).
-    Policy {
-        command: Command::Redo,
-        side_effect: true,
-        needs_confirmation: true,
-        window: Some(|s| s.redo_window_secs),
-        recovery: Recovery::HoldForReview,
-        least_role: Role::Admin,
-        house_wide: true,
-        calendar_day: false,
-    },
-];
+        command,
+        side_effect,
+        needs_confirmation,
+        window,
+        recovery,
+        least_role,
+        house_wide,
+        calendar_day,
+    }
+}
+
+/// The table's columns, named so that a row reads as a sentence: a command that only reads, or
+/// has an effect outside oncebot;
+pub(super) const READ: bool = false;
+pub(super) const EFFECT: bool = true;
+/// runs at once, or asks first (Confirm / Cancel);
+pub(super) const AT_ONCE: bool = false;
+pub(super) const ASKS: bool = true;
+/// one per asker, or one for the whole house;
+pub(super) const OWN: bool = false;
+pub(super) const HOUSE: bool = true;
+/// its window a length of time, or the calendar day.
+pub(super) const SPAN: bool = false;
+pub(super) const DAY: bool = true;
 
 impl Command {
     pub fn policy(self) -> &'static Policy {
