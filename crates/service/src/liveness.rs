@@ -100,7 +100,7 @@ impl Liveness {
     ) -> Arc<Self> {
         let (w, d) = (&settings.worker, &settings.dispatcher);
         let consumer = if w.consumer_name.is_empty() {
-            crate::worker::default_consumer_name()
+            default_consumer_name()
         } else {
             w.consumer_name.clone()
         };
@@ -321,4 +321,33 @@ where
             take(reaped).await;
         }
     })
+}
+/// `<hostname>-<pid>-<random>`: unique per process, so a restarted process is a new consumer and
+/// its predecessor's entries are reclaimed by idle time, not mistaken for its own.
+pub fn default_consumer_name() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "oncebot".into());
+    format!(
+        "{host}-{}-{:04x}",
+        std::process::id(),
+        rand::random::<u16>()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consumer_names_differ_between_processes_and_calls() {
+        let a = default_consumer_name();
+        let b = default_consumer_name();
+        assert!(a.contains(&std::process::id().to_string()));
+        // Two random suffixes collide 1 time in 65536; try again once to keep this honest.
+        assert!(a != b || default_consumer_name() != a);
+    }
 }

@@ -172,7 +172,7 @@ impl Refresher {
         Some(Refresher {
             ledger,
             mp,
-            holder: crate::worker::default_consumer_name(),
+            holder: crate::liveness::default_consumer_name(),
             interval,
             // The call's timeout, a login before it and a margin.
             lease: Duration::from_secs(2 * settings.moviepilot.timeout_secs + 10),

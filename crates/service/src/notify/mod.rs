@@ -187,7 +187,7 @@ impl Relay {
         let cfg = settings.notify.clone();
         let lease = Arc::new(Lease {
             ledger: ledger.clone(),
-            holder: crate::worker::default_consumer_name(),
+            holder: crate::liveness::default_consumer_name(),
             ttl: Duration::from_millis(cfg.liveness_ttl_ms),
             interval: Duration::from_millis(cfg.heartbeat_interval_ms),
             command_timeout: Duration::from_millis(settings.redis.command_timeout_ms),
