@@ -50,7 +50,7 @@ async fn jobs_resolve_settles_only_a_job_waiting_for_review() {
         .unwrap();
     let read: StreamReadReply = redis::cmd("XREADGROUP")
         .arg("GROUP")
-        .arg(keys::JOBS_GROUP)
+        .arg(keys::Stream::Jobs.group())
         .arg("dead")
         .arg("STREAMS")
         .arg(ledger.keys().jobs_stream())

@@ -366,7 +366,7 @@ async fn replies_ended_together_are_each_recorded_as_if_alone() {
     assert!(store.replies().await.is_empty(), "every entry is deleted");
     let pending: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
         .arg(store.keys.replies_stream())
-        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Replies.group())
         .query_async(&mut conn)
         .await
         .unwrap();
@@ -801,7 +801,7 @@ async fn read_replies_as(
 ) {
     let _: redis::Value = redis::cmd("XREADGROUP")
         .arg("GROUP")
-        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Replies.group())
         .arg(consumer)
         .arg("COUNT")
         .arg(10)

@@ -293,8 +293,8 @@ async fn enqueue_recreates_the_streams_and_their_groups_if_they_are_gone() {
     enqueue(&store, &ledger, &subscribe(2, "Dune")).await;
 
     for (stream, group) in [
-        (store.keys.jobs_stream(), keys::JOBS_GROUP),
-        (store.keys.replies_stream(), keys::REPLIES_GROUP),
+        (store.keys.jobs_stream(), keys::Stream::Jobs.group()),
+        (store.keys.replies_stream(), keys::Stream::Replies.group()),
     ] {
         let groups: Vec<redis::Value> = redis::cmd("XINFO")
             .arg("GROUPS")

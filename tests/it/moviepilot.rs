@@ -330,7 +330,7 @@ async fn a_create_whose_answer_is_late_is_uncertain_but_took_effect(opts: SimOpt
     );
     let err = mp.create_subscription(&dune()).await.unwrap_err();
     assert!(matches!(err, MpError::Uncertain(_)), "{err:?}");
-    assert_eq!(err.kind(), "uncertain");
+    assert_eq!(err.kind().as_str(), "uncertain");
     assert!(err.to_string().contains("/api/v1/subscribe/"), "{err}");
     assert!(
         eventually(Duration::from_secs(5), || sim

@@ -36,7 +36,7 @@ async fn queue_notification(store: &Store, chat: i64, text: &str, photo: Option<
         .arg(text)
         .arg(photo.unwrap_or(""))
         .arg("1764547200000")
-        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Replies.group())
         .invoke_async(&mut conn)
         .await
         .unwrap()

@@ -235,7 +235,7 @@ async fn an_outcome_whose_replies_stream_is_gone_makes_it_with_its_group() {
     // The dispatchers' group reads it.
     let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
         .arg("GROUP")
-        .arg(oncebot::ledger::keys::REPLIES_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Replies.group())
         .arg("probe")
         .arg("COUNT")
         .arg(10)
@@ -718,7 +718,7 @@ async fn one_completion_records_each_outcome_of_a_group_on_its_own() {
     assert!(store.jobs_on_stream().await.is_empty());
     let pending: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
         .arg(store.keys.jobs_stream())
-        .arg(oncebot::ledger::keys::JOBS_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Jobs.group())
         .query_async(&mut store.conn().await)
         .await
         .unwrap();

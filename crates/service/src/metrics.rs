@@ -15,6 +15,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::vocabulary::ErrorKind;
+
 type Labels = Vec<(&'static str, String)>;
 type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 
@@ -76,6 +78,11 @@ pub struct Metrics {
     /// their identity (`setting`: telegram.users; `moviepilot`: MoviePilot's own mapping, where
     /// the setting does not map them).
     users_mapped: Family<Labels, Gauge>,
+}
+
+/// A failed poll's `kind` label: MoviePilot's error kind, or `redis`.
+fn poll_error_kind(kind: Option<ErrorKind>) -> &'static str {
+    kind.map_or("redis", ErrorKind::as_str)
 }
 
 fn latency_histogram() -> Histogram {
@@ -229,16 +236,16 @@ impl Metrics {
             self.notify_skipped.clone(),
         );
         // Every kind at 0 from the start, so a rate over the first failure shows it.
-        for kind in [
-            "transient",
-            "credentials",
-            "permanent",
-            "uncertain",
-            "redis",
-        ] {
+        let polls_fail_by = [
+            ErrorKind::Transient,
+            ErrorKind::Credentials,
+            ErrorKind::Permanent,
+            ErrorKind::Uncertain,
+        ];
+        for kind in polls_fail_by.map(Some).into_iter().chain([None]) {
             drop(
                 self.notify_poll_errors
-                    .get_or_create(&vec![("kind", kind.to_string())]),
+                    .get_or_create(&vec![("kind", poll_error_kind(kind).to_string())]),
             );
         }
         registry.register(
@@ -268,10 +275,11 @@ impl Metrics {
         );
     }
 
-    /// Counts a failed poll of the message history.
-    pub fn notify_poll_error(&self, kind: &str) {
+    /// Counts a failed poll of the message history: MoviePilot's error kind, or `None` when
+    /// Redis failed it.
+    pub fn notify_poll_error(&self, kind: Option<ErrorKind>) {
         self.notify_poll_errors
-            .get_or_create(&vec![("kind", kind.to_string())])
+            .get_or_create(&vec![("kind", poll_error_kind(kind).to_string())])
             .inc();
     }
 
@@ -344,27 +352,22 @@ impl Metrics {
     }
 
     /// Records one MoviePilot call: its latency, and its error kind if it failed.
-    pub fn moviepilot_call(&self, call: &str, took: Duration, error_kind: Option<&str>) {
+    pub fn moviepilot_call(&self, call: &str, took: Duration, error_kind: Option<ErrorKind>) {
         self.mp_latency
             .get_or_create(&vec![("call", call.to_string())])
             .observe(took.as_secs_f64());
         if let Some(kind) = error_kind {
-            self.mp_errors
-                .get_or_create(&vec![
-                    ("call", call.to_string()),
-                    ("kind", kind.to_string()),
-                ])
-                .inc();
+            self.moviepilot_error(call, kind);
         }
     }
 
     /// Counts a MoviePilot answer whose HTTP status is an error (its latency was recorded with
     /// the call).
-    pub fn moviepilot_error(&self, call: &str, kind: &str) {
+    pub fn moviepilot_error(&self, call: &str, kind: ErrorKind) {
         self.mp_errors
             .get_or_create(&vec![
                 ("call", call.to_string()),
-                ("kind", kind.to_string()),
+                ("kind", kind.as_str().to_string()),
             ])
             .inc();
     }

@@ -264,11 +264,11 @@ impl Refresher {
             }
             Err(ListUsersError::Failed(e)) => {
                 if std::mem::replace(&mut self.failing, true) {
-                    tracing::debug!(error = %e, kind = e.kind(), "reading MoviePilot's users failed again");
+                    tracing::debug!(error = %e, kind = %e.kind(), "reading MoviePilot's users failed again");
                 } else {
                     tracing::warn!(
                         error = %e,
-                        kind = e.kind(),
+                        kind = %e.kind(),
                         retry_in = ?retry,
                         "reading MoviePilot's users failed; the mapping stays as it was"
                     );

@@ -46,7 +46,7 @@ use oncebot::config::{Locale, Settings};
 use oncebot::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
 use oncebot::moviepilot::Dialect;
 use oncebot::shutdown::Signals;
-use oncebot::vocabulary::NotificationType;
+use oncebot::vocabulary::{MpOutcome, NotificationType};
 
 /// The user in the story: a private chat, so the chat id is the user id.
 const YOU: i64 = 5_550_001;
@@ -637,7 +637,7 @@ impl Stage {
         )?;
         let job = self.settled(job_id, "succeeded").await?;
         self.show_bot_messages();
-        let outcome = job.extra.get("mp_outcome").map(String::as_str);
+        let outcome = job.extra.get(MpOutcome::FIELD).map(String::as_str);
         let recoveries = job.extra.get("recoveries").map(String::as_str);
         let subs = self
             .mp
@@ -647,7 +647,7 @@ impl Stage {
             .count();
         let created = self.mp.calls(routes::SUBSCRIBE_CREATE) - creates;
         anyhow::ensure!(
-            outcome == Some("verified_existing"),
+            outcome == Some(MpOutcome::VerifiedExisting.as_str()),
             "job #{job_id} should be verified_existing, not {outcome:?}"
         );
         anyhow::ensure!(
@@ -819,7 +819,7 @@ impl Stage {
         anyhow::ensure!(sent == 1, "two taps should send one add, not {sent}");
         check(&format!(
             "two taps on 下载 1 made one job (#{grab}, {}), and MoviePilot got {sent} add",
-            job.extra.get("mp_outcome").map_or("?", String::as_str)
+            job.extra.get(MpOutcome::FIELD).map_or("?", String::as_str)
         ));
 
         self.mp.set_add_delay(SLOW_CALL);
@@ -860,10 +860,10 @@ impl Stage {
         )?;
         let job = self.settled(job_id, "succeeded").await?;
         self.show_bot_messages();
-        let outcome = job.extra.get("mp_outcome").map(String::as_str);
+        let outcome = job.extra.get(MpOutcome::FIELD).map(String::as_str);
         let sent = self.mp.calls(routes::DOWNLOAD_ADD) - adds;
         anyhow::ensure!(
-            outcome == Some("verified_existing") && sent == 2,
+            outcome == Some(MpOutcome::VerifiedExisting.as_str()) && sent == 2,
             "job #{job_id} should be verified_existing after 2 adds in all, not {outcome:?} after {sent}"
         );
         check(&format!(

@@ -195,7 +195,7 @@ impl Deployment {
         let mut conn = self.store.conn().await;
         let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
             .arg("GROUP")
-            .arg(keys::JOBS_GROUP)
+            .arg(keys::Stream::Jobs.group())
             .arg(consumer)
             .arg("COUNT")
             .arg(1)
@@ -629,7 +629,10 @@ async fn the_page_shows_counts_streams_consumers_and_filters_recent_jobs() {
     // A consumer that died with an entry and is still listed: shown dead, with its entry.
     let mut conn = d.store.conn().await;
     let _: () = conn
-        .sadd(d.store.keys.consumers(keys::JOBS_GROUP), "worker-gone")
+        .sadd(
+            d.store.keys.consumers(keys::Stream::Jobs.group()),
+            "worker-gone",
+        )
         .await
         .unwrap();
     let _ = d.admit(7, BOB, Command::Subscriptions, "").await;
@@ -714,6 +717,45 @@ async fn the_page_shows_counts_streams_consumers_and_filters_recent_jobs() {
     assert!(job_page.contains(r#"class="timeline""#));
     let (status, _) = d.get("/admin/jobs/424242").await;
     assert_eq!(status, 404);
+}
+
+/// Issue 42: a stream Redis lost, or its group, is a stream nobody reads, not an unavailable
+/// page (the missing stream is told apart by asking, not by the words of Redis's error).
+#[tokio::test]
+async fn the_page_shows_a_stream_or_group_redis_lost_as_read_by_nobody() {
+    let d = deploy(&[]).await;
+    let mut conn = d.store.conn().await;
+    let jobs = keys::Stream::Jobs.key(&d.store.keys);
+    let _: () = conn
+        .sadd(
+            d.store.keys.consumers(keys::Stream::Jobs.group()),
+            "worker-gone",
+        )
+        .await
+        .unwrap();
+    let _ = d.admit(1, BOB, Command::Subscriptions, "").await;
+    d.deliver("worker-gone").await;
+    let (_, page) = d.get("/admin/").await;
+    assert!(
+        page.contains("<td>1</td>"),
+        "the entry is shown pending: {page}"
+    );
+
+    let _: () = redis::cmd("XGROUP")
+        .arg("DESTROY")
+        .arg(&jobs)
+        .arg(keys::Stream::Jobs.group())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (status, page) = d.get("/admin/").await;
+    assert_eq!(status, 200, "a stream without its group: {page}");
+    assert!(page.contains(r#"data-consumer="worker-gone""#), "{page}");
+
+    let _: () = conn.del(&jobs).await.unwrap();
+    let (status, page) = d.get("/admin/").await;
+    assert_eq!(status, 200, "no stream at all: {page}");
+    assert!(page.contains(r#"data-consumer="worker-gone""#), "{page}");
 }
 
 /// Issue 22: the page lists each allowed user with their role, MoviePilot name and its source,

@@ -332,7 +332,7 @@ pub async fn deliver(url: &str, consumer: &str) -> String {
         .unwrap();
     let reply: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
         .arg("GROUP")
-        .arg(oncebot::ledger::keys::JOBS_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Jobs.group())
         .arg(consumer)
         .arg("COUNT")
         .arg(1)
@@ -354,7 +354,7 @@ pub async fn hand_over(url: &str, entry: &str, consumer: &str) {
         .unwrap();
     let _: redis::Value = redis::cmd("XCLAIM")
         .arg(Keys::new("oncebot").jobs_stream())
-        .arg(oncebot::ledger::keys::JOBS_GROUP)
+        .arg(oncebot::ledger::keys::Stream::Jobs.group())
         .arg(consumer)
         .arg(0)
         .arg(entry)

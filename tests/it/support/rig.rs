@@ -246,7 +246,7 @@ impl Rig {
             .unwrap();
         let summary: Value = redis::cmd("XPENDING")
             .arg(self.store.keys.jobs_stream())
-            .arg(oncebot::ledger::keys::JOBS_GROUP)
+            .arg(oncebot::ledger::keys::Stream::Jobs.group())
             .query_async::<redis::Value>(&mut conn)
             .await
             .map(|v| match v {

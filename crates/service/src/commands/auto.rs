@@ -31,6 +31,7 @@ use super::{Asker, Command, Spec, idempotency_key};
 use crate::i18n;
 use crate::ledger::{Job, JobState, StepKey};
 use crate::moviepilot::{MediaKind, MpError, ReleaseIdentity};
+use crate::vocabulary::MpOutcome;
 use crate::worker::context::{Context, Done, Settle, ledger_error, note, noted};
 
 /// The ⚡ Auto button's job (`<list> tmdb:<id> [S<n> | tv]`, the search's media): never typed.
@@ -243,7 +244,7 @@ fn report(cx: &Context<'_>, first: Step, second: Option<Step>) -> Done {
         lines.push(second.line.clone());
         results.push(format!("subscription: {}", second.done.result));
         fields.extend(second.done.fields.iter().map(|(k, v)| match k.as_str() {
-            "mp_outcome" => ("mp_subscribe_outcome".to_string(), v.clone()),
+            MpOutcome::FIELD => ("mp_subscribe_outcome".to_string(), v.clone()),
             _ => (k.clone(), v.clone()),
         }));
         buttons = second.done.buttons.clone();

@@ -24,6 +24,7 @@ use crate::asked::AskedMedia;
 use crate::i18n;
 use crate::ledger::Job;
 use crate::moviepilot::{MpError, Release, ReleaseIdentity};
+use crate::vocabulary::MpOutcome;
 use crate::worker::context::{Context, Done, Settle, ask_before_call, ledger_error, refused};
 
 /// A `下载 k` button's job (`<list> <k>`): never typed.
@@ -137,7 +138,7 @@ pub(super) async fn grab(
         .and_then(|rel| rel.magnet_hash.clone())
         .or_else(|| noted.magnet.clone());
     let asked = stored.as_ref().and_then(|l| asked_media(&l.media_info));
-    let started = |hash: &str, outcome: &str| Done {
+    let started = |hash: &str, outcome: MpOutcome| Done {
         asked: asked.clone(),
         ..started(cx, &identity, hash, outcome)
     };
@@ -147,7 +148,7 @@ pub(super) async fn grab(
     if let Some(began) = noted.began_ms {
         // An earlier attempt may have sent the add: look before anything is sent again.
         if let Some(hash) = look_again(cx, &identity, &noted, magnet.as_deref(), began).await? {
-            return Ok(started(&hash, "verified_existing"));
+            return Ok(started(&hash, MpOutcome::VerifiedExisting));
         }
         if noted.sends >= MAX_SENDS {
             return Ok(undecided(format!(
@@ -177,7 +178,7 @@ pub(super) async fn grab(
         .add_download(&stored.media_info, &release.torrent_info.0, downloader)
         .await
     {
-        Ok(hash) => Ok(started(&hash, "added")),
+        Ok(hash) => Ok(started(&hash, MpOutcome::Added)),
         // qBittorrent refuses a magnet it already has: after an earlier send that may have
         // reached it, a refusal says nothing.
         Err(MpError::Permanent(reason)) if magnet.is_some() && sends > 1 => Ok(undecided(format!(
@@ -189,13 +190,13 @@ pub(super) async fn grab(
 }
 
 /// The download is in MoviePilot (`outcome`: `added`, `verified_existing`), with its hash.
-fn started(cx: &Context<'_>, identity: &ReleaseIdentity, hash: &str, outcome: &str) -> Done {
+fn started(cx: &Context<'_>, identity: &ReleaseIdentity, hash: &str, outcome: MpOutcome) -> Done {
     Done {
         reply: cx.render.download_started(&identity.title, &identity.site),
         result: format!("download {hash} {outcome}"),
         fields: vec![
             ("mp_download_hash".into(), hash.to_string()),
-            ("mp_outcome".into(), outcome.into()),
+            outcome.field(),
         ],
         ..Done::default()
     }

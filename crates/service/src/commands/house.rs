@@ -86,7 +86,7 @@ async fn run(cx: &Context<'_>, name: &str) -> Result<Done, MpError> {
     let run = cx.mp.run_scheduler(job_id).await?;
     let mut fields = vec![
         ("mp_scheduler_job".into(), job_id.to_string()),
-        ("mp_outcome".into(), run.outcome().to_string()),
+        run.outcome().field(),
     ];
     if let SchedulerRun::Started { detail } = &run {
         fields.push(("mp_call".into(), detail.clone()));

@@ -11,6 +11,7 @@ use super::{Command, Spec, args, run_button};
 use crate::i18n;
 use crate::ledger::Job;
 use crate::moviepilot::MpError;
+use crate::vocabulary::MpOutcome;
 use crate::worker::context::{Context, Done, confirm_or_cancel, note, refused};
 
 /// `/redo <record>` asks; its Confirm button's job (`<record> confirmed`) files it again.
@@ -80,7 +81,7 @@ async fn redo(cx: &Context<'_>, job: &Job, record: u64) -> Result<Done, MpError>
     crate::crash_point!("worker.after_redo_call");
     match sent {
         Ok(()) => Ok(Done {
-            fields: vec![("mp_outcome".into(), "redone".into())],
+            fields: vec![MpOutcome::Redone.field()],
             ..Done::new(
                 r.redo_done(&found),
                 format!("transfer record {record} filed again"),

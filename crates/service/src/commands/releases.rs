@@ -15,6 +15,7 @@ use crate::moviepilot::{
     LIBRARY_TIMEOUT, Library, LibraryMedia, MediaItem, MediaKind, MpError, Release, ReleaseList,
 };
 use crate::telegram::keyboard::Keyboard;
+use crate::vocabulary::{ErrorKind, MpOutcome};
 use crate::worker::context::{
     Context, Done, Settle, first_poster, ledger_error, one_button, owner, reply_to,
 };
@@ -159,7 +160,7 @@ async fn search(
         Err(MpError::Uncertain(reason)) => {
             tracing::warn!(reason = %reason, "resource search lost its answer; not retried");
             return Ok(Done {
-                reply: r.failed(job.id, "permanent", Some(&r.release_search_lost())),
+                reply: r.failed(job.id, ErrorKind::Permanent, Some(&r.release_search_lost())),
                 result: String::new(),
                 settle: Some(Settle::Failed {
                     error: format!("resource search not answered: {reason}"),
@@ -234,7 +235,7 @@ fn in_library(
     Done {
         reply: r.in_library_not_searched(name),
         result: "in the library; sites not searched".into(),
-        fields: vec![("mp_outcome".into(), "in_library".into())],
+        fields: vec![MpOutcome::InLibrary.field()],
         buttons: one_button(cx, job, r.download_anyway_button(), anyway),
         ..Done::default()
     }

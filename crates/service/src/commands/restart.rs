@@ -18,7 +18,7 @@ use super::{Command, Spec, args, run_button};
 use crate::i18n;
 use crate::ledger::{Job, JobFilter};
 use crate::moviepilot::MpError;
-use crate::vocabulary::JobState;
+use crate::vocabulary::{JobState, MpOutcome};
 use crate::worker::context::{
     Context, Done, Settle, confirm_or_cancel, ledger_error, note, noted, refused,
 };
@@ -137,7 +137,7 @@ async fn watch(cx: &Context<'_>, sent_before: bool) -> Done {
                     "MoviePilot went down after the restart and has not answered for {watched} s"
                 ),
             },
-            "not_back",
+            MpOutcome::NotBack,
             r.restart_not_back(watched),
         ),
         (None, true) => (
@@ -146,7 +146,7 @@ async fn watch(cx: &Context<'_>, sent_before: bool) -> Done {
                         throughout the check: whether it restarted cannot be told"
                     .into(),
             },
-            "unknown",
+            MpOutcome::Unknown,
             r.restart_unknown(),
         ),
         (None, false) => (
@@ -155,14 +155,14 @@ async fn watch(cx: &Context<'_>, sent_before: bool) -> Done {
                     "MoviePilot accepted the restart but kept answering for {watched} s"
                 ),
             },
-            "not_restarted",
+            MpOutcome::NotRestarted,
             r.restart_not_seen(watched),
         ),
     };
     Done {
-        fields: vec![("mp_outcome".into(), outcome.into())],
+        fields: vec![outcome.field()],
         settle: Some(settle),
-        ..Done::new(reply, outcome.into())
+        ..Done::new(reply, outcome.to_string())
     }
 }
 
@@ -170,7 +170,7 @@ async fn watch(cx: &Context<'_>, sent_before: bool) -> Done {
 fn back(cx: &Context<'_>, down: u64) -> Done {
     Done {
         fields: vec![
-            ("mp_outcome".into(), "restarted".into()),
+            MpOutcome::Restarted.field(),
             ("mp_down_secs".into(), down.to_string()),
         ],
         ..Done::new(

@@ -16,6 +16,7 @@ use crate::moviepilot::{
     Library, LibraryMedia, MediaItem, MediaKind, MpError, NewSubscription, Subscription,
 };
 use crate::telegram::keyboard::Keyboard;
+use crate::vocabulary::MpOutcome;
 use crate::worker::context::{
     Context, Done, ask_before_call, buttons, ledger_error, note, noted, one_button, owner, reply_to,
 };
@@ -260,7 +261,7 @@ fn plain_exists(cx: &Context<'_>, existing: &Subscription, season: Option<u32>) 
         result: format!("plain subscription {} exists; not switched", existing.id),
         fields: vec![
             ("mp_subscription_id".into(), existing.id.to_string()),
-            ("mp_outcome".into(), "plain_exists".into()),
+            MpOutcome::PlainExists.field(),
         ],
         ..Done::default()
     }
@@ -301,7 +302,7 @@ fn in_library(
     Done {
         reply: r.in_library_not_subscribed(name, season),
         result: "in the library; not subscribed".into(),
-        fields: vec![("mp_outcome".into(), "in_library".into())],
+        fields: vec![MpOutcome::InLibrary.field()],
         buttons: one_button(cx, job, r.subscribe_anyway_button(), anyway),
         ..Done::default()
     }
@@ -329,12 +330,12 @@ async fn found(
     let (reply, outcome) = if recovered {
         (
             r.subscription_verified(job.id, &existing.name, season, existing.id),
-            "verified_existing",
+            MpOutcome::VerifiedExisting,
         )
     } else {
         (
             r.already_subscribed(&existing.name, season, existing.id),
-            "already_existed",
+            MpOutcome::AlreadyExisted,
         )
     };
     Ok(Done {
@@ -342,7 +343,7 @@ async fn found(
         result: format!("subscription {} exists", existing.id),
         fields: vec![
             ("mp_subscription_id".into(), existing.id.to_string()),
-            ("mp_outcome".into(), outcome.into()),
+            outcome.field(),
         ],
         asked,
         photo: existing.poster.clone(),
@@ -368,14 +369,14 @@ fn subscribed(
     let (reply, outcome) = if recovered {
         (
             r.subscription_verified(job.id, name, season, id),
-            "verified_existing",
+            MpOutcome::VerifiedExisting,
         )
     } else {
-        (r.subscribed(name, season, id), "created")
+        (r.subscribed(name, season, id), MpOutcome::Created)
     };
     let mut fields = vec![
         ("mp_subscription_id".into(), id.to_string()),
-        ("mp_outcome".into(), outcome.into()),
+        outcome.field(),
     ];
     if let Some(owner) = &job.requester {
         fields.push(("mp_owner".into(), owner.clone()));

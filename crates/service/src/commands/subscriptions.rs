@@ -9,6 +9,7 @@ use super::{Command, Spec, run_button};
 use crate::i18n::{self, Whose};
 use crate::ledger::Job;
 use crate::moviepilot::{MpError, Subscription};
+use crate::vocabulary::MpOutcome;
 use crate::worker::context::{Context, Done, confirm_or_cancel};
 
 pub(super) const SUBSCRIPTIONS: Spec = Spec {
@@ -163,17 +164,17 @@ async fn unsubscribe(
     let r = &cx.render;
     let mut subs = cx.mp.list_subscriptions().await?;
     resolve_owners(cx, &mut subs).await?;
-    let fields = |outcome: &str| {
+    let fields = |outcome: MpOutcome| {
         vec![
             ("mp_subscription_id".into(), id.to_string()),
-            ("mp_outcome".into(), outcome.to_string()),
+            outcome.field(),
         ]
     };
     let Some(sub) = subs.iter().find(|s| s.id == id) else {
         let (reply, outcome) = if recovered {
-            (r.unsubscribe_verified(id), "verified_deleted")
+            (r.unsubscribe_verified(id), MpOutcome::VerifiedDeleted)
         } else {
-            (r.subscription_gone(id), "already_gone")
+            (r.subscription_gone(id), MpOutcome::AlreadyGone)
         };
         return Ok(Done {
             fields: fields(outcome),
@@ -189,7 +190,7 @@ async fn unsubscribe(
         tracing::warn!(error = %e, "could not forget the deleted subscription's recorded owner");
     }
     Ok(Done {
-        fields: fields("deleted"),
+        fields: fields(MpOutcome::Deleted),
         ..Done::new(
             r.unsubscribed(id, &sub.name, sub.season) + &whose,
             format!("deleted subscription {id}"),

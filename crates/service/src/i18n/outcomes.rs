@@ -3,30 +3,30 @@
 
 use super::Render;
 use crate::untrusted::clean_line;
-use crate::vocabulary::Resolution;
+use crate::vocabulary::{ErrorKind, Resolution};
 
 impl Render {
     /// What went wrong, in one plain sentence per error kind (`MpError::kind`). The details
     /// (HTTP statuses, paths, OS errors, setting names) stay in the log and `oncebot jobs show`;
     /// a `declined` error's text is already the user's (see [`Render::failed`]).
-    pub fn error_sentence(&self, kind: &str) -> &'static str {
+    pub fn error_sentence(&self, kind: ErrorKind) -> &'static str {
         match kind {
-            "transient" => zh_en!(
+            ErrorKind::Transient => zh_en!(
                 self.zh(),
                 "MoviePilot 暂时无法连接或暂时出错",
                 "MoviePilot cannot be reached or had a problem for now"
             ),
-            "uncertain" => zh_en!(
+            ErrorKind::Uncertain => zh_en!(
                 self.zh(),
                 "MoviePilot 没有及时回应，结果未知",
                 "MoviePilot did not answer in time, so the outcome is unknown"
             ),
-            "credentials" => zh_en!(
+            ErrorKind::Credentials => zh_en!(
                 self.zh(),
                 "MoviePilot 暂时不接受机器人的登录，管理员已收到通知",
                 "MoviePilot does not accept the bot's login for now; its administrators have been told"
             ),
-            _ => zh_en!(
+            ErrorKind::Permanent | ErrorKind::Declined => zh_en!(
                 self.zh(),
                 "MoviePilot 没有接受这个请求",
                 "MoviePilot did not accept this request"
@@ -36,7 +36,7 @@ impl Render {
 
     /// A job that ended `failed`. `declined` is the user's own reason (no such media, no such
     /// season); any other failure is said by its kind only.
-    pub fn failed(&self, job: u64, kind: &str, declined: Option<&str>) -> String {
+    pub fn failed(&self, job: u64, kind: ErrorKind, declined: Option<&str>) -> String {
         match (declined, self.zh()) {
             (Some(why), true) => format!("任务 #{job} 未完成：{why}"),
             (Some(why), false) => format!("Job #{job} did not go through: {why}"),
@@ -52,7 +52,7 @@ impl Render {
     }
 
     /// A job that used up its attempts.
-    pub fn gave_up(&self, job: u64, kind: &str, attempts: u32) -> String {
+    pub fn gave_up(&self, job: u64, kind: ErrorKind, attempts: u32) -> String {
         zh_en!(
             self.zh(),
             (
@@ -66,8 +66,8 @@ impl Render {
         )
     }
 
-    pub fn retrying(&self, job: u64, kind: &str, secs: u64, attempt: u32, max: u32) -> String {
-        let check = kind == "uncertain";
+    pub fn retrying(&self, job: u64, kind: ErrorKind, secs: u64, attempt: u32, max: u32) -> String {
+        let check = kind == ErrorKind::Uncertain;
         match (self.zh(), check) {
             (true, false) => format!(
                 "{}，任务 #{job} 将在 {secs} 秒后自动重试（第 {attempt}/{max} 次）。",
@@ -95,11 +95,11 @@ impl Render {
             self.zh(),
             (
                 "{}。任务 #{job} 会保留，恢复后自动继续，无需重新发送。",
-                self.error_sentence("credentials")
+                self.error_sentence(ErrorKind::Credentials)
             ),
             (
                 "{}. Job #{job} is kept and will go on by itself once that is fixed; no need to send it again.",
-                self.error_sentence("credentials")
+                self.error_sentence(ErrorKind::Credentials)
             )
         )
     }

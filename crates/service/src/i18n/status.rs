@@ -3,7 +3,7 @@
 use super::{About, Listed, Render, Usage};
 use crate::ledger::Job;
 use crate::untrusted::clean_line;
-use crate::vocabulary::JobState;
+use crate::vocabulary::{ErrorKind, JobState};
 
 impl Render {
     pub(super) fn state_label(&self, status: JobState) -> &'static str {
@@ -43,9 +43,12 @@ impl Render {
             return Some(clean_line(result).into_owned());
         }
         j.error.as_ref()?;
-        let kind = j.extra.get("mp_error_kind").map(String::as_str);
+        let kind = j.extra.get(ErrorKind::FIELD).map(|k| {
+            // A kind this release does not know (a newer one's) reads as a refusal.
+            k.parse().unwrap_or(ErrorKind::Permanent)
+        });
         Some(match kind {
-            Some("declined") => {
+            Some(ErrorKind::Declined) => {
                 crate::untrusted::clean(j.error.as_deref().unwrap_or_default()).into_owned()
             }
             Some(kind) => self.error_sentence(kind).to_string(),

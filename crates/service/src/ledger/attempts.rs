@@ -206,7 +206,13 @@ impl Ledger {
     ) -> Result<Vec<JobEntry>, LedgerError> {
         let stream = self.keys.jobs_stream();
         let ids = self
-            .autoclaim(&stream, keys::JOBS_GROUP, consumer, min_idle, count)
+            .autoclaim(
+                &stream,
+                keys::Stream::Jobs.group(),
+                consumer,
+                min_idle,
+                count,
+            )
             .await?;
         Ok(ids.into_iter().map(JobEntry::from_stream).collect())
     }
@@ -329,8 +335,8 @@ impl Ledger {
             .key("token-group pfx", k.token_group_prefix())
             .keys(delivered.iter().map(|(job_id, _)| k.job(*job_id)))
             .arg("consumer name", consumer)
-            .arg("jobs consumer group", keys::JOBS_GROUP)
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("jobs consumer group", keys::Stream::Jobs.group())
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("most recoveries", limits.max_recoveries)
             .arg("text sent when a job is held", &texts.held)
             .arg("text sent when a read-only job failed", &texts.failed)
@@ -349,7 +355,7 @@ impl Ledger {
         let stream = self.keys.jobs_stream();
         self.ack_and_delete(
             &stream,
-            keys::JOBS_GROUP,
+            keys::Stream::Jobs.group(),
             entry,
             "dropping a malformed entry",
         )
@@ -431,7 +437,7 @@ impl Ledger {
             .key("replies stream", self.keys.replies_stream())
             .key("told set", self.keys.notice_told(condition))
             .arg("raise | tell | clear", "raise")
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("seconds the notice lasts", lasts.as_secs().max(1))
             .arg("text or user", text)
             .args(&self.review.admin_chats);
@@ -462,7 +468,7 @@ impl Ledger {
             .key("replies stream", self.keys.replies_stream())
             .key("told set", self.keys.notice_told(condition))
             .arg("raise | tell | clear", "tell")
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("seconds the notice lasts", lasts.as_secs().max(1))
             .arg("text or user", user_id);
         call
@@ -482,7 +488,7 @@ impl Ledger {
             .key("replies stream", self.keys.replies_stream())
             .key("told set", self.keys.notice_told(condition))
             .arg("raise | tell | clear", "clear")
-            .arg("replies consumer group", keys::REPLIES_GROUP);
+            .arg("replies consumer group", keys::Stream::Replies.group());
         call
     }
 
@@ -623,8 +629,8 @@ impl Ledger {
             .key("job key prefix", k.job_prefix())
             .keys(done.iter().map(|(attempt, _)| k.job(attempt.job_id)))
             .arg("retention", retention.as_secs())
-            .arg("jobs consumer group", keys::JOBS_GROUP)
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("jobs consumer group", keys::Stream::Jobs.group())
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("how many new entries to take", taker.count)
             .arg("consumer name that takes them", taker.consumer)
             .arg("trim the jobs stream after acknowledging", trim.as_arg());
@@ -716,7 +722,7 @@ impl Ledger {
         );
         call.key("jobs stream", k.jobs_stream())
             .keys(running.iter().map(|a| k.job(a.job_id)))
-            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("jobs consumer group", keys::Stream::Jobs.group())
             .arg("consumer name", consumer);
         for a in running {
             call.args([a.entry.as_str()]).args([a.attempt]);
@@ -737,7 +743,7 @@ impl Ledger {
             .key("jobs stream", k.jobs_stream())
             .key("job key prefix", k.job_prefix())
             .arg("most jobs to promote", limit)
-            .arg("jobs consumer group", keys::JOBS_GROUP);
+            .arg("jobs consumer group", keys::Stream::Jobs.group());
         call
     }
 
@@ -788,8 +794,8 @@ impl Ledger {
             .arg("note", note)
             .arg("reply text", reply)
             .arg("retention", retention.as_secs())
-            .arg("jobs consumer group", keys::JOBS_GROUP)
-            .arg("replies consumer group", keys::REPLIES_GROUP);
+            .arg("jobs consumer group", keys::Stream::Jobs.group())
+            .arg("replies consumer group", keys::Stream::Replies.group());
         call
     }
 }

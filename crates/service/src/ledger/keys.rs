@@ -13,13 +13,6 @@ pub const LAYOUT: &str = "v1";
 /// Redis's `hash-max-listpack-entries` (128 by default), so the HASH stays a compact listpack.
 pub const UPDATES_PER_KEY: i64 = 100;
 
-/// The consumer group of workers on the jobs stream.
-pub const JOBS_GROUP: &str = "workers";
-/// The consumer group of dispatchers on the replies stream.
-pub const REPLIES_GROUP: &str = "dispatchers";
-/// The consumer group of dispatchers on the callbacks stream (their fast lane).
-pub const CALLBACKS_GROUP: &str = "dispatchers";
-
 /// The deployment's three streams: each one's name (as the operator's views print it), key
 /// and consumer group, in one table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,12 +33,13 @@ impl Stream {
         }
     }
 
-    /// The consumer group that reads it.
+    /// The consumer group that reads it: the one place a group's name is written (the
+    /// scripts get it as an argument). The dispatchers read both of their lanes in one group,
+    /// as one consumer each (`lua/liveness.lua` reaps a group's streams together).
     pub fn group(self) -> &'static str {
         match self {
-            Stream::Jobs => JOBS_GROUP,
-            Stream::Replies => REPLIES_GROUP,
-            Stream::Callbacks => CALLBACKS_GROUP,
+            Stream::Jobs => "workers",
+            Stream::Replies | Stream::Callbacks => "dispatchers",
         }
     }
 
@@ -112,12 +106,12 @@ impl Keys {
         format!("{}job:{id}", self.base)
     }
 
-    /// STREAM: one entry (`job=<id>`) per job to run; group [`JOBS_GROUP`].
+    /// STREAM: one entry (`job=<id>`) per job to run; group `Stream::Jobs.group()`.
     pub fn jobs_stream(&self) -> String {
         format!("{}stream:jobs", self.base)
     }
 
-    /// STREAM: outgoing messages; group [`REPLIES_GROUP`].
+    /// STREAM: outgoing messages; group `Stream::Replies.group()`.
     pub fn replies_stream(&self) -> String {
         format!("{}stream:replies", self.base)
     }
@@ -130,7 +124,7 @@ impl Keys {
     }
 
     /// STREAM: answers to callback queries (answerCallbackQuery), one per tap; group
-    /// [`CALLBACKS_GROUP`]. Apart from replies so no queue of messages delays them.
+    /// `Stream::Callbacks.group()`. Apart from replies so no queue of messages delays them.
     pub fn callbacks_stream(&self) -> String {
         format!("{}stream:callbacks", self.base)
     }
@@ -337,7 +331,7 @@ mod tests {
             k.notice_told("credentials"),
             k.mp_login(),
             k.alive("host-1-abcd"),
-            k.consumers(JOBS_GROUP),
+            k.consumers(Stream::Jobs.group()),
             k.releases(3),
             k.pages(3),
             k.notify_position(),

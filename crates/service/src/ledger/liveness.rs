@@ -62,9 +62,10 @@ impl Ledger {
     /// The group and the streams `role` reads, in the order reap answers them.
     fn streams_of(&self, role: Role) -> (&'static str, Vec<String>) {
         match role {
-            Role::Worker => (keys::JOBS_GROUP, vec![self.keys.jobs_stream()]),
+            Role::Worker => (keys::Stream::Jobs.group(), vec![self.keys.jobs_stream()]),
+            // Both lanes in one group (`keys::Stream::group`): a test holds them together.
             Role::Dispatcher => (
-                keys::REPLIES_GROUP,
+                keys::Stream::Replies.group(),
                 vec![self.keys.replies_stream(), self.keys.callbacks_stream()],
             ),
         }
@@ -91,7 +92,7 @@ impl Ledger {
                 beat.forget_after.as_millis() as u64,
             )
             .arg("beat: most due retries to promote", beat.promote)
-            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("jobs consumer group", keys::Stream::Jobs.group())
             .arg("number of groups", roles.len());
         self.group_args(&mut call, roles);
         call
@@ -208,7 +209,7 @@ impl Ledger {
             .arg("beat: most entries to take", 0)
             .arg("beat: milliseconds after which", 0)
             .arg("beat: most due retries to promote", 0)
-            .arg("jobs consumer group", keys::JOBS_GROUP)
+            .arg("jobs consumer group", keys::Stream::Jobs.group())
             .arg("number of groups", 1);
         self.group_args(&mut call, &[role]);
         call

@@ -144,8 +144,15 @@ pub fn open_client(url: &str) -> redis::RedisResult<redis::Client> {
 /// someone deleted the group): readers create it again, reclaimers and gauges find nothing.
 /// Only the ledger sees it: callers get entries or a `LedgerError`.
 pub(crate) fn is_missing_group(e: &redis::RedisError) -> bool {
-    e.code() == Some("NOGROUP")
+    e.code() == Some(NO_GROUP)
 }
+
+/// [`is_missing_group`] for one command's error inside a pipeline's answer.
+pub(crate) fn is_missing_group_reply(e: &redis::ServerError) -> bool {
+    e.code() == NO_GROUP
+}
+
+const NO_GROUP: &str = "NOGROUP";
 
 /// What one update asks of the ledger.
 #[derive(Debug, Clone)]
@@ -640,8 +647,14 @@ impl Ledger {
             .arg("mode \"reply\": the text", text)
             .arg("chat index length", self.chat_index_len)
             .arg("jobs index length", self.jobs_index_len)
-            .arg("consumer group of the jobs stream", keys::JOBS_GROUP)
-            .arg("consumer group of the replies stream", keys::REPLIES_GROUP)
+            .arg(
+                "consumer group of the jobs stream",
+                keys::Stream::Jobs.group(),
+            )
+            .arg(
+                "consumer group of the replies stream",
+                keys::Stream::Replies.group(),
+            )
             .arg("recovery policy", recovery)
             .arg("mode \"confirm\": the buttons' token group", spec)
             .arg("mode \"confirm\": the question", prompt)

@@ -166,7 +166,7 @@ impl Ledger {
             .key("recent zset", self.keys.notify_recent())
             .key("replies stream", self.keys.replies_stream())
             .arg("mode", name)
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("seen retention", SEEN_RETENTION.as_millis() as u64)
             .arg("seen entries kept at most", SEEN_MAX)
             .arg("duplicate window", window.as_secs())

@@ -101,14 +101,20 @@ impl Ledger {
         let mut conn = self.conn.clone();
         let mut out = Vec::new();
         for (stream, key, group) in &groups {
-            let info: redis::RedisResult<redis::streams::StreamInfoConsumersReply> =
-                conn.xinfo_consumers(key, *group).await;
+            // The stream or its group is gone (Redis lost its data): nobody reads it. A missing
+            // stream is asked first: Redis says so only as a bare `ERR`, in words.
+            let exists: bool = conn
+                .exists(key)
+                .await
+                .map_err(LedgerError::redis("looking for a stream"))?;
+            let info: redis::RedisResult<redis::streams::StreamInfoConsumersReply> = if exists {
+                conn.xinfo_consumers(key, *group).await
+            } else {
+                Ok(Default::default())
+            };
             let seen = match info {
                 Ok(reply) => reply.consumers,
-                // The stream or its group is gone (Redis lost its data): nobody reads it.
-                Err(e) if super::is_missing_group(&e) || e.to_string().contains("no such key") => {
-                    Vec::new()
-                }
+                Err(e) if super::is_missing_group(&e) => Vec::new(),
                 Err(e) => return Err(LedgerError::redis("reading a group's consumers")(e)),
             };
             let listed: Vec<String> = conn

@@ -100,7 +100,14 @@ impl StreamReader {
     ) -> Result<Vec<JobEntry>, LedgerError> {
         let stream = self.ledger.keys.jobs_stream();
         let ids = self
-            .read("jobs", &stream, keys::JOBS_GROUP, consumer, count, block)
+            .read(
+                "jobs",
+                &stream,
+                keys::Stream::Jobs.group(),
+                consumer,
+                count,
+                block,
+            )
             .await?;
         Ok(ids.into_iter().map(JobEntry::from_stream).collect())
     }
@@ -119,7 +126,7 @@ impl StreamReader {
             Lane::Callbacks => "callbacks",
         };
         let ids = self
-            .read(what, &stream, keys::REPLIES_GROUP, consumer, count, block)
+            .read(what, &stream, lane.stream().group(), consumer, count, block)
             .await?;
         Ok(ids
             .iter()

@@ -165,6 +165,16 @@ pub enum Lane {
     Callbacks,
 }
 
+impl Lane {
+    /// The stream it reads.
+    pub fn stream(self) -> keys::Stream {
+        match self {
+            Lane::Replies => keys::Stream::Replies,
+            Lane::Callbacks => keys::Stream::Callbacks,
+        }
+    }
+}
+
 /// How a send ended, as reply_end.lua records it: Telegram's message id and the form the
 /// message went in, or why it failed for good.
 pub type ReplyEnded = Result<(i64, Form), String>;
@@ -189,7 +199,7 @@ impl Ledger {
         let ids = self
             .autoclaim(
                 &self.lane_stream(lane),
-                keys::REPLIES_GROUP,
+                lane.stream().group(),
                 consumer,
                 min_idle,
                 count,
@@ -228,7 +238,7 @@ impl Ledger {
     ) -> ScriptCall {
         let mut call = ScriptCall::new(&scripts::HELD_ELSEWHERE, 1, 5, 96);
         call.key("replies stream", self.keys.replies_stream())
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("this dispatcher's consumer name", consumer)
             .arg("mode", "find")
             .arg("the newest entry id", newest)
@@ -262,7 +272,7 @@ impl Ledger {
             32 * entries.len(),
         );
         call.key("replies stream", self.keys.replies_stream())
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("this dispatcher's consumer name", consumer)
             .arg("mode", "gone")
             .args(entries);
@@ -291,7 +301,7 @@ impl Ledger {
     ) -> ScriptCall {
         let mut call = ScriptCall::new(&scripts::LEASE, 1, 2 + entries.len(), 32 * entries.len());
         call.key("stream", self.lane_stream(lane))
-            .arg("consumer group", keys::REPLIES_GROUP)
+            .arg("consumer group", lane.stream().group())
             .arg("consumer name", consumer)
             .args(entries);
         call
@@ -337,7 +347,7 @@ impl Ledger {
             // KEYS[3] only for a job's reply.
             .key("job HASH", self.keys.job(reply.job_id.unwrap_or(0)))
             .arg("entry id", &reply.entry)
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("consumer name", consumer)
             .arg("retention of the reply HASH", retention.as_secs())
             .arg("chat id", reply.chat_id)
@@ -398,7 +408,7 @@ impl Ledger {
         call.key("replies stream", self.keys.replies_stream())
             .key("job key prefix", self.keys.job_prefix())
             .keys(ended.iter().map(|(reply, _)| self.keys.reply(&reply.entry)))
-            .arg("replies consumer group", keys::REPLIES_GROUP)
+            .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("retention of a reply HASH", retention.as_secs());
         for (reply, sent) in ended {
             let (state, message_id, error, form) = match sent {
@@ -452,7 +462,7 @@ impl Ledger {
         let stream = self.keys.callbacks_stream();
         self.ack_and_delete(
             &stream,
-            keys::REPLIES_GROUP,
+            keys::Stream::Callbacks.group(),
             entry,
             "acknowledging a callback answer",
         )
@@ -464,7 +474,7 @@ impl Ledger {
         let stream = self.keys.replies_stream();
         self.ack_and_delete(
             &stream,
-            keys::REPLIES_GROUP,
+            keys::Stream::Replies.group(),
             entry,
             "dropping a malformed reply",
         )
@@ -499,7 +509,7 @@ impl Ledger {
             .arg("consumer name", &attempt.consumer)
             .arg("attempt number", attempt.attempt)
             .arg("text", text)
-            .arg("replies consumer group", keys::REPLIES_GROUP);
+            .arg("replies consumer group", keys::Stream::Replies.group());
         call
     }
 
@@ -509,7 +519,7 @@ impl Ledger {
             .key("replies stream", self.keys.replies_stream())
             .arg("attempt number", attempt)
             .arg("text", text)
-            .arg("replies consumer group", keys::REPLIES_GROUP);
+            .arg("replies consumer group", keys::Stream::Replies.group());
         call
     }
 }
@@ -550,12 +560,20 @@ impl Ledger {
         pipe.cmd("SCARD").arg(self.keys.review_index());
         pipe.cmd("ZCARD").arg(self.keys.retry_schedule());
         let mut conn = self.conn.clone();
-        let values: Vec<redis::Value> = match pipe.query_async(&mut conn).await {
-            Ok(v) => v,
-            // XPENDING on a stream without its group (Redis lost its data): report zeros.
-            Err(e) if super::is_missing_group(&e) => Vec::new(),
-            Err(e) => return Err(LedgerError::redis("reading queue sizes")(e)),
-        };
+        let values: Vec<redis::Value> = pipe
+            .ignore_errors()
+            .query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("reading queue sizes"))?;
+        // XPENDING on a stream without its group (Redis lost its data) counts nothing pending;
+        // any other refusal is an error.
+        for value in &values {
+            if let redis::Value::ServerError(e) = value
+                && !super::is_missing_group_reply(e)
+            {
+                return Err(LedgerError::redis("reading queue sizes")(e.clone().into()));
+            }
+        }
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()

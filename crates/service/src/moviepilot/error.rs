@@ -5,6 +5,8 @@
 //! repeated, because the call may already have taken effect. The text says which call failed
 //! and why; it never carries a secret, a token or raw torrent data (see `client`).
 
+use crate::vocabulary::ErrorKind;
+
 /// A failed MoviePilot call, classified by what may be done about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MpError {
@@ -31,15 +33,14 @@ pub enum MpError {
 }
 
 impl MpError {
-    /// `"permanent"`, `"declined"`, `"credentials"`, `"transient"` or `"uncertain"`, for logs,
-    /// metrics and the ledger's `mp_error_kind`.
-    pub fn kind(&self) -> &'static str {
+    /// Its kind, for logs, metrics and the ledger's `mp_error_kind`.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            MpError::Permanent(_) => "permanent",
-            MpError::Declined(_) => "declined",
-            MpError::CredentialsRefused(_) => "credentials",
-            MpError::Transient(_) => "transient",
-            MpError::Uncertain(_) => "uncertain",
+            MpError::Permanent(_) => ErrorKind::Permanent,
+            MpError::Declined(_) => ErrorKind::Declined,
+            MpError::CredentialsRefused(_) => ErrorKind::Credentials,
+            MpError::Transient(_) => ErrorKind::Transient,
+            MpError::Uncertain(_) => ErrorKind::Uncertain,
         }
     }
 

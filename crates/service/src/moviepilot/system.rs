@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::client::{Call, Credential, GLOBAL_TOKEN, MoviePilot, short};
 use super::error::MpError;
+use crate::vocabulary::MpOutcome;
 
 /// What starting one of MoviePilot's scheduler jobs came to (`MoviePilot::run_scheduler`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +31,11 @@ pub enum SchedulerRun {
 
 impl SchedulerRun {
     /// The job's `mp_outcome`.
-    pub fn outcome(&self) -> &'static str {
+    pub fn outcome(&self) -> MpOutcome {
         match self {
-            SchedulerRun::Finished => "finished",
-            SchedulerRun::Started { .. } => "started",
-            SchedulerRun::AlreadyRunning => "already_running",
+            SchedulerRun::Finished => MpOutcome::Finished,
+            SchedulerRun::Started { .. } => MpOutcome::Started,
+            SchedulerRun::AlreadyRunning => MpOutcome::AlreadyRunning,
         }
     }
 }

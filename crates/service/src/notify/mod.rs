@@ -293,8 +293,8 @@ impl Relay {
     /// wait before the next try (the failures' backoff, at most `interval`).
     async fn failed(&self, e: &PollError, standing: &mut Standing, interval: Duration) -> Duration {
         let kind = match e {
-            PollError::MoviePilot(mp) => mp.kind(),
-            _ => "redis",
+            PollError::MoviePilot(mp) => Some(mp.kind()),
+            _ => None,
         };
         METRICS.notify_poll_error(kind);
         if let PollError::MoviePilot(MpError::CredentialsRefused(why)) = e {

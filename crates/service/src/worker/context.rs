@@ -15,6 +15,7 @@ use crate::i18n::Render;
 use crate::ledger::{Attempt, Job, Ledger, LedgerError, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MediaItem, MoviePilot, MpError};
 use crate::telegram::keyboard::Keyboard;
+use crate::vocabulary::ErrorKind;
 
 /// What a successful run produced.
 #[derive(Debug, Clone, Default)]
@@ -249,7 +250,7 @@ pub async fn noted(cx: &Context<'_>, id: u64, field: &str) -> Result<Option<Stri
 /// stay in the job's `error` (`error`) for the admins.
 pub fn refused(cx: &Context<'_>, job: &Job, reply: &str, error: String) -> Done {
     Done {
-        reply: cx.render.failed(job.id, "permanent", Some(reply)),
+        reply: cx.render.failed(job.id, ErrorKind::Permanent, Some(reply)),
         settle: Some(Settle::Failed { error }),
         ..Done::default()
     }

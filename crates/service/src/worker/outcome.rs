@@ -12,7 +12,7 @@ use crate::backoff;
 use crate::config::WorkerSettings;
 use crate::ledger::{CREDENTIALS_NOTICE, Job, Outcome};
 use crate::moviepilot::MpError;
-use crate::vocabulary::{JobState, Recovery, ReplyKind, job_field};
+use crate::vocabulary::{ErrorKind, JobState, Recovery, ReplyKind, job_field};
 
 impl Worker {
     /// The job ends `failed`: the ask it noted before its create or download (this attempt, or
@@ -80,7 +80,7 @@ impl Worker {
                         error: format!("uncertain: {e}"),
                         reply: self.render.held(Some(job.id)),
                         reply_kind: ReplyKind::NeedsReview,
-                        fields: vec![("mp_error_kind".into(), e.kind().into())],
+                        fields: vec![kind_field(e.kind())],
                         ..Outcome::default()
                     }
                 }
@@ -90,7 +90,7 @@ impl Worker {
 
     /// The job failed for good: its error for the ledger, a plain sentence for the user.
     pub(super) fn failed(&self, job: &Job, error: &MpError) -> Outcome {
-        tracing::warn!(reason = %error, kind = error.kind(), "job failed");
+        tracing::warn!(reason = %error, kind = %error.kind(), "job failed");
         let declined = matches!(error, MpError::Declined(_)).then(|| error.message());
         Self::finished_failed(
             error.to_string(),
@@ -99,13 +99,13 @@ impl Worker {
         )
     }
 
-    pub(super) fn finished_failed(error: String, reply: String, kind: &str) -> Outcome {
+    pub(super) fn finished_failed(error: String, reply: String, kind: ErrorKind) -> Outcome {
         Outcome {
             status: JobState::Failed,
             error,
             reply,
             reply_kind: ReplyKind::Result,
-            fields: vec![("mp_error_kind".into(), kind.into())],
+            fields: vec![kind_field(kind)],
             ..Outcome::default()
         }
     }
@@ -114,7 +114,7 @@ impl Worker {
         let max = self.cfg.max_attempts;
         let kind = error.kind();
         if used >= max {
-            tracing::warn!(reason = %error, kind, attempts = used, "job failed after its last attempt");
+            tracing::warn!(reason = %error, %kind, attempts = used, "job failed after its last attempt");
             return Self::finished_failed(
                 format!("gave up after {used} attempts: {error}"),
                 self.render.gave_up(job.id, kind, used),
@@ -122,7 +122,7 @@ impl Worker {
             );
         }
         let delay = retry_delay(&self.cfg, used);
-        tracing::warn!(reason = %error, kind, retry_in = ?delay, "job will be retried");
+        tracing::warn!(reason = %error, %kind, retry_in = ?delay, "job will be retried");
         // One "failed for now" message per job, at its first retry; the final outcome follows.
         let reply = if used == 1 {
             self.render
@@ -136,7 +136,7 @@ impl Worker {
             reply,
             reply_kind: ReplyKind::Retrying,
             retry_in: delay,
-            fields: vec![("mp_error_kind".into(), kind.into())],
+            fields: vec![kind_field(kind)],
             ..Outcome::default()
         }
     }
@@ -189,7 +189,7 @@ impl Worker {
             reply_kind: ReplyKind::Retrying,
             retry_in: delay,
             fields: vec![
-                ("mp_error_kind".into(), kind.into()),
+                kind_field(kind),
                 ("auth_wait_since".into(), since.to_string()),
                 ("auth_waits".into(), waits.to_string()),
                 // This attempt does not count against worker.max_attempts.
@@ -269,11 +269,7 @@ pub(super) fn settled(done: Done) -> Outcome {
                 error,
                 reply: done.reply,
                 reply_kind: ReplyKind::Result,
-                fields: [
-                    vec![("mp_error_kind".into(), "permanent".into())],
-                    done.fields,
-                ]
-                .concat(),
+                fields: [vec![kind_field(ErrorKind::Permanent)], done.fields].concat(),
                 ..Outcome::default()
             }
         }
@@ -284,11 +280,7 @@ pub(super) fn settled(done: Done) -> Outcome {
                 error: format!("uncertain: {error}"),
                 reply: done.reply,
                 reply_kind: ReplyKind::NeedsReview,
-                fields: [
-                    vec![("mp_error_kind".into(), "uncertain".into())],
-                    done.fields,
-                ]
-                .concat(),
+                fields: [vec![kind_field(ErrorKind::Uncertain)], done.fields].concat(),
                 ..Outcome::default()
             }
         }
@@ -344,6 +336,11 @@ pub(super) fn retry_delay(cfg: &WorkerSettings, used: u32) -> Duration {
     let min = Duration::from_millis(cfg.retry_min_delay_ms);
     let max = Duration::from_millis(cfg.retry_max_delay_ms);
     backoff::nth(backoff::jittered(min, max), used)
+}
+
+/// A job's `mp_error_kind` field.
+fn kind_field(kind: ErrorKind) -> (String, String) {
+    (ErrorKind::FIELD.to_string(), kind.as_str().to_string())
 }
 
 #[cfg(test)]

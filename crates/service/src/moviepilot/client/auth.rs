@@ -383,8 +383,7 @@ mod tests {
             match login_refusal("login", "bot", status, two_factor, b"") {
                 None => "token",
                 Some(MpError::CredentialsRefused(_)) => "refused",
-                Some(MpError::Transient(_)) => "transient",
-                Some(MpError::Permanent(_)) => "permanent",
+                Some(e @ (MpError::Transient(_) | MpError::Permanent(_))) => e.kind().as_str(),
                 Some(e) => panic!("{e:?}"),
             }
         };
