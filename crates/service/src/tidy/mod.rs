@@ -11,12 +11,14 @@
 //! - `graph`: a graph of named nodes over those references, and its elementary cycles.
 //! - `cycles`: no import cycle between files, nor between sibling modules.
 //! - `order`: the module order ARCHITECTURE.md states, held to the code.
+//! - `docs`: README.md and ARCHITECTURE.md kept short.
 //!
 //! A rule the code does not meet yet, because issue 42's rebuild is under way, names today's
 //! offenders in an allowance list: the check passes for them, fails for any new one, and fails
 //! for an entry no longer needed, so the list only shrinks.
 
 mod cycles;
+mod docs;
 mod graph;
 mod imports;
 mod items;
