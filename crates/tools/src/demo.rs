@@ -40,7 +40,7 @@ use crate::rig::{Oncebot, OncebotCommand, OncebotEnv, wait};
 use crate::sim::moviepilot::{
     Fault, MoviePilotSim, SimNotification, SimOptions, SimRelease, routes,
 };
-use crate::sim::telegram::{Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
+use crate::sim::telegram::{Call, Outcome, SIM_BOT_USERNAME, TelegramSim, callback_update};
 use oncebot::app::{self, Role, Running, ServeOptions};
 use oncebot::config::{Locale, Settings};
 use oncebot::ledger::{Job, JobFilter, Keys, Ledger, Resolution};
@@ -388,40 +388,7 @@ impl Stage {
         let tg = TelegramSim::start().await?;
         let mp = MoviePilotSim::try_start(SimOptions::v2_5_6()).await?;
         let webhook_secret = hex::encode(rand::random::<[u8; 16]>());
-        let locale = match locale {
-            Locale::Zh => "zh",
-            Locale::En => "en",
-        };
-        let env = OncebotEnv::new(&redis.url())
-            .telegram(&tg)
-            .moviepilot(&mp)
-            .set_all([
-                ("ONCEBOT__REDIS__KEY_PREFIX", redis.prefix.clone()),
-                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", webhook_secret.clone()),
-                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", YOU.to_string()),
-                ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
-                ("ONCEBOT__TELEGRAM__LOCALE", locale.into()),
-                ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "10".into()),
-                // A crashed download is looked for again this soon after it began (90 s for real).
-                ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "3".into()),
-                (
-                    "ONCEBOT__WORKER__PROGRESS_AFTER_MS",
-                    PROGRESS_AFTER_MS.to_string(),
-                ),
-                ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
-                ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "200".into()),
-                ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "1000".into()),
-                ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "1".into()),
-                // Telegram's one message a second per chat, scaled down for a simulated chat.
-                ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "100".into()),
-                ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "200".into()),
-                // The relay of MoviePilot's notifications, polling every second, to your chat.
-                ("ONCEBOT__NOTIFY__ENABLED", "true".into()),
-                ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "1".into()),
-                ("ONCEBOT__NOTIFY__CHATS", YOU.to_string()),
-                // The worker processes log warnings only, unless RUST_LOG (passed on) says more.
-                ("ONCEBOT__LOG__LEVEL", "warn".into()),
-            ]);
+        let env = demo_env(redis, &tg, &mp, &webhook_secret, locale);
         let settings = env.settings()?;
         let ledger = Ledger::connect(
             &settings,
@@ -598,22 +565,9 @@ impl Stage {
         self.mp
             .fail_next(routes::SUBSCRIBE_CREATE, Fault::Delay(SLOW_CALL));
         let text = format!("/subscribe tmdb:{EXPANSE} S2");
-        let (update_id, update) = self.message(&text);
-        you(&text);
-        self.deliver(&update).await?;
-        let job_id = self.job_of(update_id).await?;
-        let mp = &self.mp;
-        wait("MoviePilot to receive the create call", STEP)
-            .until_seen(|| async {
-                let n = mp.calls(routes::SUBSCRIBE_CREATE) - creates;
-                Ok(if n > 0 {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue("no create call yet".to_string())
-                })
-            })
+        let job_id = self
+            .send_until_called(&text, routes::SUBSCRIBE_CREATE, creates, "create")
             .await?;
-        self.show_progress(job_id).await;
         narrate("MoviePilot is creating the subscription (POST /api/v1/subscribe/ in flight)");
         self.kill_worker(job_id).await?;
         let mp = &self.mp;
@@ -637,6 +591,12 @@ impl Stage {
         )?;
         let job = self.settled(job_id, "succeeded").await?;
         self.show_bot_messages();
+        self.subscribe_recovered_checked(&job, creates)
+    }
+
+    /// Scene 3's end: the interrupted create was found in MoviePilot, not made twice.
+    fn subscribe_recovered_checked(&self, job: &Job, creates: u64) -> anyhow::Result<()> {
+        let job_id = job.id;
         let outcome = job.extra.get(MpOutcome::FIELD).map(String::as_str);
         let recoveries = job.extra.get("recoveries").map(String::as_str);
         let subs = self
@@ -685,21 +645,9 @@ impl Stage {
         self.mp.fail_next(route, Fault::Delay(SLOW_CALL));
         let calls = self.mp.calls(route);
         let text = format!("/searchnow {}", sub.id);
-        let (update_id, update) = self.message(&text);
-        you(&text);
-        self.deliver(&update).await?;
-        let job_id = self.job_of(update_id).await?;
-        let mp = &self.mp;
-        wait("MoviePilot to receive the search call", STEP)
-            .until_seen(|| async {
-                Ok(if mp.calls(route) > calls {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue("no search call yet".to_string())
-                })
-            })
+        let job_id = self
+            .send_until_called(&text, route, calls, "search")
             .await?;
-        self.show_progress(job_id).await;
         narrate("MoviePilot is starting the search (its call in flight)");
         self.kill_worker(job_id).await?;
         let mp = &self.mp;
@@ -725,6 +673,11 @@ impl Stage {
             "job #{job_id} waits in {}; MoviePilot ran {searches} search (the dead worker's), not two",
             job.status
         ));
+        self.resolved_by_a_person(job_id).await
+    }
+
+    /// The held /searchnow settled as an operator would, with `oncebot jobs resolve`.
+    async fn resolved_by_a_person(&mut self, job_id: u64) -> anyhow::Result<()> {
         narrate(
             "A person looks in MoviePilot, sees that the search ran, and settles the job, as an\n\
              operator would with the CLI:",
@@ -756,6 +709,18 @@ impl Stage {
         );
         // Posters MoviePilot names, on an image host the simulated Bot API fetches from.
         let posters = crate::sim::posters::PosterServer::start().await?;
+        let (list_message, data) = self.release_list(&posters).await?;
+        let adds = self.mp.calls(routes::DOWNLOAD_ADD);
+        self.tapped_twice(list_message, &data[0], adds).await?;
+        self.download_killed(list_message, &data[1], adds).await
+    }
+
+    /// `/download` of a film with six releases: the list (a photo, its poster from `posters`),
+    /// turned to page 2 and back. The list's message and its buttons' data.
+    async fn release_list(
+        &mut self,
+        posters: &crate::sim::posters::PosterServer,
+    ) -> anyhow::Result<(i64, Vec<String>)> {
         self.mp.set_poster_host(Some(&posters.host()));
         // Three more releases than the catalogue's: two pages, five and one.
         self.mp.add_releases((4..=6).map(|n| {
@@ -799,14 +764,20 @@ impl Stage {
             "the list should have two buttons or more: {data:?}"
         );
         self.page_turn(list_message, keyboard.as_ref()).await?;
+        Ok((list_message, data))
+    }
 
-        let adds = self.mp.calls(routes::DOWNLOAD_ADD);
+    /// 下载 1 tapped twice before the bot answered: one job, one add.
+    async fn tapped_twice(
+        &mut self,
+        list_message: i64,
+        first_button: &str,
+        adds: u64,
+    ) -> anyhow::Result<()> {
         narrate("you tap 下载 1, and tap it again before the bot has answered");
         let mut first = None;
         for _ in 0..2 {
-            let mut tap = callback_update(YOU, YOU, list_message, &data[0]);
-            tap["update_id"] = json!(self.next_update_id);
-            self.next_update_id += 1;
+            let tap = self.tap(list_message, first_button);
             self.deliver(&tap).await?;
             if first.is_none() {
                 first = Some(self.job_of(self.next_update_id - 1).await?);
@@ -821,11 +792,19 @@ impl Stage {
             "two taps on 下载 1 made one job (#{grab}, {}), and MoviePilot got {sent} add",
             job.extra.get(MpOutcome::FIELD).map_or("?", String::as_str)
         ));
+        Ok(())
+    }
 
+    /// 下载 2 tapped, and the worker killed while MoviePilot adds it: the add is verified from
+    /// MoviePilot's download history.
+    async fn download_killed(
+        &mut self,
+        list_message: i64,
+        second_button: &str,
+        adds: u64,
+    ) -> anyhow::Result<()> {
         self.mp.set_add_delay(SLOW_CALL);
-        let mut tap = callback_update(YOU, YOU, list_message, &data[1]);
-        tap["update_id"] = json!(self.next_update_id);
-        self.next_update_id += 1;
+        let tap = self.tap(list_message, second_button);
         narrate("you tap 下载 2; MoviePilot takes 2 s over this add, as it does over qBittorrent");
         self.deliver(&tap).await?;
         let job_id = self.job_of(self.next_update_id - 1).await?;
@@ -874,6 +853,41 @@ impl Stage {
         Ok(())
     }
 
+    /// A tap on the button carrying `data` under message `message_id`, as a fresh update.
+    fn tap(&mut self, message_id: i64, data: &str) -> Value {
+        let mut tap = callback_update(YOU, YOU, message_id, data);
+        tap["update_id"] = json!(self.next_update_id);
+        self.next_update_id += 1;
+        tap
+    }
+
+    /// You send `text`; once MoviePilot has received the job's `call` (`route` called more than
+    /// `before` times), the job's progress message is shown. The job's id.
+    async fn send_until_called(
+        &mut self,
+        text: &str,
+        route: &str,
+        before: u64,
+        call: &str,
+    ) -> anyhow::Result<u64> {
+        let (update_id, update) = self.message(text);
+        you(text);
+        self.deliver(&update).await?;
+        let job_id = self.job_of(update_id).await?;
+        let mp = &self.mp;
+        wait(&format!("MoviePilot to receive the {call} call"), STEP)
+            .until_seen(|| async {
+                Ok(if mp.calls(route) > before {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(format!("no {call} call yet"))
+                })
+            })
+            .await?;
+        self.show_progress(job_id).await;
+        Ok(job_id)
+    }
+
     /// ▶ under the release list: page 2 in the same message, from the stored list (no job, no
     /// MoviePilot request), then ◀ back to page 1, whose `下载 1` the scene taps next.
     async fn page_turn(
@@ -881,21 +895,11 @@ impl Stage {
         list_message: i64,
         keyboard: Option<&Value>,
     ) -> anyhow::Result<()> {
-        let button = |label: &str| {
-            keyboard
-                .and_then(|k| k["inline_keyboard"].as_array())
-                .into_iter()
-                .flatten()
-                .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-                .find(|b| b["text"] == label)
-                .and_then(|b| b["callback_data"].as_str().map(str::to_string))
-        };
-        let next = button("▶").context("the list of six releases should have a ▶ button")?;
+        let next =
+            button(keyboard, "▶").context("the list of six releases should have a ▶ button")?;
         let (jobs, requests) = (self.job_count().await?, self.mp.requests());
         narrate("you tap ▶ under the list");
-        let mut tap = callback_update(YOU, YOU, list_message, &next);
-        tap["update_id"] = json!(self.next_update_id);
-        self.next_update_id += 1;
+        let tap = self.tap(list_message, &next);
         self.deliver(&tap).await?;
         let shows = |needle: &'static str| {
             // Every call answered, so the transcript shows the edit in its place.
@@ -910,23 +914,13 @@ impl Stage {
             .await
             .map_err(|e| anyhow::anyhow!("page 2 never showed: {e:?}"))?;
         self.show_bot_messages();
-        let previous = self
+        let page_2 = self
             .tg
             .observe(|o| o.message(YOU, list_message).cloned())
-            .and_then(|m| m.reply_markup)
-            .and_then(|k| {
-                k["inline_keyboard"]
-                    .as_array()?
-                    .iter()
-                    .flat_map(|row| row.as_array().cloned().unwrap_or_default())
-                    .find(|b| b["text"] == "◀")
-                    .and_then(|b| b["callback_data"].as_str().map(str::to_string))
-            })
-            .context("page 2 should have a ◀ button")?;
+            .and_then(|m| m.reply_markup);
+        let previous = button(page_2.as_ref(), "◀").context("page 2 should have a ◀ button")?;
         narrate("you tap ◀");
-        let mut tap = callback_update(YOU, YOU, list_message, &previous);
-        tap["update_id"] = json!(self.next_update_id);
-        self.next_update_id += 1;
+        let tap = self.tap(list_message, &previous);
         self.deliver(&tap).await?;
         self.tg
             .wait_for(STEP, shows("\n1. "))
@@ -994,8 +988,38 @@ impl Stage {
             );
             narrate(&format!("MoviePilot writes history row {id}: {title}"));
         }
+        let sent = self.notice_sent(title).await?;
+        let ledger = &self.ledger;
+        let position = wait("the repeat counted", Duration::from_secs(20))
+            .until(|| async move {
+                ledger
+                    .notify_position()
+                    .await
+                    .ok()
+                    .flatten()
+                    .filter(|p| p.collapsed >= 1)
+            })
+            .await?;
+        show_notices(&sent);
+        self.shown = self.tg.calls().len();
+        anyhow::ensure!(
+            sent.len() == 1,
+            "the notice arrived {} times, not once",
+            sent.len()
+        );
+        let with_poster = sent[0].method == "sendPhoto";
+        check(&format!(
+            "MoviePilot wrote the notice twice; you got it once{}, and the relay counted {} repeat",
+            if with_poster { ", with its poster" } else { "" },
+            position.collapsed
+        ));
+        Ok(())
+    }
+
+    /// The messages that delivered the notice titled `title`, once there is one.
+    async fn notice_sent(&self, title: &str) -> anyhow::Result<Vec<Call>> {
         let tg = &self.tg;
-        let sent = wait("the notice delivered", Duration::from_secs(20))
+        wait("the notice delivered", Duration::from_secs(20))
             .until(|| async move {
                 let got: Vec<_> = tg
                     .calls()
@@ -1011,42 +1035,7 @@ impl Stage {
                     .collect();
                 (!got.is_empty()).then_some(got)
             })
-            .await?;
-        let ledger = &self.ledger;
-        let position = wait("the repeat counted", Duration::from_secs(20))
-            .until(|| async move {
-                ledger
-                    .notify_position()
-                    .await
-                    .ok()
-                    .flatten()
-                    .filter(|p| p.collapsed >= 1)
-            })
-            .await?;
-        for call in &sent {
-            let text = [call.params.get("text"), call.params.get("caption")]
-                .into_iter()
-                .flatten()
-                .find_map(Value::as_str)
-                .unwrap_or_default();
-            match call.method.as_str() {
-                "sendPhoto" => speak("bot → you (the poster, with its caption): ", text),
-                _ => speak("bot → you: ", text),
-            }
-        }
-        self.shown = self.tg.calls().len();
-        anyhow::ensure!(
-            sent.len() == 1,
-            "the notice arrived {} times, not once",
-            sent.len()
-        );
-        let with_poster = sent[0].method == "sendPhoto";
-        check(&format!(
-            "MoviePilot wrote the notice twice; you got it once{}, and the relay counted {} repeat",
-            if with_poster { ", with its poster" } else { "" },
-            position.collapsed
-        ));
-        Ok(())
+            .await
     }
 
     /// Scene 4: the ledger as `oncebot jobs list` shows it.
@@ -1332,6 +1321,80 @@ fn spawn_worker(env: &OncebotEnv) -> anyhow::Result<Oncebot> {
     }
     cmd.spawn()
         .context("starting a worker process (oncebot serve --role worker)")
+}
+
+/// The demo's settings as `ONCEBOT__*` variables: quick retries, pacing and relay polling, so
+/// each scene takes seconds.
+fn demo_env(
+    redis: &DemoRedis,
+    tg: &TelegramSim,
+    mp: &MoviePilotSim,
+    webhook_secret: &str,
+    locale: Locale,
+) -> OncebotEnv {
+    let locale = match locale {
+        Locale::Zh => "zh",
+        Locale::En => "en",
+    };
+    OncebotEnv::new(&redis.url())
+        .telegram(tg)
+        .moviepilot(mp)
+        .set_all([
+            ("ONCEBOT__REDIS__KEY_PREFIX", redis.prefix.clone()),
+            (
+                "ONCEBOT__TELEGRAM__WEBHOOK_SECRET",
+                webhook_secret.to_string(),
+            ),
+            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", YOU.to_string()),
+            ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
+            ("ONCEBOT__TELEGRAM__LOCALE", locale.into()),
+            ("ONCEBOT__MOVIEPILOT__TIMEOUT_SECS", "10".into()),
+            // A crashed download is looked for again this soon after it began (90 s for real).
+            ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "3".into()),
+            (
+                "ONCEBOT__WORKER__PROGRESS_AFTER_MS",
+                PROGRESS_AFTER_MS.to_string(),
+            ),
+            ("ONCEBOT__WORKER__READ_BLOCK_MS", "200".into()),
+            ("ONCEBOT__WORKER__RETRY_MIN_DELAY_MS", "200".into()),
+            ("ONCEBOT__WORKER__RETRY_MAX_DELAY_MS", "1000".into()),
+            ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "1".into()),
+            // Telegram's one message a second per chat, scaled down for a simulated chat.
+            ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "100".into()),
+            ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "200".into()),
+            // The relay of MoviePilot's notifications, polling every second, to your chat.
+            ("ONCEBOT__NOTIFY__ENABLED", "true".into()),
+            ("ONCEBOT__NOTIFY__POLL_INTERVAL_SECS", "1".into()),
+            ("ONCEBOT__NOTIFY__CHATS", YOU.to_string()),
+            // The worker processes log warnings only, unless RUST_LOG (passed on) says more.
+            ("ONCEBOT__LOG__LEVEL", "warn".into()),
+        ])
+}
+
+/// The bot's messages that delivered a notice, as the transcript shows them.
+fn show_notices(sent: &[Call]) {
+    for call in sent {
+        let text = [call.params.get("text"), call.params.get("caption")]
+            .into_iter()
+            .flatten()
+            .find_map(Value::as_str)
+            .unwrap_or_default();
+        match call.method.as_str() {
+            "sendPhoto" => speak("bot → you (the poster, with its caption): ", text),
+            _ => speak("bot → you: ", text),
+        }
+    }
+}
+
+/// The callback data of the button labelled `label` in an inline keyboard.
+fn button(keyboard: Option<&Value>, label: &str) -> Option<String> {
+    keyboard
+        .and_then(|k| k["inline_keyboard"].as_array())
+        .into_iter()
+        .flatten()
+        .flat_map(|row| row.as_array().cloned().unwrap_or_default())
+        .find(|b| b["text"] == label)
+        .and_then(|b| b["callback_data"].as_str().map(str::to_string))
 }
 
 // ----- waiting and printing -----

@@ -255,17 +255,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "starting the bench"
     );
     let mut report = if args.callgrind {
-        // Under callgrind only the pipeline's instructions are counted.
-        Report {
-            quick: args.quick,
-            connections,
-            rounds: args.rounds(),
-            redis: "external, under callgrind".into(),
-            runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
-            telegram_limits: pipeline::TELEGRAM_LIMITS,
-            pipeline_tuning: pipeline::TUNING,
-            ..Report::default()
-        }
+        callgrind_report(&args, connections)
     } else {
         let mut target = Target::start(args.redis_url.as_deref(), args.redis_cluster).await?;
         let measured = measure(&mut target, &args, connections, timing).await;
@@ -299,6 +289,21 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// The report's start under callgrind, where only the pipeline's instructions are counted: no
+/// admission phases.
+fn callgrind_report(args: &BenchArgs, connections: usize) -> Report {
+    Report {
+        quick: args.quick,
+        connections,
+        rounds: args.rounds(),
+        redis: "external, under callgrind".into(),
+        runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+        telegram_limits: pipeline::TELEGRAM_LIMITS,
+        pipeline_tuning: pipeline::TUNING,
+        ..Report::default()
+    }
 }
 
 /// `--relay`: the relay's throughput and idle cost, then the report.
@@ -430,8 +435,52 @@ async fn measure(
 ) -> anyhow::Result<Report> {
     let memory_before = target.used_memory().await?;
     let jobs_before = target.jobs_created().await?;
-
     let rounds = args.rounds();
+    let [raw_evalsha, admission, duplicate, http_floor] =
+        measure_rounds(target, connections, rounds, timing).await?;
+    let memory_after = target.used_memory().await?;
+    let jobs_after = target.jobs_created().await?;
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    Ok(Report {
+        quick: args.quick,
+        connections,
+        rounds,
+        redis: target.redis_label(),
+        client: "hyper 1 HTTP/1.1, one keep-alive connection per caller, in this process",
+        runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
+        admission_per_s: admission.stats.per_s,
+        ack_p50_ms: admission.stats.p50_ms,
+        ack_p99_ms: admission.stats.p99_ms,
+        duplicate_per_s: duplicate.stats.per_s,
+        raw_evalsha_per_s: raw_evalsha.stats.per_s,
+        http_floor_per_s: http_floor.stats.per_s,
+        admission_vs_raw: ratio(admission.stats.per_s, raw_evalsha.stats.per_s),
+        duplicate_vs_raw: ratio(duplicate.stats.per_s, raw_evalsha.stats.per_s),
+        admission_vs_http_floor: ratio(admission.stats.per_s, http_floor.stats.per_s),
+        redis_used_memory_before: memory_before,
+        redis_used_memory_after: memory_after,
+        jobs_created: jobs_after.saturating_sub(jobs_before),
+        telegram_limits: pipeline::TELEGRAM_LIMITS,
+        pipeline_tuning: pipeline::TUNING,
+        phases: Phases {
+            raw_evalsha,
+            admission,
+            duplicate,
+            http_floor,
+        },
+        // The pipeline's figures are filled in by `run` once its phases ran.
+        ..Report::default()
+    })
+}
+
+/// The four admission phases, each measured in `rounds` slices of the window and merged, in
+/// [`PhaseKind::ALL`]'s order.
+async fn measure_rounds(
+    target: &mut Target,
+    connections: usize,
+    rounds: u32,
+    timing: load::Timing,
+) -> anyhow::Result<[Phase; PhaseKind::ALL.len()]> {
     let slice = load::Timing {
         measure: timing.measure / rounds,
         warmup: (timing.measure / rounds / 5).min(Duration::from_secs(1)),
@@ -457,61 +506,21 @@ async fn measure(
         }
     }
     // `rounds` is at least 1 (clap's range), so every phase ran.
-    let [raw_evalsha, admission, duplicate, http_floor] = merged.map(|m| {
+    let phases = merged.map(|m| {
         m.map(|s| s.finish())
             .expect("every phase ran at least once")
     });
-    for (kind, phase) in
-        PhaseKind::ALL
-            .into_iter()
-            .zip([&raw_evalsha, &admission, &duplicate, &http_floor])
-    {
+    for (kind, phase) in PhaseKind::ALL.into_iter().zip(&phases) {
         log_phase(kind.name(), phase);
     }
+    let [_, _, duplicate, _] = &phases;
     if duplicate.jobs_created != Some(0) {
         tracing::warn!(
             jobs = ?duplicate.jobs_created,
             "redeliveries created jobs: the transport layer let duplicates through"
         );
     }
-
-    let memory_after = target.used_memory().await?;
-    let jobs_after = target.jobs_created().await?;
-    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-    Ok(Report {
-        quick: args.quick,
-        connections,
-        rounds,
-        redis: target.redis_label(),
-        client: "hyper 1 HTTP/1.1, one keep-alive connection per caller, in this process",
-        runtime_threads: tokio::runtime::Handle::current().metrics().num_workers(),
-        admission_per_s: admission.stats.per_s,
-        ack_p50_ms: admission.stats.p50_ms,
-        ack_p99_ms: admission.stats.p99_ms,
-        duplicate_per_s: duplicate.stats.per_s,
-        raw_evalsha_per_s: raw_evalsha.stats.per_s,
-        http_floor_per_s: http_floor.stats.per_s,
-        admission_vs_raw: ratio(admission.stats.per_s, raw_evalsha.stats.per_s),
-        duplicate_vs_raw: ratio(duplicate.stats.per_s, raw_evalsha.stats.per_s),
-        admission_vs_http_floor: ratio(admission.stats.per_s, http_floor.stats.per_s),
-        redis_used_memory_before: memory_before,
-        redis_used_memory_after: memory_after,
-        jobs_created: jobs_after.saturating_sub(jobs_before),
-        worker_per_s: 0.0,
-        e2e_per_s: 0.0,
-        e2e_p50_ms: 0.0,
-        e2e_p99_ms: 0.0,
-        redis_bytes_per_job: 0.0,
-        telegram_limits: pipeline::TELEGRAM_LIMITS,
-        pipeline_tuning: pipeline::TUNING,
-        pipeline: PipelineReport::default(),
-        phases: Phases {
-            raw_evalsha,
-            admission,
-            duplicate,
-            http_floor,
-        },
-    })
+    Ok(phases)
 }
 
 /// The worker drain, the delivery of its replies, and the e2e phase.
@@ -597,6 +606,37 @@ fn log_phase(name: &str, phase: &Phase) {
 }
 
 fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()> {
+    write_phases(out, r)?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "admission / raw EVALSHA  {:.2}  (target at least 0.6)",
+        r.admission_vs_raw
+    )?;
+    writeln!(
+        out,
+        "ack p99                  {:.2} ms  (target under 5 ms)",
+        r.ack_p99_ms
+    )?;
+    writeln!(out, "duplicate / raw EVALSHA  {:.2}", r.duplicate_vs_raw)?;
+    writeln!(
+        out,
+        "admission / HTTP floor   {:.2}",
+        r.admission_vs_http_floor
+    )?;
+    writeln!(
+        out,
+        "Redis used_memory        {:.1} MiB before, {:.1} MiB after; {} jobs created",
+        r.redis_used_memory_before as f64 / 1048576.0,
+        r.redis_used_memory_after as f64 / 1048576.0,
+        r.jobs_created
+    )?;
+    writeln!(out, "client                   {}", r.client)?;
+    write_pipeline(out, r)
+}
+
+/// The title, then a row for each admission phase.
+fn write_phases(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()> {
     writeln!(
         out,
         "oncebot bench{}: {} callers per phase, {} round(s), Redis {}",
@@ -650,31 +690,11 @@ fn write_table(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()>
         "(redis_us, process_us: CPU microseconds per request of redis-server and of this \
          process, load generator included)"
     )?;
-    writeln!(out)?;
-    writeln!(
-        out,
-        "admission / raw EVALSHA  {:.2}  (target at least 0.6)",
-        r.admission_vs_raw
-    )?;
-    writeln!(
-        out,
-        "ack p99                  {:.2} ms  (target under 5 ms)",
-        r.ack_p99_ms
-    )?;
-    writeln!(out, "duplicate / raw EVALSHA  {:.2}", r.duplicate_vs_raw)?;
-    writeln!(
-        out,
-        "admission / HTTP floor   {:.2}",
-        r.admission_vs_http_floor
-    )?;
-    writeln!(
-        out,
-        "Redis used_memory        {:.1} MiB before, {:.1} MiB after; {} jobs created",
-        r.redis_used_memory_before as f64 / 1048576.0,
-        r.redis_used_memory_after as f64 / 1048576.0,
-        r.jobs_created
-    )?;
-    writeln!(out, "client                   {}", r.client)?;
+    Ok(())
+}
+
+/// The worker drain, delivery, end to end and memory figures, and the settings they ran with.
+fn write_pipeline(out: &mut impl std::io::Write, r: &Report) -> std::io::Result<()> {
     writeln!(out)?;
     let p = &r.pipeline;
     writeln!(

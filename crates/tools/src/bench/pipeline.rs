@@ -197,6 +197,92 @@ where
     Ok((sim, stop))
 }
 
+/// Under callgrind everything runs some 50 times slower: a heartbeat late by more than the
+/// liveness expiry would have the worker's own entries reaped and run twice, and a Redis call
+/// may take longer than the usual timeout.
+const SLOW: [(&str, &str); 5] = [
+    ("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "20000"),
+    ("ONCEBOT__WORKER__LIVENESS_TTL_MS", "120000"),
+    ("ONCEBOT__WORKER__RECLAIM_IDLE_MS", "600000"),
+    ("ONCEBOT__DISPATCHER__LIVENESS_TTL_MS", "120000"),
+    ("ONCEBOT__DISPATCHER__RECLAIM_IDLE_MS", "600000"),
+];
+
+/// A private Redis for the pipeline, or the one at `redis_url` under a fresh prefix: the
+/// server (if private), its URL and the key prefix.
+async fn pipeline_redis(
+    redis_url: Option<&str>,
+) -> anyhow::Result<(Option<RedisServer>, String, String)> {
+    Ok(match redis_url {
+        Some(url) => (
+            None,
+            url.to_string(),
+            format!("oncebot-bench-pipeline-{:016x}", rand::random::<u64>()),
+        ),
+        None => {
+            let server = tokio::task::spawn_blocking(|| RedisServer::start(Persistence::None))
+                .await
+                .context("starting redis-server for the pipeline")??;
+            let url = server.url();
+            (Some(server), url, "oncebot-bench".to_string())
+        }
+    })
+}
+
+/// The pipeline's settings against the simulators: `CHATS` allowed users, `CONCURRENCY` jobs
+/// and sends at a time, no pacing and short blocking reads.
+fn pipeline_env(
+    url: &str,
+    tg: &TelegramSim,
+    mp: &MoviePilotSim,
+    prefix: String,
+    cluster: bool,
+    secret: &str,
+) -> OncebotEnv {
+    let users = (0..CHATS)
+        .map(|c| (FIRST_CHAT + c).to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let concurrency = CONCURRENCY.to_string();
+    OncebotEnv::new(url).telegram(tg).moviepilot(mp).set_all([
+        ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
+        ("ONCEBOT__REDIS__CLUSTER", cluster.to_string()),
+        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.to_string()),
+        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users),
+        ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
+        ("ONCEBOT__WORKER__CONCURRENCY", concurrency.clone()),
+        ("ONCEBOT__WORKER__PROGRESS_AFTER_MS", "0".into()),
+        ("ONCEBOT__WORKER__READ_BLOCK_MS", "100".into()),
+        ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
+        ("ONCEBOT__DISPATCHER__CONCURRENCY", concurrency),
+        ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0".into()),
+        ("ONCEBOT__DISPATCHER__GROUP_INTERVAL_MS", "0".into()),
+        ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000000".into()),
+        ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "100".into()),
+        ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false".into()),
+    ])
+}
+
+/// One admission per title, decided by the ingress as a `/search` from the first chat: the
+/// backlog's jobs are copies of them.
+fn admission_templates(settings: &Settings, ledger: &Ledger) -> anyhow::Result<Vec<Admission>> {
+    let ingress = Ingress::new(settings, ledger.clone());
+    let mut templates = Vec::with_capacity(TITLES.len());
+    for (i, title) in TITLES.iter().enumerate() {
+        let update: Update = serde_json::from_value(update_json(
+            FIRST_CHAT,
+            1 + i as i64,
+            1,
+            &format!("/search {title}"),
+        ))
+        .context("the bench's own update does not parse")?;
+        templates.push(ingress.decide(&update).map_err(|why| {
+            anyhow::anyhow!("the bench's own update is ignored: {}", why.as_str())
+        })?);
+    }
+    Ok(templates)
+}
+
 /// The pipeline, its own Redis and the simulators.
 pub struct Pipeline {
     _redis: Option<RedisServer>,
@@ -228,20 +314,7 @@ impl Pipeline {
         cluster: bool,
         callgrind: bool,
     ) -> anyhow::Result<Pipeline> {
-        let (server, url, prefix) = match redis_url {
-            Some(url) => (
-                None,
-                url.to_string(),
-                format!("oncebot-bench-pipeline-{:016x}", rand::random::<u64>()),
-            ),
-            None => {
-                let server = tokio::task::spawn_blocking(|| RedisServer::start(Persistence::None))
-                    .await
-                    .context("starting redis-server for the pipeline")??;
-                let url = server.url();
-                (Some(server), url, "oncebot-bench".to_string())
-            }
-        };
+        let (server, url, prefix) = pipeline_redis(redis_url).await?;
         let external = server.is_none();
         // Lean: the bench reads only counts and arrival times, and recording tens of thousands
         // of messages whole would put the simulator's memory growth into the figures.
@@ -257,42 +330,8 @@ impl Pipeline {
         })
         .await?;
         let secret = hex::encode(rand::random::<[u8; 16]>());
-        let users = (0..CHATS)
-            .map(|c| (FIRST_CHAT + c).to_string())
-            .collect::<Vec<_>>()
-            .join(",");
-        let concurrency = CONCURRENCY.to_string();
-        let env = OncebotEnv::new(&url)
-            .telegram(&tg)
-            .moviepilot(&mp)
-            .set_all([
-                ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
-                ("ONCEBOT__REDIS__CLUSTER", cluster.to_string()),
-                ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.clone()),
-                ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users),
-                ("ONCEBOT__TELEGRAM__BOT_USERNAME", SIM_BOT_USERNAME.into()),
-                ("ONCEBOT__WORKER__CONCURRENCY", concurrency.clone()),
-                ("ONCEBOT__WORKER__PROGRESS_AFTER_MS", "0".into()),
-                ("ONCEBOT__WORKER__READ_BLOCK_MS", "100".into()),
-                ("ONCEBOT__WORKER__SHUTDOWN_GRACE_SECS", "2".into()),
-                ("ONCEBOT__DISPATCHER__CONCURRENCY", concurrency),
-                ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0".into()),
-                ("ONCEBOT__DISPATCHER__GROUP_INTERVAL_MS", "0".into()),
-                ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000000".into()),
-                ("ONCEBOT__DISPATCHER__READ_BLOCK_MS", "100".into()),
-                ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false".into()),
-            ]);
-        // Under callgrind everything runs some 50 times slower: a heartbeat late by more than
-        // the liveness expiry would have the worker's own entries reaped and run twice, and a
-        // Redis call may take longer than the usual timeout.
-        let slow = [
-            ("ONCEBOT__REDIS__COMMAND_TIMEOUT_MS", "20000"),
-            ("ONCEBOT__WORKER__LIVENESS_TTL_MS", "120000"),
-            ("ONCEBOT__WORKER__RECLAIM_IDLE_MS", "600000"),
-            ("ONCEBOT__DISPATCHER__LIVENESS_TTL_MS", "120000"),
-            ("ONCEBOT__DISPATCHER__RECLAIM_IDLE_MS", "600000"),
-        ];
-        let env = if callgrind { env.set_all(slow) } else { env };
+        let env = pipeline_env(&url, &tg, &mp, prefix, cluster, &secret);
+        let env = if callgrind { env.set_all(SLOW) } else { env };
         let settings = env.settings().context("the pipeline's settings")?;
         let ledger = Ledger::connect(
             &settings,
@@ -302,20 +341,7 @@ impl Pipeline {
             .prepare()
             .await
             .context("preparing the pipeline's Redis")?;
-        let ingress = Ingress::new(&settings, ledger.clone());
-        let mut templates = Vec::with_capacity(TITLES.len());
-        for (i, title) in TITLES.iter().enumerate() {
-            let update: Update = serde_json::from_value(update_json(
-                FIRST_CHAT,
-                1 + i as i64,
-                1,
-                &format!("/search {title}"),
-            ))
-            .context("the bench's own update does not parse")?;
-            templates.push(ingress.decide(&update).map_err(|why| {
-                anyhow::anyhow!("the bench's own update is ignored: {}", why.as_str())
-            })?);
-        }
+        let templates = admission_templates(&settings, &ledger)?;
         let counters = if callgrind {
             Some(Counters::new(&ledger).await?)
         } else {
@@ -426,6 +452,28 @@ impl Pipeline {
         n: u64,
     ) -> anyhow::Result<(WorkerPhase, DeliveryPhase, Memory)> {
         let memory_before = self.used_memory().await?;
+        let worker = self.drain(n).await?;
+        let memory_drained = self.used_memory().await?;
+        let (delivery, memory_after, keys) = self.deliver(n).await?;
+        let keys_ = self.ledger.keys();
+        for prefix in [keys_.token_prefix(), keys_.token_group_prefix()] {
+            delete_matching(&self.ledger, &format!("{prefix}*")).await?;
+        }
+        let memory_without_buttons = self.used_memory().await?;
+        let memory = Memory {
+            bytes_per_job_after_buttons_expire: memory_without_buttons.saturating_sub(memory_before)
+                as f64
+                / n as f64,
+            bytes_per_job: memory_after.saturating_sub(memory_before) as f64 / n as f64,
+            bytes_per_job_before_delivery: memory_drained.saturating_sub(memory_before) as f64
+                / n as f64,
+            keys,
+        };
+        Ok((worker, delivery, memory))
+    }
+
+    /// Admits a backlog of `n` jobs and drains it with one worker (no dispatcher).
+    async fn drain(&mut self, n: u64) -> anyhow::Result<WorkerPhase> {
         let admitting = Instant::now();
         self.admit_backlog(n).await?;
         let admit_s = admitting.elapsed().as_secs_f64();
@@ -438,10 +486,7 @@ impl Pipeline {
         let stats0 = self.command_stats().await?;
         let reads0 = redis_reads(&self.ledger).await;
         let (redis0, process0) = (redis_cpu(&self.ledger).await, process_cpu());
-        let counted0 = match &self.counters {
-            Some(c) => Some(c.read().await?),
-            None => None,
-        };
+        let counted0 = self.count().await?;
         tracing::info!(jobs = n, admit_s, "backlog admitted; draining it");
         let started = Instant::now();
         let running = tokio::spawn(worker.run(stop.clone()));
@@ -449,10 +494,7 @@ impl Pipeline {
             .until(|(jobs, replies)| jobs == 0 && replies >= n)
             .await;
         let elapsed = started.elapsed();
-        let instructions_per_job = match (&self.counters, counted0) {
-            (Some(c), Some(before)) => Some(before.per_job(&c.read().await?, n)),
-            _ => None,
-        };
+        let instructions_per_job = self.instructions_since(counted0, n).await?;
         let (redis1, process1) = (redis_cpu(&self.ledger).await, process_cpu());
         let reads1 = redis_reads(&self.ledger).await;
         let stats1 = self.command_stats().await?;
@@ -464,7 +506,7 @@ impl Pipeline {
             (Some(a), Some(b)) => (b - a) * 1e6 / n as f64,
             _ => f64::NAN,
         };
-        let worker = WorkerPhase {
+        Ok(WorkerPhase {
             jobs: n,
             duration_s: elapsed.as_secs_f64(),
             per_s: n as f64 / elapsed.as_secs_f64(),
@@ -477,16 +519,19 @@ impl Pipeline {
             },
             redis_commands: command_costs(&stats0, &stats1, n),
             instructions_per_job,
-        };
-        let memory_drained = self.used_memory().await?;
+        })
+    }
 
-        // Delivery: every role runs (the webhook idles), so the same app serves the e2e phase.
+    /// Delivers the drained backlog's `n` replies with every role running (the webhook idles,
+    /// so the same app serves the e2e phase): the delivery's figures, then Redis's used memory
+    /// and its keys by kind once the replies stream is empty.
+    async fn deliver(
+        &mut self,
+        n: u64,
+    ) -> anyhow::Result<(DeliveryPhase, u64, BTreeMap<String, KeyKind>)> {
         let sent_before = self.tg.observe(|o| o.sent().len());
         let delivery_stats0 = self.command_stats().await?;
-        let delivery_counted0 = match &self.counters {
-            Some(c) => Some(c.read().await?),
-            None => None,
-        };
+        let delivery_counted0 = self.count().await?;
         let started = Instant::now();
         let running = app::start(
             self.settings.clone(),
@@ -514,10 +559,7 @@ impl Pipeline {
         // The reply's delivery record is written after Telegram answered; wait for the
         // replies stream to empty as well, so memory is measured at rest.
         let settled = self.until(|(_, replies)| replies == 0).await;
-        let instructions_per_reply = match (&self.counters, delivery_counted0) {
-            (Some(c), Some(before)) => Some(before.per_job(&c.read().await?, n)),
-            _ => None,
-        };
+        let instructions_per_reply = self.instructions_since(delivery_counted0, n).await?;
         let delivery_stats1 = self.command_stats().await?;
         let memory_after = self.used_memory().await?;
         let delivery = DeliveryPhase {
@@ -532,22 +574,27 @@ impl Pipeline {
             Err(e) => Err(e),
         };
         self.running = Some(running);
-        let keys = keys?;
-        let keys_ = self.ledger.keys();
-        for prefix in [keys_.token_prefix(), keys_.token_group_prefix()] {
-            delete_matching(&self.ledger, &format!("{prefix}*")).await?;
-        }
-        let memory_without_buttons = self.used_memory().await?;
-        let memory = Memory {
-            bytes_per_job_after_buttons_expire: memory_without_buttons.saturating_sub(memory_before)
-                as f64
-                / n as f64,
-            bytes_per_job: memory_after.saturating_sub(memory_before) as f64 / n as f64,
-            bytes_per_job_before_delivery: memory_drained.saturating_sub(memory_before) as f64
-                / n as f64,
-            keys,
-        };
-        Ok((worker, delivery, memory))
+        Ok((delivery, memory_after, keys?))
+    }
+
+    /// The instructions counted so far (with `--callgrind`).
+    async fn count(&self) -> anyhow::Result<Option<instructions::Count>> {
+        Ok(match &self.counters {
+            Some(c) => Some(c.read().await?),
+            None => None,
+        })
+    }
+
+    /// Instructions per job since `before` was counted (with `--callgrind`).
+    async fn instructions_since(
+        &self,
+        before: Option<instructions::Count>,
+        jobs: u64,
+    ) -> anyhow::Result<Option<instructions::PerJob>> {
+        Ok(match (&self.counters, before) {
+            (Some(c), Some(before)) => Some(before.per_job(&c.read().await?, jobs)),
+            _ => None,
+        })
     }
 
     /// Polls the stream lengths every `poll` (the drain's end is measured by it) until `done`
@@ -673,37 +720,8 @@ impl Pipeline {
         // must still be matched.
         let seen = self.tg.observe(|o| o.sent().len());
         let watcher = match_replies(&self.tg, seen, waiters.clone(), done.clone());
-        let chats_each = CHATS / E2E_CALLERS as i64;
-        let bodies: Arc<[E2eBody]> = TITLES.iter().map(|t| E2eBody::new(t)).collect();
-        let mut callers = Vec::with_capacity(E2E_CALLERS);
-        for c in 0..E2E_CALLERS as i64 {
-            let (window, waiters, bodies) = (window.clone(), waiters.clone(), bodies.clone());
-            let (host, secret) = (host.clone(), secret.clone());
-            let conn = Conn::open(addr).await?;
-            let caller = E2eCaller {
-                first_chat: FIRST_CHAT + c,
-                chats_each,
-                base,
-                host,
-                secret,
-            };
-            callers.push(tokio::spawn(
-                caller.run(addr, conn, window, waiters, bodies),
-            ));
-        }
-        let run_callers = async {
-            let mut out = Vec::with_capacity(callers.len());
-            for h in callers {
-                out.push(h.await);
-            }
-            done.cancel();
-            out
-        };
-        let (joined, ()) = futures::future::join(run_callers, watcher).await;
-        let mut stats = Vec::with_capacity(joined.len());
-        for j in joined {
-            stats.push(j.context("an e2e caller panicked")?);
-        }
+        let callers = spawn_e2e_callers(addr, base, (host, secret), &window, &waiters).await?;
+        let stats = join_callers(callers, watcher, &done).await?;
         let cpu = cpu.await.ok().flatten();
         let stats = window.summarise(E2E_CALLERS, stats).stats();
         let commands = match commands.await.ok().flatten() {
@@ -720,6 +738,59 @@ impl Pipeline {
         };
         Ok((stats, cpu, commands, instructions))
     }
+}
+
+/// Starts the `E2E_CALLERS` callers, each on a connection of its own and with chats of its own;
+/// their update ids count from `base`.
+async fn spawn_e2e_callers(
+    addr: std::net::SocketAddr,
+    base: i64,
+    (host, secret): (HeaderValue, HeaderValue),
+    window: &Arc<Window>,
+    waiters: &Waiters,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<CallerStats>>> {
+    let chats_each = CHATS / E2E_CALLERS as i64;
+    let bodies: Arc<[E2eBody]> = TITLES.iter().map(|t| E2eBody::new(t)).collect();
+    let mut callers = Vec::with_capacity(E2E_CALLERS);
+    for c in 0..E2E_CALLERS as i64 {
+        let (window, waiters, bodies) = (window.clone(), waiters.clone(), bodies.clone());
+        let (host, secret) = (host.clone(), secret.clone());
+        let conn = Conn::open(addr).await?;
+        let caller = E2eCaller {
+            first_chat: FIRST_CHAT + c,
+            chats_each,
+            base,
+            host,
+            secret,
+        };
+        callers.push(tokio::spawn(
+            caller.run(addr, conn, window, waiters, bodies),
+        ));
+    }
+    Ok(callers)
+}
+
+/// Each caller's figures once all are done, the reply watcher running meanwhile and stopped
+/// (by `done`) when the last caller ends.
+async fn join_callers(
+    callers: Vec<tokio::task::JoinHandle<CallerStats>>,
+    watcher: impl Future<Output = ()>,
+    done: &CancellationToken,
+) -> anyhow::Result<Vec<CallerStats>> {
+    let run_callers = async {
+        let mut out = Vec::with_capacity(callers.len());
+        for h in callers {
+            out.push(h.await);
+        }
+        done.cancel();
+        out
+    };
+    let (joined, ()) = futures::future::join(run_callers, watcher).await;
+    let mut stats = Vec::with_capacity(joined.len());
+    for j in joined {
+        stats.push(j.context("an e2e caller panicked")?);
+    }
+    Ok(stats)
 }
 
 /// Callers waiting for the reply to their chat's update, by chat id.

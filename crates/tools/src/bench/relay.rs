@@ -15,8 +15,11 @@ use serde::Serialize;
 
 use crate::redis_server::{Persistence, RedisServer};
 use crate::rig::{Sims, wait};
-use crate::sim::moviepilot::{SimNotification, SimOptions, routes};
+use crate::sim::moviepilot::{MoviePilotSim, SimNotification, SimOptions, routes};
+use crate::sim::telegram::TelegramSim;
 use oncebot::app::{self, Role, ServeOptions};
+use oncebot::config::Settings;
+use oncebot::ledger::Ledger;
 use oncebot::vocabulary::NotificationType;
 
 /// The wake-up secret of the bench's relay.
@@ -48,12 +51,33 @@ pub async fn run(notifications: usize, idle: Duration) -> anyhow::Result<RelayRe
     ]);
     let settings = base.settings()?;
     let poll_interval_secs = settings.notify.poll_interval_secs;
-    let ledger = oncebot::ledger::Ledger::connect(
+    let ledger = Ledger::connect(
         &settings,
         oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),
     )?;
 
-    // Throughput.
+    let took = throughput(&settings, &ledger, &mp, &tg, notifications).await?;
+    let (calls, cmds) = idle_cost(settings, &ledger, &mp, idle).await?;
+    let per_min = 60.0 / idle.as_secs_f64();
+    Ok(RelayReport {
+        notifications,
+        per_s: notifications as f64 / took.as_secs_f64(),
+        idle_secs: idle.as_secs_f64(),
+        poll_interval_secs,
+        moviepilot_calls_per_min: calls as f64 * per_min,
+        redis_commands_per_min: cmds as f64 * per_min,
+    })
+}
+
+/// Throughput: how long the dispatcher and relay take to deliver `notifications` notices
+/// written at once, from the wake-up call on.
+async fn throughput(
+    settings: &Settings,
+    ledger: &Ledger,
+    mp: &MoviePilotSim,
+    tg: &TelegramSim,
+    notifications: usize,
+) -> anyhow::Result<Duration> {
     let running = app::start(
         settings.clone(),
         ServeOptions {
@@ -63,9 +87,8 @@ pub async fn run(notifications: usize, idle: Duration) -> anyhow::Result<RelayRe
     )
     .await?;
     let addr = running.http_addr.context("no HTTP address")?;
-    let started = &ledger;
     wait("the relay's first poll", Duration::from_secs(20))
-        .until(|| async move { started.notify_position().await.ok().flatten() })
+        .until(|| async move { ledger.notify_position().await.ok().flatten() })
         .await?;
     for i in 0..notifications {
         mp.notify(SimNotification::new(
@@ -81,10 +104,9 @@ pub async fn run(notifications: usize, idle: Duration) -> anyhow::Result<RelayRe
         .await?
         .status();
     anyhow::ensure!(status == 204, "the wake-up call answered {status}");
-    let tg_ref = &tg;
     wait("every notification delivered", Duration::from_secs(120))
         .until(|| async move {
-            let sent = tg_ref.observe(|o| {
+            let sent = tg.observe(|o| {
                 o.calls()
                     .iter()
                     .filter(|c| {
@@ -98,8 +120,16 @@ pub async fn run(notifications: usize, idle: Duration) -> anyhow::Result<RelayRe
         .await?;
     let took = t0.elapsed();
     running.stop().await?;
+    Ok(took)
+}
 
-    // Idle cost: the relay alone, nothing new.
+/// Idle cost: the relay alone, nothing new; its MoviePilot calls and Redis commands over `idle`.
+async fn idle_cost(
+    settings: Settings,
+    ledger: &Ledger,
+    mp: &MoviePilotSim,
+    idle: Duration,
+) -> anyhow::Result<(u64, u64)> {
     let relay_only = app::start(
         settings,
         ServeOptions {
@@ -117,15 +147,7 @@ pub async fn run(notifications: usize, idle: Duration) -> anyhow::Result<RelayRe
     let calls = mp.calls(routes::MESSAGE_WEB) - calls0;
     let cmds = commands(&mut conn).await?.saturating_sub(cmds0 + 1);
     relay_only.stop().await?;
-    let per_min = 60.0 / idle.as_secs_f64();
-    Ok(RelayReport {
-        notifications,
-        per_s: notifications as f64 / took.as_secs_f64(),
-        idle_secs: idle.as_secs_f64(),
-        poll_interval_secs,
-        moviepilot_calls_per_min: calls as f64 * per_min,
-        redis_commands_per_min: cmds as f64 * per_min,
-    })
+    Ok((calls, cmds))
 }
 
 /// Every command Redis has run (INFO commandstats: inside scripts too).

@@ -44,39 +44,61 @@ pub struct Target {
     next_update_id: i64,
 }
 
+/// The bench's Redis: a private one (keys under `oncebot-bench`), or the one at `redis_url`
+/// under a fresh prefix; with its URL and the prefix.
+async fn bench_redis(redis_url: Option<&str>) -> anyhow::Result<(RedisSource, String, String)> {
+    Ok(match redis_url {
+        Some(url) => {
+            let prefix = format!("oncebot-bench-{:016x}", rand::random::<u64>());
+            (
+                RedisSource::External {
+                    url: url.to_string(),
+                },
+                url.to_string(),
+                prefix,
+            )
+        }
+        None => {
+            if !RedisServer::available() {
+                anyhow::bail!(
+                    "redis-server is not installed: install it (e.g. `apt-get install \
+                     redis-server`) or pass --redis-url redis://127.0.0.1:6379"
+                );
+            }
+            let server = tokio::task::spawn_blocking(|| RedisServer::start(Persistence::None))
+                .await
+                .context("starting redis-server")??;
+            let url = server.url();
+            (
+                RedisSource::Private { _server: server },
+                url,
+                "oncebot-bench".to_string(),
+            )
+        }
+    })
+}
+
+/// The ingress's settings: a webhook with `secret` for `users`, and a Bot API never called.
+fn bench_env(url: &str, prefix: &str, cluster: bool, secret: &str, users: &str) -> OncebotEnv {
+    OncebotEnv::new(url).set_all([
+        ("ONCEBOT__REDIS__KEY_PREFIX", prefix),
+        (
+            "ONCEBOT__REDIS__CLUSTER",
+            if cluster { "true" } else { "false" },
+        ),
+        ("ONCEBOT__TELEGRAM__TOKEN", "123456:bench-token-never-sent"),
+        // Nothing is sent: the dispatcher does not run in this cut of the bench.
+        ("ONCEBOT__TELEGRAM__API_URL", "http://127.0.0.1:9"),
+        ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret),
+        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users),
+    ])
+}
+
 impl Target {
     /// Starts Redis (unless `redis_url` is given; `cluster`: it names Redis Cluster nodes) and
     /// the ingress.
     pub async fn start(redis_url: Option<&str>, cluster: bool) -> anyhow::Result<Target> {
-        let (redis, url, prefix) = match redis_url {
-            Some(url) => {
-                let prefix = format!("oncebot-bench-{:016x}", rand::random::<u64>());
-                (
-                    RedisSource::External {
-                        url: url.to_string(),
-                    },
-                    url.to_string(),
-                    prefix,
-                )
-            }
-            None => {
-                if !RedisServer::available() {
-                    anyhow::bail!(
-                        "redis-server is not installed: install it (e.g. `apt-get install \
-                         redis-server`) or pass --redis-url redis://127.0.0.1:6379"
-                    );
-                }
-                let server = tokio::task::spawn_blocking(|| RedisServer::start(Persistence::None))
-                    .await
-                    .context("starting redis-server")??;
-                let url = server.url();
-                (
-                    RedisSource::Private { _server: server },
-                    url,
-                    "oncebot-bench".to_string(),
-                )
-            }
-        };
+        let (redis, url, prefix) = bench_redis(redis_url).await?;
         let updates = Arc::new(UpdateMaker::new());
         let secret = hex::encode(rand::random::<[u8; 16]>());
         let users = updates
@@ -85,19 +107,9 @@ impl Target {
             .map(i64::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let env = OncebotEnv::new(&url).set_all([
-            ("ONCEBOT__REDIS__KEY_PREFIX", prefix.as_str()),
-            (
-                "ONCEBOT__REDIS__CLUSTER",
-                if cluster { "true" } else { "false" },
-            ),
-            ("ONCEBOT__TELEGRAM__TOKEN", "123456:bench-token-never-sent"),
-            // Nothing is sent: the dispatcher does not run in this cut of the bench.
-            ("ONCEBOT__TELEGRAM__API_URL", "http://127.0.0.1:9"),
-            ("ONCEBOT__TELEGRAM__WEBHOOK_SECRET", secret.as_str()),
-            ("ONCEBOT__TELEGRAM__ALLOWED_USERS", users.as_str()),
-        ]);
-        let settings = env.settings().context("the bench's settings")?;
+        let settings = bench_env(&url, &prefix, cluster, &secret, &users)
+            .settings()
+            .context("the bench's settings")?;
         let ledger = Ledger::connect(
             &settings,
             oncebot::i18n::Texts::new(settings.telegram.locale).for_ledger(),

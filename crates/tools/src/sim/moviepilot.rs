@@ -904,39 +904,7 @@ impl MoviePilotSim {
 struct ConnKill(CancellationToken);
 
 async fn serve(listener: TcpListener, state: Arc<State>, stop: CancellationToken) {
-    let filter = {
-        let state = state.clone();
-        warp::method()
-            .and(warp::path::full())
-            .and(
-                warp::query::<Vec<(String, String)>>()
-                    .or(warp::any().map(Vec::new))
-                    .unify(),
-            )
-            .and(warp::header::headers_cloned())
-            .and(warp::body::bytes())
-            .and(warp::ext::optional::<ConnKill>())
-            .then(
-                move |method: Method,
-                      path: warp::path::FullPath,
-                      query: Vec<(String, String)>,
-                      headers: HeaderMap,
-                      body: Bytes,
-                      kill: Option<ConnKill>| {
-                    let state = state.clone();
-                    async move {
-                        let req = Req {
-                            method,
-                            path: path.as_str().to_string(),
-                            query,
-                            headers,
-                            body,
-                        };
-                        handle(state, req, kill).await
-                    }
-                },
-            )
-    };
+    let filter = requests(state);
     loop {
         let accepted = tokio::select! {
             _ = stop.cancelled() => return,
@@ -966,6 +934,42 @@ async fn serve(listener: TcpListener, state: Arc<State>, stop: CancellationToken
             }
         });
     }
+}
+
+/// Every request, whatever its method and path, as a [`Req`] for [`handle`].
+fn requests(
+    state: Arc<State>,
+) -> impl Filter<Extract = (Resp,), Error = warp::Rejection> + Clone + Send + Sync + 'static {
+    warp::method()
+        .and(warp::path::full())
+        .and(
+            warp::query::<Vec<(String, String)>>()
+                .or(warp::any().map(Vec::new))
+                .unify(),
+        )
+        .and(warp::header::headers_cloned())
+        .and(warp::body::bytes())
+        .and(warp::ext::optional::<ConnKill>())
+        .then(
+            move |method: Method,
+                  path: warp::path::FullPath,
+                  query: Vec<(String, String)>,
+                  headers: HeaderMap,
+                  body: Bytes,
+                  kill: Option<ConnKill>| {
+                let state = state.clone();
+                async move {
+                    let req = Req {
+                        method,
+                        path: path.as_str().to_string(),
+                        query,
+                        headers,
+                        body,
+                    };
+                    handle(state, req, kill).await
+                }
+            },
+        )
 }
 
 /// How many request paths [`MoviePilotSim::paths`] keeps (the newest).
@@ -1122,31 +1126,10 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
     if matches!(state.data().restart.down, Some((from, until)) if from <= now && now < until) {
         return drop_connection(kill).await;
     }
-    let get_search_trigger = {
-        let mut data = state.data();
-        // Bounded for the bench's long runs: a test reads far fewer.
-        if data.paths.len() >= PATHS_KEPT {
-            data.paths.drain(..PATHS_KEPT / 2);
-        }
-        data.paths.push(format!("{} {}", req.method, req.path));
-        data.get_search_trigger
-    };
-    let (route, key, access) = match resolve(
-        state.opts.dialect,
-        get_search_trigger,
-        &req.method,
-        &req.path,
-    ) {
+    let get_search_trigger = note_path(&state, &req);
+    let (route, key, access) = match route_of(&state, get_search_trigger, &req) {
         Ok(found) => found,
-        Err(resp) => {
-            if resp.status() == StatusCode::NOT_FOUND {
-                state
-                    .data()
-                    .unrouted
-                    .push(format!("{} {}", req.method, req.path));
-            }
-            return *resp;
-        }
+        Err(resp) => return *resp,
     };
     state
         .data()
@@ -1163,69 +1146,128 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         .faults
         .get_mut(key)
         .and_then(VecDeque::pop_front);
+    match fault {
+        None => answer_route(state, route, key, req, user).await,
+        Some(fault) => answer_fault(state, route, req, user, fault, kill).await,
+    }
+}
+
+/// Records the request's path (the newest [`PATHS_KEPT`]); returns whether the subscription
+/// search is triggered with a GET.
+fn note_path(state: &State, req: &Req) -> bool {
+    let mut data = state.data();
+    // Bounded for the bench's long runs: a test reads far fewer.
+    if data.paths.len() >= PATHS_KEPT {
+        data.paths.drain(..PATHS_KEPT / 2);
+    }
+    data.paths.push(format!("{} {}", req.method, req.path));
+    data.get_search_trigger
+}
+
+/// The route a request is for, or MoviePilot's answer when there is none (an unknown path is
+/// also recorded in `unrouted`).
+fn route_of(
+    state: &State,
+    get_search_trigger: bool,
+    req: &Req,
+) -> Result<(Route, &'static str, Access), Early> {
+    resolve(
+        state.opts.dialect,
+        get_search_trigger,
+        &req.method,
+        &req.path,
+    )
+    .inspect_err(|resp| {
+        if resp.status() == StatusCode::NOT_FOUND {
+            state
+                .data()
+                .unrouted
+                .push(format!("{} {}", req.method, req.path));
+        }
+    })
+}
+
+/// Runs a route no fault is queued for.
+async fn answer_route(
+    state: Arc<State>,
+    route: Route,
+    key: &'static str,
+    req: Req,
+    user: String,
+) -> Resp {
     let slow = {
         let data = state.data();
         releases::delay(&data, key).max(library::delay(&data, key))
     };
-    match fault {
-        // The answers that can be tens of MB (a site listing thousands of releases, a downloader
-        // with thousands of torrents) are built off the runtime, so a test's own tasks (its Redis
-        // connection) are not starved meanwhile.
-        None if slow.is_zero() && matches!(key, routes::RESOURCE_SEARCH | routes::DOWNLOADS) => {
-            let task = tokio::task::spawn_blocking(move || execute(&state, &route, &req, &user));
-            match task.await {
-                Ok(resp) => resp,
-                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
-            }
-        }
+    if slow.is_zero() && matches!(key, routes::RESOURCE_SEARCH | routes::DOWNLOADS) {
+        // The answers that can be tens of MB (a site listing thousands of releases, a
+        // downloader with thousands of torrents) are built off the runtime, so a test's own
+        // tasks (its Redis connection) are not starved meanwhile.
+        joined(tokio::task::spawn_blocking(move || {
+            execute(&state, &route, &req, &user)
+        }))
+        .await
+    } else if matches!(route, Route::RunScheduler) {
         // A scheduler job runs inside the request, as MoviePilot's does.
-        None if matches!(route, Route::RunScheduler) => run_scheduler(state, req, user).await,
+        run_scheduler(state, req, user).await
+    } else if slow.is_zero() && matches!(route, Route::SubCreate) {
         // With the Webhook plugin, the create's notice is posted before the answer.
-        None if slow.is_zero() && matches!(route, Route::SubCreate) => {
-            let notice = subscription_notice(&req);
-            let resp = execute(&state, &route, &req, &user);
-            if resp.status().is_success() {
-                plugin_posts(&state, notice).await;
-            }
-            resp
+        let notice = subscription_notice(&req);
+        let resp = execute(&state, &route, &req, &user);
+        if resp.status().is_success() {
+            plugin_posts(&state, notice).await;
         }
-        None if slow.is_zero() => execute(&state, &route, &req, &user),
+        resp
+    } else if slow.is_zero() {
+        execute(&state, &route, &req, &user)
+    } else {
         // A slow route (a resource search, an add) as a late answer: the effect happens even
         // when the client gives up meanwhile, as a request MoviePilot received runs to its end.
-        None => {
-            let task = tokio::spawn(async move {
-                tokio::time::sleep(slow).await;
-                execute(&state, &route, &req, &user)
-            });
-            match task.await {
-                Ok(resp) => resp,
-                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
-            }
-        }
-        Some(Fault::Status(code, body)) => {
+        late(state, route, req, user, slow).await
+    }
+}
+
+/// Answers as the queued fault says.
+async fn answer_fault(
+    state: Arc<State>,
+    route: Route,
+    req: Req,
+    user: String,
+    fault: Fault,
+    kill: Option<ConnKill>,
+) -> Resp {
+    match fault {
+        Fault::Status(code, body) => {
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             match serde_json::from_str::<Value>(&body) {
                 Ok(v) => json_resp(status, &v),
                 Err(_) => text_resp(status, &body),
             }
         }
-        Some(Fault::Drop) => drop_connection(kill).await,
-        Some(Fault::CommitThenDrop) => {
+        Fault::Drop => drop_connection(kill).await,
+        Fault::CommitThenDrop => {
             let _ = execute(&state, &route, &req, &user);
             drop_connection(kill).await
         }
-        Some(Fault::Delay(delay)) => {
-            // The effect runs in its own task, so it happens even when the client gives up and
-            // hyper drops this handler.
-            let task = tokio::spawn(async move {
-                tokio::time::sleep(delay).await;
-                execute(&state, &route, &req, &user)
-            });
-            match task.await {
-                Ok(resp) => resp,
-                Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
-            }
-        }
+        Fault::Delay(delay) => late(state, route, req, user, delay).await,
+    }
+}
+
+/// The route run after `delay` in a task of its own, so its effect happens even when the
+/// client gives up and hyper drops the handler meanwhile.
+async fn late(state: Arc<State>, route: Route, req: Req, user: String, delay: Duration) -> Resp {
+    joined(tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        execute(&state, &route, &req, &user)
+    }))
+    .await
+}
+
+/// A task's answer, or a bare 500 if it panicked.
+async fn joined(task: tokio::task::JoinHandle<Resp>) -> Resp {
+    match task.await {
+        Ok(resp) => resp,
+        Err(_) => text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
     }
 }
 
@@ -1294,108 +1336,16 @@ fn resolve(
     method: &Method,
     path: &str,
 ) -> Result<(Route, &'static str, Access), Early> {
-    use Access::*;
-    let get = *method == Method::GET;
-    let post = *method == Method::POST;
-    let delete = *method == Method::DELETE;
-    let v1 = path.strip_prefix("/api/v1");
-    let found: Option<(bool, Route, &'static str, Access)> = match v1 {
-        Some("/login/access-token") => Some((post, Route::Login, routes::LOGIN, Open)),
-        Some("/system/global") => Some((get, Route::Global, routes::GLOBAL, Open)),
-        Some("/user/current") => Some((get, Route::CurrentUser, routes::CURRENT_USER, Jwt)),
-        Some("/user/") => Some((get, Route::Users, routes::USERS, Jwt)),
-        Some("/media/search") => Some((get, Route::MediaSearch, routes::MEDIA_SEARCH, Jwt)),
-        Some("/download/") if post => Some((true, Route::DownloadAdd, routes::DOWNLOAD_ADD, Jwt)),
-        Some("/download/") => Some((get, Route::Downloads, routes::DOWNLOADS, Jwt)),
-        Some("/history/download") => {
-            Some((get, Route::DownloadHistory, routes::DOWNLOAD_HISTORY, Jwt))
-        }
-        Some("/message/web") => Some((get, Route::MessageWeb, routes::MESSAGE_WEB, Jwt)),
-        Some("/system/runscheduler") => {
-            Some((get, Route::RunScheduler, routes::RUN_SCHEDULER, Jwt))
-        }
-        Some("/dashboard/schedule") => Some((get, Route::Schedule, routes::SCHEDULE, Jwt)),
-        Some("/system/restart") => Some((get, Route::Restart, routes::RESTART, Jwt)),
-        Some("/history/transfer") => {
-            Some((get, Route::TransferHistory, routes::TRANSFER_HISTORY, Jwt))
-        }
-        Some("/transfer/manual") => {
-            Some((post, Route::TransferManual, routes::TRANSFER_MANUAL, Jwt))
-        }
-        Some("/mediaserver/clients") => Some((
-            get,
-            Route::MediaServerClients,
-            routes::MEDIASERVER_CLIENTS,
-            Jwt,
+    let found = match path.strip_prefix("/api/v1") {
+        Some("/subscribe") => return Err(Box::new(subscribe_redirect())),
+        Some(rest) => fixed_route(method, rest)
+            .or_else(|| segment_route(dialect, get_search_trigger, method, rest)),
+        None if dialect == Dialect::V2 && path == "/api/v3/system/status" => Some((
+            *method == Method::GET,
+            Route::ServarrStatus,
+            routes::SERVARR_STATUS,
+            Access::ApiKey,
         )),
-        Some("/mediaserver/notexists") => Some((
-            post,
-            Route::MediaServerNotExists,
-            routes::MEDIASERVER_NOTEXISTS,
-            Jwt,
-        )),
-        Some("/mediaserver/exists_remote") => Some((
-            post,
-            Route::MediaServerExistsRemote,
-            routes::MEDIASERVER_EXISTS_REMOTE,
-            Jwt,
-        )),
-        Some("/subscribe") => {
-            let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
-            *resp.body_mut() = Bytes::new();
-            if let Ok(location) = http::HeaderValue::from_str("/api/v1/subscribe/") {
-                resp.headers_mut().insert(http::header::LOCATION, location);
-            }
-            return Err(Box::new(resp));
-        }
-        Some("/subscribe/") if post => {
-            Some((true, Route::SubCreate, routes::SUBSCRIBE_CREATE, Jwt))
-        }
-        Some("/subscribe/") if *method == Method::PUT => {
-            Some((true, Route::SubUpdate, routes::SUBSCRIBE_UPDATE, Jwt))
-        }
-        Some("/subscribe/") => Some((get, Route::SubList, routes::SUBSCRIBE_LIST, Jwt)),
-        Some("/subscribe/list") => Some((
-            get,
-            Route::SubListToken,
-            routes::SUBSCRIBE_LIST_TOKEN,
-            ApiToken,
-        )),
-        Some(rest) => {
-            if let Some(id) = single_segment(rest, "/search/media/") {
-                Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
-            } else if let Some(id) = single_segment(rest, "/media/") {
-                Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
-            } else if let Some(name) = single_segment(rest, "/subscribe/user/") {
-                Some((get, Route::SubUser(name), routes::SUBSCRIBE_USER, Jwt))
-            } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
-                Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
-            } else if let Some(id) = single_segment(rest, "/subscribe/search/") {
-                match dialect {
-                    // v3.0.0 (71147c1d) still had only GET, answering `{success: true}`.
-                    Dialect::V2 => {
-                        Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt))
-                    }
-                    Dialect::V3 if get_search_trigger => {
-                        Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt))
-                    }
-                    Dialect::V3 => {
-                        Some((post, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V3, Jwt))
-                    }
-                }
-            } else if let Some(id) = single_segment(rest, "/subscribe/") {
-                if delete {
-                    Some((true, Route::SubDelete(id), routes::SUBSCRIBE_DELETE, Jwt))
-                } else {
-                    Some((get, Route::SubGet(id), routes::SUBSCRIBE_GET, Jwt))
-                }
-            } else {
-                None
-            }
-        }
-        None if dialect == Dialect::V2 && path == "/api/v3/system/status" => {
-            Some((get, Route::ServarrStatus, routes::SERVARR_STATUS, ApiKey))
-        }
         None => None,
     };
     match found {
@@ -1411,6 +1361,219 @@ fn resolve(
             "Not Found",
         ))),
     }
+}
+
+/// A route found for a path: whether the method is the route's, the route, its key, its access.
+type Found = (bool, Route, &'static str, Access);
+
+/// The routes at fixed paths under `/api/v1`: path, method, route, key, access. A path listed
+/// for several methods routes by its method; with any other method it is 405.
+static FIXED_ROUTES: &[(&str, Method, Route, &str, Access)] = &[
+    (
+        "/login/access-token",
+        Method::POST,
+        Route::Login,
+        routes::LOGIN,
+        Access::Open,
+    ),
+    (
+        "/system/global",
+        Method::GET,
+        Route::Global,
+        routes::GLOBAL,
+        Access::Open,
+    ),
+    (
+        "/user/current",
+        Method::GET,
+        Route::CurrentUser,
+        routes::CURRENT_USER,
+        Access::Jwt,
+    ),
+    (
+        "/user/",
+        Method::GET,
+        Route::Users,
+        routes::USERS,
+        Access::Jwt,
+    ),
+    (
+        "/media/search",
+        Method::GET,
+        Route::MediaSearch,
+        routes::MEDIA_SEARCH,
+        Access::Jwt,
+    ),
+    (
+        "/download/",
+        Method::POST,
+        Route::DownloadAdd,
+        routes::DOWNLOAD_ADD,
+        Access::Jwt,
+    ),
+    (
+        "/download/",
+        Method::GET,
+        Route::Downloads,
+        routes::DOWNLOADS,
+        Access::Jwt,
+    ),
+    (
+        "/history/download",
+        Method::GET,
+        Route::DownloadHistory,
+        routes::DOWNLOAD_HISTORY,
+        Access::Jwt,
+    ),
+    (
+        "/message/web",
+        Method::GET,
+        Route::MessageWeb,
+        routes::MESSAGE_WEB,
+        Access::Jwt,
+    ),
+    (
+        "/system/runscheduler",
+        Method::GET,
+        Route::RunScheduler,
+        routes::RUN_SCHEDULER,
+        Access::Jwt,
+    ),
+    (
+        "/dashboard/schedule",
+        Method::GET,
+        Route::Schedule,
+        routes::SCHEDULE,
+        Access::Jwt,
+    ),
+    (
+        "/system/restart",
+        Method::GET,
+        Route::Restart,
+        routes::RESTART,
+        Access::Jwt,
+    ),
+    (
+        "/history/transfer",
+        Method::GET,
+        Route::TransferHistory,
+        routes::TRANSFER_HISTORY,
+        Access::Jwt,
+    ),
+    (
+        "/transfer/manual",
+        Method::POST,
+        Route::TransferManual,
+        routes::TRANSFER_MANUAL,
+        Access::Jwt,
+    ),
+    (
+        "/mediaserver/clients",
+        Method::GET,
+        Route::MediaServerClients,
+        routes::MEDIASERVER_CLIENTS,
+        Access::Jwt,
+    ),
+    (
+        "/mediaserver/notexists",
+        Method::POST,
+        Route::MediaServerNotExists,
+        routes::MEDIASERVER_NOTEXISTS,
+        Access::Jwt,
+    ),
+    (
+        "/mediaserver/exists_remote",
+        Method::POST,
+        Route::MediaServerExistsRemote,
+        routes::MEDIASERVER_EXISTS_REMOTE,
+        Access::Jwt,
+    ),
+    (
+        "/subscribe/",
+        Method::POST,
+        Route::SubCreate,
+        routes::SUBSCRIBE_CREATE,
+        Access::Jwt,
+    ),
+    (
+        "/subscribe/",
+        Method::PUT,
+        Route::SubUpdate,
+        routes::SUBSCRIBE_UPDATE,
+        Access::Jwt,
+    ),
+    (
+        "/subscribe/",
+        Method::GET,
+        Route::SubList,
+        routes::SUBSCRIBE_LIST,
+        Access::Jwt,
+    ),
+    (
+        "/subscribe/list",
+        Method::GET,
+        Route::SubListToken,
+        routes::SUBSCRIBE_LIST_TOKEN,
+        Access::ApiToken,
+    ),
+];
+
+/// The route at a fixed path (`rest` after `/api/v1`), if it is one.
+fn fixed_route(method: &Method, rest: &str) -> Option<Found> {
+    let listed: Vec<_> = FIXED_ROUTES.iter().filter(|r| r.0 == rest).collect();
+    let (_, route_method, route, key, access) = listed
+        .iter()
+        .find(|r| r.1 == *method)
+        .or_else(|| listed.last())?;
+    Some((route_method == method, route.clone(), key, *access))
+}
+
+/// The route of a path ending in an id or a name (`rest` after `/api/v1`), if it is one.
+fn segment_route(
+    dialect: Dialect,
+    get_search_trigger: bool,
+    method: &Method,
+    rest: &str,
+) -> Option<Found> {
+    use Access::Jwt;
+    let get = *method == Method::GET;
+    let post = *method == Method::POST;
+    if let Some(id) = single_segment(rest, "/search/media/") {
+        Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
+    } else if let Some(id) = single_segment(rest, "/media/") {
+        Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
+    } else if let Some(name) = single_segment(rest, "/subscribe/user/") {
+        Some((get, Route::SubUser(name), routes::SUBSCRIBE_USER, Jwt))
+    } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
+        Some((get, Route::SubByMedia(id), routes::SUBSCRIBE_BY_MEDIA, Jwt))
+    } else if let Some(id) = single_segment(rest, "/subscribe/search/") {
+        match dialect {
+            // v3.0.0 (71147c1d) still had only GET, answering `{success: true}`.
+            Dialect::V2 => Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt)),
+            Dialect::V3 if get_search_trigger => {
+                Some((get, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V2, Jwt))
+            }
+            Dialect::V3 => Some((post, Route::SubSearch(id), routes::SUBSCRIBE_SEARCH_V3, Jwt)),
+        }
+    } else if let Some(id) = single_segment(rest, "/subscribe/") {
+        if *method == Method::DELETE {
+            Some((true, Route::SubDelete(id), routes::SUBSCRIBE_DELETE, Jwt))
+        } else {
+            Some((get, Route::SubGet(id), routes::SUBSCRIBE_GET, Jwt))
+        }
+    } else {
+        None
+    }
+}
+
+/// `/api/v1/subscribe` without its slash: FastAPI's 307 to the path with it, without a body.
+fn subscribe_redirect() -> Resp {
+    let mut resp = json_resp(StatusCode::TEMPORARY_REDIRECT, &Value::Null);
+    *resp.body_mut() = Bytes::new();
+    if let Ok(location) = http::HeaderValue::from_str("/api/v1/subscribe/") {
+        resp.headers_mut().insert(http::header::LOCATION, location);
+    }
+    resp
 }
 
 /// `rest` = `<prefix><one non-empty segment>`: the segment, percent-decoded.
@@ -1466,57 +1629,68 @@ fn authorize(state: &State, access: Access, req: &Req) -> Result<String, Early> 
                 "API_TOKEN 校验不通过",
             ))),
         },
-        Access::Jwt => {
-            let bearer = req.header("authorization").and_then(|h| {
-                let (scheme, token) = h.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-            });
-            if let Some(token) = bearer {
-                if state.data().tokens.contains(token) {
-                    return Ok(opts.username.clone());
-                }
-                let status = match dialect {
-                    Dialect::V2 => StatusCode::FORBIDDEN,
-                    Dialect::V3 => StatusCode::UNAUTHORIZED,
-                };
-                return Err(early(error_resp(dialect, status, "token校验不通过")));
+        Access::Jwt => authorize_jwt(state, req, api_key, &api_token),
+    }
+}
+
+/// A login token; where the options allow it, the API key (and in v3 `?token=`) too; without
+/// any, FastAPI's "Not authenticated".
+fn authorize_jwt(
+    state: &State,
+    req: &Req,
+    api_key: Option<&str>,
+    api_token: &str,
+) -> Result<String, Early> {
+    let opts = &state.opts;
+    let dialect = opts.dialect;
+    let bearer = req.header("authorization").and_then(|h| {
+        let (scheme, token) = h.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    });
+    if let Some(token) = bearer {
+        if state.data().tokens.contains(token) {
+            return Ok(opts.username.clone());
+        }
+        let status = match dialect {
+            Dialect::V2 => StatusCode::FORBIDDEN,
+            Dialect::V3 => StatusCode::UNAUTHORIZED,
+        };
+        return Err(early(error_resp(dialect, status, "token校验不通过")));
+    }
+    if opts.api_key_accepted_on_jwt_routes {
+        if let Some(key) = api_key {
+            if key == api_token {
+                return Ok(opts.username.clone());
             }
-            if opts.api_key_accepted_on_jwt_routes {
-                if let Some(key) = api_key {
-                    if key == api_token {
-                        return Ok(opts.username.clone());
-                    }
-                    let message = match dialect {
-                        Dialect::V2 => "API_KEY 校验不通过",
-                        Dialect::V3 => "apikey 校验不通过",
-                    };
-                    return Err(early(error_resp(
-                        dialect,
-                        StatusCode::UNAUTHORIZED,
-                        message,
-                    )));
-                }
-                if dialect == Dialect::V3
-                    && let Some(token) = req.param("token")
-                {
-                    if token == api_token {
-                        return Ok(opts.username.clone());
-                    }
-                    return Err(early(error_resp(
-                        dialect,
-                        StatusCode::UNAUTHORIZED,
-                        "token 校验不通过",
-                    )));
-                }
+            let message = match dialect {
+                Dialect::V2 => "API_KEY 校验不通过",
+                Dialect::V3 => "apikey 校验不通过",
+            };
+            return Err(early(error_resp(
+                dialect,
+                StatusCode::UNAUTHORIZED,
+                message,
+            )));
+        }
+        if dialect == Dialect::V3
+            && let Some(token) = req.param("token")
+        {
+            if token == api_token {
+                return Ok(opts.username.clone());
             }
-            let mut resp = error_resp(dialect, StatusCode::UNAUTHORIZED, "Not authenticated");
-            resp.headers_mut().insert(
-                http::header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer"),
-            );
-            Err(Box::new(resp))
+            return Err(early(error_resp(
+                dialect,
+                StatusCode::UNAUTHORIZED,
+                "token 校验不通过",
+            )));
         }
     }
+    let mut resp = error_resp(dialect, StatusCode::UNAUTHORIZED, "Not authenticated");
+    resp.headers_mut().insert(
+        http::header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer"),
+    );
+    Err(Box::new(resp))
 }
 
 /// Runs a route against the state. Synchronous: the whole effect happens under one lock.
@@ -2075,14 +2249,7 @@ fn downloads(state: &State) -> Resp {
 fn login(state: &State, req: &Req) -> Resp {
     let opts = &state.opts;
     let dialect = opts.dialect;
-    let is_form = req
-        .header("content-type")
-        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
-    let fields: Vec<(String, String)> = if is_form {
-        serde_urlencoded::from_bytes(&req.body).unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let fields = form_fields(req);
     let field = |name: &str| {
         fields
             .iter()
@@ -2094,20 +2261,7 @@ fn login(state: &State, req: &Req) -> Resp {
         .filter(|f| field(f).is_none())
         .collect();
     if !missing.is_empty() {
-        return validation_error(
-            dialect,
-            missing
-                .iter()
-                .map(|f| {
-                    (
-                        "body",
-                        f.to_string(),
-                        "field required",
-                        "value_error.missing",
-                    )
-                })
-                .collect(),
-        );
+        return missing_fields(dialect, &missing);
     }
     let (password, two_factor) = {
         let data = state.data();
@@ -2127,14 +2281,53 @@ fn login(state: &State, req: &Req) -> Resp {
     if two_factor && code.is_none() {
         // v3 (login.py @1d806f88): only once the password is right does it say a second factor
         // is needed, and which.
-        let mut resp = json_resp(
-            StatusCode::UNAUTHORIZED,
-            &json!({"success": false, "message": "需要二次验证", "data": {"mfa_methods": ["otp"]}}),
-        );
-        resp.headers_mut()
-            .insert("x-mfa-required", http::HeaderValue::from_static("true"));
-        return resp;
+        return second_factor_required();
     }
+    issue_token(state)
+}
+
+/// A form-encoded body's fields (none for any other body).
+fn form_fields(req: &Req) -> Vec<(String, String)> {
+    let is_form = req
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
+    if is_form {
+        serde_urlencoded::from_bytes(&req.body).unwrap_or_default()
+    } else {
+        Vec::new()
+    }
+}
+
+/// FastAPI's 422 for required body fields left out.
+fn missing_fields(dialect: Dialect, missing: &[&str]) -> Resp {
+    validation_error(
+        dialect,
+        missing
+            .iter()
+            .map(|f| {
+                (
+                    "body",
+                    f.to_string(),
+                    "field required",
+                    "value_error.missing",
+                )
+            })
+            .collect(),
+    )
+}
+
+fn second_factor_required() -> Resp {
+    let mut resp = json_resp(
+        StatusCode::UNAUTHORIZED,
+        &json!({"success": false, "message": "需要二次验证", "data": {"mfa_methods": ["otp"]}}),
+    );
+    resp.headers_mut()
+        .insert("x-mfa-required", http::HeaderValue::from_static("true"));
+    resp
+}
+
+/// A new login token, counted among the logins.
+fn issue_token(state: &State) -> Resp {
     let token = format!("eyJsim.{:032x}", rand::random::<u128>());
     {
         let mut data = state.data();
@@ -2143,7 +2336,7 @@ fn login(state: &State, req: &Req) -> Resp {
     }
     let mut body = template(TOKEN);
     body["access_token"] = json!(token);
-    body["user_name"] = json!(opts.username);
+    body["user_name"] = json!(state.opts.username);
     // The login answer keeps its OAuth2 shape in v3 too.
     json_resp(StatusCode::OK, &body)
 }
@@ -2153,12 +2346,6 @@ fn create(state: &State, req: &Req, user: &str) -> Resp {
     let body = match json_object(dialect, req) {
         Ok(body) => body,
         Err(resp) => return *resp,
-    };
-    let refuse = |message: &str| {
-        json_resp(
-            StatusCode::OK,
-            &json!({"success": false, "message": message, "data": {"id": null}}),
-        )
     };
     let kind = match body
         .get("type")
@@ -2172,25 +2359,9 @@ fn create(state: &State, req: &Req, user: &str) -> Resp {
         }
         _ => return bad_type(dialect, "body", "type"),
     };
-    let tmdb_id = match dialect {
-        Dialect::V2 => body.get("tmdbid").and_then(lenient_u64),
-        Dialect::V3 => {
-            let source = body
-                .get("media_source")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty());
-            let id = body.get("media_id").filter(|v| !v.is_null());
-            match (source, id) {
-                (Some(source), Some(id)) => {
-                    if !matches!(source, "themoviedb" | "tmdb") {
-                        return refuse("未识别到媒体信息");
-                    }
-                    lenient_u64(id)
-                }
-                (None, None) => None,
-                _ => return refuse("新增订阅时必须同时提供有效的 media_source 和 media_id"),
-            }
-        }
+    let tmdb_id = match created_tmdb_id(dialect, &body) {
+        Ok(id) => id,
+        Err(resp) => return *resp,
     };
     let mut data = state.data();
     let Some(media) = tmdb_id
@@ -2201,18 +2372,11 @@ fn create(state: &State, req: &Req, user: &str) -> Resp {
         })
         .cloned()
     else {
-        return refuse("未识别到媒体信息");
+        return create_refused("未识别到媒体信息");
     };
-    let season = match kind {
-        MediaKind::Movie => None,
-        MediaKind::Tv => {
-            let asked = body.get("season").and_then(lenient_u64).unwrap_or(0);
-            let season = if asked == 0 { 1 } else { asked as u32 };
-            if !media.seasons.iter().any(|(n, _)| *n == season) {
-                return refuse(&format!("未获取到第 {season} 季的总集数"));
-            }
-            Some(season)
-        }
+    let season = match created_season(&body, &media) {
+        Ok(season) => season,
+        Err(resp) => return *resp,
     };
     // `best_version` is not part of MoviePilot's duplicate check: an existing row's id is
     // answered and the row is left as it is (v2.5.6 `SubscribeOper.add`).
@@ -2234,6 +2398,59 @@ fn create(state: &State, req: &Req, user: &str) -> Resp {
         StatusCode::OK,
         &json!({"success": true, "message": message, "data": {"id": id}}),
     )
+}
+
+/// A create MoviePilot refuses with 200 and `success: false`.
+fn create_refused(message: &str) -> Resp {
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": false, "message": message, "data": {"id": null}}),
+    )
+}
+
+/// The TMDB id a create names: v2's `tmdbid`; v3's `media_id` with `media_source` (both or
+/// neither, and the source TMDB).
+fn created_tmdb_id(dialect: Dialect, body: &Value) -> Result<Option<u64>, Early> {
+    match dialect {
+        Dialect::V2 => Ok(body.get("tmdbid").and_then(lenient_u64)),
+        Dialect::V3 => {
+            let source = body
+                .get("media_source")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty());
+            let id = body.get("media_id").filter(|v| !v.is_null());
+            match (source, id) {
+                (Some(source), Some(id)) => {
+                    if !matches!(source, "themoviedb" | "tmdb") {
+                        return Err(early(create_refused("未识别到媒体信息")));
+                    }
+                    Ok(lenient_u64(id))
+                }
+                (None, None) => Ok(None),
+                _ => Err(early(create_refused(
+                    "新增订阅时必须同时提供有效的 media_source 和 media_id",
+                ))),
+            }
+        }
+    }
+}
+
+/// The season a create subscribes: none for a film, the first when a series' is 0 or left out;
+/// one the series does not have is refused.
+fn created_season(body: &Value, media: &SimMedia) -> Result<Option<u32>, Early> {
+    match media.kind {
+        MediaKind::Movie => Ok(None),
+        MediaKind::Tv => {
+            let asked = body.get("season").and_then(lenient_u64).unwrap_or(0);
+            let season = if asked == 0 { 1 } else { asked as u32 };
+            if !media.seasons.iter().any(|(n, _)| *n == season) {
+                return Err(early(create_refused(&format!(
+                    "未获取到第 {season} 季的总集数"
+                ))));
+            }
+            Ok(Some(season))
+        }
+    }
 }
 
 /// A request body that is a JSON object, or FastAPI's 422 for one that is not.
@@ -2350,19 +2567,7 @@ fn media_json(dialect: Dialect, m: &SimMedia, posters: Option<&str>) -> Value {
     let mut v = template(MEDIA_EMPTY);
     let tv = m.kind == MediaKind::Tv;
     let section = if tv { "tv" } else { "movie" };
-    let seasons: Map<String, Value> = m
-        .seasons
-        .iter()
-        .map(|(n, eps)| (n.to_string(), json!((1..=*eps).collect::<Vec<_>>())))
-        .collect();
-    let season_info: Vec<Value> = m
-        .seasons
-        .iter()
-        .map(|(n, eps)| {
-            json!({"season_number": n, "episode_count": eps, "name": format!("第 {n} 季"),
-                   "air_date": null, "overview": "", "poster_path": null})
-        })
-        .collect();
+    let (seasons, season_info) = season_json(m);
     let fields = [
         ("source", json!("themoviedb")),
         ("type", json!(m.kind.wire_name())),
@@ -2387,8 +2592,8 @@ fn media_json(dialect: Dialect, m: &SimMedia, posters: Option<&str>) -> Value {
         ),
         ("vote_average", json!(7.5)),
         ("overview", json!(m.overview)),
-        ("seasons", Value::Object(seasons)),
-        ("season_info", Value::Array(season_info)),
+        ("seasons", seasons),
+        ("season_info", season_info),
         ("names", json!([m.title])),
         (
             "detail_link",
@@ -2416,6 +2621,24 @@ fn media_json(dialect: Dialect, m: &SimMedia, posters: Option<&str>) -> Value {
         to_v3_media(&mut v);
     }
     v
+}
+
+/// A medium's `seasons` (each season's episode numbers) and `season_info` (one row a season).
+fn season_json(m: &SimMedia) -> (Value, Value) {
+    let seasons: Map<String, Value> = m
+        .seasons
+        .iter()
+        .map(|(n, eps)| (n.to_string(), json!((1..=*eps).collect::<Vec<_>>())))
+        .collect();
+    let season_info: Vec<Value> = m
+        .seasons
+        .iter()
+        .map(|(n, eps)| {
+            json!({"season_number": n, "episode_count": eps, "name": format!("第 {n} 季"),
+                   "air_date": null, "overview": "", "poster_path": null})
+        })
+        .collect();
+    (Value::Object(seasons), Value::Array(season_info))
 }
 
 fn empty_media(dialect: Dialect) -> Value {

@@ -950,89 +950,137 @@ async fn handle(shared: Arc<Shared>, hang_up: CancellationToken, req: Request) -
         Err(f) => return api_error(&f),
     };
     let known = canonical(method);
+    let (call, authorized, fault) = record_call(&shared, token, method, known, &params);
+    if !authorized {
+        return call.respond(&shared, &Err(Failure::new(401, descriptions::UNAUTHORIZED)));
+    }
+    let Some(method) = known else {
+        return call.respond(&shared, &Err(Failure::new(404, descriptions::NOT_FOUND)));
+    };
+    let drop_after = match apply_fault(&shared, &call, fault, &hang_up).await {
+        AfterFault::Run { drop_after } => drop_after,
+        AfterFault::Answered(resp) => return resp,
+    };
+    let result = run_method(&shared, method, &params).await;
+    if drop_after {
+        return hang_up_now(&shared, call.index, &hang_up).await;
+    }
+    call.respond(&shared, &result)
+}
+
+/// A call recorded in [`State::calls`], whose outcome its answer fills in.
+struct RecordedCall {
+    index: usize,
+    /// Lean mode: the answer's body is not kept.
+    lean: bool,
+}
+
+impl RecordedCall {
+    fn answer(&self, shared: &Shared, status: u16, body: Option<Value>) {
+        shared.lock().calls[self.index].outcome = Outcome::Answered { status, body };
+        shared.changed.notify_waiters();
+    }
+
+    fn respond(&self, shared: &Shared, result: &Answer) -> Response {
+        let (status, body) = envelope(result);
+        self.answer(shared, status, (!self.lean).then(|| body.clone()));
+        json_response(status, &body)
+    }
+}
+
+/// Records the call in flight: whether its token is the bot's, and the fault queued for its
+/// method (taken only for an authorized call of a known method).
+fn record_call(
+    shared: &Shared,
+    token: &str,
+    method: &str,
+    known: Option<&'static str>,
+    params: &Map<String, Value>,
+) -> (RecordedCall, bool, Option<Fault>) {
     let name = known.map_or_else(|| method.to_string(), str::to_string);
-    let (index, authorized, fault, lean) = {
+    let recorded = {
         let mut st = shared.lock();
         let authorized = token == st.token;
         let fault = match known {
             Some(m) if authorized => st.faults.get_mut(m).and_then(VecDeque::pop_front),
             _ => None,
         };
-        let recorded = if st.lean {
+        let kept = if st.lean {
             Value::Null
         } else {
             Value::Object(params.clone())
         };
         st.calls.push(Call {
             method: name,
-            params: recorded,
+            params: kept,
             at: Instant::now(),
             outcome: Outcome::InFlight,
         });
-        (st.calls.len() - 1, authorized, fault, st.lean)
+        let call = RecordedCall {
+            index: st.calls.len() - 1,
+            lean: st.lean,
+        };
+        (call, authorized, fault)
     };
     shared.changed.notify_waiters();
+    recorded
+}
 
-    let answer = |status: u16, body: Option<Value>| {
-        shared.lock().calls[index].outcome = Outcome::Answered { status, body };
-        shared.changed.notify_waiters();
-    };
-    let respond = |result: &Answer| {
-        let (status, body) = envelope(result);
-        answer(status, (!lean).then(|| body.clone()));
-        json_response(status, &body)
-    };
-    if !authorized {
-        return respond(&Err(Failure::new(401, descriptions::UNAUTHORIZED)));
-    }
-    let Some(method) = known else {
-        return respond(&Err(Failure::new(404, descriptions::NOT_FOUND)));
-    };
+/// What is left to do once a queued fault is applied.
+enum AfterFault {
+    /// Run the method, then drop the connection without answering when `drop_after`.
+    Run { drop_after: bool },
+    /// This answers instead of the method (or never does: the connection is closed).
+    Answered(Response),
+}
 
-    let mut drop_after = false;
+/// Applies a queued fault before the method runs.
+async fn apply_fault(
+    shared: &Shared,
+    call: &RecordedCall,
+    fault: Option<Fault>,
+    hang_up: &CancellationToken,
+) -> AfterFault {
+    let refuse = |failure: Failure| AfterFault::Answered(call.respond(shared, &Err(failure)));
     match fault {
-        None => {}
-        Some(Fault::RetryAfter(secs)) => {
-            return respond(&Err(Failure {
-                code: 429,
-                description: format!("Too Many Requests: retry after {secs}"),
-                retry_after: Some(secs),
-            }));
-        }
+        None => AfterFault::Run { drop_after: false },
+        Some(Fault::RetryAfter(secs)) => refuse(Failure {
+            code: 429,
+            description: format!("Too Many Requests: retry after {secs}"),
+            retry_after: Some(secs),
+        }),
         Some(Fault::ServerError(status)) => {
-            answer(status, None);
-            return proxy_error_page(status);
+            call.answer(shared, status, None);
+            AfterFault::Answered(proxy_error_page(status))
         }
-        Some(Fault::Forbidden(d)) => return respond(&Err(Failure::new(403, d))),
-        Some(Fault::BadRequest(d)) => return respond(&Err(Failure::new(400, d))),
-        Some(Fault::Conflict(d)) => return respond(&Err(Failure::new(409, d))),
-        Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
-        Some(Fault::Drop) => return hang_up_now(&shared, index, &hang_up).await,
-        Some(Fault::DropAfter) => drop_after = true,
+        Some(Fault::Forbidden(d)) => refuse(Failure::new(403, d)),
+        Some(Fault::BadRequest(d)) => refuse(Failure::new(400, d)),
+        Some(Fault::Conflict(d)) => refuse(Failure::new(409, d)),
+        Some(Fault::Delay(d)) => {
+            tokio::time::sleep(d).await;
+            AfterFault::Run { drop_after: false }
+        }
+        Some(Fault::Drop) => AfterFault::Answered(hang_up_now(shared, call.index, hang_up).await),
+        Some(Fault::DropAfter) => AfterFault::Run { drop_after: true },
     }
+}
 
-    let result = if method == "getUpdates" {
-        get_updates(&shared, &params).await
-    } else if method == "sendPhoto" || method == "editMessageMedia" {
-        let result = if method == "sendPhoto" {
-            send_photo(&shared, &params).await
-        } else {
-            edit_media(&shared, &params).await
-        };
-        shared.changed.notify_waiters();
-        result
-    } else {
-        let result = {
-            let mut st = shared.lock();
-            call_method(&mut st, method, &params)
-        };
-        shared.changed.notify_waiters();
-        result
-    };
-    if drop_after {
-        return hang_up_now(&shared, index, &hang_up).await;
+/// Runs a known method: getUpdates may wait for updates, the photo methods fetch their photo,
+/// every other method runs under the lock.
+async fn run_method(shared: &Shared, method: &str, params: &Map<String, Value>) -> Answer {
+    if method == "getUpdates" {
+        return get_updates(shared, params).await;
     }
-    respond(&result)
+    let result = if method == "sendPhoto" {
+        send_photo(shared, params).await
+    } else if method == "editMessageMedia" {
+        edit_media(shared, params).await
+    } else {
+        let mut st = shared.lock();
+        call_method(&mut st, method, params)
+    };
+    shared.changed.notify_waiters();
+    result
 }
 
 /// Marks the call dropped, closes its connection and never answers.
@@ -1241,53 +1289,13 @@ fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
         check_user_text(st, p);
     }
     match method {
-        "getMe" => Ok(json!({
-            "id": st.bot_id,
-            "is_bot": true,
-            "first_name": "oncebot sim",
-            "username": SIM_BOT_USERNAME,
-            "can_join_groups": true,
-            "can_read_all_group_messages": false,
-            "supports_inline_queries": false,
-            // Documented as optional ("returned only in getMe"), and the real getMe always has them.
-            "can_connect_to_business": false,
-            "has_main_web_app": false,
-        })
-        .into()),
+        "getMe" => Ok(get_me(st).into()),
         "sendMessage" => send_message(st, p),
         "editMessageText" | "editMessageReplyMarkup" => edit_message(st, method, p),
         "editMessageCaption" => edit_caption(st, p, None),
         "deleteMessage" => delete_message(st, p),
-        "answerCallbackQuery" => {
-            let id = text(p, "callback_query_id").unwrap_or_default();
-            match st.callback_queries.get_mut(&id) {
-                Some(answered @ false) => {
-                    *answered = true;
-                    Ok(json!(true).into())
-                }
-                _ => Err(Failure::bad_request(descriptions::QUERY_TOO_OLD)),
-            }
-        }
-        "setMyCommands" => {
-            let commands = structured(p, "commands").unwrap_or(Value::Null);
-            let Some(list) = commands.as_array() else {
-                return Err(Failure::bad_request(
-                    "Bad Request: parameter \"commands\" is required",
-                ));
-            };
-            let valid = |c: &Value| {
-                let name = c.get("command").and_then(Value::as_str).unwrap_or("");
-                (1..=32).contains(&name.len())
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-            };
-            if !list.iter().all(valid) {
-                return Err(Failure::bad_request(descriptions::BOT_COMMAND_INVALID));
-            }
-            st.commands.insert(commands_key(p), commands.clone());
-            Ok(json!(true).into())
-        }
+        "answerCallbackQuery" => answer_callback_query(st, p),
+        "setMyCommands" => set_my_commands(st, p),
         "getMyCommands" => Ok(st
             .commands
             .get(&commands_key(p))
@@ -1298,78 +1306,127 @@ fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
             st.commands.remove(&commands_key(p));
             Ok(json!(true).into())
         }
-        "setWebhook" => {
-            let url = text(p, "url").unwrap_or_default();
-            if flag(p, "drop_pending_updates") {
-                st.updates.clear();
-            }
-            if url.is_empty() {
-                let was_set = st.webhook.take().is_some();
-                return Ok(Success {
-                    result: json!(true),
-                    description: Some(if was_set {
-                        "Webhook was deleted"
-                    } else {
-                        "Webhook is already deleted"
-                    }),
-                });
-            }
-            if !url.starts_with("https://") {
-                return Err(Failure::bad_request(descriptions::HTTPS_URL_REQUIRED));
-            }
-            let previous = st.webhook.take();
-            let hook = Webhook {
-                url,
-                secret_token: text(p, "secret_token"),
-                allowed_updates: structured(p, "allowed_updates")
-                    .or_else(|| previous.as_ref().and_then(|w| w.allowed_updates.clone())),
-                max_connections: int(p, "max_connections").unwrap_or(40).clamp(1, 100),
-            };
-            let unchanged = previous.as_ref() == Some(&hook);
-            st.webhook = Some(hook);
-            Ok(Success {
-                result: json!(true),
-                description: Some(if unchanged {
-                    "Webhook is already set"
-                } else {
-                    "Webhook was set"
-                }),
-            })
-        }
+        "setWebhook" => set_webhook(st, p),
         "deleteWebhook" => {
             if flag(p, "drop_pending_updates") {
                 st.updates.clear();
             }
-            let was_set = st.webhook.take().is_some();
-            Ok(Success {
-                result: json!(true),
-                description: Some(if was_set {
-                    "Webhook was deleted"
-                } else {
-                    "Webhook is already deleted"
-                }),
-            })
+            Ok(webhook_deleted(st.webhook.take().is_some()))
         }
-        "getWebhookInfo" => {
-            let mut info = json!({
-                "url": "",
-                "has_custom_certificate": false,
-                "pending_update_count": st.updates.len(),
-            });
-            if let Some(w) = &st.webhook {
-                info["url"] = json!(w.url);
-                info["max_connections"] = json!(w.max_connections);
-                if let Some(allowed) = &w.allowed_updates {
-                    info["allowed_updates"] = allowed.clone();
-                }
-            }
-            Ok(info.into())
-        }
+        "getWebhookInfo" => Ok(webhook_info(st).into()),
         other => Err(Failure::new(
             501,
             format!("the simulated Bot API does not implement {other}"),
         )),
     }
+}
+
+fn get_me(st: &State) -> Value {
+    json!({
+        "id": st.bot_id,
+        "is_bot": true,
+        "first_name": "oncebot sim",
+        "username": SIM_BOT_USERNAME,
+        "can_join_groups": true,
+        "can_read_all_group_messages": false,
+        "supports_inline_queries": false,
+        // Documented as optional ("returned only in getMe"), and the real getMe always has them.
+        "can_connect_to_business": false,
+        "has_main_web_app": false,
+    })
+}
+
+/// A callback query is answered once; a second answer, or an unknown id, is too old.
+fn answer_callback_query(st: &mut State, p: &Map<String, Value>) -> Answer {
+    let id = text(p, "callback_query_id").unwrap_or_default();
+    match st.callback_queries.get_mut(&id) {
+        Some(answered @ false) => {
+            *answered = true;
+            Ok(json!(true).into())
+        }
+        _ => Err(Failure::bad_request(descriptions::QUERY_TOO_OLD)),
+    }
+}
+
+fn set_my_commands(st: &mut State, p: &Map<String, Value>) -> Answer {
+    let commands = structured(p, "commands").unwrap_or(Value::Null);
+    let Some(list) = commands.as_array() else {
+        return Err(Failure::bad_request(
+            "Bad Request: parameter \"commands\" is required",
+        ));
+    };
+    let valid = |c: &Value| {
+        let name = c.get("command").and_then(Value::as_str).unwrap_or("");
+        (1..=32).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    if !list.iter().all(valid) {
+        return Err(Failure::bad_request(descriptions::BOT_COMMAND_INVALID));
+    }
+    st.commands.insert(commands_key(p), commands.clone());
+    Ok(json!(true).into())
+}
+
+/// setWebhook: an empty URL deletes the webhook; `allowed_updates` left out keeps the previous.
+fn set_webhook(st: &mut State, p: &Map<String, Value>) -> Answer {
+    let url = text(p, "url").unwrap_or_default();
+    if flag(p, "drop_pending_updates") {
+        st.updates.clear();
+    }
+    if url.is_empty() {
+        return Ok(webhook_deleted(st.webhook.take().is_some()));
+    }
+    if !url.starts_with("https://") {
+        return Err(Failure::bad_request(descriptions::HTTPS_URL_REQUIRED));
+    }
+    let previous = st.webhook.take();
+    let hook = Webhook {
+        url,
+        secret_token: text(p, "secret_token"),
+        allowed_updates: structured(p, "allowed_updates")
+            .or_else(|| previous.as_ref().and_then(|w| w.allowed_updates.clone())),
+        max_connections: int(p, "max_connections").unwrap_or(40).clamp(1, 100),
+    };
+    let unchanged = previous.as_ref() == Some(&hook);
+    st.webhook = Some(hook);
+    Ok(Success {
+        result: json!(true),
+        description: Some(if unchanged {
+            "Webhook is already set"
+        } else {
+            "Webhook was set"
+        }),
+    })
+}
+
+/// The answer to removing the webhook, which says whether there was one.
+fn webhook_deleted(was_set: bool) -> Success {
+    Success {
+        result: json!(true),
+        description: Some(if was_set {
+            "Webhook was deleted"
+        } else {
+            "Webhook is already deleted"
+        }),
+    }
+}
+
+fn webhook_info(st: &State) -> Value {
+    let mut info = json!({
+        "url": "",
+        "has_custom_certificate": false,
+        "pending_update_count": st.updates.len(),
+    });
+    if let Some(w) = &st.webhook {
+        info["url"] = json!(w.url);
+        info["max_connections"] = json!(w.max_connections);
+        if let Some(allowed) = &w.allowed_updates {
+            info["allowed_updates"] = allowed.clone();
+        }
+    }
+    info
 }
 
 fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {

@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{
-    Data, Req, Resp, SimDownload, State, error_resp, json_resp, media_id, ok_payload, text_resp,
+    Data, Req, Resp, SimDownload, SimMedia, State, error_resp, json_resp, media_id, ok_payload,
+    text_resp,
 };
 use oncebot::moviepilot::{Dialect, MediaKind, magnet_hash};
 
@@ -166,24 +167,10 @@ pub(super) fn delay(data: &Data, key: &str) -> Duration {
 /// `GET /api/v1/search/media/{mediaid}`.
 pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
     let dialect = state.opts.dialect;
-    let refuse = |message: &str| {
-        let data = match dialect {
-            Dialect::V2 => json!({}),
-            Dialect::V3 => Value::Null,
-        };
-        json_resp(
-            StatusCode::OK,
-            &json!({"success": false, "message": message, "data": data}),
-        )
-    };
-    let kind = match (dialect, req.param("mtype")) {
-        (_, Some("电影")) => MediaKind::Movie,
-        (_, Some("电视剧")) => MediaKind::Tv,
-        (Dialect::V3, Some(v)) if MediaKind::from_wire(v).is_some() => {
-            MediaKind::from_wire(v).unwrap_or(MediaKind::Movie)
-        }
+    let refuse = |message: &str| search_refused(dialect, message);
+    let Some(kind) = search_kind(dialect, req) else {
         // v2.5.6 calls MediaType(mtype) on it: anything else is an exception, a plain 500.
-        _ => return text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error"),
+        return text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
     };
     let tmdb_id = match media_id(dialect, segment, req) {
         Ok(Some(id)) => id,
@@ -211,23 +198,7 @@ pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
         });
     };
     data.releases.searches_run += 1;
-    let mut media_info = super::media_json(Dialect::V2, &media, data.poster_host.as_deref());
-    if dialect == Dialect::V3 {
-        super::to_v3_media(&mut media_info);
-    }
-    let found: Vec<Value> = data
-        .releases
-        .catalogue
-        .iter()
-        .filter(|r| r.tmdb_id == tmdb_id && (season.is_none() || r.season == season))
-        .map(|r| {
-            json!({
-                "meta_info": meta_info(r),
-                "torrent_info": torrent_info(r),
-                "media_info": media_info,
-            })
-        })
-        .collect();
+    let found = found_releases(&data, dialect, &media, season);
     if found.is_empty() {
         return refuse("未搜索到任何资源");
     }
@@ -235,6 +206,55 @@ pub(super) fn search(state: &State, segment: &str, req: &Req) -> Resp {
         StatusCode::OK,
         &json!({"success": true, "message": null, "data": found}),
     )
+}
+
+/// A search MoviePilot answers with 200 and `success: false`.
+fn search_refused(dialect: Dialect, message: &str) -> Resp {
+    let data = match dialect {
+        Dialect::V2 => json!({}),
+        Dialect::V3 => Value::Null,
+    };
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": false, "message": message, "data": data}),
+    )
+}
+
+/// The search's `mtype`: the Chinese names, and in v3 the English ones too.
+fn search_kind(dialect: Dialect, req: &Req) -> Option<MediaKind> {
+    match (dialect, req.param("mtype")) {
+        (_, Some("电影")) => Some(MediaKind::Movie),
+        (_, Some("电视剧")) => Some(MediaKind::Tv),
+        (Dialect::V3, Some(v)) if MediaKind::from_wire(v).is_some() => {
+            Some(MediaKind::from_wire(v).unwrap_or(MediaKind::Movie))
+        }
+        _ => None,
+    }
+}
+
+/// The catalogue's releases of `media` (of `season`, when given), each with its medium.
+fn found_releases(
+    data: &Data,
+    dialect: Dialect,
+    media: &SimMedia,
+    season: Option<u32>,
+) -> Vec<Value> {
+    let mut media_info = super::media_json(Dialect::V2, media, data.poster_host.as_deref());
+    if dialect == Dialect::V3 {
+        super::to_v3_media(&mut media_info);
+    }
+    data.releases
+        .catalogue
+        .iter()
+        .filter(|r| r.tmdb_id == media.tmdb_id && (season.is_none() || r.season == season))
+        .map(|r| {
+            json!({
+                "meta_info": meta_info(r),
+                "torrent_info": torrent_info(r),
+                "media_info": media_info,
+            })
+        })
+        .collect()
 }
 
 fn meta_info(r: &SimRelease) -> Value {
@@ -275,12 +295,6 @@ fn torrent_info(r: &SimRelease) -> Value {
 /// `POST /api/v1/download/`.
 pub(super) fn add(state: &State, req: &Req, user: &str) -> Resp {
     let dialect = state.opts.dialect;
-    let failed = || {
-        json_resp(
-            StatusCode::OK,
-            &json!({"success": false, "message": "任务添加失败", "data": {}}),
-        )
-    };
     let Ok(body) = serde_json::from_slice::<Value>(&req.body) else {
         return error_resp(
             dialect,
@@ -296,30 +310,18 @@ pub(super) fn add(state: &State, req: &Req, user: &str) -> Resp {
     if !matches!(kind, Some("电影" | "电视剧")) {
         return text_resp(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
     }
-    let text = |v: &Value, name: &str| {
-        v.get(name)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     let enclosure = text(torrent, "enclosure");
     if enclosure.is_empty() {
-        return failed();
+        return add_failed();
     }
     let mut data = state.data();
     data.releases.adds.push(body.clone());
-    let (hash, magnet) = match magnet_hash(&enclosure) {
-        Some(h) => (h, true),
-        None => {
-            let digest = Sha256::digest(enclosure.as_bytes());
-            (hex::encode(&digest[..20]), false)
-        }
-    };
+    let (hash, magnet) = torrent_hash(&enclosure);
     let title = text(torrent, "title");
     if data.releases.torrents.contains_key(&hash) {
         if magnet {
             // 添加种子任务失败：无法读取种子文件 — and no history row.
-            return failed();
+            return add_failed();
         }
         // 下载任务已存在: success with the same hash, and a second history row.
     } else {
@@ -335,24 +337,59 @@ pub(super) fn add(state: &State, req: &Req, user: &str) -> Resp {
         });
     }
     let id = data.releases.history.len() as u64 + 1;
-    let season = torrent
-        .get("season")
-        .and_then(Value::as_u64)
-        .map(|s| format!("S{s:02}"));
-    data.releases.history.push(json!({
-        "id": id, "path": "/downloads/电影", "type": kind, "title": text(media, "title"),
-        "year": text(media, "year"), "tmdbid": media.get("tmdb_id").cloned().unwrap_or(Value::Null),
-        "imdbid": null, "tvdbid": null, "doubanid": null, "seasons": season.unwrap_or_default(),
-        "episodes": "", "image": null, "download_hash": hash, "torrent_name": title,
-        "torrent_description": text(torrent, "description"),
-        "torrent_site": text(torrent, "site_name"), "userid": null, "username": user,
-        "channel": null, "date": super::local_time_now(),
-        "note": {"source": "Manual"}, "media_category": "", "episode_group": null,
-    }));
+    let row = history_row(id, media, torrent, &hash, user);
+    data.releases.history.push(row);
     json_resp(
         StatusCode::OK,
         &json!({"success": true, "message": null, "data": {"download_id": hash}}),
     )
+}
+
+/// An add MoviePilot answers with 200 and `success: false`.
+fn add_failed() -> Resp {
+    json_resp(
+        StatusCode::OK,
+        &json!({"success": false, "message": "任务添加失败", "data": {}}),
+    )
+}
+
+/// A string field of a JSON object, empty when it is missing or not a string.
+fn text(v: &Value, name: &str) -> String {
+    v.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A torrent's hash: a magnet's own, else the first 20 bytes of its URL's SHA-256; and whether
+/// it was a magnet.
+fn torrent_hash(enclosure: &str) -> (String, bool) {
+    match magnet_hash(enclosure) {
+        Some(h) => (h, true),
+        None => {
+            let digest = Sha256::digest(enclosure.as_bytes());
+            (hex::encode(&digest[..20]), false)
+        }
+    }
+}
+
+/// The download history's row for an add, as `DownloadHistory` stores it.
+fn history_row(id: u64, media: &Value, torrent: &Value, hash: &str, user: &str) -> Value {
+    let kind = media.get("type").and_then(Value::as_str);
+    let season = torrent
+        .get("season")
+        .and_then(Value::as_u64)
+        .map(|s| format!("S{s:02}"));
+    json!({
+        "id": id, "path": "/downloads/电影", "type": kind, "title": text(media, "title"),
+        "year": text(media, "year"), "tmdbid": media.get("tmdb_id").cloned().unwrap_or(Value::Null),
+        "imdbid": null, "tvdbid": null, "doubanid": null, "seasons": season.unwrap_or_default(),
+        "episodes": "", "image": null, "download_hash": hash, "torrent_name": text(torrent, "title"),
+        "torrent_description": text(torrent, "description"),
+        "torrent_site": text(torrent, "site_name"), "userid": null, "username": user,
+        "channel": null, "date": super::local_time_now(),
+        "note": {"source": "Manual"}, "media_category": "", "episode_group": null,
+    })
 }
 
 /// `GET /api/v1/history/download?page=&count=`.
