@@ -4,8 +4,8 @@
 //! fixtures both crates share (`tests/fixtures/`).
 //!
 //! They live at the top level, not in this crate, because that is where an operator looks: the
-//! scripts' headers are the contracts of every state change that `docs/redis.md` and the README
-//! point to, `config/` is what an operator copies and mounts, and the image and compose files
+//! scripts' headers are the contracts of every state change that `docs/redis.md` points
+//! to, `config/` is what an operator copies and mounts, and the image and compose files
 //! take them from there. This module is the one place that knows the way from this crate to
 //! them; everything else names a file by its path from the top level, as the documents do.
 

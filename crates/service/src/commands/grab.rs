@@ -22,7 +22,7 @@ use super::Spec;
 use super::args::parse_release;
 use crate::asked::AskedMedia;
 use crate::i18n;
-use crate::ledger::Job;
+use crate::ledger::{Job, StoredList};
 use crate::moviepilot::{MpError, Release, ReleaseIdentity};
 use crate::vocabulary::MpOutcome;
 use crate::worker::context::{Context, Done, Settle, ask_before_call, ledger_error, refused};
@@ -120,24 +120,13 @@ pub(super) async fn grab(
 ) -> Result<Done, MpError> {
     let r = &cx.render;
     let noted = Noted::of(cx, job).await?;
-    let stored = cx.ledger.releases(list).await.map_err(ledger_error)?;
-    let release = stored
-        .as_ref()
-        .and_then(|l| l.releases.get(index - 1))
-        .cloned()
-        .and_then(Release::from_torrent_info);
-    let Some(identity) = release
-        .as_ref()
-        .map(Release::identity)
-        .or_else(|| noted.identity.clone())
-    else {
-        return Err(MpError::Permanent(r.release_list_expired()));
-    };
-    let magnet = release
-        .as_ref()
-        .and_then(|rel| rel.magnet_hash.clone())
-        .or_else(|| noted.magnet.clone());
-    let asked = stored.as_ref().and_then(|l| asked_media(&l.media_info));
+    let Picked {
+        stored,
+        release,
+        identity,
+        magnet,
+        asked,
+    } = picked(cx, &noted, list, index).await?;
     let started = |hash: &str, outcome: MpOutcome| Done {
         asked: asked.clone(),
         ..started(cx, &identity, hash, outcome)
@@ -187,6 +176,52 @@ pub(super) async fn grab(
         Err(MpError::Permanent(reason)) => Ok(download_refused(cx, job, &identity, reason)),
         Err(e) => Err(e),
     }
+}
+
+/// The release a grab is for, from its stored list or, once the list expired, from what an
+/// earlier attempt noted.
+struct Picked {
+    stored: Option<StoredList>,
+    /// `None` once the list expired.
+    release: Option<Release>,
+    identity: ReleaseIdentity,
+    magnet: Option<String>,
+    asked: Option<AskedMedia>,
+}
+
+/// Release `index` of list `list`: refused when neither the list nor an earlier attempt's note
+/// still names it.
+async fn picked(
+    cx: &Context<'_>,
+    noted: &Noted,
+    list: u64,
+    index: usize,
+) -> Result<Picked, MpError> {
+    let stored = cx.ledger.releases(list).await.map_err(ledger_error)?;
+    let release = stored
+        .as_ref()
+        .and_then(|l| l.releases.get(index - 1))
+        .cloned()
+        .and_then(Release::from_torrent_info);
+    let Some(identity) = release
+        .as_ref()
+        .map(Release::identity)
+        .or_else(|| noted.identity.clone())
+    else {
+        return Err(MpError::Permanent(cx.render.release_list_expired()));
+    };
+    let magnet = release
+        .as_ref()
+        .and_then(|rel| rel.magnet_hash.clone())
+        .or_else(|| noted.magnet.clone());
+    let asked = stored.as_ref().and_then(|l| asked_media(&l.media_info));
+    Ok(Picked {
+        stored,
+        release,
+        identity,
+        magnet,
+        asked,
+    })
 }
 
 /// The download is in MoviePilot (`outcome`: `added`, `verified_existing`), with its hash.

@@ -181,6 +181,42 @@ async fn subscribe_locked(
         let done = found(cx, job, &existing, season, recovered).await?;
         return Ok(best_noted(cx, best, done));
     }
+    let (media, kind) = media_to_subscribe(cx, tmdb_id, season).await?;
+    let library = match check {
+        true => super::library::check(cx, &library_media(&media, kind, tmdb_id, season)).await,
+        false => Library::Unknown,
+    };
+    if library.is_present() {
+        return Ok(in_library(cx, job, &media.title, (tmdb_id, season)));
+    }
+    let new = NewSubscription {
+        name: media.title.clone(),
+        year: media.year.clone(),
+        kind,
+        tmdb_id,
+        season,
+        best,
+    };
+    let asked = AskedMedia::new(&media.title, media.year.as_deref(), season);
+    let id = create(cx, job, &new, asked.as_ref()).await?;
+    let done = subscribed(cx, job, (&media.title, season, id), false);
+    let done = Done {
+        reply: done.reply.clone() + &r.subscribed_missing(&library),
+        asked,
+        photo: media.poster.clone(),
+        ..done
+    };
+    Ok(best_noted(cx, best, done))
+}
+
+/// MoviePilot's detail of the media a subscription is asked for (a series when a season is
+/// given), with a season it does not have refused.
+async fn media_to_subscribe(
+    cx: &Context<'_>,
+    tmdb_id: u64,
+    season: Option<u32>,
+) -> Result<(MediaItem, MediaKind), MpError> {
+    let r = &cx.render;
     let kind = if season.is_some() {
         MediaKind::Tv
     } else {
@@ -197,45 +233,33 @@ async fn subscribe_locked(
     {
         return Err(MpError::Declined(r.no_such_season(&media.title, n)));
     }
-    let library = match check {
-        true => super::library::check(cx, &library_media(&media, kind, tmdb_id, season)).await,
-        false => Library::Unknown,
-    };
-    if library.is_present() {
-        return Ok(in_library(cx, job, &media.title, (tmdb_id, season)));
-    }
+    Ok((media, kind))
+}
+
+/// Creates the subscription, with the job's notes around the call that let an attempt after a
+/// crash give what it made to the requester; its id.
+async fn create(
+    cx: &Context<'_>,
+    job: &Job,
+    new: &NewSubscription,
+    asked: Option<&AskedMedia>,
+) -> Result<u64, MpError> {
     if job.requester.is_some() {
         // Before the create: whatever the service account owns for this media after a crash
         // from here on is this job's to give to the requester.
         note(cx, &[(SUBSCRIPTION_CREATED, CREATING.into())]).await?;
     }
-    let new = NewSubscription {
-        name: media.title.clone(),
-        year: media.year.clone(),
-        kind,
-        tmdb_id,
-        season,
-        best,
-    };
-    let asked = AskedMedia::new(&media.title, media.year.as_deref(), season);
-    ask_before_call(cx, job, asked.as_ref()).await;
-    let id = cx.mp.create_subscription(&new).await?;
+    ask_before_call(cx, job, asked).await;
+    let id = cx.mp.create_subscription(new).await?;
     if let Some(owner) = job.requester.as_deref() {
         // MoviePilot made the service account the owner: note the row as this job's, so an
         // attempt after a crash here gives it to the requester instead of calling it someone
         // else's existing subscription, then give it.
         note(cx, &[(SUBSCRIPTION_CREATED, id.to_string())]).await?;
         crate::crash_point!("worker.after_subscribe_create");
-        give(cx, (id, Some(tmdb_id), season), owner).await?;
+        give(cx, (id, Some(new.tmdb_id), new.season), owner).await?;
     }
-    let done = subscribed(cx, job, (&media.title, season, id), false);
-    let done = Done {
-        reply: done.reply.clone() + &r.subscribed_missing(&library),
-        asked,
-        photo: media.poster.clone(),
-        ..done
-    };
-    Ok(best_noted(cx, best, done))
+    Ok(id)
 }
 
 /// A `/best` answer says what best version means; any other is `done` as it is.

@@ -128,26 +128,7 @@ impl Render {
             out.push('\n');
         }
         for (i, r) in page.iter().enumerate() {
-            let mut line = format!(
-                "{}. 【{}】{}",
-                first + i,
-                clean_line(&r.site_name),
-                clean_line(&r.title)
-            );
-            if let Some(size) = r.size.filter(|s| *s > 0.0) {
-                line.push_str(&format!(" · {}", human_size(size)));
-            }
-            if let Some(seeders) = r.seeders {
-                line.push_str(&format!(" · {seeders}↑"));
-            }
-            if let Some(promo) = r
-                .volume_factor
-                .as_deref()
-                .filter(|p| *p != "普通" && *p != "未知")
-            {
-                line.push_str(&format!(" · {}", clean_line(promo)));
-            }
-            out.push_str(&line);
+            out.push_str(&release_line(first + i, r));
             out.push('\n');
         }
         out.trim_end().to_string()
@@ -259,6 +240,30 @@ pub const GRAB: About = About {
     usage: DOWNLOAD_USAGE,
     listed: Listed::Hidden,
 };
+
+/// Release `n` of a list: its site, title, size, seeders and promotion (none when it is the
+/// normal rate or unknown).
+fn release_line(n: usize, r: &Release) -> String {
+    let mut line = format!(
+        "{n}. 【{}】{}",
+        clean_line(&r.site_name),
+        clean_line(&r.title)
+    );
+    if let Some(size) = r.size.filter(|s| *s > 0.0) {
+        line.push_str(&format!(" · {}", human_size(size)));
+    }
+    if let Some(seeders) = r.seeders {
+        line.push_str(&format!(" · {seeders}↑"));
+    }
+    if let Some(promo) = r
+        .volume_factor
+        .as_deref()
+        .filter(|p| *p != "普通" && *p != "未知")
+    {
+        line.push_str(&format!(" · {}", clean_line(promo)));
+    }
+    line
+}
 
 #[cfg(test)]
 mod tests {

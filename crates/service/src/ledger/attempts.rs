@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::reader::JobEntry;
+use super::entries::JobEntry;
 use super::scripts::ScriptCall;
 use super::{Job, Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::job_field as field;
@@ -102,6 +102,20 @@ pub struct Outcome {
 }
 
 /// A failure with no reply and no fields, to be filled in with `..Outcome::default()`.
+impl Outcome {
+    /// Nothing besides its state, reply and progress flag: no review, retry, error, buttons,
+    /// tokens, poster or fields (complete.lua's short form).
+    fn is_common(&self) -> bool {
+        self.status != JobState::NeedsReview
+            && self.status != JobState::RetryWait
+            && self.error.is_empty()
+            && self.markup.is_empty()
+            && self.tokens.is_empty()
+            && self.photo.is_empty()
+            && self.fields.is_empty()
+    }
+}
+
 impl Default for Outcome {
     fn default() -> Outcome {
         Outcome {
@@ -635,48 +649,52 @@ impl Ledger {
             .arg("consumer name that takes them", taker.consumer)
             .arg("trim the jobs stream after acknowledging", trim.as_arg());
         for (attempt, outcome) in done {
-            // One outcome, in the order complete.lua reads it (its header, "per outcome").
-            call.args([attempt.entry.as_str()])
-                .args([attempt.attempt])
-                .args([
-                    attempt.chat_id.as_str(),
-                    attempt.message_id.as_str(),
-                    outcome.status.as_str(),
-                    outcome.result.as_str(),
-                    outcome.reply.as_str(),
-                    outcome.reply_kind.as_str(),
-                ]);
-            let needs_review = outcome.status == JobState::NeedsReview;
-            let common = !needs_review
-                && outcome.status != JobState::RetryWait
-                && outcome.error.is_empty()
-                && outcome.markup.is_empty()
-                && outcome.tokens.is_empty()
-                && outcome.photo.is_empty()
-                && outcome.fields.is_empty();
-            if common {
-                call.args([if outcome.progress_queued { "p" } else { "0" }]);
-                continue;
-            }
-            let review = if needs_review {
-                self.review.for_job(attempt.job_id)
-            } else {
-                String::new()
-            };
-            call.args(["1", outcome.error.as_str()])
-                .args([(now + outcome.retry_in).as_millis() as u64])
-                .args([
-                    outcome.markup.as_str(),
-                    review.as_str(),
-                    outcome.tokens.as_str(),
-                    outcome.photo.as_str(),
-                ])
-                .args([outcome.fields.len()]);
-            for (name, value) in &outcome.fields {
-                call.args([name, value]);
-            }
+            self.outcome_args(&mut call, attempt, outcome, now);
         }
         call
+    }
+
+    /// One outcome's arguments, in the order complete.lua reads them (its header, "per
+    /// outcome"): the common case (succeeded or failed with a reply and nothing else) in one
+    /// flag, the rest spelled out.
+    fn outcome_args(
+        &self,
+        call: &mut ScriptCall,
+        attempt: &Attempt,
+        outcome: &Outcome,
+        now: Duration,
+    ) {
+        call.args([attempt.entry.as_str()])
+            .args([attempt.attempt])
+            .args([
+                attempt.chat_id.as_str(),
+                attempt.message_id.as_str(),
+                outcome.status.as_str(),
+                outcome.result.as_str(),
+                outcome.reply.as_str(),
+                outcome.reply_kind.as_str(),
+            ]);
+        if outcome.is_common() {
+            call.args([if outcome.progress_queued { "p" } else { "0" }]);
+            return;
+        }
+        let review = if outcome.status == JobState::NeedsReview {
+            self.review.for_job(attempt.job_id)
+        } else {
+            String::new()
+        };
+        call.args(["1", outcome.error.as_str()])
+            .args([(now + outcome.retry_in).as_millis() as u64])
+            .args([
+                outcome.markup.as_str(),
+                review.as_str(),
+                outcome.tokens.as_str(),
+                outcome.photo.as_str(),
+            ])
+            .args([outcome.fields.len()]);
+        for (name, value) in &outcome.fields {
+            call.args([name, value]);
+        }
     }
 
     /// Sends `call`, of a script that answers once per item of a batch (claim.lua,

@@ -1,5 +1,5 @@
-//! Every Redis key oncebot uses, in one table. This layout is a documented interface (README,
-//! "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration, or
+//! Every Redis key oncebot uses, in one table. This layout is a documented interface
+//! (docs/redis.md, "Looking inside with redis-cli"): change it only together with `LAYOUT` and a migration, or
 //! give a key whose type or meaning changes a new name (`updates:`, `index:recent`), so an older
 //! release's keys are never misread.
 //!

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::Lane;
-use super::reader::{JobEntry, LaneEntry};
+use super::entries::{JobEntry, LaneEntry};
 use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, keys, scripts};
 

@@ -5,6 +5,7 @@
 
 mod attempts;
 mod conn;
+mod entries;
 mod job_spec;
 pub mod keys;
 mod library;
@@ -36,17 +37,16 @@ pub use attempts::{
     Trim,
 };
 pub use conn::Conn;
+pub use entries::{CallbackEntry, JobEntry, Lane, LaneEntry, MarkupOp, ReplyEntry};
 pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;
 pub use liveness::{Beat, Beaten, Reaped, Role as ConsumerRole};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
-pub use overview::{ConsumerInfo, StateCounts};
-pub use reader::{JobEntry, LaneEntry, StreamReader};
+pub use overview::{ConsumerInfo, QueueStats, StateCounts, StreamStats};
+pub use reader::StreamReader;
 pub use releases::{StepKey, StoredList};
-pub use replies::{
-    Begin, CallbackEntry, Form, Lane, MarkupOp, QueueStats, ReplyEnded, ReplyEntry, StreamStats,
-};
+pub use replies::{Begin, Form, ReplyEnded};
 pub use scripts::{CREDENTIALS_NOTICE, hashes as script_hashes};
 pub use tokens::TapTexts;
 
@@ -599,7 +599,6 @@ impl Ledger {
     /// enqueue.lua's call for one admission (written into one buffer: this is the webhook's
     /// hot path, where a Vec per argument was some 40 allocations and frees per update).
     pub(super) fn admit_call(&self, a: &Admission) -> ScriptCall {
-        let k = &self.keys;
         let EnqueueArgs {
             mode,
             command,
@@ -620,20 +619,8 @@ impl Ledger {
             23 + self.state_labels.len(),
             1024 + args.len() + text.len(),
         );
-        call.key("updates HASH", k.updates(a.update_id))
-            .key(
-                "command key",
-                k.command(if idem.is_empty() { "-" } else { idem }),
-            )
-            .key("job id sequence", k.job_seq())
-            .key("job key prefix", k.job_prefix())
-            .key("jobs stream", k.jobs_stream())
-            .key("replies stream", k.replies_stream())
-            .key("chat index", k.chat_jobs(a.chat_id))
-            .key("jobs index", k.jobs_index())
-            .key("token prefix", k.token_prefix())
-            .key("token-group pfx", k.token_group_prefix())
-            .arg("mode", mode)
+        self.admission_keys(&mut call, a, idem);
+        call.arg("mode", mode)
             .arg("update_id", a.update_id)
             .arg("update retention", self.update_retention_secs)
             .arg("chat_id", a.chat_id)
@@ -667,6 +654,24 @@ impl Ledger {
             .arg("seconds east of UTC for \"{time}\"", utc_offset_secs)
             .args(&self.state_labels);
         call
+    }
+
+    /// enqueue.lua's keys, in its header's order; `idem` names the command key (`-`: none).
+    fn admission_keys(&self, call: &mut ScriptCall, a: &Admission, idem: &str) {
+        let k = &self.keys;
+        call.key("updates HASH", k.updates(a.update_id))
+            .key(
+                "command key",
+                k.command(if idem.is_empty() { "-" } else { idem }),
+            )
+            .key("job id sequence", k.job_seq())
+            .key("job key prefix", k.job_prefix())
+            .key("jobs stream", k.jobs_stream())
+            .key("replies stream", k.replies_stream())
+            .key("chat index", k.chat_jobs(a.chat_id))
+            .key("jobs index", k.jobs_index())
+            .key("token prefix", k.token_prefix())
+            .key("token-group pfx", k.token_group_prefix());
     }
 }
 

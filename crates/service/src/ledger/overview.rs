@@ -2,10 +2,12 @@
 //! for a person, the states of recent jobs, and the consumers of each group with their liveness.
 //! Nothing here writes; key names come from `Keys`, as everywhere in `ledger`.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::AsyncCommands as _;
 
+use super::keys::Stream;
 use super::{Job, JobState, Ledger, LedgerError, keys};
 
 /// One consumer of one stream's group, as XINFO CONSUMERS and its liveness key show it.
@@ -97,34 +99,21 @@ impl Ledger {
     /// `alive:` key). A consumer the liveness list names but the group does not appears with
     /// no idle time.
     pub async fn consumers(&self) -> Result<Vec<ConsumerInfo>, LedgerError> {
-        let groups = keys::Stream::ALL.map(|s| (s.name(), s.key(&self.keys), s.group()));
-        let mut conn = self.conn.clone();
         let mut out = Vec::new();
-        for (stream, key, group) in &groups {
-            // The stream or its group is gone (Redis lost its data): nobody reads it. A missing
-            // stream is asked first: Redis says so only as a bare `ERR`, in words.
-            let exists: bool = conn
-                .exists(key)
-                .await
-                .map_err(LedgerError::redis("looking for a stream"))?;
-            let info: redis::RedisResult<redis::streams::StreamInfoConsumersReply> = if exists {
-                conn.xinfo_consumers(key, *group).await
-            } else {
-                Ok(Default::default())
-            };
-            let seen = match info {
-                Ok(reply) => reply.consumers,
-                Err(e) if super::is_missing_group(&e) => Vec::new(),
-                Err(e) => return Err(LedgerError::redis("reading a group's consumers")(e)),
-            };
-            let listed: Vec<String> = conn
+        for stream in keys::Stream::ALL {
+            let group = stream.group();
+            let listed: Vec<String> = self
+                .conn
+                .clone()
                 .smembers(self.keys.consumers(group))
                 .await
                 .map_err(LedgerError::redis("reading a group's liveness list"))?;
-            let mut rows: Vec<ConsumerInfo> = seen
+            let mut rows: Vec<ConsumerInfo> = self
+                .group_consumers(stream)
+                .await?
                 .into_iter()
                 .map(|c| ConsumerInfo {
-                    stream,
+                    stream: stream.name(),
                     group,
                     name: c.name,
                     pending: c.pending as u64,
@@ -135,7 +124,7 @@ impl Ledger {
             for name in listed {
                 if !rows.iter().any(|r| r.name == name) {
                     rows.push(ConsumerInfo {
-                        stream,
+                        stream: stream.name(),
                         group,
                         name,
                         pending: 0,
@@ -144,22 +133,189 @@ impl Ledger {
                     });
                 }
             }
-            if !rows.is_empty() {
-                let mut pipe = redis::pipe();
-                for r in &rows {
-                    pipe.exists(self.keys.alive(&r.name));
-                }
-                let alive: Vec<bool> = pipe
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(LedgerError::redis("reading liveness keys"))?;
-                for (r, alive) in rows.iter_mut().zip(alive) {
-                    r.alive = alive;
-                }
-            }
+            self.mark_alive(&mut rows).await?;
             rows.sort_by(|a, b| a.name.cmp(&b.name));
             out.extend(rows);
         }
         Ok(out)
     }
+
+    /// XINFO CONSUMERS of `stream`'s group: none when the stream or its group is gone (Redis
+    /// lost its data), as nobody reads it then. A missing stream is asked first: Redis says so
+    /// only as a bare `ERR`, in words.
+    async fn group_consumers(
+        &self,
+        stream: keys::Stream,
+    ) -> Result<Vec<redis::streams::StreamInfoConsumer>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let key = stream.key(&self.keys);
+        let exists: bool = conn
+            .exists(&key)
+            .await
+            .map_err(LedgerError::redis("looking for a stream"))?;
+        if !exists {
+            return Ok(Vec::new());
+        }
+        let info: redis::RedisResult<redis::streams::StreamInfoConsumersReply> =
+            conn.xinfo_consumers(&key, stream.group()).await;
+        match info {
+            Ok(reply) => Ok(reply.consumers),
+            Err(e) if super::is_missing_group(&e) => Ok(Vec::new()),
+            Err(e) => Err(LedgerError::redis("reading a group's consumers")(e)),
+        }
+    }
+
+    /// Sets each row's `alive`: its liveness key exists.
+    async fn mark_alive(&self, rows: &mut [ConsumerInfo]) -> Result<(), LedgerError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        for r in rows.iter() {
+            pipe.exists(self.keys.alive(&r.name));
+        }
+        let alive: Vec<bool> = pipe
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(LedgerError::redis("reading liveness keys"))?;
+        for (r, alive) in rows.iter_mut().zip(alive) {
+            r.alive = alive;
+        }
+        Ok(())
+    }
+}
+
+/// One stream's backlog, for the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamStats {
+    pub name: &'static str,
+    /// Entries not done yet: waiting for a consumer plus pending. For the replies and
+    /// callbacks streams that is XLEN (a finished entry is deleted). The jobs stream is trimmed
+    /// in order (complete.lua) and may also keep finished entries newer than its oldest
+    /// unfinished one, so there it is the group's `lag` plus `pending` (`XINFO GROUPS`, Redis
+    /// 7), or XLEN from a Redis that does not report the lag.
+    pub length: u64,
+    /// Delivered to a consumer and not acknowledged.
+    pub pending: u64,
+    /// Age of the oldest unacknowledged entry (from its id's timestamp).
+    pub oldest_pending: Duration,
+}
+
+/// The queues at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueueStats {
+    pub streams: Vec<StreamStats>,
+    pub needs_review: u64,
+    pub retry_scheduled: u64,
+}
+
+impl Ledger {
+    /// XLEN and XPENDING of every stream, and the sizes of the review and retry sets.
+    pub async fn queue_stats(&self) -> Result<QueueStats, LedgerError> {
+        let values = self.queue_sizes().await?;
+        let count = |i: usize| as_count(values.get(i));
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let mut streams = Vec::new();
+        for (i, stream) in Stream::ALL.into_iter().enumerate() {
+            let mut length = count(2 * i);
+            let (pending, oldest_pending) = pending_summary(values.get(2 * i + 1), now_ms);
+            if stream == Stream::Jobs && length > 0 {
+                // Only for a stream that exists: XINFO of a missing key is an error.
+                let key = stream.key(&self.keys);
+                if let Some(lag) = self.group_lag(&key, stream.group()).await? {
+                    length = lag + pending;
+                }
+            }
+            streams.push(StreamStats {
+                name: stream.name(),
+                length,
+                pending,
+                oldest_pending,
+            });
+        }
+        let sets = 2 * Stream::ALL.len();
+        Ok(QueueStats {
+            streams,
+            needs_review: count(sets),
+            retry_scheduled: count(sets + 1),
+        })
+    }
+
+    /// In one pipeline: XLEN and XPENDING of each stream of [`Stream::ALL`], then SCARD of the
+    /// review set and ZCARD of the retry schedule.
+    async fn queue_sizes(&self) -> Result<Vec<redis::Value>, LedgerError> {
+        let mut pipe = redis::pipe();
+        for stream in Stream::ALL {
+            let key = stream.key(&self.keys);
+            pipe.cmd("XLEN").arg(&key);
+            pipe.cmd("XPENDING").arg(&key).arg(stream.group());
+        }
+        pipe.cmd("SCARD").arg(self.keys.review_index());
+        pipe.cmd("ZCARD").arg(self.keys.retry_schedule());
+        let mut conn = self.conn.clone();
+        let values: Vec<redis::Value> = pipe
+            .ignore_errors()
+            .query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("reading queue sizes"))?;
+        // XPENDING on a stream without its group (Redis lost its data) counts nothing pending;
+        // any other refusal is an error.
+        for value in &values {
+            if let redis::Value::ServerError(e) = value
+                && !super::is_missing_group_reply(e)
+            {
+                return Err(LedgerError::redis("reading queue sizes")(e.clone().into()));
+            }
+        }
+        Ok(values)
+    }
+
+    /// `lag` of `group` on `stream` (`XINFO GROUPS`): entries not yet delivered to it. `None`
+    /// when Redis does not say (before 7.0, or when it cannot tell after deletions).
+    async fn group_lag(&self, stream: &str, group: &str) -> Result<Option<u64>, LedgerError> {
+        let mut conn = self.conn.clone();
+        let groups: Vec<HashMap<String, redis::Value>> = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(stream)
+            .query_async(&mut conn)
+            .await
+            .map_err(LedgerError::redis("reading the jobs group's lag"))?;
+        Ok(groups
+            .iter()
+            .find(|g| {
+                g.get("name")
+                    .and_then(|n| redis::from_redis_value::<String>(n.clone()).ok())
+                    .is_some_and(|n| n == group)
+            })
+            .and_then(|g| match g.get("lag") {
+                Some(redis::Value::Int(n)) => u64::try_from(*n).ok(),
+                _ => None,
+            }))
+    }
+}
+
+/// A count Redis answered (0 for anything else: a stream without its group).
+fn as_count(value: Option<&redis::Value>) -> u64 {
+    match value {
+        Some(redis::Value::Int(n)) => *n as u64,
+        _ => 0,
+    }
+}
+
+/// XPENDING's summary: how many entries are pending, and the age of the oldest (from its id's
+/// timestamp) at `now_ms`.
+fn pending_summary(value: Option<&redis::Value>, now_ms: u64) -> (u64, Duration) {
+    let Some(redis::Value::Array(summary)) = value else {
+        return (0, Duration::ZERO);
+    };
+    let oldest_ms = summary
+        .get(1)
+        .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok())
+        .and_then(|id| id.split('-').next().and_then(|ms| ms.parse::<u64>().ok()))
+        .map(|ms| now_ms.saturating_sub(ms))
+        .unwrap_or(0);
+    (as_count(summary.first()), Duration::from_millis(oldest_ms))
 }

@@ -10,69 +10,8 @@ use std::time::Duration;
 
 use redis::streams::StreamId;
 
-use super::{CallbackEntry, Conn, Lane, Ledger, LedgerError, ReplyEntry, is_missing_group, keys};
-
-/// A jobs-stream entry: its id, and the job it names (`None`: written by hand, or damaged).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobEntry {
-    pub entry: String,
-    pub job_id: Option<u64>,
-}
-
-impl JobEntry {
-    pub(super) fn from_stream(id: StreamId) -> JobEntry {
-        let job_id = id
-            .map
-            .get("job")
-            .and_then(|v| redis::from_redis_value_ref(v).ok());
-        JobEntry {
-            entry: id.id,
-            job_id,
-        }
-    }
-}
-
-/// A replies- or callbacks-stream entry: what it asks the dispatcher to deliver.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LaneEntry {
-    Reply(ReplyEntry),
-    Callback(CallbackEntry),
-    /// Nothing can be delivered (a reply without a chat id, a callback without its query id).
-    Malformed {
-        lane: Lane,
-        entry: String,
-    },
-}
-
-impl LaneEntry {
-    pub(super) fn from_stream(lane: Lane, id: &StreamId) -> LaneEntry {
-        let parsed = match lane {
-            Lane::Replies => ReplyEntry::from_stream(id).map(LaneEntry::Reply),
-            Lane::Callbacks => CallbackEntry::from_stream(id).map(LaneEntry::Callback),
-        };
-        parsed.unwrap_or_else(|| LaneEntry::Malformed {
-            lane,
-            entry: id.id.clone(),
-        })
-    }
-
-    /// The stream entry's id.
-    pub fn id(&self) -> &str {
-        match self {
-            LaneEntry::Reply(r) => &r.entry,
-            LaneEntry::Callback(c) => &c.entry,
-            LaneEntry::Malformed { entry, .. } => entry,
-        }
-    }
-
-    pub fn lane(&self) -> Lane {
-        match self {
-            LaneEntry::Reply(_) => Lane::Replies,
-            LaneEntry::Callback(_) => Lane::Callbacks,
-            LaneEntry::Malformed { lane, .. } => *lane,
-        }
-    }
-}
+use super::entries::{JobEntry, Lane, LaneEntry};
+use super::{Conn, Ledger, LedgerError, is_missing_group, keys};
 
 /// A blocking reader of the ledger's streams, on a connection of its own.
 pub struct StreamReader {

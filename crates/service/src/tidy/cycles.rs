@@ -5,38 +5,12 @@
 //! `ledger/mod.rs` uses `config.rs`); ARCHITECTURE.md's module order (`order`) rules them out.
 //!
 //! The references are `imports`'s: a parent's `mod` and `pub use` lines and a child's use of
-//! its parent's own items are not edges, and test code imports freely. The cycles present when
-//! the check was written are allowed by name until issue 42's rebuild removes them; an allowed
-//! cycle that no longer exists fails the check, so the lists only shrink.
+//! its parent's own items are not edges, and test code imports freely.
 
 use super::graph::Graph;
 use super::imports::{Reference, references};
+use super::service_src;
 use super::source::Crate;
-use super::{ISSUE_42, service_src};
-
-/// A cycle allowed for now, as [`Graph::chain`] writes it.
-struct AllowedCycle {
-    chain: &'static str,
-    removed_by: &'static str,
-}
-
-impl AllowedCycle {
-    /// A cycle that issue 42's rebuild is to remove.
-    const fn until_issue_42(chain: &'static str) -> AllowedCycle {
-        AllowedCycle {
-            chain,
-            removed_by: ISSUE_42,
-        }
-    }
-}
-
-/// Cycles between files when the check was written.
-const ALLOWED_FILE_CYCLES: &[AllowedCycle] = &[
-];
-
-/// Cycles between the sibling modules of one module when the check was written.
-const ALLOWED_SIBLING_CYCLES: &[AllowedCycle] = &[
-];
 
 /// The service crate and its production references.
 fn service() -> (Crate, Vec<Reference>) {
@@ -87,22 +61,12 @@ fn cycles_of(krate: &Crate, graphs: &[Graph]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Fails for a cycle not allowed, and for an allowed one that is gone.
-fn assert_no_new_cycles(what: &str, found: &[(String, String)], allowed: &[AllowedCycle]) {
-    let mut problems = Vec::new();
-    for (chain, evidence) in found {
-        if !allowed.iter().any(|a| a.chain == chain) {
-            problems.push(format!("  {chain}\n{evidence}"));
-        }
-    }
-    for a in allowed {
-        if !found.iter().any(|(chain, _)| chain == a.chain) {
-            problems.push(format!(
-                "  {} is no longer a cycle: remove it from the allowances (until {})",
-                a.chain, a.removed_by
-            ));
-        }
-    }
+/// Fails naming each cycle found, with the references that make it.
+fn assert_no_cycles(what: &str, found: &[(String, String)]) {
+    let problems: Vec<String> = found
+        .iter()
+        .map(|(chain, evidence)| format!("  {chain}\n{evidence}"))
+        .collect();
     assert!(
         problems.is_empty(),
         "no import cycle between {what} (issue 42); a cycle goes when one step of it is moved \
@@ -115,18 +79,14 @@ fn assert_no_new_cycles(what: &str, found: &[(String, String)], allowed: &[Allow
 fn no_cycle_between_files() {
     let (krate, refs) = service();
     let found = cycles_of(&krate, &[file_graph(&krate, &refs)]);
-    assert_no_new_cycles("files", &found, ALLOWED_FILE_CYCLES);
+    assert_no_cycles("files", &found);
 }
 
 #[test]
 fn no_cycle_between_sibling_files() {
     let (krate, refs) = service();
     let found = cycles_of(&krate, &sibling_graphs(&krate, &refs));
-    assert_no_new_cycles(
-        "sibling files of one module",
-        &found,
-        ALLOWED_SIBLING_CYCLES,
-    );
+    assert_no_cycles("sibling files of one module", &found);
 }
 
 #[test]

@@ -4,14 +4,13 @@
 //! A function is measured from its `fn` line to the line of its closing brace; `#[cfg(test)]`
 //! code is not counted, nor signatures without a body (a trait's), and a nested function counts
 //! on its own and inside its outer one. A file is measured by its lines outside `#[cfg(test)]`
-//! code. The service's functions, the tools crate's and the service's files each have a rule;
-//! the service is not within its final rules yet, so its current offenders are allowed by name
-//! until issue 42's rebuild (see [`super::Allowance`]); the tools crate has no allowances.
+//! code. The service's functions, the tools crate's and the service's files each have a rule
+//! (issue 42's), with no exceptions.
 
 use super::items::{braced_end, test_code};
 use super::lex::{Tok, pair_brackets};
 use super::source::{Crate, unreached_files};
-use super::{Allowance, Measured, allowance_problems, service_src, tools_src};
+use super::{Measured, breaking, service_src, tools_src};
 
 /// One function with a body, as found in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,17 +48,6 @@ const TOOLS_FUNCTIONS: FunctionRule = FunctionRule {
 
 /// No service file may hold more lines than this outside its `#[cfg(test)]` code.
 const FILE_MAX_LINES: usize = 1_000;
-
-/// The service's functions over the final rule when it was written, with their lengths then:
-/// over 80 lines, or over 60 while more than 8 are. Each goes when issue 42's rebuild splits it;
-/// the test fails when one is no longer needed, so the list only shrinks.
-const ALLOWED_LONG_FUNCTIONS: &[Allowance] = &[
-];
-
-/// The service's files over [`FILE_MAX_LINES`] when the rule was written, with their
-/// production lines then.
-const ALLOWED_LONG_FILES: &[Allowance] = &[
-];
 
 /// The functions with a body in `toks`, outside the `test_code` ranges, in order of their `fn`.
 fn functions(
@@ -111,13 +99,9 @@ fn crate_functions(krate: &Crate) -> Vec<(String, Function)> {
         .collect()
 }
 
-/// How the functions measure against `rule`, with `allowed` exceptions: what is wrong, and the
-/// list of long functions to show with it.
-fn function_report(
-    rule: &FunctionRule,
-    found: &[(String, Function)],
-    allowed: &[Allowance],
-) -> (Vec<String>, String) {
+/// How the functions measure against `rule`: those that break it (every long one, once there
+/// are too many), and the list of long functions to show with them.
+fn function_report(rule: &FunctionRule, found: &[(String, Function)]) -> (Vec<String>, String) {
     let long = found
         .iter()
         .filter(|(_, f)| f.lines > rule.long_lines)
@@ -141,13 +125,13 @@ fn function_report(
         .map(|(file, f)| format!("  {file}:{} fn {}: {} lines", f.line, f.name, f.lines))
         .collect::<Vec<_>>()
         .join("\n");
-    (allowance_problems(&measured, allowed), list)
+    (breaking(&measured), list)
 }
 
 /// Fails listing what is wrong, with the long functions.
-fn assert_functions(crate_name: &str, rule: &FunctionRule, krate: &Crate, allowed: &[Allowance]) {
+fn assert_functions(crate_name: &str, rule: &FunctionRule, krate: &Crate) {
     let found = crate_functions(krate);
-    let (problems, list) = function_report(rule, &found, allowed);
+    let (problems, list) = function_report(rule, &found);
     let over = found
         .iter()
         .filter(|(_, f)| f.lines > rule.max_lines)
@@ -174,18 +158,13 @@ fn assert_functions(crate_name: &str, rule: &FunctionRule, krate: &Crate, allowe
 #[test]
 fn service_functions_are_short() {
     let krate = Crate::load(&service_src());
-    assert_functions(
-        "crates/service/src",
-        &SERVICE_FUNCTIONS,
-        &krate,
-        ALLOWED_LONG_FUNCTIONS,
-    );
+    assert_functions("crates/service/src", &SERVICE_FUNCTIONS, &krate);
 }
 
 #[test]
 fn tools_functions_are_short() {
     let krate = Crate::load(&tools_src());
-    assert_functions("crates/tools/src", &TOOLS_FUNCTIONS, &krate, &[]);
+    assert_functions("crates/tools/src", &TOOLS_FUNCTIONS, &krate);
 }
 
 #[test]
@@ -202,7 +181,7 @@ fn service_files_are_short() {
             }
         })
         .collect();
-    let problems = allowance_problems(&measured, ALLOWED_LONG_FILES);
+    let problems = breaking(&measured);
     assert!(
         problems.is_empty(),
         "crates/service/src: no file may hold more than {FILE_MAX_LINES} lines outside its \
@@ -307,47 +286,31 @@ mod tests {
     };
 
     #[test]
-    fn long_functions_within_the_budget_need_no_allowance() {
+    fn long_functions_within_the_budget_pass() {
         let found = [
             function("a.rs", "f", 80),
             function("a.rs", "g", 61),
             function("b.rs", "h", 60),
         ];
-        assert_eq!(function_report(&RULE, &found, &[]).0, Vec::<String>::new());
+        assert_eq!(function_report(&RULE, &found).0, Vec::<String>::new());
     }
 
     #[test]
-    fn over_the_budget_every_long_function_needs_an_allowance() {
+    fn over_the_budget_every_long_function_is_named() {
         let found = [
             function("a.rs", "f", 70),
             function("a.rs", "g", 61),
             function("b.rs", "h", 65),
         ];
-        let allowed = [
-            Allowance::until_issue_42("a.rs:f", 70),
-            Allowance::until_issue_42("a.rs:g", 61),
-        ];
         assert_eq!(
-            function_report(&RULE, &found, &allowed).0,
-            ["b.rs:h: 65 lines, not allowed"]
-        );
-        // Back within the budget, the allowances for merely long functions go.
-        let found = [function("a.rs", "f", 70), function("a.rs", "g", 61)];
-        assert_eq!(
-            function_report(&RULE, &found, &allowed).0,
-            [
-                "a.rs:f: 70 lines, within the rule now: remove it from the allowances",
-                "a.rs:g: 61 lines, within the rule now: remove it from the allowances",
-            ]
+            function_report(&RULE, &found).0,
+            ["a.rs:f: 70 lines", "a.rs:g: 61 lines", "b.rs:h: 65 lines"]
         );
     }
 
     #[test]
-    fn a_function_over_the_maximum_needs_an_allowance_even_within_the_budget() {
+    fn a_function_over_the_maximum_fails_even_within_the_budget() {
         let found = [function("a.rs", "f", 81)];
-        assert_eq!(
-            function_report(&RULE, &found, &[]).0,
-            ["a.rs:f: 81 lines, not allowed"]
-        );
+        assert_eq!(function_report(&RULE, &found).0, ["a.rs:f: 81 lines"]);
     }
 }
