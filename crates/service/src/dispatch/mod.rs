@@ -395,26 +395,8 @@ impl Dispatcher {
         let outcome = self.send_with_retries(&reply, &plan).await;
         crate::crash_point!("dispatch.after_send");
         // Not ended at shutdown: once sent, this record is what keeps the reply from going twice.
-        let sent: ReplyEnded = match &outcome {
-            Sent::Delivered(id, form) => {
-                METRICS.reply("sent");
-                tracing::info!(
-                    message_id = id,
-                    form = form.as_str(),
-                    kind = reply.kind.map_or("", ReplyKind::as_str),
-                    "reply sent"
-                );
-                Ok((id.unwrap_or_default(), *form))
-            }
-            Sent::Stopped => {
-                tracing::info!("stopping; the reply stays pending and is sent after the restart");
-                return;
-            }
-            Sent::Failed(reason) => {
-                METRICS.reply("failed");
-                tracing::warn!(reason = %reason, kind = reply.kind.map_or("", ReplyKind::as_str), "reply failed for good");
-                Err(reason.clone())
-            }
+        let Some(sent) = ended(&reply, &outcome) else {
+            return;
         };
         // With the others ended at the same moment: one reply_end.lua call (`ends`).
         let recorded = recorded("the reply's outcome", None, || {
@@ -529,6 +511,32 @@ where
         tracing::warn!(error = %e, "cannot record {what} yet; trying again");
     })
     .await
+}
+
+/// A send's outcome as reply_end.lua records it, counted and logged; `None` when shutdown
+/// stopped it (nothing is recorded: the reply stays pending).
+fn ended(reply: &ReplyEntry, outcome: &Sent) -> Option<ReplyEnded> {
+    match outcome {
+        Sent::Delivered(id, form) => {
+            METRICS.reply("sent");
+            tracing::info!(
+                message_id = id,
+                form = form.as_str(),
+                kind = reply.kind.map_or("", ReplyKind::as_str),
+                "reply sent"
+            );
+            Some(Ok((id.unwrap_or_default(), *form)))
+        }
+        Sent::Stopped => {
+            tracing::info!("stopping; the reply stays pending and is sent after the restart");
+            None
+        }
+        Sent::Failed(reason) => {
+            METRICS.reply("failed");
+            tracing::warn!(reason = %reason, kind = reply.kind.map_or("", ReplyKind::as_str), "reply failed for good");
+            Some(Err(reason.clone()))
+        }
+    }
 }
 
 /// The dispatcher as a consumer of one lane.
