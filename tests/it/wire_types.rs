@@ -1,5 +1,5 @@
 //! oncebot's Bot API wire shapes held to teloxide-core's types, the most complete typed model of
-//! the Bot API (ARCHITECTURE.md, "Why our own Bot API client"):
+//! the Bot API (docs/design.md, "Why our own Bot API client"):
 //!
 //! - every request body the bot sends (the dispatcher, the poller, `oncebot webhook ...`) is
 //!   exactly what teloxide-core's payload for the same values serializes to: no field it lacks,

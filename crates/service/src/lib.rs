@@ -4,10 +4,11 @@
 //! ARCHITECTURE.md is the map. In reading order, following an update:
 //! - `config`: settings from `config/default.toml`, a file and `ONCEBOT__*` variables.
 //! - `telegram`: the update types oncebot reads and a thin Bot API client.
-//! - `commands`: text → a whitelisted command, and the one table of per-command policies.
+//! - `commands`: text → a whitelisted command, the one table of per-command policies, and each
+//!   command's run against MoviePilot in a file of its own.
 //! - `ingress`: the webhook and long polling; both decide the same way and call the ledger.
 //! - `ledger`: the only code that knows Redis keys and scripts (`lua/`).
-//! - `worker`: reads jobs, runs each against MoviePilot once, records the outcome and the reply.
+//! - `worker`: reads jobs, runs each job's command once, records the outcome and the reply.
 //! - `moviepilot`: the MoviePilot client (v2 and v3 dialects, one shared login, error kinds).
 //! - `notify`: the relay of MoviePilot's notifications (its message history → replies);
 //!   `asked`: which media someone asked for, so its notifications also reach their chat.

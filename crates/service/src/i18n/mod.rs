@@ -1,6 +1,8 @@
 //! Every text a user reads, in Chinese (the default, MoviePilot's users) and English, in one
 //! idiom: [`zh_en!`]. `Texts` holds the short ones the scripts and the dispatcher use (labels,
-//! buttons, tap answers, templates); [`replies`] the replies of jobs, built from their data.
+//! buttons, tap answers, templates); [`About`] is what a command says about itself (usage, menu,
+//! help); [`Render`] (`render.rs`) builds the replies of jobs from their data, in one file per
+//! command family.
 //!
 //! Pure functions of the locale: no I/O. Placeholders such as `{job}` and `{state}` in
 //! [`Texts::duplicate_template`], [`Texts::tap_texts`] and [`Texts::review_template`] are filled

@@ -11,7 +11,7 @@
 //! defining file; once a segment names an item, the rest (a variant, an associated item) is its.
 //!
 //! Not references: a file naming its own items; a module naming an ancestor's own items (the
-//! child's `super::Name`, however spelled: `crate::worker::Worker` from `worker/execute.rs` too);
+//! child's `super::Name`, however spelled: `crate::worker::Worker` from `worker/commit.rs` too);
 //! a re-export (a `use` with a visibility) by a module of what a module below it holds (the
 //! parent's `pub use x::Y;`); `mod` lines; anything in `#[cfg(test)]` code. A glob `use m::*`
 //! names `m` itself, unless `m` is an ancestor, and the items it brings in that the module uses.

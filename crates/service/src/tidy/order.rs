@@ -83,7 +83,6 @@ fn order_problems(krate: &Crate, refs: &[Reference], order: &[String]) -> Vec<St
 }
 
 #[test]
-#[ignore = "enabled by issue 42's rebuild, which adds ARCHITECTURE.md's `Module order (leaves first):` line"]
 fn architecture_names_the_real_module_order() {
     let path = workspace_root().join("ARCHITECTURE.md");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

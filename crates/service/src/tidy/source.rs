@@ -15,7 +15,7 @@ use super::lex::{Tok, lex, pair_brackets};
 /// One source file of the crate.
 #[derive(Debug)]
 pub(super) struct SourceFile {
-    /// Its path under the crate's `src/`, with `/`: `worker/execute.rs`.
+    /// Its path under the crate's `src/`, with `/`: `worker/commit.rs`.
     pub name: String,
     pub toks: Vec<(Tok, usize)>,
     /// The bracket pairing each bracket token (see [`pair_brackets`]).
