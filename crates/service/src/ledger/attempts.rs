@@ -1,5 +1,5 @@
 //! The worker's side of the ledger: claim an entry, renew leases, record an outcome, promote
-//! due retries, and a person's resolution. One Lua script each; see their headers in `lua/`.
+//! due retries. One Lua script each; see their headers in `lua/`.
 //!
 //! A job that enters `needs_review` (held by claim.lua after a crash, or completed so by a
 //! worker) is announced to `telegram.admin_chats` with review buttons by the same script, so a
@@ -11,7 +11,7 @@ use super::entries::JobEntry;
 use super::scripts::ScriptCall;
 use super::{Job, Ledger, LedgerError, keys, scripts};
 use crate::vocabulary::job_field as field;
-use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved};
+use crate::vocabulary::{JobState, ReplyKind};
 
 /// One claimed attempt: the fencing token every later call presents.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,142 +394,6 @@ impl Ledger {
             .map_err(LedgerError::redis(doing))
     }
 
-    /// Takes the lock on creating a subscription to this media for `ttl` (lock.lua; the same
-    /// owner may take it again); false if another owner holds it.
-    pub async fn lock_media(
-        &self,
-        tmdb_id: u64,
-        season: Option<u32>,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<bool, LedgerError> {
-        let call = self.lock_media_call(tmdb_id, season, owner, ttl);
-        let held: i64 = self.send(&call, "locking a media").await?;
-        Ok(held == 1)
-    }
-
-    pub(super) fn lock_media_call(
-        &self,
-        tmdb_id: u64,
-        season: Option<u32>,
-        owner: &str,
-        ttl: Duration,
-    ) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::LOCK, 1, 2, 64);
-        call.key("lock key", self.keys.media_lock(tmdb_id, season))
-            .arg("owner", owner)
-            .arg("lease", ttl.as_millis() as u64);
-        call
-    }
-
-    /// notice.lua: tells the admin chats `text` unless they were told about `condition` within
-    /// the last `lasts`; true when this call told them.
-    pub async fn raise_notice(
-        &self,
-        condition: &str,
-        text: &str,
-        lasts: Duration,
-    ) -> Result<bool, LedgerError> {
-        let call = self.raise_notice_call(condition, text, lasts);
-        let told: i64 = self.send(&call, "telling the admin chats").await?;
-        Ok(told == 1)
-    }
-
-    pub(super) fn raise_notice_call(
-        &self,
-        condition: &str,
-        text: &str,
-        lasts: Duration,
-    ) -> ScriptCall {
-        let mut call = ScriptCall::new(
-            &scripts::NOTICE,
-            3,
-            4 + self.review.admin_chats.len(),
-            64 + text.len(),
-        );
-        call.key("notice key", self.keys.notice(condition))
-            .key("replies stream", self.keys.replies_stream())
-            .key("told set", self.keys.notice_told(condition))
-            .arg("raise | tell | clear", "raise")
-            .arg("replies consumer group", keys::Stream::Replies.group())
-            .arg("seconds the notice lasts", lasts.as_secs().max(1))
-            .arg("text or user", text)
-            .args(&self.review.admin_chats);
-        call
-    }
-
-    /// notice.lua: whether `user_id` is to be told about `condition` now (true once per user
-    /// while it lasts, `lasts` at most): the caller's reply tells them.
-    pub async fn tell_user_once(
-        &self,
-        condition: &str,
-        user_id: i64,
-        lasts: Duration,
-    ) -> Result<bool, LedgerError> {
-        let call = self.tell_user_call(condition, user_id, lasts);
-        let new: i64 = self.send(&call, "noting a user told").await?;
-        Ok(new == 1)
-    }
-
-    pub(super) fn tell_user_call(
-        &self,
-        condition: &str,
-        user_id: i64,
-        lasts: Duration,
-    ) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::NOTICE, 3, 4, 64);
-        call.key("notice key", self.keys.notice(condition))
-            .key("replies stream", self.keys.replies_stream())
-            .key("told set", self.keys.notice_told(condition))
-            .arg("raise | tell | clear", "tell")
-            .arg("replies consumer group", keys::Stream::Replies.group())
-            .arg("seconds the notice lasts", lasts.as_secs().max(1))
-            .arg("text or user", user_id);
-        call
-    }
-
-    /// notice.lua: `condition` is over (and the users told about it forgotten); its next
-    /// occurrence is told again. True if it was on.
-    pub async fn clear_notice(&self, condition: &str) -> Result<bool, LedgerError> {
-        let call = self.clear_notice_call(condition);
-        let cleared: i64 = self.send(&call, "ending an admin notice").await?;
-        Ok(cleared == 1)
-    }
-
-    pub(super) fn clear_notice_call(&self, condition: &str) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::NOTICE, 3, 2, 64);
-        call.key("notice key", self.keys.notice(condition))
-            .key("replies stream", self.keys.replies_stream())
-            .key("told set", self.keys.notice_told(condition))
-            .arg("raise | tell | clear", "clear")
-            .arg("replies consumer group", keys::Stream::Replies.group());
-        call
-    }
-
-    /// Releases the media lock if `owner` still holds it.
-    pub async fn unlock_media(
-        &self,
-        tmdb_id: u64,
-        season: Option<u32>,
-        owner: &str,
-    ) -> Result<(), LedgerError> {
-        let call = self.unlock_media_call(tmdb_id, season, owner);
-        let _: i64 = self.send(&call, "unlocking a media").await?;
-        Ok(())
-    }
-
-    pub(super) fn unlock_media_call(
-        &self,
-        tmdb_id: u64,
-        season: Option<u32>,
-        owner: &str,
-    ) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::UNLOCK, 1, 1, 64);
-        call.key("lock key", self.keys.media_lock(tmdb_id, season))
-            .arg("owner", owner);
-        call
-    }
-
     /// complete.lua: the outcome, the reply and the XACK in one step, fenced by the attempt.
     pub async fn complete(
         &self,
@@ -762,58 +626,6 @@ impl Ledger {
             .key("job key prefix", k.job_prefix())
             .arg("most jobs to promote", limit)
             .arg("jobs consumer group", keys::Stream::Jobs.group());
-        call
-    }
-
-    /// resolve.lua: settles a `needs_review` job, or says why it did not.
-    pub async fn resolve(
-        &self,
-        job_id: u64,
-        decision: Resolution,
-        note: &str,
-        reply: &str,
-        retention: Duration,
-    ) -> Result<Resolved, LedgerError> {
-        let call = self.resolve_call(job_id, decision, note, reply, retention);
-        let out: Vec<String> = self.send_durable(&call, "resolving a job").await?;
-        let state = out.get(1).and_then(|s| s.parse::<JobState>().ok());
-        match (
-            out.first().map(String::as_str),
-            out.get(1).map(String::as_str),
-            state,
-        ) {
-            (Some("refused"), Some("missing"), _) => Ok(Resolved::Missing),
-            (Some("ok"), _, Some(state)) => Ok(Resolved::Settled(state)),
-            (Some("refused"), _, Some(state)) => Ok(Resolved::NotWaiting(state)),
-            _ => Err(LedgerError::Corrupt {
-                doing: "resolving a job",
-                detail: format!("resolve answered {out:?}"),
-            }),
-        }
-    }
-}
-
-impl Ledger {
-    pub(super) fn resolve_call(
-        &self,
-        job_id: u64,
-        decision: Resolution,
-        note: &str,
-        reply: &str,
-        retention: Duration,
-    ) -> ScriptCall {
-        let k = &self.keys;
-        let mut call = ScriptCall::new(&scripts::RESOLVE, 4, 6, 256 + note.len() + reply.len());
-        call.key("job HASH", k.job(job_id))
-            .key("jobs stream", k.jobs_stream())
-            .key("replies stream", k.replies_stream())
-            .key("review index", k.review_index())
-            .arg("decision", decision.as_str())
-            .arg("note", note)
-            .arg("reply text", reply)
-            .arg("retention", retention.as_secs())
-            .arg("jobs consumer group", keys::Stream::Jobs.group())
-            .arg("replies consumer group", keys::Stream::Replies.group());
         call
     }
 }

@@ -10,13 +10,16 @@ mod job_spec;
 pub mod keys;
 mod library;
 mod liveness;
+mod media_lock;
 mod mp_login;
+mod notices;
 mod notify;
 mod overview;
 mod owners;
 mod reader;
 mod releases;
 mod replies;
+mod review;
 #[cfg(test)]
 mod script_calls;
 mod scripts;
