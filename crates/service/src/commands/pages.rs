@@ -20,10 +20,9 @@ use std::ops::Range;
 
 use crate::i18n::Render;
 use crate::ledger::{Job, Owner, TokenAction, TokenGroup};
-use crate::moviepilot::{MATCHES_ASKED, MpError};
+use crate::moviepilot::{MATCHES_ASKED, MediaItem, MpError};
 use crate::telegram::keyboard::Keyboard;
-
-use crate::worker::context::{Buttons, Context, ledger_error, owner};
+use crate::worker::context::{Buttons, Context, Done, ledger_error, owner};
 
 /// Items on one page. Five releases with 75-character titles measure about 600 characters with
 /// their header (453 to 597 measured, `downloads::a_stored_list_stays_under_its_bound...`: a
@@ -130,18 +129,19 @@ impl Nav {
 /// (six pages). Six pages' texts and keyboards are about 12 KB at most.
 pub const MATCHES_KEPT: usize = MATCHES_ASKED;
 
-/// A list of `found` matches, paged: `text(page, kept)` renders the matches of a page (their
-/// indexes) with the header, `row(group, i)` the buttons of match `i` (none for a match that
-/// cannot be acted on, or for a viewer). Stored for its page buttons (as long as its buttons
-/// live, `telegram.confirm_ttl_secs`) when it has more than one page.
+/// The answer of a list of `items` (MoviePilot's matches), paged: `text(page, kept)` renders the
+/// matches of a page (their indexes) with the header, `row(group, i)` the buttons of match `i`
+/// (none for a match that cannot be acted on, or for a viewer). Page 1 is the reply, with every
+/// page's buttons and the first match's poster; the pages are stored for their page buttons (as
+/// long as its buttons live, `telegram.confirm_ttl_secs`) when there is more than one.
 pub async fn matches(
     cx: &Context<'_>,
     job: &Job,
-    found: usize,
+    items: &[MediaItem],
     text: impl Fn(Range<usize>, usize) -> String,
     mut row: impl FnMut(&mut TokenGroup, usize) -> Vec<(String, String)>,
-) -> Result<Paged, MpError> {
-    let kept = found.min(MATCHES_KEPT);
+) -> Result<Done, MpError> {
+    let kept = items.len().min(MATCHES_KEPT);
     let mut group = TokenGroup::new(cx.button_ttl());
     let count = page_count(kept);
     let nav = Nav::new(&mut group, owner(job), job.id, count, &cx.render);
@@ -162,7 +162,19 @@ pub async fn matches(
             .await
             .map_err(ledger_error)?;
     }
-    Ok(paged)
+    Ok(Done {
+        reply: paged.first_text(),
+        result: format!("{} results", items.len()),
+        buttons: paged.buttons(),
+        photo: first_poster(items),
+        ..Done::default()
+    })
+}
+
+/// A match list's poster: the first match's, as MoviePilot's own bot shows it (the list reads
+/// as "this one, or one of these"); none when the first match has none.
+fn first_poster(items: &[MediaItem]) -> Option<String> {
+    items.first()?.poster.clone()
 }
 
 #[cfg(test)]

@@ -16,9 +16,7 @@ use crate::moviepilot::{
 };
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::{ErrorKind, MpOutcome};
-use crate::worker::context::{
-    Context, Done, Settle, first_poster, ledger_error, one_button, owner, reply_to,
-};
+use crate::worker::context::{Context, Done, Settle, ledger_error, one_button, owner, reply_to};
 
 pub(super) const DOWNLOAD: Spec = Spec {
     name: "download",
@@ -95,14 +93,7 @@ async fn matches(cx: &Context<'_>, job: &Job, title: &str) -> Result<Done, MpErr
             .into_iter()
             .collect()
     };
-    let paged = super::pages::matches(cx, job, items.len(), text, row).await?;
-    Ok(Done {
-        reply: paged.first_text(),
-        result: format!("{} results", items.len()),
-        buttons: paged.buttons(),
-        photo: first_poster(&items),
-        ..Done::default()
-    })
+    super::pages::matches(cx, job, &items, text, row).await
 }
 
 /// A solo button that runs the resource search for `item`, or `None` without a TMDB id.

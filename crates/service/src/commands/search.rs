@@ -7,7 +7,7 @@ use super::{Command, Spec, args, run_button};
 use crate::i18n;
 use crate::ledger::{Job, TokenGroup};
 use crate::moviepilot::{MediaItem, MpError};
-use crate::worker::context::{Context, Done, first_poster, owner, reply_to};
+use crate::worker::context::{Context, Done, owner, reply_to};
 
 pub(super) const SEARCH: Spec = Spec {
     name: "search",
@@ -47,14 +47,7 @@ pub(super) async fn search(
         _ => r.search_results(title, (&items, &library), page, kept, choose.is_some()),
     };
     let row = |group: &mut TokenGroup, i| subscribe_row(cx, job, group, (i, &items[i]), choose);
-    let paged = super::pages::matches(cx, job, items.len(), text, row).await?;
-    Ok(Done {
-        reply: paged.first_text(),
-        result: format!("{} results", items.len()),
-        buttons: paged.buttons(),
-        photo: first_poster(&items),
-        ..Done::default()
-    })
+    super::pages::matches(cx, job, &items, text, row).await
 }
 
 /// The Subscribe button of search result `i` (0-based) when it has a TMDB id, bound to the

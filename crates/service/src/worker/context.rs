@@ -13,7 +13,7 @@ use crate::asked::AskedMedia;
 use crate::config::Settings;
 use crate::i18n::Render;
 use crate::ledger::{Attempt, Job, Ledger, LedgerError, Owner, TokenAction, TokenGroup};
-use crate::moviepilot::{MediaItem, MoviePilot, MpError};
+use crate::moviepilot::{MoviePilot, MpError};
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::ErrorKind;
 
@@ -201,12 +201,6 @@ pub async fn ask_before_call(cx: &Context<'_>, job: &Job, media: Option<&AskedMe
             tracing::warn!(error = %e, "could not remember who asked before the call; MoviePilot's first notices about this media may miss the asker")
         }
     }
-}
-
-/// A match list's poster: the first match's, as MoviePilot's own bot shows it (the list reads
-/// as "this one, or one of these"); none when the first match has none.
-pub fn first_poster(items: &[MediaItem]) -> Option<String> {
-    items.first()?.poster.clone()
 }
 
 /// One once-only button under an answer, bound to the asker in this chat.
