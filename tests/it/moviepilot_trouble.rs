@@ -196,20 +196,6 @@ async fn a_moviepilot_restart_that_refuses_connections_is_waited_out() {
     }
 }
 
-async fn metric(rig: &Rig, name: &str) -> Option<String> {
-    let text = rig
-        .http
-        .get(rig.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_string))
-}
-
 /// A wrong `moviepilot.url` (in compose: a host name the container cannot resolve, or 127.0.0.1,
 /// which is the container itself) must be obvious from outside: the webhook still admits, while
 /// `/readyz` and the metric say that MoviePilot is not reached and jobs wait; once it answers,
@@ -230,7 +216,7 @@ async fn a_moviepilot_unreachable_at_start_shows_in_readyz_and_metrics_until_it_
         "{body}"
     );
     assert_eq!(
-        metric(&rig, "oncebot_moviepilot_unreachable")
+        rig.metric("oncebot_moviepilot_unreachable")
             .await
             .as_deref(),
         Some("1")
@@ -240,7 +226,7 @@ async fn a_moviepilot_unreachable_at_start_shows_in_readyz_and_metrics_until_it_
     let (status, body) = readyz(&rig).await;
     assert_eq!((status, body.as_str()), (200, "ready\n"));
     assert_eq!(
-        metric(&rig, "oncebot_moviepilot_unreachable")
+        rig.metric("oncebot_moviepilot_unreachable")
             .await
             .as_deref(),
         Some("0")

@@ -421,21 +421,14 @@ async fn the_wake_up_endpoint_polls_now_and_the_site_cookie_is_found_nowhere() {
     for text in delivered(&rig, ALICE) {
         assert!(!text.contains(needle));
     }
-    let http = reqwest::Client::new();
-    let metrics = http
-        .get(rig.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = rig.metrics().await;
     assert!(!metrics.contains(needle) && !metrics.contains(WAKE_SECRET));
     assert!(
         metrics.contains("oncebot_notify_forwarded_total"),
         "{metrics}"
     );
-    let page = http
+    let page = rig
+        .http
         .get(rig.url("/admin/"))
         .basic_auth("admin", Some(ADMIN_PASSWORD))
         .send()

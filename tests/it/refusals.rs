@@ -20,19 +20,10 @@ const WAKE_SECRET: &str = "wake-secret_0123456789";
 
 /// `oncebot_http_rejected_total{route="<route>",reason="<reason>"}` on the process's /metrics.
 async fn rejected(rig: &Rig, route: &str, reason: &str) -> f64 {
-    let text = rig
-        .http
-        .get(rig.url("/metrics"))
-        .send()
+    let sample = format!("oncebot_http_rejected_total{{route=\"{route}\",reason=\"{reason}\"}}");
+    rig.metric(&sample)
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = format!("oncebot_http_rejected_total{{route=\"{route}\",reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&key))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
+        .map_or(0.0, |v| v.parse().unwrap())
 }
 
 /// Sends `GUESSES` requests made by `request`, 64 in flight; each must be answered `status`.

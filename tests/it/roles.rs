@@ -1,8 +1,6 @@
 //! Issue 22: users and roles (`telegram.users`) through a real oncebot, the fake Telegram and the
 //! fake MoviePilot.
 
-use std::collections::BTreeMap;
-
 use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::telegram::callback_update;
 use serde_json::Value;
@@ -13,24 +11,10 @@ use crate::support::{ALICE, BOB, GROUP, eventually, group_text, private_text};
 
 /// `oncebot_updates_total{outcome}` as the bot's `/metrics` says it.
 async fn updates_counted(rig: &Rig, outcome: &str) -> f64 {
-    let text = rig
-        .http
-        .get(rig.url("/metrics"))
-        .send()
+    let sample = format!("oncebot_updates_total{{outcome=\"{outcome}\"}}");
+    rig.metric(&sample)
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let key = format!("oncebot_updates_total{{outcome=\"{outcome}\"}}");
-    let samples: BTreeMap<&str, f64> = text
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(' ')?;
-            Some((k, v.parse().ok()?))
-        })
-        .collect();
-    samples.get(key.as_str()).copied().unwrap_or(0.0)
+        .map_or(0.0, |v| v.parse().unwrap())
 }
 
 /// A viewer's /subscribe makes no job, is counted as forbidden and gets the one sentence; a read

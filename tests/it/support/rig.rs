@@ -105,6 +105,21 @@ impl Rig {
         format!("http://{addr}{path}")
     }
 
+    /// The `/metrics` text of the process [`Rig::url`] names.
+    pub async fn metrics(&self) -> String {
+        let response = self.http.get(self.url("/metrics")).send().await.unwrap();
+        response.text().await.unwrap()
+    }
+
+    /// The value of one sample on `/metrics` (its name with its labels, as the text writes it:
+    /// `oncebot_updates_total{outcome="rejected"}`), `None` when the process does not report it.
+    pub async fn metric(&self, sample: &str) -> Option<String> {
+        let key = format!("{sample} ");
+        let text = self.metrics().await;
+        text.lines()
+            .find_map(|l| l.strip_prefix(&key).map(|v| v.trim().to_string()))
+    }
+
     /// `oncebot serve` with these roles (ingress among them), once it answers /readyz; its
     /// address is [`Rig::url`]'s from now on.
     pub async fn start_roles(&self, roles: &[&str], crash_point: Option<&str>) -> Oncebot {
