@@ -208,6 +208,21 @@ impl Deployment {
         read.keys[0].ids[0].id.clone()
     }
 
+    /// A worker that died holding the entry of a job admitted as `update_id`: still listed in the
+    /// workers' liveness list, without its key.
+    async fn dead_worker_holding(&self, update_id: i64, consumer: &str) {
+        let mut conn = self.store.conn().await;
+        let _: () = conn
+            .sadd(
+                self.store.keys.consumers(keys::Stream::Jobs.group()),
+                consumer,
+            )
+            .await
+            .unwrap();
+        let _ = self.admit(update_id, BOB, Command::Subscriptions, "").await;
+        self.deliver(consumer).await;
+    }
+
     async fn claim(&self, job: u64, entry: &str, consumer: &str) -> Claimed {
         self.ledger
             .claim(job, entry, consumer, &LIMITS, &claim_texts())
@@ -627,16 +642,7 @@ async fn the_page_shows_counts_streams_consumers_and_filters_recent_jobs() {
     let running = d.job_in(5, ALICE, "running").await;
     let pending = d.job_in(6, ALICE, "pending").await;
     // A consumer that died with an entry and is still listed: shown dead, with its entry.
-    let mut conn = d.store.conn().await;
-    let _: () = conn
-        .sadd(
-            d.store.keys.consumers(keys::Stream::Jobs.group()),
-            "worker-gone",
-        )
-        .await
-        .unwrap();
-    let _ = d.admit(7, BOB, Command::Subscriptions, "").await;
-    d.deliver("worker-gone").await;
+    d.dead_worker_holding(7, "worker-gone").await;
 
     let (status, page) = d.get("/admin/").await;
     assert_eq!(status, 200);
@@ -726,15 +732,7 @@ async fn the_page_shows_a_stream_or_group_redis_lost_as_read_by_nobody() {
     let d = deploy(&[]).await;
     let mut conn = d.store.conn().await;
     let jobs = keys::Stream::Jobs.key(&d.store.keys);
-    let _: () = conn
-        .sadd(
-            d.store.keys.consumers(keys::Stream::Jobs.group()),
-            "worker-gone",
-        )
-        .await
-        .unwrap();
-    let _ = d.admit(1, BOB, Command::Subscriptions, "").await;
-    d.deliver("worker-gone").await;
+    d.dead_worker_holding(1, "worker-gone").await;
     let (_, page) = d.get("/admin/").await;
     assert!(
         page.contains("<td>1</td>"),
