@@ -65,17 +65,57 @@ impl Reason {
     }
 }
 
-#[derive(Debug)]
-struct Entry {
-    last_logged: Instant,
+/// One peer's log lines, at most one a [`LOG_EVERY`]: whether the next refusal is logged, and
+/// how many since the last line were not.
+#[derive(Debug, Default)]
+pub struct LogGate {
+    last_logged: Option<Instant>,
     unlogged: u64,
+}
+
+impl LogGate {
+    /// `Some(unlogged)` when a line is to be logged at `now`, with how many went unlogged since
+    /// the last one; `None` (counted) inside [`LOG_EVERY`] of it.
+    pub fn pass(&mut self, now: Instant) -> Option<u64> {
+        if self.logged_within(now) {
+            self.unlogged += 1;
+            return None;
+        }
+        self.last_logged = Some(now);
+        Some(std::mem::take(&mut self.unlogged))
+    }
+
+    /// A line went out less than [`LOG_EVERY`] before `now`.
+    fn logged_within(&self, now: Instant) -> bool {
+        self.last_logged
+            .is_some_and(|at| now.duration_since(at) < LOG_EVERY)
+    }
+}
+
+/// The key `peer` is kept under in a table of at most [`MAX_PEERS`] entries: its own, unless
+/// it has none and the table is full of entries `live` keeps (the others are dropped first),
+/// when it shares [`PeerKey::Overflow`].
+pub fn table_key<E>(
+    peers: &mut HashMap<PeerKey, E>,
+    peer: PeerKey,
+    live: impl Fn(&E) -> bool,
+) -> PeerKey {
+    if peers.contains_key(&peer) || peers.len() < MAX_PEERS {
+        return peer;
+    }
+    peers.retain(|_, e| live(e));
+    if peers.len() >= MAX_PEERS {
+        PeerKey::Overflow
+    } else {
+        peer
+    }
 }
 
 /// One door's refusals (`route`, the metric's label), shared by its requests.
 #[derive(Debug)]
 pub struct RefusalLog {
     route: &'static str,
-    peers: Mutex<HashMap<PeerKey, Entry>>,
+    peers: Mutex<HashMap<PeerKey, LogGate>>,
 }
 
 impl RefusalLog {
@@ -93,33 +133,10 @@ impl RefusalLog {
         let now = Instant::now();
         // Plain counters: a panic elsewhere cannot leave them inconsistent.
         let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
-        let mut key = PeerKey::of(peer);
-        if !peers.contains_key(&key) && peers.len() >= MAX_PEERS {
-            peers.retain(|_, e| now.duration_since(e.last_logged) < LOG_EVERY);
-            if peers.len() >= MAX_PEERS {
-                key = PeerKey::Overflow;
-            }
-        }
-        match peers.get_mut(&key) {
-            Some(e) if now.duration_since(e.last_logged) < LOG_EVERY => {
-                e.unlogged += 1;
-                None
-            }
-            Some(e) => {
-                e.last_logged = now;
-                Some(std::mem::take(&mut e.unlogged))
-            }
-            None => {
-                peers.insert(
-                    key,
-                    Entry {
-                        last_logged: now,
-                        unlogged: 0,
-                    },
-                );
-                Some(0)
-            }
-        }
+        let key = table_key(&mut peers, PeerKey::of(peer), |gate| {
+            gate.logged_within(now)
+        });
+        peers.entry(key).or_default().pass(now)
     }
 
     #[cfg(test)]

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::refusals::PeerKey;
+use crate::refusals::{LogGate, PeerKey, table_key};
 
 /// Misses answered at once before the slow-down starts.
 pub const FREE_MISSES: u32 = 5;
@@ -30,17 +30,13 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(10);
 pub const MAX_DELAY: Duration = Duration::from_secs(1);
 /// Peers remembered at once.
 pub const MAX_PEERS: usize = crate::refusals::MAX_PEERS;
-/// Least time between two log lines about one peer's misses.
-const LOG_EVERY: Duration = Duration::from_secs(1);
-
 #[derive(Debug)]
 struct Entry {
     misses: u32,
     last_miss: Instant,
     /// The earliest a slowed peer's next verdict may be given.
     next_verdict: Instant,
-    last_logged: Option<Instant>,
-    unlogged: u32,
+    log: LogGate,
 }
 
 impl Entry {
@@ -63,7 +59,7 @@ pub enum Turn {
 #[derive(Debug, PartialEq, Eq)]
 pub struct LogMiss {
     pub misses: u32,
-    pub unlogged: u32,
+    pub unlogged: u64,
 }
 
 /// The per-peer table, shared by every request of one page.
@@ -109,36 +105,23 @@ impl Throttle {
     pub fn missed(&self, peer: Option<IpAddr>) -> Option<LogMiss> {
         let now = Instant::now();
         let mut peers = self.peers();
-        let mut key = resolve(&peers, PeerKey::of(peer), now);
-        if !peers.contains_key(&key) && peers.len() >= MAX_PEERS {
-            peers.retain(|_, e| e.live(now));
-            if peers.len() >= MAX_PEERS {
-                key = PeerKey::Overflow;
-            }
-        }
+        let key = resolve(&peers, PeerKey::of(peer), now);
+        let key = table_key(&mut peers, key, |e| e.live(now));
         let entry = peers.entry(key).or_insert(Entry {
             misses: 0,
             last_miss: now,
             next_verdict: now,
-            last_logged: None,
-            unlogged: 0,
+            log: LogGate::default(),
         });
         if !entry.live(now) {
             entry.misses = 0;
         }
         entry.misses += 1;
         entry.last_miss = now;
-        if entry
-            .last_logged
-            .is_some_and(|at| now.duration_since(at) < LOG_EVERY)
-        {
-            entry.unlogged += 1;
-            return None;
-        }
-        entry.last_logged = Some(now);
+        let unlogged = entry.log.pass(now)?;
         Some(LogMiss {
             misses: entry.misses,
-            unlogged: std::mem::take(&mut entry.unlogged),
+            unlogged,
         })
     }
 
@@ -166,6 +149,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
+    use crate::refusals::LOG_EVERY;
 
     const A: Option<IpAddr> = Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)));
     const B: Option<IpAddr> = Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2)));
