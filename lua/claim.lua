@@ -26,9 +26,12 @@
   ARGV[5] text sent when a job is held for review; "{job}" becomes the job id
   ARGV[6] text sent when a read-only job failed after too many crashes; "{job}" likewise
   ARGV[7] retention of a finished job's HASH, seconds
-  ARGV[5+3i] stream entry id of the i-th entry
-  ARGV[6+3i] its job's id (the one in KEYS[5+i])
-  ARGV[7+3i] review notice for the admin chats, used only if that job is held (JSON, see
+  ARGV[8] job kinds this worker runs, each between two "|" (include/claim.lua's understood)
+  ARGV[9] idle time (ms) an entry left for a newer worker is given (include/claim.lua's
+          leave_for_newer)
+  ARGV[7+3i] stream entry id of the i-th entry
+  ARGV[8+3i] its job's id (the one in KEYS[5+i])
+  ARGV[9+3i] review notice for the admin chats, used only if that job is held (JSON, see
           include/tokens.lua; "" when there are no admin chats)
 
   Returns one answer per entry, in the order given:
@@ -44,6 +47,9 @@
                                               owner, entry, ... removed (finish_job)
     {"skip", status}                          nothing to run (finished, held, missing, or an
                                               entry that is not the job's current one): acked
+    {"unknown", kind}                         a pending, retry_wait or running job of a kind
+                                              not in ARGV[8]: left for a newer worker, nothing
+                                              changed, not acked (leave_for_newer)
   values... are the job's CLAIM_FIELDS (include/claim.lua), in that order, as they are after
   the claim ("" for a field the job does not have): what a worker reads of the job, and no
   more. Fewer values than the whole HASH are cheaper at both ends.
@@ -52,7 +58,7 @@
 local stream, replies, review = KEYS[1], KEYS[2], KEYS[3]
 local consumer, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 local max_recoveries = tonumber(ARGV[4])
-local retention = ARGV[7]
+local retention, kinds, left_idle = ARGV[7], ARGV[8], ARGV[9]
 
 local now = now_ms()
 
@@ -85,14 +91,19 @@ local function claim_one(job_key, entry, id, review_notice)
     return start_attempt({}, job_key, id, every, later, consumer, now, mode, recoveries)
   end
 
-  if status == 'pending' or status == 'retry_wait' then
-    return run('fresh')
-  end
-
-  if status ~= 'running' then
+  local runnable = status == 'pending' or status == 'retry_wait'
+  if not runnable and status ~= 'running' then
     -- succeeded, failed or needs_review: nothing to run; the entry is stale.
     drop_entry()
     return {'skip', status}
+  end
+  -- Before any change, a running job's recovery included: a newer worker's job.
+  if not understood(kinds, command) then
+    leave_for_newer(stream, group, consumer, entry, left_idle)
+    return {'unknown', command or ''}
+  end
+  if runnable then
+    return run('fresh')
   end
 
   -- running, and the entry came back: its owner stopped renewing the lease (crashed or hung).
@@ -130,6 +141,6 @@ end
 
 local answers = {}
 for i = 1, #KEYS - 5 do
-  answers[i] = claim_one(KEYS[5 + i], ARGV[5 + 3 * i], ARGV[6 + 3 * i], ARGV[7 + 3 * i])
+  answers[i] = claim_one(KEYS[5 + i], ARGV[7 + 3 * i], ARGV[8 + 3 * i], ARGV[9 + 3 * i])
 end
 return answers

@@ -39,6 +39,9 @@
           call. A worker asks "1" every few dozen outcomes and "d" whenever nothing else of its
           own still runs, so a busy worker does not pay for an XPENDING and an XTRIM per group
           that would mostly remove nothing, and an idle stream still ends empty
+  ARGV[7] job kinds the taker runs, each between two "|" (include/claim.lua's understood)
+  ARGV[8] idle time (ms) an entry left for a newer worker is given (include/claim.lua's
+          leave_for_newer)
   then one record per outcome, in KEYS order: 9 values, and 7 more when the ninth is "1":
     +1  stream entry id of the attempt
     +2  attempt number (the fencing token)
@@ -113,12 +116,16 @@
                                       job's current one; "" for the id of an entry naming no
                                       job): acknowledged and deleted
     id, entry, "defer"                a `running` job: left pending for claim.lua
+    id, entry, "unknown", kind        a job of a kind the taker does not run: left for a newer
+                                      worker, nothing changed, not acknowledged
+                                      (include/claim.lua's leave_for_newer)
 ]]
 
 local stream, replies, retry, review = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local job_prefix = KEYS[7]
 local retention, group, replies_group = ARGV[1], ARGV[2], ARGV[3]
 local take, taker, trim = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local kinds, left_idle = ARGV[7], ARGV[8]
 
 local NO_EARLIER = {false, false}
 -- The answers of the four statuses, made once: a string built per outcome is a new Lua string.
@@ -237,6 +244,11 @@ local function take_one(entry, fields)
     local every, later = read_claim_row(job_key)
     status = every[1]
     if status and every[3] == entry then
+      if (status == 'pending' or status == 'retry_wait' or status == 'running')
+        and not understood(kinds, every[4]) then
+        leave_for_newer(stream, group, taker, entry, left_idle)
+        return cjson.encode({id, entry, 'unknown', every[4] or ''})
+      end
       if status == 'pending' or status == 'retry_wait' then
         if every[2] == '0' then
           begin_attempt(job_key, '1', taker, now, 0)
@@ -268,7 +280,7 @@ end
 
 local n = #KEYS - 7
 local out = {tostring(n)}
-local at = 6
+local at = 8
 for i = 1, n do
   out[i + 1], at = complete_one(KEYS[7 + i], at)
 end

@@ -40,8 +40,11 @@
   ARGV[7] beat: most due retries to promote (include/promote.lua); 0 for a process that runs
           no worker
   ARGV[8] jobs consumer group (workers)
-  ARGV[9] number of groups that follow
-  ARGV[10..] per group: its name (workers | dispatchers), then how many streams it reads
+  ARGV[9] beat: the process's registration, the liveness key's value (JSON: its release, key
+          layout, roles and the job kinds it understands; ledger/versions.rs); a release
+          before 0.2.0 wrote "1"
+  ARGV[10] number of groups that follow
+  ARGV[11..] per group: its name (workers | dispatchers), then how many streams it reads
 
   beat: returns {removed, promoted, taken_1, ..., taken_n}: how many consumers were removed (dead
   with nothing pending, or left by an old release), how many retries were promoted, then for
@@ -59,8 +62,8 @@ local alive, alive_prefix = KEYS[1], KEYS[2]
 local mode, me = ARGV[1], ARGV[2]
 
 local groups = {}
-local k, a = 6, 10
-for g = 1, tonumber(ARGV[9]) do
+local k, a = 6, 11
+for g = 1, tonumber(ARGV[10]) do
   local n = tonumber(ARGV[a + 1])
   local streams = {}
   for s = 1, n do streams[s] = KEYS[k + s] end
@@ -94,7 +97,7 @@ if mode == 'retire' then
 end
 
 -- beat
-local was = redis.call('SET', alive, '1', 'PX', ARGV[3], 'GET')
+local was = redis.call('SET', alive, ARGV[9], 'PX', ARGV[3], 'GET')
 if not was or ARGV[4] == '1' then
   for _, g in ipairs(groups) do redis.call('SADD', g.list, me) end
 end

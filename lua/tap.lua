@@ -57,6 +57,9 @@
            a newer release): either way the tap is refused. A token without `least_role` (made
            by an earlier release) needs admin for a review or force button and user for a run
            button
+  ARGV[19] job kinds a tap must not make now, each between two "|" ("" for none): kinds an
+           older worker still alive would fail (docs/releases.md); a run or force button of one
+           is answered "upgrading" and makes nothing
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
@@ -84,6 +87,8 @@
                                       least role: nothing changed, the token stays usable (a
                                       page button is every role's)
     {"unknown", "", ""}               not one of our buttons: nothing changed
+    {"upgrading", "", ""}             a run or force button whose command is of a kind in
+                                      ARGV[19]: nothing changed, the token stays usable
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
   "expired" (and "used" from another message than the first tap's) queue a replies entry
@@ -223,6 +228,14 @@ end
 if needs ~= '' and not ranks_at_least(role, needs) then
   answer(texts.forbidden, true)
   return finish('-', 'forbidden')
+end
+
+-- A kind an older worker still alive would fail (an upgrade under way): no job now; the button
+-- keeps working, for once the upgrade is over.
+if (tok.action == 'run' or tok.action == 'force') and ARGV[19] ~= ''
+  and string.find(ARGV[19], '|' .. tok.command .. '|', 1, true) then
+  answer(texts.upgrading, true)
+  return finish('-', 'upgrading')
 end
 
 -- 3. The group: used before means this tap only learns what happened.

@@ -220,7 +220,12 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let code = if e.downcast_ref::<oncebot::config::SettingError>().is_some() {
+            // A setting to fix: a setting, a Redis that may evict oncebot's keys, a newer layout.
+            let code = if e.downcast_ref::<oncebot::config::SettingError>().is_some()
+                || e.downcast_ref::<oncebot::redis_policy::EvictionRefused>()
+                    .is_some()
+                || e.downcast_ref::<oncebot::versions::NewerLayout>().is_some()
+            {
                 2
             } else {
                 1

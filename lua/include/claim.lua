@@ -22,6 +22,19 @@
   begin_attempt(job_key, attempt, consumer, now, recoveries)
                                     start_attempt's write alone, attempt the new number as a
                                     string: complete.lua answers a first attempt its own way
+  understood(kinds, command)        whether the claiming worker runs jobs of kind `command`
+                                    (docs/releases.md: a job's kind is its `command` field);
+                                    kinds is the worker's list as one string, each kind between
+                                    two "|" ("|search|status|"): one plain find, no table built
+  leave_for_newer(stream, group, consumer, entry, idle)
+                                    a job of a kind the worker does not run is left for a newer
+                                    worker: nothing of the job changes and the entry is not
+                                    acknowledged, only its idle time in the pending list is set
+                                    to `idle` (ms, above any worker's reclaim_idle_ms), so the
+                                    next reclaim of any worker may take it; a worker that does
+                                    not run it leaves it again, one that does runs it. Without
+                                    that, an older worker's own reclaim would reset the idle
+                                    time and could keep it from the newer ones
 ]]
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
@@ -75,4 +88,12 @@ local function start_attempt(out, job_key, id, every, later, consumer, now, mode
   out[n + 16], out[n + 17], out[n + 18] = later[3] or '', later[4] or '', every[10] or ''
   out[n + 19] = every[11] or ''
   return out
+end
+
+local function understood(kinds, command)
+  return string.find(kinds, '|' .. (command or '') .. '|', 1, true) ~= nil
+end
+
+local function leave_for_newer(stream, group, consumer, entry, idle)
+  call('XCLAIM', stream, group, consumer, 0, entry, 'IDLE', idle, 'JUSTID')
 end

@@ -62,6 +62,7 @@ async fn jobs_resolve_settles_only_a_job_waiting_for_review() {
     let limits = AttemptLimits {
         max_recoveries: 3,
         retention: Duration::from_secs(60),
+        kinds: oncebot::versions::WORKER_KINDS,
     };
     let texts = ClaimTexts {
         held: "held".into(),

@@ -1149,6 +1149,7 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
     let limits = AttemptLimits {
         max_recoveries: 2,
         retention: Duration::from_secs(3600),
+        kinds: oncebot::versions::WORKER_KINDS,
     };
     let texts = ClaimTexts {
         held: "job #{job} held".into(),
@@ -1273,6 +1274,7 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
     let limits = AttemptLimits {
         max_recoveries: 2,
         retention: Duration::from_secs(3600),
+        kinds: oncebot::versions::WORKER_KINDS,
     };
     let texts = ClaimTexts {
         held: String::new(),

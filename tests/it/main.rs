@@ -10,6 +10,11 @@
 /// binary as a child process.
 mod support;
 
+/// Redis refusing writes, through real redis-server processes: `maxmemory` under `noeviction`,
+/// a failed RDB save and an AOF write error. 503s counted, outcomes kept and recorded once, the
+/// cause on `/readyz`, the admin chats told once an episode; nothing lost, nothing twice.
+mod redis_faults;
+
 /// The webhook front door: secret, size and shape checks, and the three layers of duplicates
 /// (update_id, command window, none for read-only commands), Redis outages and restarts.
 mod ingress;
@@ -17,6 +22,10 @@ mod ingress;
 /// `oncebot serve --role ingress --poll` as a real process against the simulated Bot API: the
 /// offset advances only after admission, a crash in between repeats nothing, 409 and 401.
 mod polling;
+
+/// A Redis that may evict oncebot's keys (`maxmemory` and a policy but `noeviction`): start-up
+/// stops with one line, or warns; found live, the doors admit nothing until it is fixed.
+mod eviction;
 
 /// A flood of wrong secrets at the webhook and the relay's wake-up path: each counted, the log
 /// one line a second per peer.
@@ -142,6 +151,10 @@ mod demo;
 /// `oncebot bench`: runs the real binary and checks the shape of its report, never its speed.
 mod bench;
 
+/// `oncebot bench --soak` in short minutes: a busy household's day at 720 times the speed
+/// against one process per role, SIGKILLs and MoviePilot away included; every check passes.
+mod soak;
+
 /// The admission script survives Redis forgetting its scripts (bare EVALSHA + reload).
 mod admission_script;
 
@@ -159,5 +172,14 @@ mod retention;
 /// against teloxide-core's types, and recorded real updates read alike by both models.
 mod wire_types;
 
+/// A rolling upgrade under load (issue 46): the old release's processes replaced one role at a
+/// time by this tree's; nothing lost, nothing done twice. Ignored: `scripts/upgrade-test` builds
+/// the old release and runs it.
+mod upgrade;
+
 /// The README's two commands, `scripts/test` and `.ci/run` agree: CI runs what a new user runs.
 mod quick_start;
+
+/// Releases side by side: unknown job kinds left for a newer worker, new kinds held while an
+/// older worker lives, the registry and the layout guard (docs/releases.md).
+mod versions;

@@ -88,3 +88,22 @@ fn ci_runs_scripts_test_not_its_own_test_command() {
         ".ci/run keeps no copy of the test command; scripts/test holds it"
     );
 }
+
+/// `.ci/run` runs the upgrade test after the suite, and the script runs the ignored test by the
+/// module it lives in (a renamed module would otherwise run nothing and pass).
+#[test]
+fn ci_runs_the_upgrade_test_after_the_suite() {
+    const UPGRADE: &str = include_str!("../../scripts/upgrade-test");
+    let commands: Vec<&str> = CI.lines().map(str::trim).collect();
+    let test = commands.iter().position(|l| *l == "scripts/test");
+    let upgrade = commands.iter().position(|l| *l == "scripts/upgrade-test");
+    assert!(
+        matches!((test, upgrade), (Some(t), Some(u)) if t < u),
+        ".ci/run runs scripts/upgrade-test after scripts/test"
+    );
+    assert!(UPGRADE.contains("--run-ignored only") && UPGRADE.contains("-E 'test(/upgrade::/)'"));
+    assert!(
+        include_str!("upgrade/mod.rs").contains("async fn a_rolling_upgrade_under_load"),
+        "the upgrade test lives in tests/it/upgrade/"
+    );
+}

@@ -21,6 +21,7 @@ fn limits() -> AttemptLimits {
     AttemptLimits {
         max_recoveries: 2,
         retention: Duration::from_secs(3600),
+        kinds: oncebot::versions::WORKER_KINDS,
     }
 }
 
@@ -97,7 +98,11 @@ async fn complete_taking_trimming(
     count: usize,
     trim: Trim,
 ) -> Completions {
-    let taker = Taker { consumer: A, count };
+    let taker = Taker {
+        consumer: A,
+        count,
+        kinds: oncebot::versions::WORKER_KINDS,
+    };
     checked_transitions(
         store,
         "complete.lua",

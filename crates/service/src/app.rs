@@ -20,6 +20,8 @@ use crate::liveness::Liveness;
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, Unreachable};
 use crate::notify::Relay;
+use crate::redis_health::WriteHealth;
+use crate::redis_policy;
 use crate::servers;
 use crate::shutdown::{Signals, sleep_or_stop};
 use crate::telegram::api::BotApi;
@@ -107,13 +109,24 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
     )?;
     wait_for_redis(&ledger).await;
+    crate::versions::check_layout(&ledger).await?;
+    let policy_at_start =
+        redis_policy::check_at_start(&ledger, &settings.redis, Duration::from_secs(2)).await?;
     let shutdown = CancellationToken::new();
     let mut tasks: Vec<Task> = Vec::new();
 
     // Every process serves /healthz, /readyz and /metrics; only ingress adds the webhook.
     let runs_ingress = opts.runs(Role::Ingress);
     let ingress = Ingress::new(&settings, ledger.clone());
+    // The process's one view of whether Redis takes writes (`redis_health`): the ingress's.
+    let health = ingress.write_health().clone();
     crate::users_sync::set_gauges(&ingress.directory().current());
+    tasks.extend(watch_redis_policy(
+        &settings,
+        &ingress,
+        policy_at_start,
+        &shutdown,
+    ));
     if runs_ingress && settings.moviepilot.users_refresh().is_some() {
         tasks.push(follow_users(&ingress, &shutdown).await);
     }
@@ -129,13 +142,24 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     // One liveness key and one heartbeat for the process's worker and dispatcher.
     let (worker, dispatcher) = (opts.runs(Role::Worker), opts.runs(Role::Dispatcher));
     let liveness = Liveness::for_process(&settings, ledger.clone(), worker, dispatcher);
+    tasks.extend(register(&settings, &opts, &ledger, &liveness, &shutdown));
+    // Whether Redis takes writes: one watcher a process, whatever its roles (`redis_health`).
+    liveness.renew_when_writes_return(health.clone());
+    tasks.push(watch_writes(
+        &settings,
+        &ledger,
+        &health,
+        liveness.consumer(),
+        &shutdown,
+    ));
     if worker {
         let liveness = liveness.clone();
-        tasks.push(start_worker(&settings, ledger.clone(), liveness, shutdown.clone()).await?);
+        let (ledger, health) = (ledger.clone(), health.clone());
+        tasks.push(start_worker(&settings, ledger, liveness, health, shutdown.clone()).await?);
     }
     if dispatcher {
         let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
-        let dispatcher = Dispatcher::new(&settings, ledger.clone(), api, liveness);
+        let dispatcher = Dispatcher::new(&settings, ledger.clone(), api, liveness, health);
         tasks.push(tokio::spawn(dispatcher.run(shutdown.clone())));
     }
     if opts.runs_notify(&settings) {
@@ -147,6 +171,71 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         admin_addr: http.admin_addr,
         shutdown,
         handle,
+    })
+}
+
+/// The process's registration (`versions`): written by its heartbeat when it runs a worker or a
+/// dispatcher, else by a task of its own, returned.
+fn register(
+    settings: &Settings,
+    opts: &ServeOptions,
+    ledger: &Ledger,
+    liveness: &Liveness,
+    shutdown: &CancellationToken,
+) -> Option<Task> {
+    let roles: Vec<&str> = [
+        (Role::Ingress, "ingress"),
+        (Role::Worker, "worker"),
+        (Role::Dispatcher, "dispatcher"),
+        (Role::Notify, "notify"),
+    ]
+    .into_iter()
+    .filter(|(role, _)| match role {
+        Role::Notify => opts.runs_notify(settings),
+        role => opts.runs(*role),
+    })
+    .map(|(_, name)| name)
+    .collect();
+    let registration = crate::versions::registration(&roles);
+    if opts.runs(Role::Worker) || opts.runs(Role::Dispatcher) {
+        liveness.register(registration.to_value(), true);
+        return None;
+    }
+    let w = &settings.worker;
+    let timing = (
+        Duration::from_millis(w.heartbeat_interval_ms),
+        Duration::from_millis(w.liveness_ttl_ms),
+    );
+    let keep = crate::versions::keep_registered(
+        ledger.clone(),
+        liveness.consumer().to_string(),
+        registration,
+        timing,
+        shutdown.clone(),
+    );
+    Some(tokio::spawn(async move {
+        keep.await;
+        Ok(())
+    }))
+}
+
+/// The process's write watcher (`redis_health`), as a task of the process that ends with it.
+fn watch_writes(
+    settings: &Settings,
+    ledger: &Ledger,
+    health: &WriteHealth,
+    process: &str,
+    shutdown: &CancellationToken,
+) -> Task {
+    let watcher = health.watch(
+        settings,
+        ledger.clone(),
+        process.to_string(),
+        shutdown.clone(),
+    );
+    tokio::spawn(async move {
+        let _ = watcher.await;
+        Ok(())
     })
 }
 
@@ -180,6 +269,30 @@ async fn wait_for_redis(ledger: &Ledger) {
             tracing::warn!("Redis did not answer within 5 s; the webhook answers 503 until it does")
         }
     }
+}
+
+/// The live check of Redis's `maxmemory-policy` (every process; none with
+/// `redis.allow_eviction`), into the watch that ingress's doors and `/readyz` read.
+fn watch_redis_policy(
+    settings: &Settings,
+    ingress: &Ingress,
+    at_start: redis_policy::AtStart,
+    shutdown: &CancellationToken,
+) -> Option<Task> {
+    if settings.redis.allow_eviction {
+        return None;
+    }
+    let check = redis_policy::run(
+        ingress.ledger().clone(),
+        ingress.redis_policy().clone(),
+        Duration::from_secs(settings.redis.policy_check_secs),
+        at_start,
+        shutdown.clone(),
+    );
+    Some(tokio::spawn(async move {
+        check.await;
+        Ok(())
+    }))
 }
 
 /// Reads MoviePilot's user mapping as stored before anything is admitted (until it is, it maps
@@ -253,6 +366,7 @@ async fn start_worker(
     settings: &Settings,
     ledger: Ledger,
     liveness: Arc<Liveness>,
+    health: WriteHealth,
     shutdown: CancellationToken,
 ) -> anyhow::Result<Task> {
     let first = first_connect(settings, "jobs wait until it is").await?;
@@ -273,7 +387,7 @@ async fn start_worker(
         // MoviePilot's own user mapping: whichever worker's turn it is reads it into Redis.
         let refresher = crate::users_sync::Refresher::new(&settings, ledger.clone(), mp.clone())
             .map(|r| tokio::spawn(r.run(shutdown.clone())));
-        let result = Worker::with_liveness(&settings, ledger, mp, liveness)
+        let result = Worker::with_liveness(&settings, ledger, mp, liveness, health)
             .run(shutdown)
             .await;
         if let Some(r) = refresher {

@@ -19,6 +19,7 @@
 //! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
 //!   reads them.
 //! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
+//! - `redis_health`: whether Redis takes writes (a probe per process, `/readyz`, admin notices).
 //! - `refusals`: refused requests at the doors, logged once a second per peer and counted.
 //! - `servers`: the HTTP listeners and what each serves (probes, ingress's doors, the page).
 //! - `app`: roles, start-up and graceful shutdown.
@@ -44,6 +45,8 @@ pub mod metrics;
 pub mod moviepilot;
 pub mod notify;
 pub mod path_segment;
+pub mod redis_health;
+pub mod redis_policy;
 pub mod refusals;
 pub mod servers;
 pub mod shutdown;
@@ -54,5 +57,6 @@ mod tidy;
 pub mod untrusted;
 pub mod users;
 pub mod users_sync;
+pub mod versions;
 pub mod vocabulary;
 pub mod worker;

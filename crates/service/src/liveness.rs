@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::ledger::{Beat, ConsumerRole, Ledger, Reaped};
+use crate::redis_health::WriteHealth;
 use crate::shutdown::sleep_or_stop;
 
 /// Most entries one heartbeat takes from dead consumers.
@@ -86,6 +87,13 @@ pub(crate) struct Liveness {
     one_at_a_time: tokio::sync::Mutex<()>,
     /// Whether the heartbeat loop runs (started by the first role to join).
     running: AtomicBool,
+    /// The process's registration, written as its key's value by every beat
+    /// (`versions::Registration`); set by `app` before a role joins.
+    registration: Mutex<String>,
+    /// The process's view of Redis's writes: when it takes them again after refusing them the
+    /// key (expired meanwhile) is renewed at once, before another process's heartbeat finds it
+    /// gone and takes this one's entries.
+    writes: std::sync::OnceLock<WriteHealth>,
 }
 
 impl Liveness {
@@ -123,13 +131,30 @@ impl Liveness {
             beats: AtomicU32::new(0),
             members: Mutex::default(),
             one_at_a_time: tokio::sync::Mutex::new(()),
+            registration: Mutex::new(String::new()),
             running: AtomicBool::new(false),
+            writes: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Beats at once whenever `health` sees Redis take writes again (`redis_health`).
+    pub(crate) fn renew_when_writes_return(&self, health: WriteHealth) {
+        let _ = self.writes.set(health);
     }
 
     /// The process's consumer name, the same in every group.
     pub(crate) fn consumer(&self) -> &str {
         &self.consumer
+    }
+
+    /// What every beat from now on writes as the key's value: the process's registration
+    /// (`versions::Registration`'s JSON), unless one is set already and `replace` is false (a
+    /// worker made without `app` registers itself; `app`'s, naming every role, wins).
+    pub(crate) fn register(&self, registration: String, replace: bool) {
+        let mut current = self.registration.lock().unwrap_or_else(|p| p.into_inner());
+        if replace || current.is_empty() {
+            *current = registration;
+        }
     }
 
     fn lock_last_beat(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
@@ -186,7 +211,13 @@ impl Liveness {
             return true;
         }
         let n = self.beats.fetch_add(1, Ordering::Relaxed);
+        let registration = self
+            .registration
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let beat = Beat {
+            registration: &registration,
             consumer: &self.consumer,
             ttl: self.ttl,
             list,
@@ -206,6 +237,10 @@ impl Liveness {
         match self.ledger.beat(&roles, &beat).await {
             Ok(beaten) => {
                 *self.lock_last_beat() = Some(sent);
+                if let Some(health) = self.writes.get() {
+                    // A beat is a write: the watcher need not probe while beats go through.
+                    health.wrote();
+                }
                 if beaten.promoted > 0 {
                     tracing::debug!(
                         jobs = beaten.promoted,
@@ -218,7 +253,12 @@ impl Liveness {
             Err(e) => {
                 // The next beat lists the process again, in case a reaper removed it meanwhile.
                 self.lock_members().list = true;
-                tracing::warn!(error = %e, consumer = %self.consumer, "renewing the liveness key failed; claiming stops until it works");
+                if e.refusal().is_some() {
+                    // `redis_health` says it once an episode; this would say it every beat.
+                    tracing::debug!(error = %e, consumer = %self.consumer, "renewing the liveness key failed; claiming stops until it works");
+                } else {
+                    tracing::warn!(error = %e, consumer = %self.consumer, "renewing the liveness key failed; claiming stops until it works");
+                }
                 false
             }
         }
@@ -266,10 +306,21 @@ impl Liveness {
         let mut next = Instant::now() + self.interval;
         loop {
             let wait = next.saturating_duration_since(Instant::now());
-            if sleep_or_stop(wait, &stop).await {
-                return;
+            let returned = async {
+                match self.writes.get() {
+                    Some(health) => health.accepted_again().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                stopped = sleep_or_stop(wait, &stop) => {
+                    if stopped {
+                        return;
+                    }
+                    next += self.interval;
+                }
+                () = returned => next = Instant::now() + self.interval,
             }
-            next += self.interval;
             self.beat().await;
         }
     }

@@ -24,7 +24,8 @@ type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
 pub struct Metrics {
     registry: Registry,
     /// oncebot_updates_total{outcome}: new, duplicate_update, duplicate_command, unauthorised,
-    /// bad_request, ignored, replied, callback.
+    /// bad_request, ignored, replied, callback; not recorded (503, or read again when polling):
+    /// writes_refused (Redis refuses writes), unavailable (Redis away).
     pub updates: Family<Labels, Counter>,
     /// oncebot_http_rejected_total{route, reason}: requests a door refused before reading
     /// them (`refusals`): route webhook or wake, reason secret, too_large or bad_request.
@@ -43,6 +44,9 @@ pub struct Metrics {
     pub replies: Family<Labels, Counter>,
     /// oncebot_telegram_429_total
     pub telegram_429: Counter,
+    /// oncebot_jobs_left_for_newer_total{kind}: jobs-stream entries this worker left for a
+    /// newer one, their kind unknown to this release (once per entry and process).
+    jobs_left_for_newer: Family<Labels, Counter>,
     /// oncebot_stream_length{stream}: jobs, replies, callbacks.
     stream_length: Family<Labels, Gauge>,
     /// oncebot_stream_pending{stream}: delivered, not yet acknowledged.
@@ -59,6 +63,9 @@ pub struct Metrics {
     /// oncebot_moviepilot_unreachable: 1 while this process has not reached MoviePilot since it
     /// started (a wrong `moviepilot.url` looks like this: jobs wait, the webhook still works).
     unreachable: Gauge,
+    /// oncebot_redis_writes_refused: 1 while this process finds Redis refusing writes (`OOM`,
+    /// `MISCONF`; `redis_health`). Alert on it: nothing is admitted or recorded meanwhile.
+    writes_refused: Gauge,
     /// oncebot_notify_forwarded_total: MoviePilot notifications the relay queued (once each,
     /// whatever the number of chats).
     pub notify_forwarded: Counter,
@@ -104,6 +111,7 @@ impl Metrics {
             mp_errors: Family::default(),
             replies: Family::default(),
             telegram_429: Counter::default(),
+            jobs_left_for_newer: Family::default(),
             stream_length: Family::default(),
             stream_pending: Family::default(),
             oldest_pending: Family::default(),
@@ -111,6 +119,7 @@ impl Metrics {
             retry_scheduled: Gauge::default(),
             credentials_refused: Gauge::default(),
             unreachable: Gauge::default(),
+            writes_refused: Gauge::default(),
             notify_forwarded: Counter::default(),
             notify_collapsed: Counter::default(),
             notify_unrouted: Counter::default(),
@@ -172,6 +181,11 @@ impl Metrics {
             "429 Too Many Requests answers from the Bot API",
             self.telegram_429.clone(),
         );
+        registry.register(
+            "jobs_left_for_newer",
+            "Jobs of a kind this release does not run, left for a newer worker, by kind",
+            self.jobs_left_for_newer.clone(),
+        );
     }
 
     /// Gauges of work waiting (streams, reviews, retries) and of MoviePilot's state.
@@ -210,6 +224,11 @@ impl Metrics {
             "moviepilot_unreachable",
             "1 while this process has not reached MoviePilot since it started (jobs wait)",
             self.unreachable.clone(),
+        );
+        registry.register(
+            "redis_writes_refused",
+            "1 while this process finds Redis refusing writes (out of memory, or a failed save)",
+            self.writes_refused.clone(),
         );
     }
 
@@ -307,6 +326,11 @@ impl Metrics {
         }
     }
 
+    /// Sets `oncebot_redis_writes_refused` (see `writes_refused`).
+    pub fn redis_writes_refused(&self, refused: bool) {
+        self.writes_refused.set(i64::from(refused));
+    }
+
     /// Whether this process is still waiting for its first connection to MoviePilot.
     pub fn moviepilot_unreachable(&self, unreachable: bool) {
         self.unreachable.set(i64::from(unreachable));
@@ -328,6 +352,13 @@ impl Metrics {
     pub fn http_rejected(&self, route: &'static str, reason: &'static str) {
         self.http_rejected
             .get_or_create(&vec![("route", route.into()), ("reason", reason.into())])
+            .inc();
+    }
+
+    /// Counts a jobs-stream entry left for a newer worker.
+    pub fn job_left_for_newer(&self, kind: &str) {
+        self.jobs_left_for_newer
+            .get_or_create(&vec![("kind", kind.to_string())])
             .inc();
     }
 

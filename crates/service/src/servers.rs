@@ -25,6 +25,8 @@ use crate::ingress::Ingress;
 use crate::ingress::webhook::{self, WebhookConfig};
 use crate::ledger::{Ledger, LedgerError};
 use crate::metrics::METRICS;
+use crate::redis_health::WriteHealth;
+use crate::redis_policy::Watch;
 
 /// The message of the line logged once `http.listen` is bound; its field `addr` is the address
 /// actually bound, so with port 0 in the setting it names the port the system chose. Stable, and
@@ -150,7 +152,9 @@ pub fn routes(
     admits: bool,
     admin: Option<AdminWeb>,
 ) -> impl Filter<Extract = (Response,), Error = Infallible> + Clone {
-    probes(ingress.ledger().clone(), admits)
+    let policy = ingress.redis_policy().clone();
+    let health = ingress.write_health().clone();
+    probes(ingress.ledger().clone(), policy, health, admits)
         .or(webhook::routes(ingress, webhook))
         .unify()
         .or(admin_web::routes(admin))
@@ -175,6 +179,8 @@ fn refusal(rejection: &warp::Rejection) -> StatusCode {
 /// `GET /healthz`, `/readyz` and `/metrics`, on every process.
 fn probes(
     ledger: Ledger,
+    policy: Watch,
+    health: WriteHealth,
     admits: bool,
 ) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let healthz = warp::path!("healthz")
@@ -182,8 +188,9 @@ fn probes(
         .map(|| warp::reply::Reply::into_response("ok\n"));
     let ready_ledger = ledger.clone();
     let readyz = warp::path!("readyz").and(warp::get()).then(move || {
-        let ledger = ready_ledger.clone();
-        async move { readiness(&ledger, admits).await }
+        let (ledger, health) = (ready_ledger.clone(), health.clone());
+        let policy = policy.clone();
+        async move { readiness(&ledger, &policy, &health, admits).await }
     });
     let metrics = warp::path!("metrics").and(warp::get()).then(move || {
         let ledger = ledger.clone();
@@ -196,8 +203,21 @@ fn probes(
 /// needs no auth, so Redis's own words stay in the log). MoviePilot refusing the credentials
 /// (seen by this process, or by any worker of the deployment: the shared notice) is said in the
 /// body; it makes a process 503 only when it does not admit updates (a worker alone), since the
-/// webhook keeps recording them meanwhile.
-async fn readiness(ledger: &Ledger, admits: bool) -> Response {
+/// webhook keeps recording them meanwhile. A Redis that may evict oncebot's keys (the live
+/// check's finding, `redis_policy`) makes every process 503, saying which policy to change;
+/// Redis refusing writes (`redis_health`) too, with its cause: nothing is admitted or recorded.
+async fn readiness(
+    ledger: &Ledger,
+    policy: &Watch,
+    health: &WriteHealth,
+    admits: bool,
+) -> Response {
+    if let Some(refusal) = health.refusal() {
+        return status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("not ready: {}\n", refusal.public_reason()),
+        );
+    }
     let ready = match ledger.ready().await {
         Ok(ready) => ready,
         Err(e) => {
@@ -208,6 +228,12 @@ async fn readiness(ledger: &Ledger, admits: bool) -> Response {
             );
         }
     };
+    if let Some(evicting) = policy.evicting() {
+        return status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("not ready: {}\n", evicting.public_reason()),
+        );
+    }
     let refused = ready.credentials_refused || METRICS.credentials_are_refused();
     let why = if refused {
         Some("MoviePilot refuses oncebot's credentials; jobs wait (see the log)")

@@ -25,12 +25,20 @@ pub enum Persistence {
 pub struct RedisServer {
     dir: tempfile::TempDir,
     persistence: Persistence,
+    /// Given after the usual arguments, so they win (`--maxmemory`, `--dir`, `--save`).
+    extra_args: Vec<String>,
     child: Option<Child>,
 }
 
 impl RedisServer {
     /// Starts one and waits until it answers PING.
     pub fn start(persistence: Persistence) -> anyhow::Result<Self> {
+        Self::start_with(persistence, &[])
+    }
+
+    /// [`RedisServer::start`] with `extra_args` after the usual ones (a later `--dir` or
+    /// `--save` wins; the socket and the log stay in the server's own directory).
+    pub fn start_with(persistence: Persistence, extra_args: &[&str]) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("oncebot-redis-")
             .tempdir()
@@ -38,6 +46,7 @@ impl RedisServer {
         let mut server = Self {
             dir,
             persistence,
+            extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             child: None,
         };
         server.restart()?;
@@ -103,6 +112,7 @@ impl RedisServer {
                 cmd.args(["--appendonly", "yes", "--appendfsync", "everysec"]);
             }
         }
+        cmd.args(&self.extra_args);
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -115,6 +115,7 @@ pub async fn deploy(env: &[(&str, &str)]) -> Deployment {
 const LIMITS: AttemptLimits = AttemptLimits {
     max_recoveries: 3,
     retention: Duration::from_secs(3600),
+    kinds: oncebot::versions::WORKER_KINDS,
 };
 
 fn claim_texts() -> ClaimTexts {

@@ -22,11 +22,22 @@ impl Oncebot {
     /// Starts `oncebot <args>` with only `env` (plus PATH) in its environment, so nothing from
     /// the developer's shell (ONCEBOT__*, RUST_LOG) changes what the test sees.
     pub fn spawn(args: &[&str], env: &[(String, String)]) -> Oncebot {
-        let child = OncebotCommand::new(env!("CARGO_BIN_EXE_oncebot"))
+        Oncebot::spawn_exe(env!("CARGO_BIN_EXE_oncebot"), args, env)
+    }
+
+    /// [`Oncebot::spawn`] of another build of oncebot: the upgrade test runs the old release's
+    /// binary beside this one.
+    pub fn spawn_exe(
+        exe: impl AsRef<std::path::Path>,
+        args: &[&str],
+        env: &[(String, String)],
+    ) -> Oncebot {
+        let exe = exe.as_ref();
+        let child = OncebotCommand::new(exe)
             .args(args)
             .envs(env.iter().cloned())
             .spawn()
-            .expect("starting the oncebot binary");
+            .unwrap_or_else(|e| panic!("starting {}: {e:#}", exe.display()));
         Oncebot(child)
     }
 

@@ -60,6 +60,16 @@ impl Rig {
     /// A rig whose MoviePilot simulator behaves as `opts` says (a version, its API token).
     pub async fn with_sim(opts: SimOptions, overrides: &[(&str, &str)]) -> Rig {
         let redis = RedisServer::start(Persistence::None).unwrap();
+        Self::with_redis(redis, opts, overrides).await
+    }
+
+    /// A rig over `redis`, started as a test needs it (`RedisServer::start_with`'s arguments:
+    /// `--maxmemory`, another `--dir`).
+    pub async fn with_redis(
+        redis: RedisServer,
+        opts: SimOptions,
+        overrides: &[(&str, &str)],
+    ) -> Rig {
         let Sims { mp, tg } = Sims::start(opts).await.unwrap();
         // `Sims::env_of` listens on 127.0.0.1 port 0.
         let env = Sims::env_of(&mp, &tg, &redis.url())

@@ -22,6 +22,7 @@ mod search;
 mod status;
 mod subscribe;
 mod subscriptions;
+mod version;
 
 pub use args::{
     ANYWAY, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
@@ -85,10 +86,13 @@ pub enum Command {
     /// File a transfer history record again (`/redo <record id>`), after Confirm naming the
     /// file MoviePilot deletes first (an admin's).
     Redo,
+    /// This release and the live processes by role and release (an admin's; the job kind
+    /// 0.2.0 adds, docs/releases.md).
+    Version,
 }
 
 impl Command {
-    pub const ALL: [Command; 23] = [
+    pub const ALL: [Command; 24] = [
         Command::Search,
         Command::Subscribe,
         Command::Best,
@@ -112,6 +116,7 @@ impl Command {
         Command::Cookiecloud,
         Command::Restart,
         Command::Redo,
+        Command::Version,
     ];
 
     /// Its file's description of it: the one dispatch, a match without a fallback arm, so the
@@ -141,6 +146,7 @@ impl Command {
             Command::Cookiecloud => &house::COOKIECLOUD,
             Command::Restart => &restart::RESTART,
             Command::Redo => &redo::REDO,
+            Command::Version => &version::VERSION,
         }
     }
 
@@ -194,7 +200,7 @@ impl Command {
 
     /// Every command by name with what it says about itself, in `ALL`'s order: the menus and
     /// the help are built from it (`i18n::Texts::help_for`, `command_list`).
-    pub fn listing() -> [(&'static str, &'static i18n::About); 23] {
+    pub fn listing() -> [(&'static str, &'static i18n::About); 24] {
         Command::ALL.map(|c| (c.name(), c.about()))
     }
 
@@ -214,7 +220,7 @@ impl Command {
 /// the settings; `None`: no business-layer check), the recovery after a crash, the least role,
 /// one per asker or for the whole house, a span of time or the calendar day.
 #[rustfmt::skip]
-pub const POLICIES: [Policy; 23] = {
+pub const POLICIES: [Policy; 24] = {
     use policy::{ASKS, AT_ONCE, DAY, EFFECT, HOUSE, OWN, READ, SPAN, row};
     use Recovery::*;
     use crate::vocabulary::Role::*;
@@ -267,6 +273,8 @@ pub const POLICIES: [Policy; 23] = {
         // redo's file. Once per record for the house in its window; after a crash a person decides,
         // seeing which file (the job notes it before the call).
         row(Command::Redo, EFFECT, ASKS, Some(|s| s.redo_window_secs), HoldForReview, Admin, HOUSE, SPAN),
+        // Reads the registry only; an admin's, as what runs where is the operator's business.
+        row(Command::Version, READ, AT_ONCE, None, Rerun, Admin, OWN, SPAN),
     ]
 };
 
@@ -308,8 +316,8 @@ pub(crate) fn not_runnable(job: &Job) -> MpError {
 }
 
 /// A job's `command` field as read back from the ledger: a command this release knows, or the
-/// name a newer release wrote. The job of an unknown name fails with a clear error when a worker
-/// of this release claims it, instead of the whole row reading as corrupt.
+/// name a newer release wrote (the row reads, instead of as corrupt). A worker of this release
+/// leaves such a job for a newer worker, never fails it (docs/releases.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobCommand {
     Known(Command),

@@ -22,6 +22,11 @@ pub struct RedisSettings {
     pub wait_replicas: u32,
     /// How long such a `WAIT` may take before the write counts as not confirmed (503).
     pub wait_timeout_ms: u64,
+    /// Go on with a Redis whose `maxmemory-policy` may evict oncebot's keys (a warning at each
+    /// start instead of the refusal, and no 503s while it is so): see `redis_policy`.
+    pub allow_eviction: bool,
+    /// How often every process reads `maxmemory` and `maxmemory-policy` again while running.
+    pub policy_check_secs: u64,
 }
 
 impl RedisSettings {
@@ -39,6 +44,11 @@ impl RedisSettings {
             &[("redis.command_timeout_ms", self.command_timeout_ms)],
             "",
             "e.g. 2000",
+        )?;
+        nonzero(
+            &[("redis.policy_check_secs", self.policy_check_secs)],
+            "",
+            "e.g. 300",
         )
     }
 
@@ -165,5 +175,17 @@ mod tests {
         .validate(Needs::default())
         .unwrap_err();
         assert_eq!(e.key, "redis.wait_timeout_ms");
+    }
+
+    #[test]
+    fn eviction_is_refused_by_default_and_the_check_interval_is_at_least_a_second() {
+        let defaults = load(&[]).unwrap();
+        assert!(!defaults.redis.allow_eviction);
+        assert_eq!(defaults.redis.policy_check_secs, 300);
+        let e = load(&[("ONCEBOT__REDIS__POLICY_CHECK_SECS", "0")])
+            .unwrap()
+            .validate(Needs::default())
+            .unwrap_err();
+        assert_eq!(e.key, "redis.policy_check_secs");
     }
 }

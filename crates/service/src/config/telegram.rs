@@ -49,6 +49,12 @@ pub enum Locale {
 }
 
 impl TelegramSettings {
+    /// Whether the Bot API can be called with these settings, for what a process may send
+    /// without needing it (`redis_health`'s admin notices).
+    pub fn bot_api_usable(&self) -> bool {
+        self.validate_bot_api().is_ok()
+    }
+
     /// For roles that call the Bot API.
     pub(super) fn validate_bot_api(&self) -> Result<(), SettingError> {
         let token = self.token.expose();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::ledger::{Ledger, ReplyEnded as Ended, ReplyEntry};
+use crate::ledger::{Ledger, ReplyEnded as Ended, ReplyEntry, Unrecorded};
 
 /// Most replies one reply_end.lua call records (its arguments stay small; Lua's unpack bounds
 /// the XACK to a few thousand).
@@ -31,7 +31,7 @@ struct Group {
 struct Member {
     reply: ReplyEntry,
     sent: Ended,
-    answer: oneshot::Sender<Result<(), String>>,
+    answer: oneshot::Sender<Result<(), Unrecorded>>,
 }
 
 impl Ends {
@@ -45,7 +45,7 @@ impl Ends {
         reply: &ReplyEntry,
         sent: &Ended,
         retention: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unrecorded> {
         let (answer, answered) = oneshot::channel();
         let lead = {
             let mut group = self.lock();
@@ -65,9 +65,11 @@ impl Ends {
             };
             commit(ledger, members, retention).await;
         }
-        answered
-            .await
-            .unwrap_or_else(|_| Err("the group's leader stopped before recording it".into()))
+        answered.await.unwrap_or_else(|_| {
+            Err(Unrecorded::because(
+                "the group's leader stopped before recording it",
+            ))
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Group> {
@@ -85,7 +87,7 @@ async fn commit(ledger: &Ledger, mut members: Vec<Member>, retention: Duration) 
         let answer = ledger
             .reply_end_all(&ended, retention)
             .await
-            .map_err(|e| e.to_string());
+            .map_err(|e| Unrecorded::of(&e));
         for member in members {
             let _ = member.answer.send(answer.clone());
         }

@@ -61,6 +61,7 @@ use crate::ledger::{
 };
 use crate::liveness::{Liveness, take_over};
 use crate::metrics::METRICS;
+use crate::redis_health::WriteHealth;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::vocabulary::ReplyKind;
@@ -96,6 +97,8 @@ pub struct Dispatcher {
     ends: ends::Ends,
     /// Whether a task watches the replies held by other dispatchers (`watch_held`).
     watching_held: AtomicBool,
+    /// Whether Redis takes writes: a sent reply's record is made the moment it does again.
+    write_health: WriteHealth,
 }
 
 /// How many pending replies one look for those held elsewhere reads at most.
@@ -125,6 +128,7 @@ impl Dispatcher {
         ledger: Ledger,
         api: BotApi,
         liveness: Arc<Liveness>,
+        write_health: WriteHealth,
     ) -> Arc<Self> {
         let cfg = settings.dispatcher.clone();
         let consumer = liveness.consumer().to_string();
@@ -146,6 +150,7 @@ impl Dispatcher {
             stop: CancellationToken::new(),
             ends: ends::Ends::default(),
             watching_held: AtomicBool::new(false),
+            write_health,
             cfg,
         })
     }
@@ -398,13 +403,42 @@ impl Dispatcher {
         let Some(sent) = ended(&reply, &outcome) else {
             return;
         };
-        // With the others ended at the same moment: one reply_end.lua call (`ends`).
-        let recorded = recorded("the reply's outcome", None, || {
-            self.ends.record(&self.ledger, &reply, &sent, retention)
-        })
-        .await;
-        if let Err(e) = recorded {
+        if let Err(e) = self.record_end(&reply, &sent, retention).await {
             tracing::error!(error = %e, "cannot record the reply's outcome; it may be sent again");
+        }
+    }
+
+    /// reply_end.lua for a reply that went out, with the others ended at the same moment (one
+    /// call, `ends`). While Redis is away or refuses writes it is tried for as long as that
+    /// lasts (the shutdown's wait for sends in flight bounds it), at once when writes return:
+    /// a reply sent and left unrecorded would be sent again by whoever takes its entry. One
+    /// log line for the wait; other errors are tried 8 times.
+    async fn record_end(
+        &self,
+        reply: &ReplyEntry,
+        sent: &ReplyEnded,
+        retention: Duration,
+    ) -> Result<(), String> {
+        let mut odd = Retry::new(backoff::REDIS, 8);
+        let mut waits = backoff::Backoff::new(backoff::REDIS);
+        let mut waiting = false;
+        loop {
+            let e = match self.ends.record(&self.ledger, reply, sent, retention).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if e.passes {
+                if !std::mem::replace(&mut waiting, true) {
+                    tracing::warn!(error = %e.error, "cannot record the reply's outcome yet; trying until Redis takes it (it is not sent again)");
+                }
+                self.write_health.wait_or_accepted(waits.next_delay()).await;
+                continue;
+            }
+            tracing::warn!(error = %e.error, "cannot record the reply's outcome yet; trying again");
+            let Some(delay) = odd.failed() else {
+                return Err(e.error);
+            };
+            odd.wait(delay).await;
         }
     }
 

@@ -26,6 +26,7 @@ mod help;
 mod house;
 mod library;
 mod outcomes;
+mod redis_health;
 mod redo;
 mod releases;
 mod render;
@@ -34,6 +35,7 @@ mod search;
 mod status;
 mod subscribe;
 mod subscriptions;
+mod version;
 
 pub use auto::AUTO;
 pub use downloading::DOWNLOADING;
@@ -51,6 +53,7 @@ pub use search::{SEARCH, subscribe_args};
 pub use status::{JOBS, STATUS};
 pub use subscribe::{BEST, SUBSCRIBE};
 pub use subscriptions::{SEARCHNOW, SUBSCRIPTIONS, UNSUBSCRIBE, Whose};
+pub use version::VERSION;
 
 use crate::config::Locale;
 use crate::ledger::{LedgerTexts, TapTexts};
@@ -226,6 +229,7 @@ impl Texts {
                 "你的角色不能使用这个按钮",
                 "Your role does not allow this button."
             ),
+            upgrading: self.upgrading(),
         }
     }
 

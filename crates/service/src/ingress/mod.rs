@@ -92,6 +92,13 @@ struct Inner {
     confirm_ttl: Duration,
     /// `notify.webhook_secret` while the relay is on: the wake-up path's secret (else it is 404).
     wake_secret: Option<crate::config::Secret>,
+    /// Whether Redis may evict the ledger's keys now: both doors admit nothing while it may.
+    redis_policy: crate::redis_policy::Watch,
+    /// Whether a worker older than 0.2.0 is alive, which would fail a job of a new kind.
+    gate: crate::versions::Gate,
+    /// Whether Redis takes writes, as this process finds it: the process's one `WriteHealth`
+    /// (`app` hands it to the other roles), told of every refused admission.
+    write_health: crate::redis_health::WriteHealth,
 }
 
 impl Ingress {
@@ -116,6 +123,9 @@ impl Ingress {
                 wake_secret: (settings.notify.enabled
                     && !settings.notify.webhook_secret.is_empty())
                 .then(|| settings.notify.webhook_secret.clone()),
+                redis_policy: Default::default(),
+                gate: crate::versions::Gate::default(),
+                write_health: crate::redis_health::WriteHealth::new(),
             }),
         }
     }
@@ -124,9 +134,20 @@ impl Ingress {
         &self.inner.ledger
     }
 
+    /// What the live check of Redis's `maxmemory-policy` found (`redis_policy::run` writes it,
+    /// `/readyz` reads it): while an evicting policy is found, nothing is admitted.
+    pub fn redis_policy(&self) -> &crate::redis_policy::Watch {
+        &self.inner.redis_policy
+    }
+
     /// The directory this ingress decides with, for `users_sync::Follower` to keep current.
     pub fn directory(&self) -> &Live {
         &self.inner.directory
+    }
+
+    /// The process's view of whether Redis takes writes (`redis_health`).
+    pub fn write_health(&self) -> &crate::redis_health::WriteHealth {
+        &self.inner.write_health
     }
 
     /// The relay's wake-up secret, when the relay is on and one is set: the wake-up path works
@@ -141,7 +162,7 @@ impl Ingress {
         if let Some(query) = &update.callback_query {
             return self.tap(update.update_id, query).await;
         }
-        let admission = match self.decide(update) {
+        let mut admission = match self.decide(update) {
             Ok(a) => a,
             Err(ignored) => {
                 METRICS.update("ignored");
@@ -153,16 +174,53 @@ impl Ingress {
                 return Ok(Handled::Ignored(ignored));
             }
         };
+        self.hold_new_kind(&mut admission).await?;
         let admitted = self.inner.ledger.admit(&admission).await?;
         self.count(update, &admission, &admitted);
         log_admitted(update.update_id, &admission, &admitted);
         Ok(Handled::Admitted(admitted))
     }
 
+    /// A job of a kind newer than a worker still alive (an upgrade under way: one of a
+    /// release before 0.2.0, which fails a kind it does not know) becomes the "being upgraded"
+    /// answer instead, and no job (docs/releases.md). Read only for a new kind, and at most
+    /// once per `versions::GATE_VIEW`: the view may be that old.
+    async fn hold_new_kind(&self, admission: &mut Admission) -> Result<(), LedgerError> {
+        let kind = match &admission.action {
+            AdmissionAction::Job(job)
+            | AdmissionAction::Confirm { job, .. }
+            | AdmissionAction::HouseJob { job, .. } => job.command,
+            AdmissionAction::Reply { .. } => return Ok(()),
+        };
+        let inner = &self.inner;
+        if !crate::versions::is_new_kind(kind)
+            || !inner.gate.older_worker_alive(&inner.ledger).await?
+        {
+            return Ok(());
+        }
+        tracing::info!(
+            kind,
+            "a command newer than a worker still running: answered, not admitted, until the upgrade is over"
+        );
+        admission.action = AdmissionAction::Reply {
+            kind: ReplyKind::UnknownCommand,
+            text: inner.texts.upgrading().into(),
+            window: Duration::ZERO,
+            once_key: String::new(),
+        };
+        Ok(())
+    }
+
     /// A tap on a button: one `Ledger::tap`, which decides and queues its answer.
     async fn tap(&self, update_id: i64, query: &CallbackQuery) -> Result<Handled, LedgerError> {
         let tap = self.read_tap(update_id, query);
-        let tapped = self.inner.ledger.tap(&tap).await?;
+        let inner = &self.inner;
+        // Only tap.lua reads the token, so the kinds held back go with every tap.
+        let held = match inner.gate.older_worker_alive(&inner.ledger).await? {
+            true => crate::versions::new_kinds_arg(),
+            false => String::new(),
+        };
+        let tapped = inner.ledger.tap_holding(&tap, &held).await?;
         METRICS.update("callback");
         tracing::info!(
             update_id,

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Ingress;
 use crate::backoff::{self, Backoff};
 use crate::config::TelegramSettings;
+use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::telegram::types::Update;
@@ -37,6 +38,9 @@ impl PollOptions {
 /// With `timeout` 0 (short polling) an empty answer comes back at once; wait this long before
 /// asking again instead of calling Telegram in a tight loop.
 const SHORT_POLL_PAUSE: Duration = Duration::from_secs(1);
+
+/// How often the poller looks again while Redis may evict (the webhook's `Retry-After`).
+const EVICTING_PAUSE: Duration = Duration::from_secs(5);
 
 /// Runs until `shutdown` is cancelled, or returns an error that no retry can fix (a bad token).
 pub async fn run(
@@ -86,6 +90,11 @@ struct Poller {
 impl Poller {
     /// One getUpdates from the stored offset, and each update it returns admitted in order.
     async fn round(&mut self) -> anyhow::Result<Next> {
+        // Redis may evict what admission would write (`redis_policy`): Telegram keeps the
+        // updates, read from the same offset once it is fixed.
+        if self.ingress.redis_policy().evicting().is_some() {
+            return Ok(Next::After(EVICTING_PAUSE));
+        }
         let ledger = self.ingress.ledger();
         let offset: Option<i64> = tokio::select! {
             _ = self.shutdown.cancelled() => return Ok(Next::Stop),
@@ -154,10 +163,30 @@ impl Poller {
                 tracing::error!("getUpdates returned an entry without update_id; skipping it");
                 continue;
             };
+            // A long poll sent before the live check found an evicting Redis.
+            if self.ingress.redis_policy().evicting().is_some() {
+                tracing::warn!(
+                    update_id,
+                    "Redis may evict oncebot's keys (see /readyz): update not admitted; it is \
+                     read again once that is fixed"
+                );
+                return false;
+            }
             match serde_json::from_value::<Update>(raw) {
                 Ok(update) => {
                     if let Err(e) = self.ingress.handle(&update).await {
-                        tracing::error!(update_id, error = %e, "update not recorded; will read it again");
+                        self.ingress.write_health().learn(&e);
+                        METRICS.update(if e.refusal().is_some() {
+                            "writes_refused"
+                        } else {
+                            "unavailable"
+                        });
+                        if e.refusal().is_some() {
+                            // Said once an episode by `redis_health`.
+                            tracing::debug!(update_id, error = %e, "update not recorded; will read it again");
+                        } else {
+                            tracing::error!(update_id, error = %e, "update not recorded; will read it again");
+                        }
                         return false;
                     }
                 }

@@ -5,7 +5,8 @@
 //! The order of checks is the contract: secret (401, nothing read), size (413, also for a
 //! chunked body), shape (400), then one admission script and an **empty** 200. A 200 body with
 //! a `method` field would be executed by Telegram, so no answer ever carries one. When Redis
-//! does not take the update the answer is 503 with `Retry-After`, and Telegram delivers again.
+//! does not take the update, or may evict it (`redis_policy`), the answer is 503 with
+//! `Retry-After`, and Telegram delivers again.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -184,24 +185,43 @@ where
             return status(StatusCode::BAD_REQUEST, "");
         }
     };
+    // Redis may evict what admission would write (`redis_policy`): Telegram keeps the update
+    // until it is fixed. Said once in the log when found, not per update.
+    if ingress.redis_policy().evicting().is_some() {
+        METRICS.update("redis_evicting");
+        return deliver_again();
+    }
     match ingress.handle(&update).await {
         Ok(Handled::Admitted(_) | Handled::Tapped(_) | Handled::Ignored(_)) => {
             status(StatusCode::OK, "")
         }
         Err(e) => {
-            tracing::error!(
-                update_id = update.update_id,
-                error = %e,
-                "update not recorded; asking Telegram to deliver it again"
-            );
-            let mut resp = status(StatusCode::SERVICE_UNAVAILABLE, "");
-            resp.headers_mut().insert(
-                warp::http::header::RETRY_AFTER,
-                warp::http::HeaderValue::from(RETRY_AFTER_SECS),
-            );
-            resp
+            ingress.write_health().learn(&e);
+            if e.refusal().is_some() {
+                // Said once an episode by `redis_health`; counted here.
+                METRICS.update("writes_refused");
+                tracing::debug!(update_id = update.update_id, error = %e, "update not recorded: Redis refuses writes; asking Telegram to deliver it again");
+            } else {
+                METRICS.update("unavailable");
+                tracing::error!(
+                    update_id = update.update_id,
+                    error = %e,
+                    "update not recorded; asking Telegram to deliver it again"
+                );
+            }
+            deliver_again()
         }
     }
+}
+
+/// 503 with `Retry-After`: nothing was written, and Telegram delivers the update again.
+fn deliver_again() -> Response {
+    let mut resp = status(StatusCode::SERVICE_UNAVAILABLE, "");
+    resp.headers_mut().insert(
+        warp::http::header::RETRY_AFTER,
+        warp::http::HeaderValue::from(RETRY_AFTER_SECS),
+    );
+    resp
 }
 
 /// A webhook call with a missing or wrong secret: 401, counted, logged within the door's limit.

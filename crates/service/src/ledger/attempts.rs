@@ -71,6 +71,9 @@ pub enum Claimed {
     /// Nothing to run: the entry is stale or the job finished; the entry was acknowledged.
     /// `status`: the job's, `None` when its HASH is gone (expired).
     Skip { status: Option<JobState> },
+    /// A job of a kind this worker does not run (a newer release's): nothing changed, the
+    /// entry not acknowledged but left for a newer worker's reclaim (docs/releases.md).
+    Unknown { kind: String, entry: String },
 }
 
 /// The outcome of one attempt, as recorded by complete.lua.
@@ -150,6 +153,8 @@ pub enum Completed {
 pub struct Taker<'a> {
     pub consumer: &'a str,
     pub count: usize,
+    /// The job kinds it runs, as [`AttemptLimits::kinds`].
+    pub kinds: &'a str,
 }
 
 /// Whether a completion trims the jobs stream after acknowledging (complete.lua's ARGV[6]).
@@ -206,7 +211,15 @@ pub struct ClaimTexts {
 pub struct AttemptLimits {
     pub max_recoveries: u32,
     pub retention: Duration,
+    /// The job kinds the worker runs, each between two `|` (`versions::WORKER_KINDS`): a job
+    /// of another kind is left for a newer worker.
+    pub kinds: &'static str,
 }
+
+/// The idle time an entry left for a newer worker is given in the pending list: above any
+/// worker's `reclaim_idle_ms`, so the next reclaim of any worker may take it (claim.lua's
+/// `leave_for_newer`), and below Redis's clock, which an idle must not pass.
+pub const LEFT_ENTRY_IDLE: Duration = Duration::from_secs(24 * 3600);
 
 impl Ledger {
     /// XAUTOCLAIM: up to `count` jobs-stream entries idle longer than `min_idle` (their worker
@@ -341,7 +354,7 @@ impl Ledger {
     ) -> ScriptCall {
         let k = &self.keys;
         let n = delivered.len();
-        let mut call = ScriptCall::new(&scripts::CLAIM, 5 + n, 7 + 3 * n, 512 + 112 * n);
+        let mut call = ScriptCall::new(&scripts::CLAIM, 5 + n, 9 + 3 * n, 768 + 112 * n);
         call.key("jobs stream", k.jobs_stream())
             .key("replies stream", k.replies_stream())
             .key("review index", k.review_index())
@@ -354,7 +367,12 @@ impl Ledger {
             .arg("most recoveries", limits.max_recoveries)
             .arg("text sent when a job is held", &texts.held)
             .arg("text sent when a read-only job failed", &texts.failed)
-            .arg("retention", limits.retention.as_secs());
+            .arg("retention", limits.retention.as_secs())
+            .arg("job kinds this worker runs", limits.kinds)
+            .arg(
+                "idle time (ms) an entry left",
+                LEFT_ENTRY_IDLE.as_millis() as u64,
+            );
         for (job_id, entry) in delivered {
             // Only the script knows whether it holds the job; the buttons are ready in case.
             call.args([entry.as_str()])
@@ -424,6 +442,7 @@ impl Ledger {
         let taker = Taker {
             consumer: "",
             count: 0,
+            kinds: "",
         };
         Ok(self
             .complete_and_take(done, retention, &taker, Trim::Now)
@@ -495,8 +514,8 @@ impl Ledger {
         let mut call = ScriptCall::new(
             &scripts::COMPLETE,
             7 + n,
-            6 + 9 * n,
-            512 + 256 * n + text_len,
+            8 + 9 * n,
+            768 + 256 * n + text_len,
         );
         call.key("jobs stream", k.jobs_stream())
             .key("replies stream", k.replies_stream())
@@ -511,7 +530,12 @@ impl Ledger {
             .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("how many new entries to take", taker.count)
             .arg("consumer name that takes them", taker.consumer)
-            .arg("trim the jobs stream after acknowledging", trim.as_arg());
+            .arg("trim the jobs stream after acknowledging", trim.as_arg())
+            .arg("job kinds the taker runs", taker.kinds)
+            .arg(
+                "idle time (ms) an entry left",
+                LEFT_ENTRY_IDLE.as_millis() as u64,
+            );
         for (attempt, outcome) in done {
             self.outcome_args(&mut call, attempt, outcome, now);
         }
@@ -782,6 +806,10 @@ fn claimed_from(
         }),
         Some("failed") => Ok(Claimed::Failed {
             attempt: number(1)?,
+        }),
+        Some("unknown") => Ok(Claimed::Unknown {
+            kind: reply.get(1).cloned().unwrap_or_default(),
+            entry: entry.to_string(),
         }),
         Some("skip") => Ok(Claimed::Skip {
             status: match reply.get(1).map(String::as_str) {

@@ -11,6 +11,8 @@
 //! the home slot's master too, instead of redis-rs's default for them (every node or every
 //! primary): a `SCRIPT LOAD` sent to all nodes fails while any is down, and a bare `WAIT` would
 //! be sent to every primary and answer the smallest count. Pipelines go to the home as well.
+//! The one command asked of every master on purpose is `Ledger::memory_config`'s `CONFIG GET`
+//! (`ledger::memory`), routed there explicitly.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -56,6 +56,8 @@ impl Stream {
 #[derive(Debug, Clone)]
 pub struct Keys {
     base: String,
+    /// `{p}:layout`, outside the versioned names: it must be found by a release of any layout.
+    layout: String,
 }
 
 impl Keys {
@@ -63,7 +65,22 @@ impl Keys {
     pub fn new(prefix: &str) -> Self {
         Self {
             base: format!("{{{prefix}}}:{LAYOUT}:"),
+            layout: format!("{{{prefix}}}:layout"),
         }
+    }
+
+    /// STRING, no expiry (one key), the one key outside the versioned names: the newest key
+    /// layout any process of the deployment used, a number (`1` for `v1`). Each process sets
+    /// it if missing and refuses to start below a larger one (`Ledger::check_layout`).
+    pub fn layout(&self) -> &str {
+        &self.layout
+    }
+
+    /// SET: the processes that run neither a worker nor a dispatcher (ingress, relay) and so
+    /// are in no `consumers:<group>` list, but register their release in their `alive:` key
+    /// all the same (`ledger/versions.rs`); a member whose key is gone is removed when read.
+    pub fn processes(&self) -> String {
+        format!("{}processes", self.base)
     }
 
     /// `{p}:v1:`, the start of every key.
@@ -221,7 +238,9 @@ impl Keys {
         format!("{}mp_login", self.base)
     }
 
-    /// STRING, PX = the liveness expiry: `consumer` (a worker or dispatcher process) is alive.
+    /// STRING, PX = the liveness expiry: `consumer` (a worker or dispatcher process, or a
+    /// registered process of another role) is alive. Its value is the process's registration
+    /// (`ledger/versions.rs`, JSON); a release before 0.2.0 writes `1`.
     pub fn alive(&self, consumer: &str) -> String {
         format!("{}{consumer}", self.alive_prefix())
     }
@@ -294,6 +313,12 @@ impl Keys {
         format!("{}lock:users-refresh", self.base)
     }
 
+    /// STRING, PX = a few probe intervals: a process's write probe (`redis_health`), written
+    /// every few seconds to learn whether Redis takes writes; read by nothing.
+    pub fn probe(&self, process: &str) -> String {
+        format!("{}probe:{process}", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)
@@ -341,6 +366,8 @@ mod tests {
             k.notify_wake(),
             k.asked("ab12"),
             k.owners(),
+            k.processes(),
+            k.probe("host-1-abcd"),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }
@@ -348,6 +375,7 @@ mod tests {
         assert_eq!(k.token("ab"), format!("{}ab", k.token_prefix()));
         assert_eq!(k.token_group("cd"), format!("{}cd", k.token_group_prefix()));
         assert_eq!(k.command("ef"), format!("{}ef", k.command_prefix()));
+        assert_eq!(k.layout(), "{oncebot}:layout");
     }
 
     #[test]

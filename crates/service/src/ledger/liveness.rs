@@ -36,6 +36,8 @@ pub struct Beat<'a> {
     pub forget_after: Duration,
     /// Most due retries to promote; 0 for a process without a worker.
     pub promote: u32,
+    /// The process's registration, the liveness key's value (`versions::Registration`'s JSON).
+    pub registration: &'a str,
 }
 
 /// What one heartbeat did besides renewing the key.
@@ -93,6 +95,7 @@ impl Ledger {
             )
             .arg("beat: most due retries to promote", beat.promote)
             .arg("jobs consumer group", keys::Stream::Jobs.group())
+            .arg("beat: the process's registration", beat.registration)
             .arg("number of groups", roles.len());
         self.group_args(&mut call, roles);
         call
@@ -102,7 +105,7 @@ impl Ledger {
     fn liveness_call(&self, roles: &[Role], consumer: &str) -> ScriptCall {
         let streams: usize = roles.iter().map(|r| self.streams_of(*r).1.len()).sum();
         let k = &self.keys;
-        let mut call = ScriptCall::new(&scripts::LIVENESS, 5 + roles.len() + streams, 13, 512);
+        let mut call = ScriptCall::new(&scripts::LIVENESS, 5 + roles.len() + streams, 14, 768);
         call.key("its liveness key", k.alive(consumer))
             .key("liveness prefix", k.alive_prefix())
             .key("retry schedule", k.retry_schedule())
@@ -210,6 +213,7 @@ impl Ledger {
             .arg("beat: milliseconds after which", 0)
             .arg("beat: most due retries to promote", 0)
             .arg("jobs consumer group", keys::Stream::Jobs.group())
+            .arg("beat: the process's registration", "")
             .arg("number of groups", 1);
         self.group_args(&mut call, &[role]);
         call

@@ -11,6 +11,7 @@ pub mod keys;
 mod library;
 mod liveness;
 mod media_lock;
+mod memory;
 mod mp_login;
 mod notices;
 mod notify;
@@ -25,6 +26,7 @@ mod script_calls;
 mod scripts;
 mod tokens;
 mod users;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -36,8 +38,8 @@ use crate::config::Settings;
 use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
 pub use attempts::{
-    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, Outcome, Taken, Taker,
-    Trim,
+    Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, LEFT_ENTRY_IDLE, Outcome,
+    Taken, Taker, Trim,
 };
 pub use conn::Conn;
 pub use entries::{CallbackEntry, JobEntry, Lane, LaneEntry, MarkupOp, ReplyEntry};
@@ -45,6 +47,7 @@ pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;
 pub use liveness::{Beat, Beaten, Reaped, Role as ConsumerRole};
+pub use memory::{MemoryConfig, NodeMemory};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, QueueStats, StateCounts, StreamStats};
 pub use reader::StreamReader;
@@ -63,6 +66,7 @@ pub struct Ready {
 use scripts::{OrEmpty, ScriptCall};
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 pub use users::StoredUsers;
+pub use versions::{LAYOUT_NUMBER, LayoutCheck, LiveProcess, Registration};
 
 /// A Redis failure, said with what oncebot was doing.
 #[derive(Debug, thiserror::Error)]
@@ -100,6 +104,53 @@ pub enum LedgerError {
         confirmed: u32,
         wanted: u32,
     },
+    /// Redis answers but refuses every write (`maxmemory` reached, or a failed save): nothing
+    /// of this call was written (a script whose first write is refused changes nothing), and
+    /// the caller does as for `Unavailable` until Redis takes writes again.
+    #[error("Redis refuses writes ({}) while {doing}: {source}", refusal.cause())]
+    WritesRefused {
+        doing: &'static str,
+        refusal: WriteRefusal,
+        #[source]
+        source: redis::RedisError,
+    },
+}
+
+/// Why Redis refuses writes, from its error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteRefusal {
+    /// `OOM`: `maxmemory` reached under `noeviction`.
+    OutOfMemory,
+    /// `MISCONF`: the last RDB save failed (`stop-writes-on-bgsave-error`), or writing the AOF
+    /// failed; Redis answers both with this code.
+    LastSaveFailed,
+}
+
+impl WriteRefusal {
+    /// The refusal a Redis error code names, if it names one.
+    pub fn of_code(code: Option<&str>) -> Option<WriteRefusal> {
+        match code {
+            Some("OOM") => Some(WriteRefusal::OutOfMemory),
+            Some("MISCONF") => Some(WriteRefusal::LastSaveFailed),
+            _ => None,
+        }
+    }
+
+    /// The cause in a few fixed words, for logs.
+    pub fn cause(self) -> &'static str {
+        match self {
+            WriteRefusal::OutOfMemory => "out of memory",
+            WriteRefusal::LastSaveFailed => "its last save failed",
+        }
+    }
+
+    /// The line `/readyz` answers while it lasts.
+    pub fn public_reason(self) -> &'static str {
+        match self {
+            WriteRefusal::OutOfMemory => "Redis refuses writes: out of memory",
+            WriteRefusal::LastSaveFailed => "Redis refuses writes: its last save failed",
+        }
+    }
 }
 
 impl LedgerError {
@@ -115,7 +166,25 @@ impl LedgerError {
             LedgerError::NotReplicated { .. } => {
                 "redis replicas did not confirm the write in time (redis.wait_replicas)"
             }
+            LedgerError::WritesRefused { refusal, .. } => refusal.public_reason(),
         }
+    }
+
+    /// Why Redis refused this call's writes, if that is what failed.
+    pub fn refusal(&self) -> Option<WriteRefusal> {
+        match self {
+            LedgerError::WritesRefused { refusal, .. } => Some(*refusal),
+            _ => None,
+        }
+    }
+
+    /// Whether the failure passes by itself (Redis away, refusing writes, replicas slow): the
+    /// caller keeps what it holds and tries again, rather than giving it up.
+    pub fn passes(&self) -> bool {
+        !matches!(
+            self,
+            LedgerError::Corrupt { .. } | LedgerError::NotACluster { .. }
+        )
     }
 
     fn redis(doing: &'static str) -> impl FnOnce(redis::RedisError) -> LedgerError {
@@ -127,12 +196,46 @@ impl LedgerError {
                     wanted,
                 };
             }
+            if let Some(refusal) = WriteRefusal::of_code(source.code()) {
+                return LedgerError::WritesRefused {
+                    doing,
+                    refusal,
+                    source,
+                };
+            }
             match source.kind() {
                 redis::ErrorKind::Server(
                     redis::ServerErrorKind::Moved | redis::ServerErrorKind::Ask,
                 ) => LedgerError::NotACluster { doing, source },
                 _ => LedgerError::Unavailable { doing, source },
             }
+        }
+    }
+}
+
+/// A failure to record something held (a worker's outcome, a sent reply's end), as it travels
+/// back to its holder from the task that made the call: the error, said, and whether it passes
+/// by itself ([`LedgerError::passes`]: the holder keeps it and tries for as long as that lasts).
+#[derive(Debug, Clone)]
+pub struct Unrecorded {
+    pub error: String,
+    pub passes: bool,
+}
+
+impl Unrecorded {
+    pub fn of(e: &LedgerError) -> Unrecorded {
+        Unrecorded {
+            error: e.to_string(),
+            passes: e.passes(),
+        }
+    }
+
+    /// Nothing was recorded for a reason of the process's own (the recording task stopped):
+    /// trying again would not help.
+    pub fn because(why: &str) -> Unrecorded {
+        Unrecorded {
+            error: why.to_string(),
+            passes: false,
         }
     }
 }
@@ -742,6 +845,16 @@ impl Ledger {
     }
 
     /// Records that every update below `next` was admitted; called only after its admission.
+    /// Writes this process's probe key (`Keys::probe`, a few seconds' expiry): whether Redis
+    /// takes writes now. No state: nothing reads it.
+    pub async fn probe_writes(&self, process: &str, ttl: Duration) -> Result<(), LedgerError> {
+        let mut conn = self.conn.clone();
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        conn.pset_ex(self.keys.probe(process), 1, ms)
+            .await
+            .map_err(LedgerError::redis("probing whether Redis takes writes"))
+    }
+
     pub async fn commit_poll_offset(&self, next: i64) -> Result<(), LedgerError> {
         let mut conn = self.conn.clone();
         conn.set(self.keys.poll_offset(), next)

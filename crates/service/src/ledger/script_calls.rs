@@ -217,7 +217,7 @@ async fn tap_call_names_its_header() {
         requester: None,
         token: Some("ab".into()),
     };
-    holds(&ledger().tap_call(&tap), true);
+    holds(&ledger().tap_call(&tap, "|version|"), true);
 }
 
 #[tokio::test]
@@ -225,6 +225,7 @@ async fn claim_call_names_its_header() {
     let limits = AttemptLimits {
         max_recoveries: 2,
         retention: Duration::from_secs(60),
+        kinds: "|search|",
     };
     let texts = ClaimTexts {
         held: "held".into(),
@@ -247,6 +248,7 @@ async fn complete_call_names_its_header() {
             &Taker {
                 consumer: "w1",
                 count: 8,
+                kinds: "|search|",
             },
             crate::ledger::Trim::No,
         ),
@@ -350,6 +352,7 @@ async fn liveness_calls_name_their_headers() {
             take: 10,
             forget_after: Duration::from_secs(60),
             promote: 100,
+            registration: "{}",
         };
         holds(&l.beat_call(roles, &beat), true);
     }

@@ -368,6 +368,9 @@ pub enum Tapped {
     Forbidden,
     /// Not one of oncebot's buttons.
     Unknown,
+    /// A button whose job is of a kind held back during an upgrade (docs/releases.md); it
+    /// stays usable.
+    Upgrading,
     /// Telegram delivered this update before; nothing was written.
     DuplicateUpdate {
         job_id: Option<u64>,
@@ -390,6 +393,7 @@ impl Tapped {
             Tapped::Foreign => "foreign",
             Tapped::Forbidden => "forbidden",
             Tapped::Unknown => "unknown",
+            Tapped::Upgrading => "upgrading",
             Tapped::DuplicateUpdate { .. } => "duplicate_update",
         }
     }
@@ -411,6 +415,8 @@ pub struct TapTexts {
     pub settled: &'static str,
     /// A tap the user's role does not allow.
     pub forbidden: &'static str,
+    /// A button whose job is of a kind an older worker still alive would fail.
+    pub upgrading: &'static str,
 }
 
 /// The texts tap.lua answers with, as the JSON it reads (ARGV[15]).
@@ -432,13 +438,13 @@ pub(crate) fn tap_texts_json(texts: &LedgerTexts) -> String {
 }
 
 impl Ledger {
-    pub(super) fn tap_call(&self, tap: &Tap) -> ScriptCall {
+    pub(super) fn tap_call(&self, tap: &Tap, held_kinds: &str) -> ScriptCall {
         let k = &self.keys;
         let (mode, token) = match &tap.token {
             Some(t) => ("token", t.as_str()),
             None => ("unknown", "-"),
         };
-        let mut call = ScriptCall::new(&scripts::TAP, 12, 17, 512 + self.tap_texts.len());
+        let mut call = ScriptCall::new(&scripts::TAP, 12, 19, 512 + self.tap_texts.len());
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -471,14 +477,22 @@ impl Ledger {
                 "the MoviePilot user the tapper acts for",
                 tap.requester.as_deref().unwrap_or(""),
             )
-            .arg("every role", Role::ranked());
+            .arg("every role", Role::ranked())
+            .arg("job kinds a tap must not make now", held_kinds);
         call
     }
 
     /// tap.lua for one callback query: dedupe, token checks, the action and the answer in one
     /// step.
     pub async fn tap(&self, tap: &Tap) -> Result<Tapped, LedgerError> {
-        let call = self.tap_call(tap);
+        self.tap_holding(tap, "").await
+    }
+
+    /// [`Self::tap`], but a button whose job is of one of `held_kinds` (each between two `|`:
+    /// kinds an older worker still alive would fail, docs/releases.md) makes no job: it is
+    /// answered [`Tapped::Upgrading`] and stays usable.
+    pub async fn tap_holding(&self, tap: &Tap, held_kinds: &str) -> Result<Tapped, LedgerError> {
+        let call = self.tap_call(tap, held_kinds);
         // Durable, as an admission: the webhook answers 200 only once replicas have the tap.
         let (outcome, job, state): (String, String, String) =
             self.send_durable(&call, "recording a button tap").await?;
@@ -521,6 +535,7 @@ impl Ledger {
             "foreign" => Tapped::Foreign,
             "forbidden" => Tapped::Forbidden,
             "unknown" => Tapped::Unknown,
+            "upgrading" => Tapped::Upgrading,
             "duplicate_update" => Tapped::DuplicateUpdate {
                 job_id: opt_job(),
                 state: opt_state(),

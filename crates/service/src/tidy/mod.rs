@@ -12,6 +12,7 @@
 //! - `cycles`: no import cycle between files, nor between sibling modules.
 //! - `order`: the module order ARCHITECTURE.md states, held to the code.
 //! - `docs`: README.md and ARCHITECTURE.md kept short.
+//! - `release`: the version, the compose image's tag and the CHANGELOG's newest release agree.
 
 mod cycles;
 mod docs;
@@ -21,6 +22,7 @@ mod items;
 mod lengths;
 mod lex;
 mod order;
+mod release;
 mod source;
 
 use std::path::{Path, PathBuf};

@@ -22,7 +22,10 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::Worker;
-use crate::ledger::{Attempt, Completed, Completions, Outcome, Taken, Taker, Trim};
+use crate::ledger::{Attempt, Completed, Completions, Outcome, Taken, Taker, Trim, Unrecorded};
+
+/// What an outcome's holder hears when the committer stopped (shutdown) before recording it.
+const COMMITTER_STOPPED: &str = "the committer stopped";
 
 /// Most outcomes one complete.lua call records: a bigger group would hold Redis (and every
 /// other client's command) for longer than a few milliseconds.
@@ -50,7 +53,7 @@ pub(super) struct Member {
 /// What a member gets back: the answer, its outcome (for a retry) and, when nothing was
 /// recorded, its permit.
 pub(super) type Answer = (
-    Result<Completed, String>,
+    Result<Completed, Unrecorded>,
     Outcome,
     Option<OwnedSemaphorePermit>,
 );
@@ -107,6 +110,7 @@ impl Worker {
         let taker = Taker {
             consumer: &self.consumer,
             count: if self.may_take(reading) { slots } else { 0 },
+            kinds: self.limits.kinds,
         };
         let done: Vec<(&Attempt, &Outcome)> =
             members.iter().map(|m| (&m.attempt, &m.outcome)).collect();
@@ -127,7 +131,10 @@ impl Worker {
                     }
                 }
                 for (member, answer) in members.into_iter().zip(answers) {
-                    let answer = answer.map_err(|e| e.to_string());
+                    let answer = answer.map_err(|e| {
+                        self.write_health.learn(&e);
+                        Unrecorded::of(&e)
+                    });
                     let _ = member.answer.send((answer, member.outcome, None));
                 }
                 if let Some(permits) = permits {
@@ -135,7 +142,8 @@ impl Worker {
                 }
             }
             Err(e) => {
-                let e = e.to_string();
+                self.write_health.learn(&e);
+                let e = Unrecorded::of(&e);
                 for m in members {
                     let _ = m.answer.send((Err(e.clone()), m.outcome, m.permit));
                 }
@@ -197,7 +205,7 @@ impl Worker {
         outcome: Outcome,
         permit: Option<OwnedSemaphorePermit>,
     ) -> (
-        Result<Completed, String>,
+        Result<Completed, Unrecorded>,
         Option<Outcome>,
         Option<OwnedSemaphorePermit>,
     ) {
@@ -209,11 +217,11 @@ impl Worker {
             answer,
         };
         if self.commits.send(member).is_err() {
-            return (Err("the committer stopped".into()), None, None);
+            return (Err(Unrecorded::because(COMMITTER_STOPPED)), None, None);
         }
         match answered.await {
             Ok((answer, outcome, permit)) => (answer, Some(outcome), permit),
-            Err(_) => (Err("the committer stopped".into()), None, None),
+            Err(_) => (Err(Unrecorded::because(COMMITTER_STOPPED)), None, None),
         }
     }
 }

@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::backoff::{self, Retry};
+use crate::backoff::{self, Backoff, Retry};
 use crate::commands::JobCommand;
 use crate::config::Settings;
 use crate::config::WorkerSettings;
@@ -49,6 +49,7 @@ use crate::ledger::{
 use crate::liveness::{Liveness, take_over};
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
+use crate::redis_health::WriteHealth;
 use crate::shutdown::sleep_or_stop;
 use crate::vocabulary::{JobState, job_field};
 use context::{Context, MediaLocks};
@@ -90,13 +91,17 @@ pub struct Worker {
     asker_ttl: Option<Duration>,
     /// Who may still run an admin's command when its job runs.
     rights: rights::Rights,
+    /// Entries of kinds this release does not run, already logged and counted once.
+    left_for_newer: Mutex<std::collections::HashSet<String>>,
+    /// Whether Redis takes writes: an outcome it refused is recorded the moment it does.
+    write_health: WriteHealth,
 }
 
 impl Worker {
     /// A worker with a liveness of its own (a process that runs no dispatcher beside it).
     pub fn new(settings: &Settings, ledger: Ledger, mp: MoviePilot) -> Arc<Self> {
         let liveness = Liveness::for_process(settings, ledger.clone(), true, false);
-        Self::with_liveness(settings, ledger, mp, liveness)
+        Self::with_liveness(settings, ledger, mp, liveness, WriteHealth::new())
     }
 
     /// A worker sharing its process's liveness (and so its consumer name).
@@ -105,14 +110,18 @@ impl Worker {
         ledger: Ledger,
         mp: MoviePilot,
         liveness: Arc<Liveness>,
+        write_health: WriteHealth,
     ) -> Arc<Self> {
         let cfg = settings.worker.clone();
         let render = Render::new(settings.telegram.locale);
         let consumer = liveness.consumer().to_string();
+        // `app` registers the process with all its roles; a worker made alone says it is one.
+        liveness.register(crate::versions::registration(&["worker"]).to_value(), false);
         let notify = &settings.notify;
         let (commits, committer) = mpsc::unbounded_channel();
         let rights = rights::Rights::new(settings, ledger.clone());
         Arc::new(Worker {
+            write_health,
             rights,
             liveness,
             asker_ttl: (notify.enabled && notify.to_requester)
@@ -124,7 +133,9 @@ impl Worker {
             limits: AttemptLimits {
                 max_recoveries: cfg.max_recoveries,
                 retention: Duration::from_secs(cfg.job_retention_secs),
+                kinds: crate::versions::WORKER_KINDS,
             },
+            left_for_newer: Mutex::default(),
             settings: settings.clone(),
             permits: Arc::new(Semaphore::new(cfg.concurrency)),
             ledger,
@@ -298,6 +309,26 @@ impl Worker {
         }
     }
 
+    /// A job of a kind this release does not run, left for a newer worker (claim.lua): said and
+    /// counted once per entry, however often a reclaim brings it back.
+    fn left_for_newer(&self, kind: &str, entry: &str) {
+        let mut seen = self
+            .left_for_newer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if seen.len() >= 10_000 {
+            seen.clear();
+        }
+        if seen.insert(entry.to_string()) {
+            METRICS.job_left_for_newer(kind);
+            tracing::info!(
+                entry,
+                kind,
+                "a job of a kind this release does not run: left for a newer worker"
+            );
+        }
+    }
+
     /// Runs a claimed job in a task of its own, on `permit` (its slot).
     fn start(
         self: &Arc<Self>,
@@ -305,6 +336,11 @@ impl Worker {
         reclaimed: bool,
         permit: OwnedSemaphorePermit,
     ) {
+        if let Ok(Claimed::Unknown { kind, entry }) = &claimed {
+            // Its permit goes back with it: a job left for a newer worker holds no slot.
+            self.left_for_newer(kind, entry);
+            return;
+        }
         let Some((attempt, job, recovered)) = runnable(claimed, reclaimed) else {
             return;
         };
@@ -400,7 +436,10 @@ impl Worker {
         progress: &AtomicBool,
     ) -> Outcome {
         let JobCommand::Known(command) = JobCommand::parse(&job.command) else {
-            return self.failed(job, &crate::commands::not_runnable(job));
+            // The claim leaves a kind this release does not run (claim.lua's `unknown`), so
+            // this is a claim made without this worker's kinds: never fail a newer release's
+            // job, retry it (a newer worker takes it; `retry_wait` keeps its recovery intact).
+            return self.not_mine(job);
         };
         if let Err(e) = self.rights.still_allowed(job, command).await {
             let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
@@ -444,18 +483,24 @@ impl Worker {
         outcome
     }
 
-    /// complete.lua, retried while Redis is away: the outcome must not be lost to a blip. If the
-    /// lease is lost meanwhile, the recorded attempt is stale and the job's new owner decides.
-    /// Returns whether the outcome was recorded (false: stale, or Redis stayed away).
-    /// Its waits do not end at shutdown: the grace period is there for outcomes like this one.
+    /// complete.lua until it records the outcome: while Redis is away or refuses writes the
+    /// outcome is kept and tried again (the effect is never redone because its record failed),
+    /// at once when `redis_health` sees writes taken again, so that it mostly lands before
+    /// another worker's heartbeat takes the job from this one's expired liveness key. If the job
+    /// was taken meanwhile, the recorded attempt is stale and the job's new owner decides by its
+    /// policy. Returns whether the outcome was recorded (false: stale, an error that does not
+    /// pass, or the committer stopped). Its waits do not end at shutdown: the grace period is
+    /// there for outcomes like this one, and bounds them.
     async fn record(
         &self,
         attempt: &Attempt,
         mut outcome: Outcome,
         permit: OwnedSemaphorePermit,
     ) -> bool {
-        let mut tries = Retry::new(backoff::REDIS, 31);
+        let mut waits = Backoff::new(backoff::REDIS);
+        let mut odd = Retry::new(backoff::REDIS, 31);
         let mut permit = Some(permit);
+        let mut kept_since: Option<std::time::Instant> = None;
         loop {
             let (answer, returned, kept) =
                 self.record_together(attempt, outcome, permit.take()).await;
@@ -467,9 +512,14 @@ impl Worker {
                 return false;
             };
             outcome = returned;
-            match answer {
+            let e = match answer {
                 Ok(Completed::Recorded) => {
-                    tracing::debug!(status = %outcome.status, "outcome recorded");
+                    match kept_since {
+                        Some(t) => {
+                            tracing::info!(status = %outcome.status, kept_secs = t.elapsed().as_secs(), "outcome recorded once Redis took it")
+                        }
+                        None => tracing::debug!(status = %outcome.status, "outcome recorded"),
+                    }
                     return true;
                 }
                 Ok(Completed::Stale { status, attempts }) => {
@@ -480,15 +530,23 @@ impl Worker {
                     );
                     return false;
                 }
-                Err(e) => {
-                    tracing::error!(error = %e, "recording the outcome failed; retrying");
-                    let Some(delay) = tries.failed() else {
-                        tracing::error!("giving up recording; the job will be recovered by policy");
-                        return false;
-                    };
-                    tries.wait(delay).await;
+                Err(e) => e,
+            };
+            if e.passes {
+                // One line while it lasts, not one a try.
+                if kept_since.is_none() {
+                    kept_since = Some(std::time::Instant::now());
+                    tracing::warn!(error = %e.error, "recording the outcome failed; keeping it and trying until Redis takes it (the job is not run again)");
                 }
+                self.write_health.wait_or_accepted(waits.next_delay()).await;
+                continue;
             }
+            tracing::error!(error = %e.error, "recording the outcome failed; retrying");
+            let Some(delay) = odd.failed() else {
+                tracing::error!("giving up recording; the job will be recovered by policy");
+                return false;
+            };
+            odd.wait(delay).await;
         }
     }
 
@@ -517,6 +575,10 @@ impl Worker {
                 for entry in lost {
                     tracing::warn!(entry = %entry, "lease lost: another worker owns this job now; its result will be discarded");
                 }
+            }
+            // Refused writes are said once an episode (`redis_health`), not every renewal.
+            Err(e) if e.refusal().is_some() => {
+                tracing::debug!(error = %e, "renewing leases failed")
             }
             Err(e) => tracing::warn!(error = %e, "renewing leases failed"),
         }
@@ -609,6 +671,8 @@ fn runnable(
             tracing::warn!(attempt, "job lost its worker too often; marked failed");
             None
         }
+        // Told by `Worker::left_for_newer` before.
+        Claimed::Unknown { .. } => None,
         Claimed::Skip { status } => {
             let status = status.map_or("missing", JobState::as_str);
             tracing::debug!(status, "nothing to run for this entry");

@@ -99,6 +99,22 @@ impl Worker {
         )
     }
 
+    /// A job of a kind this release does not run, claimed anyway (by a claim made without this
+    /// worker's kinds): never failed, but back to `retry_wait` without a word, for a newer
+    /// worker (docs/releases.md).
+    pub(super) fn not_mine(&self, job: &Job) -> Outcome {
+        tracing::info!(
+            kind = %job.command,
+            "a job of a kind this release does not run: back to retry_wait for a newer worker"
+        );
+        Outcome {
+            status: JobState::RetryWait,
+            retry_in: std::time::Duration::from_millis(self.cfg.reclaim_idle_ms),
+            reply_kind: ReplyKind::Retrying,
+            ..Outcome::default()
+        }
+    }
+
     pub(super) fn finished_failed(error: String, reply: String, kind: ErrorKind) -> Outcome {
         Outcome {
             status: JobState::Failed,

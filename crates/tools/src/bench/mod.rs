@@ -24,6 +24,7 @@ mod phases;
 mod pipeline;
 mod recovery;
 mod relay;
+mod soak;
 mod target;
 mod updates;
 
@@ -121,11 +122,32 @@ pub struct BenchArgs {
     /// tests).
     #[arg(long, hide = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub backlog: Option<u64>,
+    /// Only soak instead: a busy household's days replayed `--speed` times faster against one
+    /// `oncebot serve` per role, with kills and MoviePilot outages; a line a minute, then the
+    /// pass checks (see `soak`). Exits non-zero when a check fails.
+    #[arg(long, conflicts_with_all = ["recovery", "relay", "idle"])]
+    pub soak: bool,
+    /// `--soak`: how many times faster than a real day (retentions and windows divided by it).
+    #[arg(long, default_value_t = 20.0, value_parser = parse_speed)]
+    pub speed: f64,
+    /// `--soak`: how many minutes to run.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub minutes: u32,
+    /// `--soak`: seconds in a soak minute (for tests: the suite's soak runs short minutes).
+    #[arg(long, hide = true, default_value_t = 60.0, value_parser = parse_phase_secs)]
+    pub minute_secs: f64,
     /// Count instructions instead of time: run under `valgrind --tool=callgrind` with
     /// `--redis-url` a redis-server under callgrind too. Skips the admission phases and reports
     /// instructions per drained job and per e2e update of both processes (see `instructions`).
     #[arg(long, hide = true, requires = "redis_url")]
     pub callgrind: bool,
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (1.0..=100_000.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a speed between 1 and 100000")),
+    }
 }
 
 fn parse_phase_secs(s: &str) -> Result<f64, String> {
@@ -243,6 +265,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.relay {
         return run_relay(&args).await;
     }
+    if args.soak {
+        return run_soak(&args).await;
+    }
     if args.idle {
         return run_idle(&args).await;
     }
@@ -304,6 +329,19 @@ fn callgrind_report(args: &BenchArgs, connections: usize) -> Report {
         pipeline_tuning: pipeline::TUNING,
         ..Report::default()
     }
+}
+
+/// `--soak`: the compressed month; an error (a non-zero exit) when a check failed.
+async fn run_soak(args: &BenchArgs) -> anyhow::Result<()> {
+    let pass = soak::run(&soak::Options {
+        speed: args.speed,
+        minutes: args.minutes,
+        minute_secs: args.minute_secs,
+        json: args.json,
+    })
+    .await?;
+    anyhow::ensure!(pass, "the soak failed a check (FAIL above)");
+    Ok(())
 }
 
 /// `--relay`: the relay's throughput and idle cost, then the report.

@@ -342,6 +342,8 @@ struct Data {
     webhook_plugin: Option<String>,
     logins: u64,
     faults: HashMap<String, VecDeque<Fault>>,
+    /// Routes whose requests wait before they run ([`MoviePilotSim::hold`]): closed to release.
+    held: HashMap<String, Arc<tokio::sync::Semaphore>>,
     search_no_op: bool,
     searches: HashMap<u64, u64>,
     /// Search answers already rendered, by (v2?, needle, page, count), with the catalogue size
@@ -650,6 +652,21 @@ impl MoviePilotSim {
     /// Searches that actually ran for subscription `id` (a no-op search does not count).
     pub fn searches(&self, id: u64) -> u64 {
         self.state.data().searches.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Requests on `route` wait (counted in [`MoviePilotSim::calls`] as they arrive, run
+    /// nothing) until [`MoviePilotSim::release`]: a test does something while a call is in
+    /// flight, then lets it take effect and answer.
+    pub fn hold(&self, route: &str) {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        self.state.data().held.insert(route.to_string(), gate);
+    }
+
+    /// Lets every request held on `route` run, and the later ones through at once.
+    pub fn release(&self, route: &str) {
+        if let Some(gate) = self.state.data().held.remove(route) {
+            gate.close();
+        }
     }
 
     /// Queues `fault` for the next authenticated request on `route` (see [`routes`]).
@@ -1141,6 +1158,11 @@ async fn answer(state: Arc<State>, req: Req, kill: Option<ConnKill>) -> Resp {
         Ok(user) => user,
         Err(resp) => return *resp,
     };
+    let gate = state.data().held.get(key).cloned();
+    if let Some(gate) = gate {
+        // Released (closed) by the test: then it runs as it arrived.
+        let _ = gate.acquire().await;
+    }
     let fault = state
         .data()
         .faults

@@ -153,6 +153,9 @@ pub enum Fault {
     Conflict(String),
     /// Waits this long, then carries the call out and answers as usual.
     Delay(Duration),
+    /// Waits until [`TelegramSim::release_held`], then carries the call out and answers as
+    /// usual: a test does something while the call is in flight.
+    Held,
     /// Closes the connection without an answer; the call has no effect.
     Drop,
     /// Carries the call out, then closes the connection without an answer: the effect happened
@@ -299,6 +302,8 @@ struct Shared {
     changed: Notify,
     /// Cancelled when the sim is dropped: stops accepting and closes every connection.
     stop: CancellationToken,
+    /// Where [`Fault::Held`] calls wait: closed (and replaced) by `release_held`.
+    held: Mutex<Arc<tokio::sync::Semaphore>>,
 }
 
 impl Shared {
@@ -606,6 +611,7 @@ impl TelegramSim {
             state: Mutex::new(State::new(opts.token, opts.lean)),
             changed: Notify::new(),
             stop: CancellationToken::new(),
+            held: Mutex::new(Arc::new(tokio::sync::Semaphore::new(0))),
         });
         tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(TelegramSim { shared, addr })
@@ -650,6 +656,13 @@ impl TelegramSim {
         self.shared.lock().complete(&mut update);
         self.shared.changed.notify_waiters();
         update
+    }
+
+    /// Lets the calls waiting on [`Fault::Held`] go on.
+    pub fn release_held(&self) {
+        let fresh = Arc::new(tokio::sync::Semaphore::new(0));
+        let mut held = self.shared.held.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::replace(&mut *held, fresh).close();
     }
 
     /// Makes the next call of `method` (any case) fail with `fault`; faults queue in order.
@@ -1058,6 +1071,15 @@ async fn apply_fault(
         Some(Fault::Conflict(d)) => refuse(Failure::new(409, d)),
         Some(Fault::Delay(d)) => {
             tokio::time::sleep(d).await;
+            AfterFault::Run { drop_after: false }
+        }
+        Some(Fault::Held) => {
+            let gate = shared
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let _ = gate.acquire().await;
             AfterFault::Run { drop_after: false }
         }
         Some(Fault::Drop) => AfterFault::Answered(hang_up_now(shared, call.index, hang_up).await),
