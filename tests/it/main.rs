@@ -84,6 +84,11 @@ mod admin_web;
 /// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
 mod admin_cli;
 
+/// `oncebot doctor` (issue 43): a healthy world, then each broken piece (token, webhook, an
+/// evicting or forgetful Redis, MoviePilot's credentials and rights, an admin chat, silent
+/// peers); reads only, `--json`, no secret printed.
+mod doctor;
+
 /// The relay of MoviePilot's notifications as processes: routing and each chat once, repeats
 /// collapsed, ids reused after a purge, first start and backfill, a long outage announced, a
 /// burst, MoviePilot down, the wake-up endpoint and the site cookie, two relays, SIGKILLs.

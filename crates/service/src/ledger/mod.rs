@@ -47,7 +47,7 @@ pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;
 pub use liveness::{Beat, Beaten, Reaped, Role as ConsumerRole};
-pub use memory::{MemoryConfig, NodeMemory};
+pub use memory::{MemoryConfig, NodeMemory, NodePersistence, PersistenceConfig};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, QueueStats, StateCounts, StreamStats};
 pub use reader::StreamReader;

@@ -36,7 +36,7 @@ mod types;
 mod users;
 
 pub use crate::config::MoviePilotSettings;
-pub use client::MoviePilot;
+pub use client::{Announced, MoviePilot};
 pub use error::{ListUsersError, MpError, Unreachable};
 pub use gate::{
     GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,
