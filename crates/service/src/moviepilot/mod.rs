@@ -51,3 +51,4 @@ pub use types::{
     Dialect, Download, MediaItem, MediaKind, MpPermissions, MpUser, NewSubscription, Subscription,
     poster_url,
 };
+pub use users::OwnAccount;

@@ -475,10 +475,13 @@ pub(crate) struct CreatedId {
     pub(crate) id: Option<u64>,
 }
 
-/// The login answer (`schemas.Token`); only the token is read.
+/// The login answer (`schemas.Token`): the token, and whether its user is a superuser.
 #[derive(Deserialize)]
 pub(crate) struct WireToken {
     pub(crate) access_token: String,
+    /// Whether the user who logged in is a superuser (`Token.super_user`).
+    #[serde(default)]
+    pub(crate) super_user: Option<bool>,
 }
 
 // ----- lenient scalars -----
