@@ -47,9 +47,9 @@ pub async fn check_own_account(
             tracing::warn!(
                 user,
                 version = mp.version(),
-                "oncebot's MoviePilot account is not a superuser: MoviePilot's own user \
-                 mapping cannot be read, and the house commands and /restart are refused; set \
-                 {} (it acts as the superuser where MoviePilot takes it), or {} and {} to a \
+                "oncebot's MoviePilot account is not a superuser: MoviePilot refuses it its \
+                 list of users (their Telegram ids), the house commands and /restart; set {} \
+                 (it acts as the superuser where MoviePilot takes it), or {} and {} to a \
                  superuser",
                 env_name("moviepilot.api_key"),
                 env_name("moviepilot.username"),
