@@ -375,8 +375,11 @@ pub struct MpUser {
 /// permission is on only when it is exactly `true` (`hasPermission`: `=== true`). So `{}`, a
 /// missing or `null` field, or a missing or `null` key take the defaults: rows an older web UI,
 /// the API or MoviePilot's first start wrote hold `{}`; v2.5.6's migration `3df653756eec_2_1_6`
-/// wrote all four keys for plain users. The backends of v2.5.6 and v2.14.0 enforce none of it
-/// (only the web UI reads it); oncebot does ([`crate::users::MoviePilotRights`]).
+/// wrote all four keys for plain users. The newest line's schema (`app/schemas/user.py`:
+/// `UserPermissions`, a `TypedDict` with `total=False`) keeps the same keys, any of them left
+/// out, plus `admin` and `features` (per-page switches), which oncebot does not read. The
+/// backends of v2.5.6 and v2.14.0 enforce none of it (only the web UI reads it); oncebot does
+/// ([`crate::users::MoviePilotRights`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MpPermissions {
     pub discovery: bool,
@@ -788,6 +791,11 @@ mod tests {
         );
         assert_eq!(read(r#"{"subscribe":false}"#), p(true, true, false, false));
         assert_eq!(read(r#"{"manage":true}"#), p(true, true, true, true));
+        // The newest schema's per-page switches change no key.
+        assert_eq!(
+            read(r#"{"subscribe":true,"features":{"subscribe.movie":false}}"#),
+            MpPermissions::DEFAULT
+        );
         assert_eq!(
             read(
                 r#"{"discovery":false,"search":false,"subscribe":false,"manage":false,"admin":true}"#
