@@ -140,8 +140,12 @@ mod auto;
 mod house;
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
-/// MoviePilot's own Telegram mapping (`telegram_userid`): its roles, the setting winning, a
-/// removal at the next refresh, a service account that is no superuser.
+/// oncebot's own MoviePilot account (issue 43): a plain one stops the workers on v3, every
+/// `/readyz` saying so, and is warned about once on v2.
+mod mp_account;
+/// MoviePilot's own Telegram mapping (`telegram_userid`): its roles (MoviePilot's permissions,
+/// never above them), the setting winning, a removal at the next refresh, a service account that
+/// is no superuser.
 mod mp_users;
 /// Subscriptions owned by the user who asked (the owner's update, a crash between the two
 /// calls), and `/subscriptions` as the asker's own.

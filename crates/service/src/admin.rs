@@ -45,7 +45,8 @@ pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Re
 }
 
 /// `oncebot users`: every allowed user with their role, MoviePilot name and its source
-/// (`setting`, `moviepilot`, `unmapped`, `nobody_mapped`), MoviePilot's side read from Redis
+/// (`setting`, `moviepilot`, `unmapped`, `nobody_mapped`), and the MoviePilot permissions
+/// MoviePilot's mapping read for them (`moviepilot_permissions`), MoviePilot's side read from Redis
 /// (`users:moviepilot`) unless `moviepilot.users_refresh_secs` is 0. A bad `telegram.users` is
 /// the `SettingError` (exit status 2). Redis not answering: the setting's view is still printed,
 /// with the reason on stderr, and the command fails (exit status 1), since users MoviePilot maps
@@ -76,17 +77,19 @@ pub async fn users(settings: &Settings, json: bool) -> anyhow::Result<()> {
     } else {
         writeln!(
             out,
-            "{:>14}  {:<7}  {:<20}  {:<14}",
+            "{:>14}  {:<7}  {:<20}  {:<14}  MOVIEPILOT PERMISSIONS",
             "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE"
         )?;
         for r in &rows {
             writeln!(
                 out,
-                "{:>14}  {:<7}  {:<20}  {:<14}",
+                "{:>14}  {:<7}  {:<20}  {:<14}  {}",
                 r.user_id,
                 r.role,
                 r.requester.as_deref().unwrap_or("-"),
-                r.source
+                r.source,
+                r.moviepilot_permissions
+                    .map_or_else(|| "-".to_string(), |p| p.summary())
             )?;
         }
         if unread.is_none() {

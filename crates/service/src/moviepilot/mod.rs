@@ -48,5 +48,7 @@ pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
 pub use system::SchedulerRun;
 pub use types::{
-    Dialect, Download, MediaItem, MediaKind, MpUser, NewSubscription, Subscription, poster_url,
+    Dialect, Download, MediaItem, MediaKind, MpPermissions, MpUser, NewSubscription, Subscription,
+    poster_url,
 };
+pub use users::OwnAccount;

@@ -9,16 +9,21 @@
 //! - **Once anyone is mapped**, an allowed user nobody mapped is a `user` acting as the service
 //!   account (no MoviePilot name of their own).
 //! - **Two sources, the explicit one winning**: `telegram.users` (the setting), then MoviePilot's
-//!   own mapping (the `telegram_userid` a MoviePilot user set: an `admin` for a superuser, else a
-//!   `user`; read by `users_sync` into Redis and from there into [`Live`]). Until MoviePilot's
-//!   mapping has been read once, it maps nobody: the setting alone decides, as before it existed.
+//!   own mapping (the `telegram_userid` a MoviePilot user set, with the role their MoviePilot
+//!   rights give: [`MoviePilotRights::role`]; read by `users_sync` into Redis and from there into
+//!   [`Live`]). Until MoviePilot's mapping has been read once, it maps nobody: the setting alone
+//!   decides, as before it existed.
 //!
 //! Pure: no I/O. Depends only on `vocabulary` and `path_segment`.
+
+mod rights;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 use crate::vocabulary::Role;
+
+pub use rights::MoviePilotRights;
 
 /// One entry of `telegram.users`: `<telegram id>=<MoviePilot name>:<role>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +101,9 @@ pub struct UserRow {
     pub role: &'static str,
     pub requester: Option<String>,
     pub source: &'static str,
+    /// What MoviePilot's mapping read of this id's MoviePilot user (`None`: MoviePilot maps
+    /// nobody to it, or a release before this one stored the mapping), whichever source decides.
+    pub moviepilot_permissions: Option<MoviePilotRights>,
 }
 
 /// A bad entry of `telegram.users`: the entry as written and what is wrong with it.
@@ -181,6 +189,8 @@ pub struct Directory {
     setting: BTreeMap<i64, Mapping>,
     /// MoviePilot's own mapping (allowed ids only); empty until it has been read.
     moviepilot: BTreeMap<i64, Mapping>,
+    /// The MoviePilot rights that mapping was read from (allowed ids only), for the listings.
+    moviepilot_rights: BTreeMap<i64, MoviePilotRights>,
 }
 
 /// A `telegram.users` entry for a Telegram id that is not on `telegram.allowed_users`.
@@ -201,6 +211,7 @@ impl Directory {
             allowed,
             setting: setting.into_iter().map(|m| (m.user_id, m)).collect(),
             moviepilot: BTreeMap::new(),
+            moviepilot_rights: BTreeMap::new(),
         })
     }
 
@@ -211,6 +222,19 @@ impl Directory {
             .into_iter()
             .filter(|m| self.allowed.contains(&m.user_id))
             .map(|m| (m.user_id, m))
+            .collect();
+    }
+
+    /// The MoviePilot rights behind MoviePilot's side, by Telegram id (ids not allowed are kept
+    /// out), for [`Directory::rows`]; deciding needs only the roles [`Directory::set_moviepilot`]
+    /// sets.
+    pub fn set_moviepilot_rights(
+        &mut self,
+        rights: impl IntoIterator<Item = (i64, MoviePilotRights)>,
+    ) {
+        self.moviepilot_rights = rights
+            .into_iter()
+            .filter(|(id, _)| self.allowed.contains(id))
             .collect();
     }
 
@@ -292,6 +316,7 @@ impl Directory {
                     role: i.role.as_str(),
                     requester: i.requester,
                     source: i.source.as_str(),
+                    moviepilot_permissions: self.moviepilot_rights.get(&user_id).copied(),
                 })
             })
             .collect()

@@ -20,9 +20,10 @@
 //! The machinery only: this file reads, claims, runs a job's command (`commands::Command::run`)
 //! and records its outcome; `commit` records the outcomes of one group in one call; `outcome`
 //! says what a run's result means for its job; `rights` checks an admin's command when it runs;
-//! `context` is the leaf a command's run is given (it knows no command and none of this
-//! machinery).
+//! `account` checks oncebot's own MoviePilot account before the first claim; `context` is the
+//! leaf a command's run is given (it knows no command and none of this machinery).
 
+mod account;
 mod commit;
 pub mod context;
 mod outcome;
@@ -51,6 +52,7 @@ use crate::moviepilot::{MoviePilot, MpError};
 use crate::redis_health::{AfterFailure, UntilRecorded, WriteHealth};
 use crate::shutdown::sleep_or_stop;
 use crate::vocabulary::{JobState, job_field};
+pub use account::check_own_account;
 use context::{Context, MediaLocks};
 pub use context::{KeyedLocks, now_ms};
 use outcome::{Mapped, attempt_base};
