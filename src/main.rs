@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use oncebot::app::{self, Role, ServeOptions};
 use oncebot::config::{Needs, Settings};
-use oncebot::ledger::{JobFilter, JobState, Ledger, Resolution};
+use oncebot::ledger::{JobFilter, JobState, Ledger, Resolution, Role as UserRole};
 
 /// See the note on `mimalloc` in Cargo.toml.
 #[global_allocator]
@@ -42,12 +42,15 @@ enum Cmd {
         command: JobsCmd,
     },
     /// Each allowed user, their role, MoviePilot name and where that came from
-    /// (telegram.users, or MoviePilot's own mapping as stored in Redis); a bad telegram.users
-    /// exits 2 with the entry and why, an unreadable Redis 1 after the setting's view.
+    /// (telegram.users, MoviePilot's own mapping or a grant, as stored in Redis); a bad
+    /// telegram.users exits 2 with the entry and why, an unreadable Redis 1 after the setting's
+    /// view. `grant` and `revoke` change a grant.
     Users {
         /// One JSON array instead of a table.
-        #[arg(long)]
+        #[arg(long, global = true)]
         json: bool,
+        #[command(subcommand)]
+        command: Option<UsersCmd>,
     },
     /// Check the deployment: the bot token, the webhook (or polling), Redis, MoviePilot and
     /// the admin chats, one line each, ✓ or ✗ with the fix. Exit 0 when all pass, 1 when one
@@ -113,6 +116,24 @@ enum JobsCmd {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum UsersCmd {
+    /// Give a Telegram id a role (viewer, user or admin): it may use the bot from then on, as
+    /// an admin's Allow in the chat makes it. telegram.users and MoviePilot's mapping still win
+    /// where they map the id.
+    Grant {
+        #[arg(value_name = "TELEGRAM_ID")]
+        user_id: i64,
+        #[arg(value_parser = parse_role)]
+        role: UserRole,
+    },
+    /// Take a grant back (telegram.allowed_users stays: it is not a grant).
+    Revoke {
+        #[arg(value_name = "TELEGRAM_ID")]
+        user_id: i64,
     },
 }
 
@@ -183,6 +204,10 @@ impl From<ResolutionArg> for Resolution {
 }
 
 fn parse_state(s: &str) -> Result<JobState, String> {
+    s.parse()
+}
+
+fn parse_role(s: &str) -> Result<UserRole, String> {
     s.parse()
 }
 
@@ -293,7 +318,15 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                 }
             }
         }
-        Cmd::Users { json } => oncebot::admin::users(&settings, json).await,
+        Cmd::Users { json, command } => match command {
+            None => oncebot::admin::users(&settings, json).await,
+            Some(UsersCmd::Grant { user_id, role }) => {
+                oncebot::admin::change_grant(&settings, user_id, Some(role), json).await
+            }
+            Some(UsersCmd::Revoke { user_id }) => {
+                oncebot::admin::change_grant(&settings, user_id, None, json).await
+            }
+        },
         Cmd::Doctor {
             poll,
             json,

@@ -135,6 +135,9 @@ mod pages;
 /// season subscribed, one report edited between the steps, a SIGKILL at either step verified.
 mod auto;
 
+/// Issue 43: the household from the chat: grants (`/whoami`, `/users` and Revoke, `oncebot users
+/// grant|revoke`) followed by every ingress within 2 s.
+mod grants;
 /// The house commands (issue 23): each of MoviePilot's scheduler jobs started once per window
 /// for everyone, a force button for an admin, a crash recovered as the policy table says.
 mod house;

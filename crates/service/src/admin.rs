@@ -7,7 +7,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use crate::config::Settings;
 use crate::i18n::Render;
-use crate::ledger::{Job, JobFilter, Ledger, Resolution, Resolved};
+use crate::ledger::{
+    GrantChange, GrantChanged, Job, JobFilter, Ledger, Resolution, Resolved, StoredDirectory,
+};
+use crate::vocabulary::Role;
 use crate::vocabulary::job_field as field;
 
 /// Prints jobs as a table, or as one JSON array.
@@ -44,68 +47,138 @@ pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Re
     Ok(())
 }
 
-/// `oncebot users`: every allowed user with their role, MoviePilot name and its source
-/// (`setting`, `moviepilot`, `unmapped`, `nobody_mapped`), and the MoviePilot permissions
-/// MoviePilot's mapping read for them (`moviepilot_permissions`), MoviePilot's side read from Redis
-/// (`users:moviepilot`) unless `moviepilot.users_refresh_secs` is 0. A bad `telegram.users` is
-/// the `SettingError` (exit status 2). Redis not answering: the setting's view is still printed,
-/// with the reason on stderr, and the command fails (exit status 1), since users MoviePilot maps
+/// `oncebot users`: every allowed user (the granted too) with their role, MoviePilot name and
+/// its source (`setting`, `moviepilot`, `granted`, `unmapped`, `nobody_mapped`), the MoviePilot
+/// permissions MoviePilot's mapping read for them (`moviepilot_permissions`), the grants and
+/// MoviePilot's side read from Redis (`users:granted`; `users:moviepilot` unless
+/// `moviepilot.users_refresh_secs` is 0). A bad `telegram.users` is the `SettingError` (exit
+/// status 2). Redis not answering: the setting's view is still printed, with the reason on
+/// stderr, and the command fails (exit status 1), since users granted or mapped by MoviePilot
 /// may be missing from it.
 pub async fn users(settings: &Settings, json: bool) -> anyhow::Result<()> {
     let base = settings.directory()?;
-    let (stored, unread) = if settings.moviepilot.users_refresh().is_some() {
-        let read = match Ledger::connect(
-            settings,
-            crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
-        ) {
-            Ok(ledger) => ledger.moviepilot_users().await.map_err(anyhow::Error::from),
-            Err(e) => Err(e),
-        };
-        match read {
-            Ok(stored) => (Some(stored), None),
-            Err(e) => (None, Some(e)),
-        }
-    } else {
-        (None, None)
+    let moviepilot = settings.moviepilot.users_refresh().is_some();
+    let read = match ledger_of(settings) {
+        Ok(ledger) => ledger
+            .stored_directory(moviepilot)
+            .await
+            .map_err(anyhow::Error::from),
+        Err(e) => Err(e),
     };
-    let directory = crate::users_sync::directory_with(&base, stored.as_ref());
+    let (stored, unread) = match read {
+        Ok(stored) => (stored, None),
+        Err(e) => (StoredDirectory::default(), Some(e)),
+    };
+    let directory = crate::users_sync::directory_of(&base, &stored);
     let rows = directory.rows();
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &rows)?;
         writeln!(out)?;
     } else {
-        writeln!(
-            out,
-            "{:>14}  {:<7}  {:<20}  {:<14}  MOVIEPILOT PERMISSIONS",
-            "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE"
-        )?;
-        for r in &rows {
-            writeln!(
-                out,
-                "{:>14}  {:<7}  {:<20}  {:<14}  {}",
-                r.user_id,
-                r.role,
-                r.requester.as_deref().unwrap_or("-"),
-                r.source,
-                r.moviepilot_permissions
-                    .map_or_else(|| "-".to_string(), |p| p.summary())
-            )?;
-        }
+        write_user_rows(&mut out, &rows)?;
         if unread.is_none() {
-            writeln!(
-                out,
-                "{}",
-                crate::users_sync::describe(stored.as_ref(), &directory)
-            )?;
+            let note = crate::users_sync::describe(stored.moviepilot.as_ref(), &directory);
+            writeln!(out, "{note}")?;
         }
     }
     drop(out);
     if let Some(e) = unread {
         return Err(e.context(
-            "MoviePilot's user mapping could not be read from Redis, so the list above is \
-             telegram.users alone (users MoviePilot maps are shown as unmapped)",
+            "the grants and MoviePilot's user mapping could not be read from Redis, so the list \
+             above is the settings alone (users granted are missing, users MoviePilot maps are \
+             shown as unmapped)",
         ));
+    }
+    Ok(())
+}
+
+fn ledger_of(settings: &Settings) -> anyhow::Result<Ledger> {
+    Ledger::connect(
+        settings,
+        crate::i18n::Texts::new(settings.telegram.locale).for_ledger(),
+    )
+}
+
+fn write_user_rows(out: &mut impl Write, rows: &[crate::users::UserRow]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>14}  {:<7}  {:<20}  {:<14}  {:<10}  MOVIEPILOT PERMISSIONS",
+        "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE", "GRANTED BY"
+    )?;
+    for r in rows {
+        let by = r.grant.as_ref().map_or("-", |g| g.by.as_str());
+        writeln!(
+            out,
+            "{:>14}  {:<7}  {:<20}  {:<14}  {by:<10}  {}",
+            r.user_id,
+            r.role,
+            r.requester.as_deref().unwrap_or("-"),
+            r.source,
+            r.moviepilot_permissions
+                .map_or_else(|| "-".to_string(), |p| p.summary())
+        )?;
+    }
+    Ok(())
+}
+
+/// `oncebot users grant <telegram id> <role>` (`role` set) and `oncebot users revoke <telegram
+/// id>` (`None`): the same records the chat writes (grants.lua), by `cli`. A revoke of an id
+/// without a grant changes nothing and says so (exit status 0: the id has no grant, as asked).
+/// `telegram.allowed_users` is a floor: a revoke never removes anyone from it.
+pub async fn change_grant(
+    settings: &Settings,
+    user_id: i64,
+    role: Option<Role>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let ledger = ledger_of(settings)?;
+    let change = match role {
+        Some(role) => GrantChange::Grant {
+            user_id,
+            role,
+            by: crate::users::GRANTED_BY_CLI.into(),
+        },
+        None => GrantChange::Revoke { user_id },
+    };
+    let changed = ledger.change_grant(&change).await?;
+    let base = settings.directory()?;
+    let moviepilot = settings.moviepilot.users_refresh().is_some();
+    let now = crate::users_sync::read_directory(&ledger, &base, moviepilot).await?;
+    let row = now.rows().into_iter().find(|r| r.user_id == user_id);
+    let (outcome, previous) = match &changed {
+        GrantChanged::Granted { previous } => ("granted", previous),
+        GrantChanged::Revoked { previous } => ("revoked", previous),
+        GrantChanged::NoGrant => ("no_grant", &None),
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let body = serde_json::json!({
+            "user_id": user_id,
+            "outcome": outcome,
+            "previous": previous,
+            "now": row,
+        });
+        serde_json::to_writer_pretty(&mut out, &body)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let now = match &row {
+        Some(r) => format!("now {} ({})", r.role, r.source),
+        None => "now not allowed".to_string(),
+    };
+    let what = match changed {
+        GrantChanged::Granted { .. } => format!("{user_id}: granted, {now}"),
+        GrantChanged::Revoked { .. } => format!("{user_id}: grant revoked, {now}"),
+        GrantChanged::NoGrant => format!("{user_id}: had no grant, nothing changed; {now}"),
+    };
+    writeln!(out, "{what}")?;
+    if row.as_ref().is_some_and(|r| r.source != "granted") && role.is_some() {
+        writeln!(
+            out,
+            "(the role comes from {} while that maps this id; the grant counts once it does not)",
+            row.as_ref().map_or("", |r| r.source)
+        )?;
     }
     Ok(())
 }

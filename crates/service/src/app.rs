@@ -127,8 +127,9 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
         policy_at_start,
         &shutdown,
     ));
-    if runs_ingress && settings.moviepilot.users_refresh().is_some() {
-        tasks.push(follow_users(&ingress, &shutdown).await);
+    // One follower a process: the ingress and the dispatcher's menus decide with one directory.
+    if runs_ingress || opts.runs(Role::Dispatcher) {
+        tasks.push(follow_users(&settings, &ingress, &shutdown).await);
     }
     let hook = (runs_ingress && !opts.poll).then(|| webhook::WebhookConfig {
         secret: settings.telegram.webhook_secret.clone(),
@@ -137,7 +138,7 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     let http = servers::start(&settings, ingress.clone(), hook, runs_ingress, &shutdown).await?;
     tasks.extend(http.tasks);
     if runs_ingress && opts.poll {
-        tasks.push(start_poller(&settings, ingress, &shutdown)?);
+        tasks.push(start_poller(&settings, ingress.clone(), &shutdown)?);
     }
     // One liveness key and one heartbeat for the process's worker and dispatcher.
     let (worker, dispatcher) = (opts.runs(Role::Worker), opts.runs(Role::Dispatcher));
@@ -159,7 +160,9 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     }
     if dispatcher {
         let api = BotApi::new(&settings.telegram.api_url, &settings.telegram.token)?;
-        let dispatcher = Dispatcher::new(&settings, ledger.clone(), api, liveness, health);
+        let directory = ingress.directory().clone();
+        let dispatcher =
+            Dispatcher::new(&settings, ledger.clone(), api, liveness, health, directory);
         tasks.push(tokio::spawn(dispatcher.run(shutdown.clone())));
     }
     if opts.runs_notify(&settings) {
@@ -295,13 +298,20 @@ fn watch_redis_policy(
     }))
 }
 
-/// Reads MoviePilot's user mapping as stored before anything is admitted (until it is, it maps
-/// nobody: see `users_sync`), then follows it. Redis not answering bounds this wait, as in
-/// [`wait_for_redis`]; admission needs Redis too, so nothing is decided with the mapping unread
-/// for long.
-async fn follow_users(ingress: &Ingress, shutdown: &CancellationToken) -> Task {
-    let mut follower =
-        crate::users_sync::Follower::new(ingress.ledger().clone(), ingress.directory().clone());
+/// Reads MoviePilot's user mapping and the grants as stored before anything is admitted (until
+/// then, MoviePilot maps nobody and nobody is granted: see `users_sync`), then follows them.
+/// Redis not answering bounds this wait, as in [`wait_for_redis`]; admission needs Redis too, so
+/// nothing is decided with them unread for long.
+async fn follow_users(
+    settings: &Settings,
+    ingress: &Ingress,
+    shutdown: &CancellationToken,
+) -> Task {
+    let mut follower = crate::users_sync::Follower::new(
+        ingress.ledger().clone(),
+        ingress.directory().clone(),
+        settings.moviepilot.users_refresh().is_some(),
+    );
     let why = match tokio::time::timeout(Duration::from_secs(2), follower.read_once()).await {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
@@ -310,7 +320,7 @@ async fn follow_users(ingress: &Ingress, shutdown: &CancellationToken) -> Task {
     if let Some(why) = why {
         tracing::warn!(
             error = %why,
-            "MoviePilot's user mapping is not readable yet; it maps nobody until it is"
+            "MoviePilot's user mapping and the grants are not readable yet; they count for nobody until they are"
         );
     }
     let stop = shutdown.clone();

@@ -7,8 +7,11 @@
 //!   the turn to one of them once the last read is `moviepilot.users_refresh_secs` old (30 s, or
 //!   the interval if shorter, after a read that failed), and users.lua stores what it found in
 //!   `users:moviepilot`, whole, in one step. Ingress never calls MoviePilot.
-//! - **Every ingress follows.** A [`Follower`] reads the HASH every [`FOLLOW_EVERY`] (one HGETALL)
-//!   into the process's [`Live`] directory, and once before the process admits anything.
+//! - **Every process that decides follows.** One [`Follower`] per process that runs an ingress
+//!   or a dispatcher (its menus) reads the HASH and the grants (`users:granted`) every
+//!   [`FOLLOW_EVERY`], in one round trip (a pipeline of two HGETALLs), into the process's [`Live`]
+//!   directory, and once before the process admits anything: a grant or a revocation reaches
+//!   every ingress within that time, without a restart.
 //! - **What MoviePilot's mapping says.** An active MoviePilot user with a `telegram_userid` maps
 //!   that id with the role their MoviePilot rights give (`MoviePilotRights::role`: `admin` for a
 //!   superuser, else `user` when MoviePilot lets them subscribe, else `viewer`); the rights are
@@ -26,11 +29,11 @@ use std::time::{Duration, UNIX_EPOCH};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
-use crate::ledger::{Ledger, LedgerError, StoredUsers};
+use crate::ledger::{Ledger, LedgerError, StoredDirectory, StoredUsers};
 use crate::metrics::METRICS;
 use crate::moviepilot::{ListUsersError, MoviePilot, MpUser};
 use crate::shutdown::sleep_or_stop;
-use crate::users::{Directory, Live, Mapping, MoviePilotRights};
+use crate::users::{Directory, Grant, Live, Mapping, MoviePilotRights};
 
 /// How often an ingress process reads the stored mapping again.
 pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
@@ -114,8 +117,12 @@ fn rights_of(u: &MpUser) -> MoviePilotRights {
 
 /// The mappings a stored HASH holds (values no release wrote are skipped).
 pub fn stored_mappings(stored: &StoredUsers) -> Vec<Mapping> {
-    stored
-        .entries
+    entries_mappings(&stored.entries)
+}
+
+/// The mappings of stored entries (`<telegram id>`, `<MoviePilot name>:<role>`).
+fn entries_mappings(entries: &[(i64, String)]) -> Vec<Mapping> {
+    entries
         .iter()
         .filter_map(|(id, value)| Mapping::from_stored(*id, value))
         .collect()
@@ -139,6 +146,24 @@ pub fn directory_with(base: &Directory, stored: Option<&StoredUsers>) -> Directo
         d.set_moviepilot_rights(stored_rights(stored));
     }
     d
+}
+
+/// `base` with what Redis holds: MoviePilot's side (when it was read) and the grants.
+pub fn directory_of(base: &Directory, stored: &StoredDirectory) -> Directory {
+    let mut d = directory_with(base, stored.moviepilot.as_ref());
+    d.set_granted(stored.granted.clone());
+    d
+}
+
+/// The directory as it stands now, read from Redis in one round trip: `base` (the settings'
+/// side) with the grants and, when `moviepilot` (its mapping is on), MoviePilot's mapping.
+pub async fn read_directory(
+    ledger: &Ledger,
+    base: &Directory,
+    moviepilot: bool,
+) -> Result<Directory, LedgerError> {
+    let stored = ledger.stored_directory(moviepilot).await?;
+    Ok(directory_of(base, &stored))
 }
 
 /// One line on where MoviePilot's mapping stands, for `oncebot users` and the operator's page.
@@ -378,23 +403,31 @@ fn log_changes(before: &StoredUsers, after: &[(i64, String)], state: &str) {
     }
 }
 
-/// Keeps a process's [`Live`] directory in step with the stored mapping.
+/// What a follower applied: the mapping's stored entries and the grants.
+type Followed = (Vec<(i64, String)>, Vec<Grant>);
+
+/// Keeps a process's [`Live`] directory in step with what Redis holds: MoviePilot's mapping
+/// (when it is on) and the grants, read together every [`FOLLOW_EVERY`] in one round trip.
 pub struct Follower {
     ledger: Ledger,
     live: Live,
-    /// The entries last applied; `None` before the first read.
-    seen: Option<Vec<(i64, String)>>,
+    /// Whether MoviePilot's mapping is followed (`moviepilot.users_refresh_secs` > 0); off, its
+    /// stored HASH is not read and maps nobody.
+    moviepilot: bool,
+    /// The mapping's entries and the grants last applied; `None` before the first read.
+    seen: Option<Followed>,
     /// Whether this follower's directory is the one the process admits with, whose counts the
-    /// `oncebot_users_mapped` gauges show (the ingress's); a second follower (the dispatcher's
-    /// menus) must not overwrite them with its own timing.
+    /// `oncebot_users_mapped` gauges show (the ingress's); a second follower must not overwrite
+    /// them with its own timing.
     gauges: bool,
 }
 
 impl Follower {
-    pub fn new(ledger: Ledger, live: Live) -> Follower {
+    pub fn new(ledger: Ledger, live: Live, moviepilot: bool) -> Follower {
         Follower {
             ledger,
             live,
+            moviepilot,
             seen: None,
             gauges: true,
         }
@@ -407,18 +440,22 @@ impl Follower {
         self
     }
 
-    /// Reads the stored mapping once and applies it when it changed.
+    /// Reads what is stored once and applies it when it changed.
     pub async fn read_once(&mut self) -> Result<(), LedgerError> {
-        let stored = self.ledger.moviepilot_users().await?;
-        if self.seen.as_ref() != Some(&stored.entries) {
-            self.live.set_moviepilot(stored_mappings(&stored));
+        let stored = self.ledger.stored_directory(self.moviepilot).await?;
+        let entries = stored.moviepilot.map(|m| m.entries).unwrap_or_default();
+        let now = (entries, stored.granted);
+        if self.seen.as_ref() != Some(&now) {
+            let mappings = entries_mappings(&now.0);
+            self.live.set_stored(Some(mappings), Some(now.1.clone()));
             let (setting, moviepilot) = self.live.current().mapped_counts();
             tracing::debug!(
                 setting,
                 moviepilot,
-                "this process now maps users by MoviePilot's mapping as stored"
+                granted = now.1.len(),
+                "this process now maps users by MoviePilot's mapping and the grants as stored"
             );
-            self.seen = Some(stored.entries);
+            self.seen = Some(now);
         }
         if self.gauges {
             set_gauges(&self.live.current());

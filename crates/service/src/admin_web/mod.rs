@@ -29,9 +29,7 @@ use warp::reply::Response;
 use crate::config::{Locale, Settings};
 use crate::http_server::{BodyError, Peer, read_body};
 use crate::i18n::Render;
-use crate::ledger::{
-    Job, JobFilter, JobState, Ledger, LedgerError, Resolution, Resolved, StoredUsers,
-};
+use crate::ledger::{Job, JobFilter, JobState, Ledger, LedgerError, Resolution, Resolved};
 use auth::Credentials;
 pub use pages::DECISIONS;
 use pages::{Dashboard, FilterForm, Frame};
@@ -237,14 +235,14 @@ impl AdminWeb {
             l.jobs_needing_review(REVIEW_SHOWN),
             self.recent(&filter, id),
             l.notify_position(),
-            self.stored_moviepilot_users(),
+            l.stored_directory(self.moviepilot_users),
         );
-        let (counts, queues, consumers, review, recent, relay, mp_users) = match read {
+        let (counts, queues, consumers, review, recent, relay, stored) = match read {
             Ok(all) => all,
             Err(e) => return self.unavailable(&e),
         };
-        let users = crate::users_sync::directory_with(&self.users, mp_users.as_ref());
-        let users_note = crate::users_sync::describe(mp_users.as_ref(), &users);
+        let users = crate::users_sync::directory_of(&self.users, &stored);
+        let users_note = crate::users_sync::describe(stored.moviepilot.as_ref(), &users);
         let users = users.rows();
         let csrf = self.credentials.csrf_token(now_secs());
         let markup = pages::dashboard(
@@ -290,13 +288,6 @@ impl AdminWeb {
     }
 
     /// MoviePilot's user mapping as stored, when this deployment reads it.
-    async fn stored_moviepilot_users(&self) -> Result<Option<StoredUsers>, LedgerError> {
-        match self.moviepilot_users {
-            true => self.ledger.moviepilot_users().await.map(Some),
-            false => Ok(None),
-        }
-    }
-
     async fn job(&self, id: u64, query: &str) -> Response {
         let job = match self.ledger.job(id).await {
             Ok(Some(job)) => job,

@@ -231,7 +231,7 @@ fn users_section(users: &[crate::users::UserRow], note: &str) -> Markup {
         section #users {
             h2 { "Users" }
             table {
-                thead { tr { th { "Telegram id" } th { "role" } th { "MoviePilot name" } th { "source" } th { "MoviePilot permissions" } } }
+                thead { tr { th { "Telegram id" } th { "role" } th { "MoviePilot name" } th { "source" } th { "grant" } th { "MoviePilot permissions" } } }
                 tbody {
                     @for u in users {
                         tr {
@@ -239,6 +239,7 @@ fn users_section(users: &[crate::users::UserRow], note: &str) -> Markup {
                             td { (u.role) }
                             td { (u.requester.as_deref().unwrap_or("-")) }
                             td { (u.source) }
+                            td { (grant_cell(u.grant.as_ref())) }
                             td.permissions { (u.moviepilot_permissions.map_or_else(|| "-".to_string(), |p| p.summary())) }
                         }
                     }
@@ -247,6 +248,14 @@ fn users_section(users: &[crate::users::UserRow], note: &str) -> Markup {
             p #users-moviepilot { (note) }
         }
     }
+}
+
+/// A grant as the users table shows it: its role, who gave it and when (UTC); "-" for none.
+fn grant_cell(grant: Option<&crate::users::Grant>) -> String {
+    grant.map_or_else(
+        || "-".to_string(),
+        |g| format!("{} by {} at {}", g.role, g.by, clock(g.at)),
+    )
 }
 
 /// The recent jobs, with the filter form.

@@ -22,7 +22,9 @@ mod search;
 mod status;
 mod subscribe;
 mod subscriptions;
+mod users;
 mod version;
+mod whoami;
 
 pub use args::{
     ANYWAY, RESTART_CONFIRMED, SubscriptionMedia, parse_release, parse_series, parse_tmdb,
@@ -56,6 +58,8 @@ pub enum Command {
     Downloading,
     Status,
     Jobs,
+    /// Who the asker is to the bot: Telegram id, role, MoviePilot name, the role's source.
+    Whoami,
     Help,
     Start,
     /// A resource search for one media (`/download tmdb:<id> [S<n>]`, or a match's button):
@@ -89,10 +93,14 @@ pub enum Command {
     /// This release and the live processes by role and release (an admin's; the job kind
     /// 0.2.0 adds, docs/releases.md).
     Version,
+    /// Everyone who may use the bot, with a Revoke button on each grant (an admin's).
+    Users,
+    /// Take one grant back (a Revoke button under `/users`). Never typed.
+    Revoke,
 }
 
 impl Command {
-    pub const ALL: [Command; 24] = [
+    pub const ALL: [Command; 27] = [
         Command::Search,
         Command::Subscribe,
         Command::Best,
@@ -103,6 +111,7 @@ impl Command {
         Command::Downloading,
         Command::Status,
         Command::Jobs,
+        Command::Whoami,
         Command::Help,
         Command::Start,
         Command::Releases,
@@ -117,6 +126,8 @@ impl Command {
         Command::Restart,
         Command::Redo,
         Command::Version,
+        Command::Users,
+        Command::Revoke,
     ];
 
     /// Its file's description of it: the one dispatch, a match without a fallback arm, so the
@@ -147,6 +158,9 @@ impl Command {
             Command::Restart => &restart::RESTART,
             Command::Redo => &redo::REDO,
             Command::Version => &version::VERSION,
+            Command::Whoami => &whoami::WHOAMI,
+            Command::Users => &users::USERS,
+            Command::Revoke => &users::REVOKE,
         }
     }
 
@@ -200,7 +214,7 @@ impl Command {
 
     /// Every command by name with what it says about itself, in `ALL`'s order: the menus and
     /// the help are built from it (`i18n::Texts::help_for`, `command_list`).
-    pub fn listing() -> [(&'static str, &'static i18n::About); 24] {
+    pub fn listing() -> [(&'static str, &'static i18n::About); 27] {
         Command::ALL.map(|c| (c.name(), c.about()))
     }
 
@@ -220,7 +234,7 @@ impl Command {
 /// the settings; `None`: no business-layer check), the recovery after a crash, the least role,
 /// one per asker or for the whole house, a span of time or the calendar day.
 #[rustfmt::skip]
-pub const POLICIES: [Policy; 24] = {
+pub const POLICIES: [Policy; 27] = {
     use policy::{ASKS, AT_ONCE, DAY, EFFECT, HOUSE, OWN, READ, SPAN, row};
     use Recovery::*;
     use crate::vocabulary::Role::*;
@@ -238,6 +252,8 @@ pub const POLICIES: [Policy; 24] = {
         row(Command::Downloading, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
         row(Command::Status, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
         row(Command::Jobs, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        // Reads the directory as stored (Redis only).
+        row(Command::Whoami, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
         row(Command::Help, READ, AT_ONCE, None, NoJob, Viewer, OWN, SPAN),
         row(Command::Start, READ, AT_ONCE, None, NoJob, Viewer, OWN, SPAN),
         // The search hits every indexer site the user belongs to (rate limits), so it has a window
@@ -275,6 +291,11 @@ pub const POLICIES: [Policy; 24] = {
         row(Command::Redo, EFFECT, ASKS, Some(|s| s.redo_window_secs), HoldForReview, Admin, HOUSE, SPAN),
         // Reads the registry only; an admin's, as what runs where is the operator's business.
         row(Command::Version, READ, AT_ONCE, None, Rerun, Admin, OWN, SPAN),
+        // Everyone who may use the bot: who is allowed is the admins' business.
+        row(Command::Users, READ, AT_ONCE, None, Rerun, Admin, OWN, SPAN),
+        // Taking a grant back twice is taking it back once (the second finds none); the button
+        // is once-only, so no window is needed beyond it.
+        row(Command::Revoke, EFFECT, AT_ONCE, Some(|_| 0), Rerun, Admin, OWN, SPAN),
     ]
 };
 

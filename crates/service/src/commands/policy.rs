@@ -154,11 +154,13 @@ mod tests {
 
     /// Issue 22: a viewer may only read; anything with a side effect (a resource search asks
     /// every tracker) needs a user, and everyone's subscriptions an admin. Issue 23: the house
-    /// commands are an admin's, and `/version` (what runs where is the operator's business).
+    /// commands are an admin's, and `/version` (what runs where is the operator's business);
+    /// issue 43: `/users` and its Revoke button (who may use the bot is the admins' business).
     #[test]
     fn viewers_only_read_and_the_whole_list_is_an_admins() {
         for p in POLICIES {
-            let want = if p.house_wide || p.command == Command::Version {
+            let admins = [Command::Version, Command::Users, Command::Revoke];
+            let want = if p.house_wide || admins.contains(&p.command) {
                 Role::Admin
             } else if p.side_effect || matches!(p.command, Command::Download) {
                 Role::User

@@ -1,7 +1,9 @@
 //! The command menus Telegram shows (`setMyCommands`): everyone's without the admin commands,
 //! and in each admin's private chat (scope `chat`) the menu with them. Who is an admin changes
-//! while oncebot runs (MoviePilot's own mapping is read later and refreshed, `users_sync`), so
-//! the admins' menus follow the stored mapping as the ingress does: a new admin gets the menu,
+//! while oncebot runs (MoviePilot's own mapping is read later and refreshed, a grant is given or
+//! taken back: `users_sync`), so the admins' menus follow the process's one directory, the one
+//! its ingress decides with (`app` runs one `users_sync::Follower` a process): a new admin gets
+//! the menu,
 //! someone who is no longer one gets it deleted (`deleteMyCommands` for their chat, which shows
 //! everyone's again). A menu only offers: the commands are refused to a non-admin whatever it shows.
 
@@ -13,19 +15,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Locale, Settings};
 use crate::i18n::Texts;
-use crate::ledger::Ledger;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::BotApi;
 use crate::users::Live;
-use crate::users_sync::{FOLLOW_EVERY, Follower};
+use crate::users_sync::FOLLOW_EVERY;
 
 use super::CALL_TIMEOUT;
 
 pub(super) struct Menus {
     api: BotApi,
     locale: Locale,
+    /// The process's directory, kept current by its follower.
     live: Live,
-    follower: Follower,
     /// The chats whose admin menu Telegram has now.
     shown: BTreeSet<i64>,
     /// Chats Telegram refused a menu for, and when: tried again after [`RETRY_REFUSED`], not at
@@ -37,13 +38,10 @@ pub(super) struct Menus {
 const RETRY_REFUSED: Duration = Duration::from_secs(600);
 
 impl Menus {
-    pub fn new(settings: &Settings, ledger: Ledger, api: BotApi) -> Menus {
-        // Settings are validated before any role starts; an empty directory has no admins.
-        let live = Live::new(settings.directory().unwrap_or_default());
+    pub fn new(settings: &Settings, live: Live, api: BotApi) -> Menus {
         Menus {
             api,
             locale: settings.telegram.locale,
-            follower: Follower::new(ledger, live.clone()).without_gauges(),
             live,
             shown: BTreeSet::new(),
             refused: BTreeMap::new(),
@@ -60,9 +58,6 @@ impl Menus {
             }
         }
         loop {
-            if let Err(e) = self.follower.read_once().await {
-                tracing::debug!(error = %e, "reading MoviePilot's user mapping for the menus failed");
-            }
             self.follow_admins().await;
             if sleep_or_stop(FOLLOW_EVERY, &stop).await {
                 return;

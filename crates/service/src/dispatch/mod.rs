@@ -129,6 +129,7 @@ impl Dispatcher {
         api: BotApi,
         liveness: Arc<Liveness>,
         write_health: WriteHealth,
+        directory: crate::users::Live,
     ) -> Arc<Self> {
         let cfg = settings.dispatcher.clone();
         let consumer = liveness.consumer().to_string();
@@ -139,7 +140,7 @@ impl Dispatcher {
             consumer,
             menus: Mutex::new(
                 cfg.set_commands
-                    .then(|| menus::Menus::new(settings, ledger.clone(), api.clone())),
+                    .then(|| menus::Menus::new(settings, directory, api.clone())),
             ),
             ledger,
             api,

@@ -35,7 +35,9 @@ mod search;
 mod status;
 mod subscribe;
 mod subscriptions;
+mod users;
 mod version;
+mod whoami;
 
 pub use auto::AUTO;
 pub use downloading::DOWNLOADING;
@@ -53,7 +55,9 @@ pub use search::{SEARCH, subscribe_args};
 pub use status::{JOBS, STATUS};
 pub use subscribe::{BEST, SUBSCRIBE};
 pub use subscriptions::{SEARCHNOW, SUBSCRIPTIONS, UNSUBSCRIBE, Whose};
+pub use users::{REVOKE, USERS};
 pub use version::VERSION;
+pub use whoami::WHOAMI;
 
 use crate::config::Locale;
 use crate::ledger::{LedgerTexts, TapTexts};

@@ -12,7 +12,6 @@
 pub mod polling;
 pub mod webhook;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -79,9 +78,9 @@ pub struct Ingress {
 
 struct Inner {
     ledger: Ledger,
-    allowed_users: HashSet<i64>,
-    /// Who each allowed user is (`telegram.users`, MoviePilot's mapping as `users_sync` follows
-    /// it): decided here, before admission.
+    /// Who may use the bot and who each is (`telegram.allowed_users` and `telegram.users`, the
+    /// grants and MoviePilot's mapping as `users_sync` follows them): decided here, before
+    /// admission.
     directory: Live,
     bot_username: String,
     texts: Texts,
@@ -106,7 +105,6 @@ impl Ingress {
         Self {
             inner: Arc::new(Inner {
                 ledger,
-                allowed_users: settings.telegram.allowed_users.iter().copied().collect(),
                 // Settings are validated before any role starts (`Settings::validate` checks
                 // `telegram.users`); an empty directory would refuse everyone, never allow more.
                 directory: Live::new(settings.directory().unwrap_or_default()),
@@ -287,11 +285,12 @@ impl Ingress {
         // `None` for a stranger (refused below); while nobody is mapped, every allowed user is
         // an admin acting as the service account.
         let identity = inner.directory.current().identify(from.id);
+        let allowed = identity.is_some();
         let role = identity
             .as_ref()
             .map_or(crate::vocabulary::Role::Admin, |i| i.role);
         let requester = identity.and_then(|i| i.requester);
-        let action = if !inner.allowed_users.contains(&from.id) {
+        let action = if !allowed {
             AdmissionAction::Reply {
                 kind: ReplyKind::Refusal,
                 text: inner.texts.refusal().into(),
@@ -480,7 +479,7 @@ impl Ingress {
             update_id,
             callback_query_id: query.id.clone(),
             user_id: query.from.id,
-            allowed: !query.from.is_bot && self.inner.allowed_users.contains(&query.from.id),
+            allowed: !query.from.is_bot && identity.is_some(),
             // tap.lua decides what the role allows (it alone reads the token).
             role: identity
                 .as_ref()

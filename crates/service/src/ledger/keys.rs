@@ -315,6 +315,37 @@ impl Keys {
         format!("{}users:moviepilot", self.base)
     }
 
+    /// HASH, no expiry (one key, a field per grant): the roles given from the chat (an admin's
+    /// Allow, a claim) or with `oncebot users grant`, field = Telegram id, value =
+    /// `<role>:<by>:<at ms>` (lua/include/grants.lua). Every ingress reads it with the mapping.
+    pub fn users_granted(&self) -> String {
+        format!("{}users:granted", self.base)
+    }
+
+    /// STRING, PX = one hour: the digest (SHA-256, hex) of the claim code while the directory
+    /// gives nobody `admin`; created with SET NX, removed by the claim that spends it.
+    pub fn claim_code(&self) -> String {
+        format!("{}claim:code", self.base)
+    }
+
+    /// STRING counter, EX = one hour from the first: `/claim`s from one Telegram id that did not
+    /// claim the bot (a wrong code), at most five an hour. Scripts append the id.
+    pub fn claim_tries_prefix(&self) -> String {
+        format!("{}claim:tries:", self.base)
+    }
+
+    /// HASH, PX = `household.access_request_window_secs` (and an hour more for its cards to be
+    /// told it expired): one person's request for access and its cards. Scripts append the id.
+    pub fn access_prefix(&self) -> String {
+        format!("{}access:", self.base)
+    }
+
+    /// ZSET, at most `household.max_pending_access_requests` members: the pending requests'
+    /// Telegram ids, scored by when each expires (ms).
+    pub fn access_pending(&self) -> String {
+        format!("{}pending:access", self.base)
+    }
+
     /// STRING, PX = one read's lease: the process reading MoviePilot's users now
     /// (users_turn.lua takes it, users.lua or unlock.lua ends it).
     pub fn users_refresh_lock(&self) -> String {
@@ -345,6 +376,11 @@ mod tests {
             k.command("ab"),
             k.job_seq(),
             k.users_moviepilot(),
+            k.users_granted(),
+            k.claim_code(),
+            k.claim_tries_prefix(),
+            k.access_prefix(),
+            k.access_pending(),
             k.users_refresh_lock(),
             k.job(42),
             k.jobs_stream(),

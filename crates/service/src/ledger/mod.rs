@@ -6,6 +6,7 @@
 mod attempts;
 mod conn;
 mod entries;
+mod grants;
 mod job_spec;
 pub mod keys;
 mod library;
@@ -44,6 +45,7 @@ pub use attempts::{
 };
 pub use conn::Conn;
 pub use entries::{CallbackEntry, JobEntry, Lane, LaneEntry, MarkupOp, ReplyEntry};
+pub use grants::{GrantChange, GrantChanged, StoredDirectory};
 pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;

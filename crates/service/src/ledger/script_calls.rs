@@ -458,3 +458,15 @@ async fn users_calls_name_their_headers() {
     holds(&l.users_call("h", "ok", &[], &[]), true);
     holds(&l.users_turn_end_call("h"), true);
 }
+
+#[tokio::test]
+async fn grants_calls_name_their_header() {
+    let l = ledger();
+    let grant = GrantChange::Grant {
+        user_id: 7,
+        role: crate::vocabulary::Role::User,
+        by: "cli".into(),
+    };
+    holds(&l.grants_call(&grant), true);
+    holds(&l.grants_call(&GrantChange::Revoke { user_id: 7 }), true);
+}

@@ -139,12 +139,16 @@ pub(crate) static USERS: LazyLock<Lua> = LazyLock::new(|| lua!("users.lua", "com
 /// `lua/asked.lua`: a chat that asked for a media, remembered for the relay until it expires.
 pub(crate) static ASKED: LazyLock<Lua> = LazyLock::new(|| lua!("asked.lua", "common.lua"));
 
+/// `lua/grants.lua`: a grant given or taken back (`oncebot users grant|revoke`, Revoke).
+pub(crate) static GRANTS: LazyLock<Lua> =
+    LazyLock::new(|| lua!("grants.lua", "common.lua", "grants.lua"));
+
 /// `lua/held_elsewhere.lua`: replies pending under another dispatcher, which a chat's newer
 /// replies wait for.
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 27] {
+fn all() -> [(&'static str, &'static Lua); 28] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -173,6 +177,7 @@ fn all() -> [(&'static str, &'static Lua); 27] {
         ("users", &USERS),
         ("asked", &ASKED),
         ("held_elsewhere", &HELD_ELSEWHERE),
+        ("grants", &GRANTS),
     ]
 }
 

@@ -13,6 +13,11 @@
 //!   rights give: [`MoviePilotRights::role`]; read by `users_sync` into Redis and from there into
 //!   [`Live`]). Until MoviePilot's mapping has been read once, it maps nobody: the setting alone
 //!   decides, as before it existed.
+//! - **A grant is an identity of its own** ([`Grant`]: a role given from the chat or the CLI,
+//!   kept in Redis as `users:granted`). It makes its Telegram id allowed beside
+//!   `telegram.allowed_users` (which stays the floor: a revocation never removes anyone from it),
+//!   and gives the role where neither the setting nor MoviePilot maps that id. It does **not**
+//!   count as "someone is mapped": a deployment that maps nobody keeps its allowed users admins.
 //!
 //! Pure: no I/O. Depends only on `vocabulary` and `path_segment`.
 
@@ -71,9 +76,25 @@ pub enum Source {
     Unmapped,
     /// Nobody is mapped at all: an `admin` as the service account, as before roles existed.
     NobodyMapped,
+    /// A grant (`users:granted`: from the chat, a claim or `oncebot users grant`), as the
+    /// service account.
+    Granted,
 }
 
 impl Source {
+    pub const ALL: [Source; 5] = [
+        Source::Setting,
+        Source::MoviePilot,
+        Source::Granted,
+        Source::Unmapped,
+        Source::NobodyMapped,
+    ];
+
+    /// The source named `name` (`as_str`'s inverse).
+    pub fn named(name: &str) -> Option<Source> {
+        Source::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
     /// The name `oncebot users` and the operator's page show.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -81,6 +102,7 @@ impl Source {
             Source::MoviePilot => "moviepilot",
             Source::Unmapped => "unmapped",
             Source::NobodyMapped => "nobody_mapped",
+            Source::Granted => "granted",
         }
     }
 }
@@ -104,6 +126,53 @@ pub struct UserRow {
     /// What MoviePilot's mapping read of this id's MoviePilot user (`None`: MoviePilot maps
     /// nobody to it, or a release before this one stored the mapping), whichever source decides.
     pub moviepilot_permissions: Option<MoviePilotRights>,
+    /// Their grant, when they have one (whatever decides their role now): who gave it and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<Grant>,
+}
+
+/// `Grant::by` of a grant made with `oncebot users grant`.
+pub const GRANTED_BY_CLI: &str = "cli";
+/// `Grant::by` of the grant a claim code made (`/claim`).
+pub const GRANTED_BY_CLAIM: &str = "claim";
+
+/// A role given to a Telegram id from the chat (an admin's Allow, a claim) or with `oncebot
+/// users grant`: stored in `users:granted` as `<role>:<by>:<at ms>`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Grant {
+    #[serde(skip)]
+    pub user_id: i64,
+    #[serde(serialize_with = "role_name")]
+    pub role: Role,
+    /// Who granted it: an admin's Telegram id, `claim` (the claim code) or `cli`.
+    pub by: String,
+    /// When (ms since the epoch, Redis's clock).
+    pub at: u64,
+}
+
+fn role_name<S: serde::Serializer>(role: &Role, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(role.as_str())
+}
+
+impl Grant {
+    /// How the grant is stored (`lua/include/grants.lua` writes the same): `<role>:<by>:<at>`.
+    pub fn stored_value(&self) -> String {
+        format!("{}:{}:{}", self.role.as_str(), self.by, self.at)
+    }
+
+    /// A stored value for `user_id`; `None` for one no release wrote.
+    pub fn from_stored(user_id: i64, value: &str) -> Option<Grant> {
+        let mut parts = value.splitn(3, ':');
+        let role = parts.next()?.parse().ok()?;
+        let by = parts.next()?.to_string();
+        let at = parts.next()?.parse().ok()?;
+        Some(Grant {
+            user_id,
+            role,
+            by,
+            at,
+        })
+    }
 }
 
 /// A bad entry of `telegram.users`: the entry as written and what is wrong with it.
@@ -187,10 +256,13 @@ pub fn parse_users(text: &str) -> Result<Vec<Mapping>, UsersError> {
 pub struct Directory {
     allowed: BTreeSet<i64>,
     setting: BTreeMap<i64, Mapping>,
-    /// MoviePilot's own mapping (allowed ids only); empty until it has been read.
+    /// MoviePilot's own mapping as stored (every id it maps: only allowed ones count, and a
+    /// grant can make one allowed); empty until it has been read.
     moviepilot: BTreeMap<i64, Mapping>,
     /// The MoviePilot rights that mapping was read from (allowed ids only), for the listings.
     moviepilot_rights: BTreeMap<i64, MoviePilotRights>,
+    /// The grants (`users:granted`), by Telegram id.
+    granted: BTreeMap<i64, Grant>,
 }
 
 /// A `telegram.users` entry for a Telegram id that is not on `telegram.allowed_users`.
@@ -212,17 +284,29 @@ impl Directory {
             setting: setting.into_iter().map(|m| (m.user_id, m)).collect(),
             moviepilot: BTreeMap::new(),
             moviepilot_rights: BTreeMap::new(),
+            granted: BTreeMap::new(),
         })
     }
 
-    /// Replaces MoviePilot's side of the mapping (ids not allowed are kept out: the allow-list
-    /// decides who runs commands).
+    /// Replaces MoviePilot's side of the mapping (ids not allowed count for nothing: the
+    /// allow-list and the grants decide who runs commands).
     pub fn set_moviepilot(&mut self, mappings: Vec<Mapping>) {
-        self.moviepilot = mappings
-            .into_iter()
-            .filter(|m| self.allowed.contains(&m.user_id))
-            .map(|m| (m.user_id, m))
-            .collect();
+        self.moviepilot = mappings.into_iter().map(|m| (m.user_id, m)).collect();
+    }
+
+    /// Replaces the grants (`users:granted` as stored).
+    pub fn set_granted(&mut self, grants: Vec<Grant>) {
+        self.granted = grants.into_iter().map(|g| (g.user_id, g)).collect();
+    }
+
+    /// `user_id`'s grant, if they have one.
+    pub fn grant(&self, user_id: i64) -> Option<&Grant> {
+        self.granted.get(&user_id)
+    }
+
+    /// Whether `user_id` is on `telegram.allowed_users` (the floor no chat can revoke).
+    pub fn in_allowed_users(&self, user_id: i64) -> bool {
+        self.allowed.contains(&user_id)
     }
 
     /// The MoviePilot rights behind MoviePilot's side, by Telegram id (ids not allowed are kept
@@ -240,42 +324,52 @@ impl Directory {
 
     /// MoviePilot's side as it stands (allowed ids only), by Telegram id.
     pub fn moviepilot(&self) -> impl Iterator<Item = &Mapping> {
-        self.moviepilot.values()
+        self.moviepilot
+            .values()
+            .filter(|m| self.is_allowed(m.user_id))
     }
 
     /// How many allowed users the setting maps, and how many MoviePilot maps that the setting
     /// does not (the ones MoviePilot's mapping decides).
     pub fn mapped_counts(&self) -> (usize, usize) {
         let mp = self
-            .moviepilot
-            .keys()
-            .filter(|id| !self.setting.contains_key(id))
+            .moviepilot()
+            .filter(|m| !self.setting.contains_key(&m.user_id))
             .count();
         (self.setting.len(), mp)
     }
 
-    /// Whether `user_id` may run commands at all.
+    /// Whether `user_id` may run commands at all: on `telegram.allowed_users`, or granted.
     pub fn is_allowed(&self, user_id: i64) -> bool {
-        self.allowed.contains(&user_id)
+        self.allowed.contains(&user_id) || self.granted.contains_key(&user_id)
     }
 
-    /// Whether anyone is mapped (by either source): until then every allowed user is an admin.
+    /// Whether anyone allowed is mapped (by the setting or MoviePilot; a grant is no mapping):
+    /// until then every allowed user is an admin.
     pub fn anyone_mapped(&self) -> bool {
-        !self.setting.is_empty() || !self.moviepilot.is_empty()
+        !self.setting.is_empty() || self.moviepilot().next().is_some()
+    }
+
+    /// Everyone allowed: `telegram.allowed_users` and the granted, by Telegram id.
+    fn everyone(&self) -> BTreeSet<i64> {
+        self.allowed
+            .iter()
+            .chain(self.granted.keys())
+            .copied()
+            .collect()
     }
 
     /// The allowed users who are admins now (everyone allowed while nobody is mapped).
     pub fn admins(&self) -> Vec<i64> {
-        self.allowed
-            .iter()
-            .copied()
+        self.everyone()
+            .into_iter()
             .filter(|&id| self.identify(id).is_some_and(|i| i.role == Role::Admin))
             .collect()
     }
 
-    /// What `user_id` is; `None` for anyone not on the allow-list.
+    /// What `user_id` is; `None` for anyone neither on the allow-list nor granted.
     pub fn identify(&self, user_id: i64) -> Option<Identity> {
-        if !self.allowed.contains(&user_id) {
+        if !self.is_allowed(user_id) {
             return None;
         }
         let found = self
@@ -287,18 +381,24 @@ impl Directory {
                     .get(&user_id)
                     .map(|m| (m, Source::MoviePilot))
             });
-        Some(match found {
-            Some((m, source)) => Identity {
+        let granted = self.granted.get(&user_id);
+        Some(match (found, granted) {
+            (Some((m, source)), _) => Identity {
                 role: m.role,
                 requester: m.requester.clone(),
                 source,
             },
-            None if self.anyone_mapped() => Identity {
+            (None, Some(g)) => Identity {
+                role: g.role,
+                requester: None,
+                source: Source::Granted,
+            },
+            (None, None) if self.anyone_mapped() => Identity {
                 role: Role::User,
                 requester: None,
                 source: Source::Unmapped,
             },
-            None => Identity {
+            (None, None) => Identity {
                 role: Role::Admin,
                 requester: None,
                 source: Source::NobodyMapped,
@@ -306,17 +406,18 @@ impl Directory {
         })
     }
 
-    /// Every allowed user with their identity, by Telegram id.
+    /// Every allowed user (the granted too) with their identity, by Telegram id.
     pub fn rows(&self) -> Vec<UserRow> {
-        self.allowed
-            .iter()
-            .filter_map(|&user_id| {
+        self.everyone()
+            .into_iter()
+            .filter_map(|user_id| {
                 self.identify(user_id).map(|i| UserRow {
                     user_id,
                     role: i.role.as_str(),
                     requester: i.requester,
                     source: i.source.as_str(),
                     moviepilot_permissions: self.moviepilot_rights.get(&user_id).copied(),
+                    grant: self.granted.get(&user_id).cloned(),
                 })
             })
             .collect()
@@ -341,8 +442,19 @@ impl Live {
 
     /// Replaces MoviePilot's side (see [`Directory::set_moviepilot`]).
     pub fn set_moviepilot(&self, mappings: Vec<Mapping>) {
+        self.set_stored(Some(mappings), None);
+    }
+
+    /// Replaces what Redis holds, in one step: MoviePilot's side (`None`: unchanged) and the
+    /// grants (`None`: unchanged).
+    pub fn set_stored(&self, mappings: Option<Vec<Mapping>>, grants: Option<Vec<Grant>>) {
         let mut next = (*self.current()).clone();
-        next.set_moviepilot(mappings);
+        if let Some(mappings) = mappings {
+            next.set_moviepilot(mappings);
+        }
+        if let Some(grants) = grants {
+            next.set_granted(grants);
+        }
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
     }
 }
@@ -490,5 +602,75 @@ mod tests {
         assert_eq!(now.mapped_counts(), (1, 1));
         live.set_moviepilot(vec![]);
         assert_eq!(live.current().identify(2).unwrap().source, Source::Unmapped);
+    }
+
+    fn grant(user_id: i64, role: Role) -> Grant {
+        Grant {
+            user_id,
+            role,
+            by: "111".into(),
+            at: 1_700_000_000_000,
+        }
+    }
+
+    /// Issue 43: a grant makes its id allowed with its role, and is no mapping: a deployment
+    /// that maps nobody keeps its allowed users admins.
+    #[test]
+    fn a_grant_allows_its_id_and_maps_nobody() {
+        let mut d = Directory::new(&[1, 2], vec![]).unwrap();
+        assert!(!d.is_allowed(9));
+        d.set_granted(vec![grant(9, Role::User)]);
+        assert!(d.is_allowed(9));
+        assert_eq!(
+            d.identify(9).unwrap(),
+            Identity {
+                role: Role::User,
+                requester: None,
+                source: Source::Granted
+            }
+        );
+        assert_eq!(d.identify(1).unwrap().source, Source::NobodyMapped);
+        assert_eq!(d.admins(), vec![1, 2]);
+        assert_eq!(d.rows().len(), 3);
+        assert_eq!(d.rows()[2].grant.as_ref().unwrap().by, "111");
+    }
+
+    /// The setting, then MoviePilot's mapping, then the grant; a grant on the floor changes an
+    /// unmapped user's role, and MoviePilot may map a granted id that is not on the floor.
+    #[test]
+    fn the_setting_then_moviepilot_then_the_grant() {
+        let mut d =
+            Directory::new(&[1, 2, 3], vec![mapping(1, Some("alice"), Role::Viewer)]).unwrap();
+        d.set_moviepilot(vec![
+            mapping(2, Some("bob"), Role::User),
+            mapping(9, Some("nine"), Role::Admin),
+        ]);
+        assert_eq!(d.identify(9), None, "MoviePilot adds nobody");
+        d.set_granted(vec![
+            grant(1, Role::Admin),
+            grant(2, Role::Admin),
+            grant(3, Role::Viewer),
+            grant(9, Role::Viewer),
+        ]);
+        assert_eq!(d.identify(1).unwrap().source, Source::Setting);
+        assert_eq!(d.identify(1).unwrap().role, Role::Viewer);
+        assert_eq!(d.identify(2).unwrap().source, Source::MoviePilot);
+        assert_eq!(d.identify(3).unwrap().role, Role::Viewer);
+        assert_eq!(d.identify(3).unwrap().source, Source::Granted);
+        let nine = d.identify(9).unwrap();
+        assert_eq!((nine.role, nine.source), (Role::Admin, Source::MoviePilot));
+        assert_eq!(d.mapped_counts(), (1, 2));
+    }
+
+    #[test]
+    fn a_stored_grant_reads_back_and_odd_values_are_skipped() {
+        let g = grant(5, Role::Admin);
+        assert_eq!(g.stored_value(), "admin:111:1700000000000");
+        assert_eq!(Grant::from_stored(5, &g.stored_value()), Some(g));
+        assert_eq!(Grant::from_stored(5, "root:cli:1"), None);
+        assert_eq!(Grant::from_stored(5, "user:cli"), None);
+        for s in Source::ALL {
+            assert_eq!(Source::named(s.as_str()), Some(s));
+        }
     }
 }

@@ -203,6 +203,17 @@ pub async fn ask_before_call(cx: &Context<'_>, job: &Job, media: Option<&AskedMe
     }
 }
 
+/// Who may use the bot and who each is, as it stands now: the settings' side with the grants
+/// and MoviePilot's mapping as stored (one round trip), as every ingress follows it.
+pub async fn directory_now(cx: &Context<'_>) -> Result<crate::users::Directory, MpError> {
+    // Checked at start (`Settings::validate`); were it not, nobody would be on the list.
+    let base = cx.settings.directory().unwrap_or_default();
+    let moviepilot = cx.settings.moviepilot.users_refresh().is_some();
+    crate::users_sync::read_directory(cx.ledger, &base, moviepilot)
+        .await
+        .map_err(ledger_error)
+}
+
 /// One once-only button under an answer, bound to the asker in this chat.
 pub fn one_button(
     cx: &Context<'_>,

@@ -7,8 +7,8 @@
 //! at the tap; this is the same check at the last moment before the effect.
 //!
 //! The directory is the one an ingress decides with: `telegram.users` and the allow-list from
-//! the settings, and MoviePilot's own mapping as stored in Redis (read at the check, one
-//! HGETALL, only for an admin's command).
+//! the settings, and the grants and MoviePilot's own mapping as stored in Redis (read at the
+//! check, one round trip, only for an admin's command).
 
 use crate::commands::Command;
 use crate::config::Settings;
@@ -16,7 +16,7 @@ use crate::i18n::Texts;
 use crate::ledger::{Job, Ledger};
 use crate::moviepilot::MpError;
 use crate::users::Directory;
-use crate::users_sync::directory_with;
+use crate::users_sync::read_directory;
 use crate::vocabulary::Role;
 
 pub(super) struct Rights {
@@ -63,15 +63,9 @@ impl Rights {
 
     /// `user_id`'s role as the directory has it now; `None` for someone no longer allowed.
     async fn role_now(&self, user_id: i64) -> Result<Option<Role>, MpError> {
-        let stored = if self.moviepilot_mapping {
-            let stored = self.ledger.moviepilot_users().await.map_err(|e| {
-                MpError::Transient(format!("reading who the job's user is now: {e}"))
-            })?;
-            Some(stored)
-        } else {
-            None
-        };
-        let directory = directory_with(&self.base, stored.as_ref());
+        let directory = read_directory(&self.ledger, &self.base, self.moviepilot_mapping)
+            .await
+            .map_err(|e| MpError::Transient(format!("reading who the job's user is now: {e}")))?;
         Ok(directory.identify(user_id).map(|i| i.role))
     }
 }
