@@ -805,13 +805,13 @@ async fn the_page_lists_the_users_and_where_each_identity_came_from() {
     let users = &page[page.find("<section id=\"users\"").unwrap()..];
     let users = &users[..users.find("</section>").unwrap()];
     // Issue 43: the MoviePilot permissions read, in a cell of their own, whichever source
-    // decides the role.
+    // decides the role (after the grant's cell: none here).
     for row in [
         format!(
-            "<td>{ALICE}</td><td>viewer</td><td>alice</td><td>setting</td><td class=\"permissions\">+discovery -search +subscribe -manage</td>"
+            "<td>{ALICE}</td><td>viewer</td><td>alice</td><td>setting</td><td>-</td><td class=\"permissions\">+discovery -search +subscribe -manage</td>"
         ),
         format!(
-            "<td>{BOB}</td><td>admin</td><td>bob</td><td>moviepilot</td><td class=\"permissions\">superuser</td>"
+            "<td>{BOB}</td><td>admin</td><td>bob</td><td>moviepilot</td><td>-</td><td class=\"permissions\">superuser</td>"
         ),
     ] {
         assert!(users.contains(&row), "{users}");
