@@ -311,7 +311,8 @@ async fn follow_users(
         ingress.ledger().clone(),
         ingress.directory().clone(),
         settings.moviepilot.users_refresh().is_some(),
-    );
+    )
+    .with_claims();
     let why = match tokio::time::timeout(Duration::from_secs(2), follower.read_once()).await {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),

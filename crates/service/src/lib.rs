@@ -31,6 +31,7 @@ pub mod app;
 pub mod asked;
 mod assets;
 mod backoff;
+pub mod claim;
 pub mod commands;
 pub mod config;
 mod consume;

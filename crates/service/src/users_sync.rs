@@ -420,6 +420,8 @@ pub struct Follower {
     /// `oncebot_users_mapped` gauges show (the ingress's); a second follower must not overwrite
     /// them with its own timing.
     gauges: bool,
+    /// The claim code's watch (`claim`), when this follower keeps one (the process's own).
+    claims: Option<crate::claim::ClaimWatch>,
 }
 
 impl Follower {
@@ -430,7 +432,15 @@ impl Follower {
             moviepilot,
             seen: None,
             gauges: true,
+            claims: None,
         }
+    }
+
+    /// A follower that also offers the claim code while the directory gives nobody `admin`
+    /// (`claim::ClaimWatch`), after every read.
+    pub fn with_claims(mut self) -> Follower {
+        self.claims = Some(crate::claim::ClaimWatch::default());
+        self
     }
 
     /// A follower whose directory is not the one admission decides with: it leaves the gauges
@@ -459,6 +469,9 @@ impl Follower {
         }
         if self.gauges {
             set_gauges(&self.live.current());
+        }
+        if let Some(claims) = &mut self.claims {
+            claims.check(&self.ledger, &self.live.current()).await;
         }
         Ok(())
     }

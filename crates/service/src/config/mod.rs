@@ -16,6 +16,7 @@
 mod admin;
 mod commands;
 mod dispatcher;
+mod household;
 mod http;
 mod ledger;
 mod log;
@@ -37,6 +38,7 @@ pub use crate::assets::DEFAULT_TOML;
 pub use admin::{AdminSettings, MIN_ADMIN_PASSWORD_CHARS};
 pub use commands::CommandSettings;
 pub use dispatcher::DispatcherSettings;
+pub use household::HouseholdSettings;
 pub use http::HttpSettings;
 pub use ledger::LedgerSettings;
 pub use log::{LogFormat, LogSettings};
@@ -58,6 +60,7 @@ pub struct Settings {
     pub http: HttpSettings,
     pub admin: AdminSettings,
     pub telegram: TelegramSettings,
+    pub household: HouseholdSettings,
     pub ledger: LedgerSettings,
     pub worker: WorkerSettings,
     pub dispatcher: DispatcherSettings,
@@ -229,7 +232,8 @@ impl Settings {
         self.commands.validate()?;
         self.telegram.validate_button_lifetimes()?;
         if needs.ingress {
-            self.telegram.validate_updates()?;
+            self.telegram
+                .validate_updates(self.household.access_requests)?;
             self.http.validate()?;
             // Every ingress serves the relay's wake-up path while the relay is on.
             if self.notify.enabled {

@@ -121,15 +121,19 @@ impl TelegramSettings {
         )
     }
 
-    /// For the roles that take updates (webhook or polling).
-    pub(super) fn validate_updates(&self) -> Result<(), SettingError> {
-        if self.allowed_users.is_empty() {
+    /// For the roles that take updates (webhook or polling). `access_requests`
+    /// (`household.access_requests`): the allow-list may be empty, the deployment is claimed.
+    pub(super) fn validate_updates(&self, access_requests: bool) -> Result<(), SettingError> {
+        if self.allowed_users.is_empty() && !access_requests {
             return Err(SettingError::new(
                 "telegram.allowed_users",
                 "is empty, so nobody could use the bot",
                 format!(
-                    "set {} to your Telegram user ids, comma-separated (e.g. 123456789,987654321)",
-                    env_name("telegram.allowed_users")
+                    "set {} to your Telegram user ids, comma-separated (e.g. 123456789,987654321), \
+                     or set {}=true to start with nobody and claim the bot from the chat (its \
+                     claim code is logged)",
+                    env_name("telegram.allowed_users"),
+                    env_name("household.access_requests")
                 ),
             ));
         }

@@ -21,6 +21,7 @@ macro_rules! zh_en {
 }
 
 mod auto;
+mod claim;
 mod downloading;
 mod help;
 mod house;

@@ -23,7 +23,8 @@ use crate::commands::{self, Asker, ChatKind, Command, HouseAsked, Parsed};
 use crate::config::{CommandSettings, Settings};
 use crate::i18n::Texts;
 use crate::ledger::{
-    Admission, AdmissionAction, Admitted, Ledger, LedgerError, Owner, Tap, Tapped,
+    Admission, AdmissionAction, Admitted, ClaimOutcome, ClaimTry, Ledger, LedgerError, Owner, Tap,
+    Tapped,
 };
 use crate::metrics::METRICS;
 use crate::telegram::keyboard;
@@ -172,6 +173,10 @@ impl Ingress {
     pub async fn handle(&self, update: &Update) -> Result<Handled, LedgerError> {
         if let Some(query) = &update.callback_query {
             return self.tap(update.update_id, query).await;
+        }
+        // `/claim`, the one command a stranger may send: before the allow-list.
+        if let Some((message, from, typed)) = self.claim_of(update) {
+            return self.claim(update.update_id, message, from, typed).await;
         }
         let mut admission = match self.decide(update) {
             Ok(a) => a,
@@ -359,6 +364,71 @@ impl Ingress {
 }
 
 impl Ingress {
+    /// A `/claim` (`/claim@<this bot>`) in a private chat from a person, with what follows it.
+    fn claim_of<'u>(&self, update: &'u Update) -> Option<(&'u Message, &'u User, &'u str)> {
+        let (message, from, text, chat) = command_message(update).ok()?;
+        if chat != ChatKind::Private {
+            return None;
+        }
+        let text = text.trim_start();
+        let end = text.find(char::is_whitespace).unwrap_or(text.len());
+        let (word, rest) = text.split_at(end);
+        let (command, bot) = word.split_once('@').unwrap_or((word, ""));
+        let ours = bot.is_empty()
+            || self.inner.bot_username.is_empty()
+            || bot.eq_ignore_ascii_case(&self.inner.bot_username);
+        (command.eq_ignore_ascii_case("/claim") && ours).then_some((message, from, rest))
+    }
+
+    /// A `/claim <code>`: the code's digest to bot_claim.lua, which grants, counts and answers
+    /// in one step. The code is in no log line, no reply and no key.
+    async fn claim(
+        &self,
+        update_id: i64,
+        message: &Message,
+        from: &User,
+        typed: &str,
+    ) -> Result<Handled, LedgerError> {
+        let inner = &self.inner;
+        let digest = match typed.trim() {
+            "" => String::new(),
+            typed => crate::claim::digest(typed),
+        };
+        let texts = inner.texts.claim_texts();
+        let claim = ClaimTry {
+            update_id,
+            chat_id: message.chat.id,
+            user_id: from.id,
+            message_id: message.message_id,
+            digest: &digest,
+            claimed: !inner.directory.current().admins().is_empty(),
+            texts: &texts,
+        };
+        let outcome = inner.ledger.claim_bot(&claim).await?;
+        METRICS.update("claim");
+        tracing::info!(
+            update_id,
+            user_id = from.id,
+            outcome = outcome.as_str(),
+            "/claim answered"
+        );
+        if outcome == ClaimOutcome::Claimed {
+            tracing::warn!(
+                user_id = from.id,
+                "the bot was claimed: this Telegram user is an admin now (a grant by claim); the \
+                 claim code is spent"
+            );
+        }
+        Ok(Handled::Admitted(match outcome {
+            ClaimOutcome::DuplicateUpdate => Admitted::DuplicateUpdate {
+                job_id: None,
+                state: None,
+            },
+            ClaimOutcome::Silent => Admitted::Suppressed,
+            _ => Admitted::Replied,
+        }))
+    }
+
     /// A house command's admission at `now` (`commands::house_admission`).
     fn house_job(
         &self,

@@ -4,6 +4,7 @@
 //! script (see `lua/`), so a crash leaves either the whole change or none of it.
 
 mod attempts;
+mod claims;
 mod conn;
 mod entries;
 mod grants;
@@ -43,6 +44,7 @@ pub use attempts::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, LEFT_ENTRY_IDLE, Outcome,
     Taken, Taker, Trim,
 };
+pub use claims::{ClaimOutcome, ClaimTry, MOST_TRIES as MOST_CLAIM_TRIES};
 pub use conn::Conn;
 pub use entries::{CallbackEntry, JobEntry, Lane, LaneEntry, MarkupOp, ReplyEntry};
 pub use grants::{GrantChange, GrantChanged, StoredDirectory};

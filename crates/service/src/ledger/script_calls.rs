@@ -470,3 +470,17 @@ async fn grants_calls_name_their_header() {
     holds(&l.grants_call(&grant), true);
     holds(&l.grants_call(&GrantChange::Revoke { user_id: 7 }), true);
 }
+
+#[tokio::test]
+async fn bot_claim_call_names_its_header() {
+    let t = ClaimTry {
+        update_id: 1,
+        chat_id: 2,
+        user_id: 2,
+        message_id: 3,
+        digest: "ab",
+        claimed: false,
+        texts: "{}",
+    };
+    holds(&ledger().claim_bot_call(&t), true);
+}

@@ -143,12 +143,16 @@ pub(crate) static ASKED: LazyLock<Lua> = LazyLock::new(|| lua!("asked.lua", "com
 pub(crate) static GRANTS: LazyLock<Lua> =
     LazyLock::new(|| lua!("grants.lua", "common.lua", "grants.lua"));
 
+/// `lua/bot_claim.lua`: one `/claim <code>`: the grant, the code spent, wrong tries counted.
+pub(crate) static BOT_CLAIM: LazyLock<Lua> =
+    LazyLock::new(|| lua!("bot_claim.lua", "common.lua", "grants.lua"));
+
 /// `lua/held_elsewhere.lua`: replies pending under another dispatcher, which a chat's newer
 /// replies wait for.
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 28] {
+fn all() -> [(&'static str, &'static Lua); 29] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -178,6 +182,7 @@ fn all() -> [(&'static str, &'static Lua); 28] {
         ("asked", &ASKED),
         ("held_elsewhere", &HELD_ELSEWHERE),
         ("grants", &GRANTS),
+        ("bot_claim", &BOT_CLAIM),
     ]
 }
 

@@ -48,10 +48,12 @@ pub enum ReplyKind {
     /// A MoviePilot notification relayed to a chat (not a job's reply); sent as a photo when the
     /// entry carries a poster (`photo`).
     Notification,
+    /// The answer to `/claim <code>` (issue 43): claimed, already claimed, a wrong code.
+    Claim,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 20] = [
+    pub const ALL: [ReplyKind; 21] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -72,6 +74,7 @@ impl ReplyKind {
         ReplyKind::EditMarkup,
         ReplyKind::Page,
         ReplyKind::Notification,
+        ReplyKind::Claim,
     ];
 
     /// The `kind` field's value.
@@ -97,6 +100,7 @@ impl ReplyKind {
             ReplyKind::EditMarkup => "edit_markup",
             ReplyKind::Page => "page",
             ReplyKind::Notification => "notification",
+            ReplyKind::Claim => "claim",
         }
     }
 
@@ -163,7 +167,8 @@ mod tests {
             | ReplyKind::ClearMarkup
             | ReplyKind::EditMarkup
             | ReplyKind::Page
-            | ReplyKind::Notification => (),
+            | ReplyKind::Notification
+            | ReplyKind::Claim => (),
         };
         let doc = crate::assets::read("docs/redis.md");
         let start = doc
