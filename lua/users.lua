@@ -11,12 +11,16 @@
   ARGV[1] holder        the process that took the turn
   ARGV[2] state         `ok` (MoviePilot listed its users) | `not_superuser` (it refused: oncebot's
                         account is no superuser; the mapping is then empty)
-  ARGV[3..] pairs       telegram id, `<MoviePilot name>:<role>` (role `admin` | `user`)
+  ARGV[3..] pairs       field, value: a telegram id and `<MoviePilot name>:<role>` (role `admin` |
+                        `user` | `viewer`), or `permissions:<telegram id>` and the MoviePilot
+                        rights that role was read from (JSON: `superuser`, `discovery`, `search`,
+                        `subscribe`, `manage`, each true or false)
 
-  The HASH: one field per mapped Telegram id (value `<MoviePilot name>:<role>`), plus `state`
-  (ARGV[2]), `refreshed_at` (ms, Redis's clock), `attempted_at` (kept, see users_turn.lua) and
-  `by` (the holder); `reading` (users_turn.lua's) is gone: this read finished. Fields that are
-  not numbers describe the mapping; the others are ids.
+  The HASH: one field per mapped Telegram id (value `<MoviePilot name>:<role>`), one
+  `permissions:<id>` per mapped id, plus `state` (ARGV[2]), `refreshed_at` (ms, Redis's clock),
+  `attempted_at` (kept, see users_turn.lua) and `by` (the holder); `reading` (users_turn.lua's)
+  is gone: this read finished. Fields that are numbers are ids; the others describe the mapping
+  (releases up to 0.2.0 read the ids and `state`, `refreshed_at`, `by`, and skip the rest).
 
   Returns {1, field, value, ...}: written, with the mapping it replaced (every field of the old
   HASH); {0}: the turn is no longer this holder's, nothing written.

@@ -52,6 +52,21 @@ enum Cmd {
         #[command(subcommand)]
         command: Option<UsersCmd>,
     },
+    /// Check the deployment: the bot token, the webhook (or polling), Redis, MoviePilot and
+    /// the admin chats, one line each, ✓ or ✗ with the fix. Exit 0 when all pass, 1 when one
+    /// fails, 2 for a setting `serve` would refuse. Reads only: takes no updates, changes nothing.
+    Doctor {
+        /// Updates come by long polling (`serve --poll`): check that no webhook is set.
+        #[arg(long)]
+        poll: bool,
+        /// One JSON object ({"ok", "checks": [{"name", "ok", "detail", "fix"}]}) instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// The most seconds any one check may take.
+        #[arg(long, value_name = "SECS", default_value_t = 10,
+              value_parser = clap::value_parser!(u64).range(1..=300))]
+        timeout: u64,
+    },
     /// Register, inspect or remove the webhook with Telegram (setWebhook, getWebhookInfo,
     /// deleteWebhook).
     Webhook {
@@ -213,6 +228,10 @@ fn main() -> ExitCode {
         // RUST_LOG still wins.
         log.level = "warn".into();
     }
+    if matches!(cli.command, Cmd::Doctor { .. }) {
+        // The checks' lines are the output; a login or a refusal is in them already.
+        log.level = "off".into();
+    }
     if matches!(cli.command, Cmd::Bench(_)) {
         // The in-process ingress would otherwise log every update it measures.
         log.level = oncebot_tools::bench::LOG_FILTER.to_string();
@@ -308,6 +327,24 @@ async fn run(command: Cmd, settings: Settings) -> anyhow::Result<()> {
                 oncebot::admin::change_grant(&settings, user_id, None, json).await
             }
         },
+        Cmd::Doctor {
+            poll,
+            json,
+            timeout,
+        } => {
+            // What `serve` with every role would refuse to start with.
+            let all_roles = ServeOptions {
+                roles: Vec::new(),
+                poll,
+            };
+            settings.validate(all_roles.needs(settings.notify.enabled))?;
+            let options = oncebot::doctor::Options {
+                poll,
+                json,
+                timeout: std::time::Duration::from_secs(timeout),
+            };
+            oncebot::doctor::run(&settings, options).await
+        }
         Cmd::Webhook { command } => {
             let needs = Needs {
                 bot_api: true,

@@ -220,8 +220,10 @@ async fn users_json_lists_each_allowed_user_and_a_bad_mapping_exits_2() {
     assert_eq!(
         rows,
         serde_json::json!([
-            {"user_id": 1, "role": "viewer", "requester": "alice", "source": "setting"},
-            {"user_id": 2, "role": "user", "requester": null, "source": "unmapped"},
+            {"user_id": 1, "role": "viewer", "requester": "alice", "source": "setting",
+             "moviepilot_permissions": null},
+            {"user_id": 2, "role": "user", "requester": null, "source": "unmapped",
+             "moviepilot_permissions": null},
         ])
     );
     let nobody = run_oncebot(

@@ -483,7 +483,7 @@ async fn users_turn_is_one_holders_once_per_interval_and_users_lua_is_fenced_by_
         "a holds the turn"
     );
     let before = ledger
-        .store_moviepilot_users("a", "ok", &[(1, "alice:admin".into())])
+        .store_moviepilot_users("a", "ok", &[(1, "alice:admin".into())], &[])
         .await
         .unwrap()
         .expect("the turn was a's");
@@ -497,7 +497,10 @@ async fn users_turn_is_one_holders_once_per_interval_and_users_lua_is_fenced_by_
     // Due (an interval of 0), b's turn; a's late write is refused and changes nothing.
     assert!(ledger.users_turn("b", none, none, lease).await.unwrap());
     assert_eq!(
-        ledger.store_moviepilot_users("a", "ok", &[]).await.unwrap(),
+        ledger
+            .store_moviepilot_users("a", "ok", &[], &[])
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
@@ -515,8 +518,9 @@ async fn users_turn_is_one_holders_once_per_interval_and_users_lua_is_fenced_by_
     assert!(lease_left > 0 && lease_left <= 5000, "{lease_left}");
 }
 
-/// `users.lua` replaces the mapping whole (a removed user is gone), answers the one it replaced,
-/// and a refusal (`not_superuser`) leaves no id mapped.
+/// `users.lua` replaces the mapping whole (a removed user is gone, and the MoviePilot rights
+/// stored with it), answers the one it replaced, and a refusal (`not_superuser`) leaves no id
+/// mapped.
 #[tokio::test]
 async fn users_lua_replaces_the_mapping_whole() {
     let (_redis, ledger, _store, _) = spawn_ledger(&[]).await;
@@ -524,30 +528,33 @@ async fn users_lua_replaces_the_mapping_whole() {
     let zero = Duration::ZERO;
     let two = [(1, "alice:admin".to_string()), (2, "bob:user".to_string())];
     assert!(ledger.users_turn("w", zero, zero, s).await.unwrap());
+    let rights = [(1, r#"{"superuser":true}"#.to_string())];
     ledger
-        .store_moviepilot_users("w", "ok", &two)
+        .store_moviepilot_users("w", "ok", &two, &rights)
         .await
         .unwrap()
         .unwrap();
     assert!(ledger.users_turn("w", zero, zero, s).await.unwrap());
     let before = ledger
-        .store_moviepilot_users("w", "ok", &[(2, "bob:admin".into())])
+        .store_moviepilot_users("w", "ok", &[(2, "bob:admin".into())], &[(2, "{}".into())])
         .await
         .unwrap()
         .unwrap();
     assert_eq!(before.entries, two.to_vec());
+    assert_eq!(before.rights, rights.to_vec());
     let now = ledger.moviepilot_users().await.unwrap();
     assert_eq!(now.entries, vec![(2, "bob:admin".to_string())]);
+    assert_eq!(now.rights, vec![(2, "{}".to_string())]);
     assert_eq!((now.state.as_str(), now.by.as_str()), ("ok", "w"));
     assert!(now.refreshed_at.is_some());
     assert!(ledger.users_turn("w", zero, zero, s).await.unwrap());
     ledger
-        .store_moviepilot_users("w", "not_superuser", &[])
+        .store_moviepilot_users("w", "not_superuser", &[], &[])
         .await
         .unwrap()
         .unwrap();
     let refused = ledger.moviepilot_users().await.unwrap();
-    assert!(refused.entries.is_empty());
+    assert!(refused.entries.is_empty() && refused.rights.is_empty());
     assert_eq!(refused.state, "not_superuser");
 }
 

@@ -84,6 +84,11 @@ mod admin_web;
 /// The operator's commands as processes: `jobs resolve`, `webhook set|info|delete`.
 mod admin_cli;
 
+/// `oncebot doctor` (issue 43): a healthy world, then each broken piece (token, webhook, an
+/// evicting or forgetful Redis, MoviePilot's credentials and rights, an admin chat, silent
+/// peers); reads only, `--json`, no secret printed.
+mod doctor;
+
 /// The relay of MoviePilot's notifications as processes: routing and each chat once, repeats
 /// collapsed, ids reused after a purge, first start and backfill, a long outage announced, a
 /// burst, MoviePilot down, the wake-up endpoint and the site cookie, two relays, SIGKILLs.
@@ -142,8 +147,12 @@ mod grants;
 mod house;
 /// `GET /metrics` after a scripted run: the counters match what happened.
 mod metrics;
-/// MoviePilot's own Telegram mapping (`telegram_userid`): its roles, the setting winning, a
-/// removal at the next refresh, a service account that is no superuser.
+/// oncebot's own MoviePilot account (issue 43): a plain one stops the workers on v3, every
+/// `/readyz` saying so, and is warned about once on v2.
+mod mp_account;
+/// MoviePilot's own Telegram mapping (`telegram_userid`): its roles (MoviePilot's permissions,
+/// never above them), the setting winning, a removal at the next refresh, a service account that
+/// is no superuser.
 mod mp_users;
 /// Subscriptions owned by the user who asked (the owner's update, a crash between the two
 /// calls), and `/subscriptions` as the asker's own.

@@ -6,9 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot};
-use oncebot_tools::sim::moviepilot::{Fault, MoviePilotSim, SimOptions, routes};
-use serde_json::Value;
+use oncebot::moviepilot::{Dialect, ListUsersError, MoviePilot, MpPermissions};
+use oncebot_tools::sim::moviepilot::{
+    Fault, MoviePilotSim, SimOptions, migrated_permissions, routes,
+};
+use serde_json::{Value, json};
 
 use crate::support::app::run_oncebot;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
@@ -148,6 +150,94 @@ async fn moviepilot_users_map_superusers_to_admin_and_others_to_user() {
         );
         assert!(rig.mp.calls(routes::USERS) >= 1);
     }
+}
+
+/// Issue 43, rights from MoviePilot and never above them: a MoviePilot user whose `subscribe` is
+/// off is a `viewer` (refused a subscription and a resource search, MoviePilot never asked), one
+/// whose `permissions` is `{}` (as an older web UI or the API saves it) a `user` who subscribes,
+/// and `manage` alone makes a `user`, not an admin. `oncebot users --json` shows the permissions
+/// read, in a field of their own.
+#[tokio::test]
+async fn moviepilots_permissions_decide_the_role_never_above_them() {
+    const CAROL: i64 = 1003;
+    let allowed = format!("{ALICE},{BOB},{CAROL}");
+    for dialect in [Dialect::V2, Dialect::V3] {
+        let rig = Rig::with(
+            dialect,
+            &[FAST_REFRESH, ("ONCEBOT__TELEGRAM__ALLOWED_USERS", &allowed)],
+        )
+        .await;
+        rig.mp.add_user("kid", false, Some(&ALICE.to_string()));
+        let mut kid = migrated_permissions();
+        kid["subscribe"] = json!(false);
+        rig.mp.set_user_permissions("kid", kid);
+        rig.mp.add_user("plain", false, Some(&BOB.to_string()));
+        rig.mp.add_user("manager", false, Some(&CAROL.to_string()));
+        rig.mp
+            .set_user_permissions("manager", json!({"manage": true}));
+        let _bot = rig.start_pipeline().await;
+        users_become(
+            &rig,
+            &BTreeMap::from([
+                (ALICE, row("viewer", Some("kid"), "moviepilot")),
+                (BOB, row("user", Some("plain"), "moviepilot")),
+                (CAROL, row("user", Some("manager"), "moviepilot")),
+            ]),
+        )
+        .await;
+        ingress_maps(&rig, 3.0).await;
+
+        rig.send(1, "/subscribe tmdb:108545 S1").await;
+        rig.send(2, "/download tmdb:108545 S1").await;
+        eventually("both refused", RECOVERY_DEADLINE, || {
+            let sent = rig.tg.sent();
+            async move {
+                let refused = sent
+                    .iter()
+                    .filter(|m| m.chat_id == ALICE && m.text.contains("You can only look"))
+                    .count();
+                (refused == 2).then_some(())
+            }
+        })
+        .await;
+        assert!(rig.store.jobs_on_stream().await.is_empty(), "{dialect}");
+
+        rig.post(&private_text(3, BOB, "/subscribe tmdb:108545 S1"))
+            .await;
+        let job = rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+        assert_eq!(job.get("role").map(String::as_str), Some("user"), "{job:?}");
+        assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1, "{dialect}");
+        assert_eq!(rig.mp.calls(routes::RESOURCE_SEARCH), 0, "{dialect}");
+        rig.post(&private_text(4, CAROL, "/subscriptions all"))
+            .await;
+        told(&rig, CAROL, "Only an admin can do that.").await;
+
+        let listed = listed_permissions(&rig).await;
+        assert_eq!(listed[&ALICE]["subscribe"], json!(false), "{listed:?}");
+        assert_eq!(listed[&ALICE]["superuser"], json!(false), "{listed:?}");
+        assert_eq!(listed[&BOB]["subscribe"], json!(true), "{listed:?}");
+        assert_eq!(listed[&CAROL]["manage"], json!(true), "{listed:?}");
+    }
+}
+
+/// `oncebot users --json`'s `moviepilot_permissions` by Telegram id.
+async fn listed_permissions(rig: &Rig) -> BTreeMap<i64, Value> {
+    let env: Vec<(&str, &str)> = rig
+        .env
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let out = run_oncebot(&["users", "--json"], &env).await;
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let rows: Vec<Value> = serde_json::from_str(&out.stdout).unwrap();
+    rows.into_iter()
+        .map(|r| {
+            (
+                r["user_id"].as_i64().unwrap(),
+                r["moviepilot_permissions"].clone(),
+            )
+        })
+        .collect()
 }
 
 /// Both sources agree where they map different ids, and the setting wins where both map one;
@@ -333,6 +423,9 @@ async fn list_users_reads_both_dialects_and_names_a_non_superuser_refusal() {
         let sim = MoviePilotSim::start(opts.clone()).await;
         sim.add_user("bob", false, Some("222"));
         sim.add_user("carol", false, Some(""));
+        sim.set_user_permissions("carol", json!({"subscribe": false, "manage": null}));
+        sim.add_user("dave", false, None);
+        sim.set_user_permissions("dave", Value::Null);
         let mp = MoviePilot::connect(&login_settings(&sim)).await.unwrap();
         let users = mp.list_users().await.unwrap();
         let got: Vec<_> = users
@@ -344,10 +437,27 @@ async fn list_users_reads_both_dialects_and_names_a_non_superuser_refusal() {
             vec![
                 ("admin", true, None),
                 ("bob", false, Some(222)),
-                ("carol", false, None)
+                ("carol", false, None),
+                ("dave", false, None)
             ],
             "{:?}",
             opts.dialect
+        );
+        // `permissions` over the wire, as MoviePilot's web UI reads it: `{}` and `null` the
+        // defaults, a key left out or `null` its default.
+        let permissions: Vec<_> = users.iter().map(|u| u.permissions).collect();
+        let no_subscribe = MpPermissions {
+            subscribe: false,
+            ..MpPermissions::DEFAULT
+        };
+        assert_eq!(
+            permissions,
+            vec![
+                MpPermissions::DEFAULT,
+                MpPermissions::DEFAULT,
+                no_subscribe,
+                MpPermissions::DEFAULT
+            ]
         );
 
         let plain = MoviePilotSim::start(SimOptions {

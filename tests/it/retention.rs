@@ -83,6 +83,9 @@ async fn a_run_of_jobs_leaves_empty_streams_trimmed_indexes_and_keys_that_expire
             // One HASH, a field per subscription oncebot created for a named user on v3,
             // removed when oncebot cancels it.
             "owners" => assert_eq!(key, k.owners()),
+            // One HASH of a few fields: oncebot's own MoviePilot account, as the last worker
+            // to reach MoviePilot found it.
+            "mp_account" => assert_eq!(key, k.mp_account()),
             "chat" | "index" => assert!(
                 rest.ends_with(":jobs") || key == k.jobs_index(),
                 "{key}: an index this test does not know"

@@ -436,6 +436,12 @@ struct PhotoByUrl {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct GetChatBody {
+    chat_id: Recipient,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct DeleteBody {
     chat_id: Recipient,
     message_id: i32,
@@ -582,6 +588,7 @@ fn check_call(call: &Call) {
         }),
         "getWebhookInfo" => check(call, |NoParams {}| payloads::GetWebhookInfo::new()),
         "getMe" => check(call, |NoParams {}| payloads::GetMe::new()),
+        "getChat" => check(call, |b: GetChatBody| payloads::GetChat::new(b.chat_id)),
         "getUpdates" => check(call, |b: GetUpdatesBody| {
             let mut p = payloads::GetUpdates::new();
             p.offset = b.offset;
@@ -745,6 +752,12 @@ async fn every_bot_api_request_and_every_simulator_answer_is_teloxide_typed() {
 
     // What the bot never calls, and errors of several kinds.
     call_sim(&rig, "getMe", json!({})).await;
+    // `oncebot doctor`'s: each kind of chat, and one the bot cannot reach.
+    for chat in [ALICE, -100_123, -1_001_234_567_890] {
+        call_sim(&rig, "getChat", json!({ "chat_id": chat })).await;
+    }
+    rig.tg.lose_chat(-42);
+    call_sim(&rig, "getChat", json!({ "chat_id": -42 })).await;
     call_sim(
         &rig,
         "deleteMessage",
@@ -766,6 +779,12 @@ async fn every_bot_api_request_and_every_simulator_answer_is_teloxide_typed() {
         json!({"callback_query_id": "1"}),
     )
     .await;
+    // A webhook whose last delivery failed: `last_error_date` and `last_error_message`.
+    rig.tg
+        .set_webhook("https://bot.example.org/telegram/webhook");
+    rig.tg
+        .webhook_delivery_failed("Wrong response from the webhook: 502 Bad Gateway");
+    call_sim(&rig, "getWebhookInfo", json!({})).await;
     rig.tg.fail_next("getWebhookInfo", Fault::RetryAfter(3));
     call_sim(&rig, "getWebhookInfo", json!({})).await;
 
@@ -789,6 +808,7 @@ async fn every_bot_api_request_and_every_simulator_answer_is_teloxide_typed() {
         "editMessageMedia",
         "editMessageReplyMarkup",
         "editMessageText",
+        "getChat",
         "getMe",
         "getMyCommands",
         "getUpdates",

@@ -48,7 +48,8 @@ pub async fn list(ledger: &Ledger, filter: &JobFilter, json: bool) -> anyhow::Re
 }
 
 /// `oncebot users`: every allowed user (the granted too) with their role, MoviePilot name and
-/// its source (`setting`, `moviepilot`, `granted`, `unmapped`, `nobody_mapped`), the grants and
+/// its source (`setting`, `moviepilot`, `granted`, `unmapped`, `nobody_mapped`), the MoviePilot
+/// permissions MoviePilot's mapping read for them (`moviepilot_permissions`), the grants and
 /// MoviePilot's side read from Redis (`users:granted`; `users:moviepilot` unless
 /// `moviepilot.users_refresh_secs` is 0). A bad `telegram.users` is the `SettingError` (exit
 /// status 2). Redis not answering: the setting's view is still printed, with the reason on
@@ -102,18 +103,20 @@ fn ledger_of(settings: &Settings) -> anyhow::Result<Ledger> {
 fn write_user_rows(out: &mut impl Write, rows: &[crate::users::UserRow]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:>14}  {:<7}  {:<20}  {:<14}  GRANTED BY",
-        "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE"
+        "{:>14}  {:<7}  {:<20}  {:<14}  {:<10}  MOVIEPILOT PERMISSIONS",
+        "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE", "GRANTED BY"
     )?;
     for r in rows {
         let by = r.grant.as_ref().map_or("-", |g| g.by.as_str());
         writeln!(
             out,
-            "{:>14}  {:<7}  {:<20}  {:<14}  {by}",
+            "{:>14}  {:<7}  {:<20}  {:<14}  {by:<10}  {}",
             r.user_id,
             r.role,
             r.requester.as_deref().unwrap_or("-"),
-            r.source
+            r.source,
+            r.moviepilot_permissions
+                .map_or_else(|| "-".to_string(), |p| p.summary())
         )?;
     }
     Ok(())

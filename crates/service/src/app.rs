@@ -409,6 +409,11 @@ async fn start_worker(
         tracing::info!(version = mp.version(), dialect = %mp.dialect(), "connected to MoviePilot");
         // Logins go through the deployment's gate: one at a time, none while refused.
         mp.share_logins(std::sync::Arc::new(ledger.clone()));
+        // A plain account on MoviePilot v3 would miss subscriptions and duplicate them: stop.
+        if let Err(e) = crate::worker::check_own_account(&ledger, &mp, liveness.consumer()).await {
+            shutdown.cancel();
+            return Err(e);
+        }
         // MoviePilot's own user mapping: whichever worker's turn it is reads it into Redis.
         let refresher = crate::users_sync::Refresher::new(&settings, ledger.clone(), mp.clone())
             .map(|r| tokio::spawn(r.run(shutdown.clone())));

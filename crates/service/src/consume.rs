@@ -46,12 +46,7 @@ pub(crate) async fn read_loop(ledger: &Ledger, stop: &CancellationToken, consume
                 }
             }
             Some(Err(e)) => {
-                if e.refusal().is_some() {
-                    // Said once an episode by `redis_health`, not at every read.
-                    tracing::debug!(error = %e, what, "reading failed; retrying");
-                } else {
-                    tracing::error!(error = %e, what, "reading failed; retrying");
-                }
+                crate::log_unless_refused!(e, error, error = %e, what, "reading failed; retrying");
                 if sleep_or_stop(backoff.next_delay(), stop).await {
                     break;
                 }

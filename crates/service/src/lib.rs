@@ -19,6 +19,7 @@
 //! - `i18n`: every text a user reads; `untrusted`: cleans texts oncebot did not write before a user
 //!   reads them.
 //! - `admin`, `admin_web`: `oncebot jobs ...` and the operator's page, reading the ledger.
+//! - `doctor`: `oncebot doctor`, one check per peer and setting, each with its fix.
 //! - `redis_health`: whether Redis takes writes (a probe per process, `/readyz`, admin notices).
 //! - `refusals`: refused requests at the doors, logged once a second per peer and counted.
 //! - `servers`: the HTTP listeners and what each serves (probes, ingress's doors, the page).
@@ -35,6 +36,7 @@ pub mod commands;
 pub mod config;
 mod consume;
 pub mod dispatch;
+pub mod doctor;
 pub mod failpoints;
 pub mod http_server;
 pub mod i18n;

@@ -253,12 +253,7 @@ impl Liveness {
             Err(e) => {
                 // The next beat lists the process again, in case a reaper removed it meanwhile.
                 self.lock_members().list = true;
-                if e.refusal().is_some() {
-                    // `redis_health` says it once an episode; this would say it every beat.
-                    tracing::debug!(error = %e, consumer = %self.consumer, "renewing the liveness key failed; claiming stops until it works");
-                } else {
-                    tracing::warn!(error = %e, consumer = %self.consumer, "renewing the liveness key failed; claiming stops until it works");
-                }
+                crate::log_unless_refused!(e, warn, error = %e, consumer = %self.consumer, "renewing the liveness key failed; claiming stops until it works");
                 false
             }
         }

@@ -30,11 +30,25 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Backoff, Retry};
 use crate::config::Settings;
 use crate::i18n::Render;
-use crate::ledger::{Ledger, LedgerError, WriteRefusal};
+use crate::ledger::{Ledger, LedgerError, Unrecorded, WriteRefusal};
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::BotApi;
+
+/// Logs a failed ledger call `$e` at `$level` (`warn`, `error`), or at debug when Redis refuses
+/// writes: that is said once an episode by this module, and a failed call repeats every beat.
+#[macro_export]
+macro_rules! log_unless_refused {
+    ($e:expr, $level:ident, $($line:tt)+) => {
+        if $e.refusal().is_some() {
+            tracing::debug!($($line)+)
+        } else {
+            tracing::$level!($($line)+)
+        }
+    };
+}
 
 /// How often a process probes whether Redis takes writes.
 pub const PROBE_EVERY: Duration = Duration::from_secs(2);
@@ -318,6 +332,64 @@ async fn send(api: &BotApi, chat: i64, text: &str) {
             return;
         };
         tries.wait(delay).await;
+    }
+}
+
+/// The tries of a record that must land once its effect happened (a worker's outcome, a sent
+/// reply's end): unrecorded, the effect would be repeated by whoever takes the entry over. While
+/// the failure passes (Redis away, or refusing writes) it is tried for as long as that lasts, at
+/// once when writes return; any other failure `tries` times in all.
+pub struct UntilRecorded {
+    others: Retry<'static>,
+    waits: Backoff,
+    kept_since: Option<std::time::Instant>,
+}
+
+/// What follows a failed try of [`UntilRecorded`].
+pub enum AfterFailure {
+    /// The failure passes; this is its first: the caller says once that it keeps trying.
+    KeepsTrying,
+    /// The failure passes and was said already.
+    StillTrying,
+    /// Another failure, with tries left.
+    Retrying,
+    /// Another failure, and no try left.
+    GivenUp,
+}
+
+impl UntilRecorded {
+    pub fn new(tries: u32) -> UntilRecorded {
+        UntilRecorded {
+            others: Retry::new(backoff::REDIS, tries),
+            waits: Backoff::new(backoff::REDIS),
+            kept_since: None,
+        }
+    }
+
+    /// Counts a failed try and waits before the next one (not after the last).
+    pub async fn failed(&mut self, e: &Unrecorded, health: &WriteHealth) -> AfterFailure {
+        if e.passes {
+            let first = self.kept_since.is_none();
+            self.kept_since.get_or_insert_with(std::time::Instant::now);
+            health.wait_or_accepted(self.waits.next_delay()).await;
+            return if first {
+                AfterFailure::KeepsTrying
+            } else {
+                AfterFailure::StillTrying
+            };
+        }
+        match self.others.failed() {
+            Some(delay) => {
+                self.others.wait(delay).await;
+                AfterFailure::Retrying
+            }
+            None => AfterFailure::GivenUp,
+        }
+    }
+
+    /// Since when a passing failure has kept the record back, if one did.
+    pub fn kept_since(&self) -> Option<std::time::Instant> {
+        self.kept_since
     }
 }
 

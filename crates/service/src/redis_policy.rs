@@ -37,7 +37,7 @@ pub struct Evicting {
 
 impl Evicting {
     /// `maxmemory-policy allkeys-lru, maxmemory 100mb, on node 10.0.0.2:7001`
-    fn settings(&self) -> String {
+    pub fn settings(&self) -> String {
         let mut s = format!(
             "maxmemory-policy {}, maxmemory {}",
             self.policy,
@@ -50,7 +50,7 @@ impl Evicting {
     }
 
     /// What the operator runs: on the node named, where there are several.
-    fn fix(&self) -> String {
+    pub fn fix(&self) -> String {
         let on = if self.node.is_some() {
             " on that node"
         } else {
@@ -141,7 +141,7 @@ fn unreadable(on: &str, how: &str) -> String {
 }
 
 /// `maxmemory` as Redis's own units write it where they fit (`100mb`), else in bytes.
-fn size(bytes: u64) -> String {
+pub fn size(bytes: u64) -> String {
     const MB: u64 = 1024 * 1024;
     match bytes {
         b if b >= 1024 * MB && b % (1024 * MB) == 0 => format!("{}gb", b / (1024 * MB)),

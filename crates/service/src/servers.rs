@@ -199,11 +199,19 @@ fn probes(
     healthz.or(readyz).unify().or(metrics).unify()
 }
 
+/// What `/readyz` says while a worker found oncebot's MoviePilot account no superuser on
+/// MoviePilot v3 (`mp_account`, read by ready.lua): the workers stopped.
+pub const NOT_SUPERUSER_ON_V3: &str = "oncebot's MoviePilot account is not a superuser, which \
+    MoviePilot v3 needs (it shows a plain user only their own subscriptions), so the workers \
+    stopped: set moviepilot.api_key, or moviepilot.username and moviepilot.password to a \
+    superuser (see the worker's log)";
+
 /// 200 when Redis answers with the scripts loaded; else 503 with a fixed reason (the route
 /// needs no auth, so Redis's own words stay in the log). MoviePilot refusing the credentials
-/// (seen by this process, or by any worker of the deployment: the shared notice) is said in the
-/// body; it makes a process 503 only when it does not admit updates (a worker alone), since the
-/// webhook keeps recording them meanwhile. A Redis that may evict oncebot's keys (the live
+/// (seen by this process, or by any worker of the deployment: the shared notice), or oncebot's
+/// account found no superuser on MoviePilot v3 (any worker's finding, `mp_account`), is said in
+/// the body; it makes a process 503 only when it does not admit updates (a worker alone), since
+/// the webhook keeps recording them meanwhile. A Redis that may evict oncebot's keys (the live
 /// check's finding, `redis_policy`) makes every process 503, saying which policy to change;
 /// Redis refusing writes (`redis_health`) too, with its cause: nothing is admitted or recorded.
 async fn readiness(
@@ -235,7 +243,9 @@ async fn readiness(
         );
     }
     let refused = ready.credentials_refused || METRICS.credentials_are_refused();
-    let why = if refused {
+    let why = if ready.account_not_superuser {
+        Some(NOT_SUPERUSER_ON_V3)
+    } else if refused {
         Some("MoviePilot refuses oncebot's credentials; jobs wait (see the log)")
     } else if METRICS.moviepilot_is_unreachable() {
         Some(

@@ -44,6 +44,13 @@ pub fn init(settings: &LogSettings, secrets: Vec<String>) {
     };
 }
 
+/// `text` with each of `secrets` masked as a log line's are (those of at least
+/// [`MIN_MASKED_CHARS`]): for what a command prints on stdout (`oncebot doctor`).
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let r = Redacting::new(secrets.to_vec());
+    String::from_utf8_lossy(&mask(text.as_bytes(), &r.secrets)).into_owned()
+}
+
 /// Stderr, with the configuration's secrets masked in each line.
 #[derive(Clone)]
 struct Redacting {

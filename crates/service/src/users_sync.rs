@@ -13,9 +13,11 @@
 //!   directory, and once before the process admits anything: a grant or a revocation reaches
 //!   every ingress within that time, without a restart.
 //! - **What MoviePilot's mapping says.** An active MoviePilot user with a `telegram_userid` maps
-//!   that id: `admin` if a superuser, else `user`. An id two MoviePilot users set goes to the
-//!   first MoviePilot lists, as MoviePilot's own `UserOper.get_name` does. `telegram.users` wins
-//!   where both map an id, and the allow-list still decides who runs commands at all.
+//!   that id with the role their MoviePilot rights give (`MoviePilotRights::role`: `admin` for a
+//!   superuser, else `user` when MoviePilot lets them subscribe, else `viewer`); the rights are
+//!   stored beside it for the listings. An id two MoviePilot users set goes to the first
+//!   MoviePilot lists, as MoviePilot's own `UserOper.get_name` does. `telegram.users` wins where
+//!   both map an id, and the allow-list still decides who runs commands at all.
 //! - **When it cannot be read.** A MoviePilot that fails (down, 5xx) leaves the last mapping as it
 //!   was. One that refuses the list because oncebot's account is no superuser stores an empty
 //!   mapping (`state` `not_superuser`): `telegram.users` alone maps users, and the worker says
@@ -31,8 +33,7 @@ use crate::ledger::{Ledger, LedgerError, StoredDirectory, StoredUsers};
 use crate::metrics::METRICS;
 use crate::moviepilot::{ListUsersError, MoviePilot, MpUser};
 use crate::shutdown::sleep_or_stop;
-use crate::users::{Directory, Grant, Live, Mapping};
-use crate::vocabulary::Role;
+use crate::users::{Directory, Grant, Live, Mapping, MoviePilotRights};
 
 /// How often an ingress process reads the stored mapping again.
 pub const FOLLOW_EVERY: Duration = Duration::from_secs(2);
@@ -54,6 +55,8 @@ pub const STATE_NOT_SUPERUSER: &str = "not_superuser";
 pub struct MoviePilotMapping {
     /// The mappings, by Telegram id.
     pub mappings: Vec<Mapping>,
+    /// The MoviePilot rights behind each mapping, by Telegram id (the same ids).
+    pub rights: Vec<(i64, MoviePilotRights)>,
     /// Users left out because another user listed before them set the same Telegram id.
     pub shadowed: Vec<(i64, String)>,
     /// Users left out because their name cannot be one URL path segment (`path_segment`):
@@ -61,8 +64,8 @@ pub struct MoviePilotMapping {
     pub unusable: Vec<(i64, String)>,
 }
 
-/// MoviePilot's active users with a `telegram_userid` as mappings: a superuser an admin, else a
-/// user; an id two users set goes to the first listed.
+/// MoviePilot's active users with a `telegram_userid` as mappings, each with the role their
+/// rights give ([`MoviePilotRights::role`]); an id two users set goes to the first listed.
 pub fn mappings_of(users: &[MpUser]) -> MoviePilotMapping {
     let mut taken = BTreeMap::new();
     let mut out = MoviePilotMapping::default();
@@ -80,21 +83,36 @@ pub fn mappings_of(users: &[MpUser]) -> MoviePilotMapping {
             out.unusable.push((id, u.name.clone()));
             continue;
         }
+        let rights = rights_of(u);
         taken.insert(
             id,
-            Some(Mapping {
-                user_id: id,
-                requester: Some(u.name.clone()),
-                role: if u.is_superuser {
-                    Role::Admin
-                } else {
-                    Role::User
+            Some((
+                Mapping {
+                    user_id: id,
+                    requester: Some(u.name.clone()),
+                    role: rights.role(),
                 },
-            }),
+                rights,
+            )),
         );
     }
-    out.mappings = taken.into_values().flatten().collect();
+    for (mapping, rights) in taken.into_values().flatten() {
+        out.rights.push((mapping.user_id, rights));
+        out.mappings.push(mapping);
+    }
     out
+}
+
+/// A MoviePilot user's rights: `is_superuser` and `permissions` as read.
+fn rights_of(u: &MpUser) -> MoviePilotRights {
+    let p = u.permissions;
+    MoviePilotRights {
+        superuser: u.is_superuser,
+        discovery: p.discovery,
+        search: p.search,
+        subscribe: p.subscribe,
+        manage: p.manage,
+    }
 }
 
 /// The mappings a stored HASH holds (values no release wrote are skipped).
@@ -110,12 +128,22 @@ fn entries_mappings(entries: &[(i64, String)]) -> Vec<Mapping> {
         .collect()
 }
 
-/// `base` (the setting's directory) with MoviePilot's side as stored: what `oncebot users` and
-/// the operator's page show.
+/// The MoviePilot rights a stored HASH holds (values no release wrote are skipped).
+pub fn stored_rights(stored: &StoredUsers) -> Vec<(i64, MoviePilotRights)> {
+    stored
+        .rights
+        .iter()
+        .filter_map(|(id, value)| Some((*id, MoviePilotRights::from_stored(value)?)))
+        .collect()
+}
+
+/// `base` (the setting's directory) with MoviePilot's side as stored, and the rights behind it:
+/// what `oncebot users` and the operator's page show.
 pub fn directory_with(base: &Directory, stored: Option<&StoredUsers>) -> Directory {
     let mut d = base.clone();
     if let Some(stored) = stored {
         d.set_moviepilot(stored_mappings(stored));
+        d.set_moviepilot_rights(stored_rights(stored));
     }
     d
 }
@@ -229,8 +257,8 @@ impl Refresher {
         if !self.my_turn(retry).await {
             return;
         }
-        if let Some((state, mappings)) = self.read(retry).await {
-            self.store(state, &mappings).await;
+        if let Some((state, read)) = self.read(retry).await {
+            self.store(state, &read).await;
         }
     }
 
@@ -248,7 +276,7 @@ impl Refresher {
 
     /// MoviePilot's users as mappings, with the state to store (`not_superuser`: none can be
     /// read). `None` when the read failed: the turn ends, and another try comes after `retry`.
-    async fn read(&mut self, retry: Duration) -> Option<(&'static str, Vec<Mapping>)> {
+    async fn read(&mut self, retry: Duration) -> Option<(&'static str, MoviePilotMapping)> {
         match self.mp.list_users().await {
             Ok(users) => {
                 self.told_not_superuser = false;
@@ -256,8 +284,8 @@ impl Refresher {
                     tracing::info!("MoviePilot's users are readable again");
                 }
                 let read = mappings_of(&users);
-                for (id, name) in read.shadowed {
-                    if self.warned.insert((id, name.clone())) {
+                for (id, name) in &read.shadowed {
+                    if self.warned.insert((*id, name.clone())) {
                         tracing::warn!(
                             telegram_id = id,
                             moviepilot_user = ?name,
@@ -266,8 +294,8 @@ impl Refresher {
                         );
                     }
                 }
-                for (id, name) in read.unusable {
-                    if self.warned.insert((id, name.clone())) {
+                for (id, name) in &read.unusable {
+                    if self.warned.insert((*id, name.clone())) {
                         tracing::warn!(
                             telegram_id = id,
                             moviepilot_user = ?name,
@@ -277,7 +305,7 @@ impl Refresher {
                         );
                     }
                 }
-                Some((STATE_OK, read.mappings))
+                Some((STATE_OK, read))
             }
             Err(ListUsersError::NotSuperuser(why)) => {
                 self.failing = false;
@@ -285,7 +313,7 @@ impl Refresher {
                     tracing::warn!(reason = %why, "MoviePilot's own user mapping cannot be read");
                     self.told_not_superuser = true;
                 }
-                Some((STATE_NOT_SUPERUSER, Vec::new()))
+                Some((STATE_NOT_SUPERUSER, MoviePilotMapping::default()))
             }
             Err(ListUsersError::Failed(e)) => {
                 if std::mem::replace(&mut self.failing, true) {
@@ -306,15 +334,22 @@ impl Refresher {
         }
     }
 
-    /// Stores the mapping whole (fenced by this turn) and logs what changed.
-    async fn store(&self, state: &'static str, mappings: &[Mapping]) {
-        let entries: Vec<(i64, String)> = mappings
+    /// Stores the mapping whole, with the rights behind it (fenced by this turn), and logs what
+    /// changed.
+    async fn store(&self, state: &'static str, read: &MoviePilotMapping) {
+        let entries: Vec<(i64, String)> = read
+            .mappings
             .iter()
             .map(|m| (m.user_id, m.stored_value()))
             .collect();
+        let rights: Vec<(i64, String)> = read
+            .rights
+            .iter()
+            .map(|(id, r)| (*id, r.stored_value()))
+            .collect();
         match self
             .ledger
-            .store_moviepilot_users(&self.holder, state, &entries)
+            .store_moviepilot_users(&self.holder, state, &entries, &rights)
             .await
         {
             Ok(Some(before)) => log_changes(&before, &entries, state),
@@ -468,14 +503,68 @@ pub fn set_gauges(directory: &Directory) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::moviepilot::MpPermissions;
+    use crate::vocabulary::Role;
 
     fn mp(name: &str, active: bool, superuser: bool, id: Option<i64>) -> MpUser {
         MpUser {
             name: name.into(),
             is_active: active,
             is_superuser: superuser,
+            permissions: MpPermissions::DEFAULT,
             telegram_userid: id,
         }
+    }
+
+    fn with(permissions: MpPermissions, user: MpUser) -> MpUser {
+        MpUser {
+            permissions,
+            ..user
+        }
+    }
+
+    /// Issue 43: rights from MoviePilot, never above them. `subscribe` off is a viewer, on (or
+    /// left to MoviePilot's default) a user; `manage` makes nobody an admin, a superuser is one
+    /// whatever their permissions say; the rights go along for the listings.
+    #[test]
+    fn moviepilots_permissions_give_the_role_and_never_more() {
+        let no_subscribe = MpPermissions {
+            subscribe: false,
+            ..MpPermissions::DEFAULT
+        };
+        let manage = MpPermissions {
+            manage: true,
+            ..MpPermissions::DEFAULT
+        };
+        let manage_only = MpPermissions {
+            manage: true,
+            ..no_subscribe
+        };
+        let read = mappings_of(&[
+            with(no_subscribe, mp("kid", true, false, Some(1))),
+            mp("plain", true, false, Some(2)),
+            with(manage, mp("manager", true, false, Some(3))),
+            with(manage_only, mp("m", true, false, Some(4))),
+            with(no_subscribe, mp("boss", true, true, Some(5))),
+        ]);
+        assert_eq!(
+            read.mappings
+                .iter()
+                .map(|m| (m.user_id, m.role))
+                .collect::<Vec<_>>(),
+            vec![
+                (1, Role::Viewer),
+                (2, Role::User),
+                (3, Role::User),
+                (4, Role::Viewer),
+                (5, Role::Admin),
+            ]
+        );
+        let kid = read.rights[0];
+        assert_eq!(kid.0, 1);
+        assert!(!kid.1.superuser && !kid.1.subscribe && kid.1.search);
+        assert!(read.rights[4].1.superuser);
+        assert_eq!(read.rights.len(), read.mappings.len());
     }
 
     #[test]
@@ -552,8 +641,29 @@ mod tests {
             state: STATE_OK.into(),
             by: "w".into(),
             entries: vec![(1, "a:user".into()), (9, "b:admin".into())],
+            rights: vec![(1, r#"{"superuser":false,"discovery":true,"search":true,"subscribe":true,"manage":true}"#.into()), (9, "odd".into())],
         };
         let with = directory_with(&d, Some(&read));
         assert!(describe(Some(&read), &with).contains("2 Telegram id(s) mapped, 1 of them not"));
+        // The rights come along in the listing, in a field of their own.
+        let rows = with.rows();
+        assert_eq!(rows[0].moviepilot_permissions.map(|r| r.manage), Some(true));
+        assert_eq!(rows[0].role, "user");
+    }
+
+    /// A HASH a release up to 0.2.0 stored (no `permissions:<id>` fields) reads as before,
+    /// its rows without MoviePilot rights.
+    #[test]
+    fn a_mapping_stored_without_rights_lists_none() {
+        let d = Directory::new(&[1], vec![]).unwrap();
+        let old = StoredUsers::from_fields([
+            ("state".to_string(), "ok".to_string()),
+            ("1".into(), "a:viewer".into()),
+        ]);
+        let rows = directory_with(&d, Some(&old)).rows();
+        assert_eq!(
+            (rows[0].role, rows[0].moviepilot_permissions),
+            ("viewer", None)
+        );
     }
 }

@@ -793,6 +793,10 @@ async fn the_page_lists_the_users_and_where_each_identity_came_from() {
             "bob:admin".into(),
             ALICE.to_string(),
             "alice-mp:user".into(),
+            format!("permissions:{BOB}"),
+            r#"{"superuser":true,"discovery":true,"search":true,"subscribe":false,"manage":false}"#.into(),
+            format!("permissions:{ALICE}"),
+            r#"{"superuser":false,"discovery":true,"search":false,"subscribe":true,"manage":false}"#.into(),
         ])
         .query_async(&mut conn)
         .await
@@ -800,9 +804,15 @@ async fn the_page_lists_the_users_and_where_each_identity_came_from() {
     let (_, page) = d.get("/admin/").await;
     let users = &page[page.find("<section id=\"users\"").unwrap()..];
     let users = &users[..users.find("</section>").unwrap()];
+    // Issue 43: the MoviePilot permissions read, in a cell of their own, whichever source
+    // decides the role (after the grant's cell: none here).
     for row in [
-        format!("<td>{ALICE}</td><td>viewer</td><td>alice</td><td>setting</td>"),
-        format!("<td>{BOB}</td><td>admin</td><td>bob</td><td>moviepilot</td>"),
+        format!(
+            "<td>{ALICE}</td><td>viewer</td><td>alice</td><td>setting</td><td>-</td><td class=\"permissions\">+discovery -search +subscribe -manage</td>"
+        ),
+        format!(
+            "<td>{BOB}</td><td>admin</td><td>bob</td><td>moviepilot</td><td>-</td><td class=\"permissions\">superuser</td>"
+        ),
     ] {
         assert!(users.contains(&row), "{users}");
     }

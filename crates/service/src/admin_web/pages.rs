@@ -224,13 +224,14 @@ fn relay_section(relay: Option<&NotifyPosition>) -> Markup {
     }
 }
 
-/// Each allowed user's role and MoviePilot name, and where MoviePilot's mapping stands.
+/// Each allowed user's role, MoviePilot name and the MoviePilot permissions read for them, and
+/// where MoviePilot's mapping stands.
 fn users_section(users: &[crate::users::UserRow], note: &str) -> Markup {
     html! {
         section #users {
             h2 { "Users" }
             table {
-                thead { tr { th { "Telegram id" } th { "role" } th { "MoviePilot name" } th { "source" } th { "grant" } } }
+                thead { tr { th { "Telegram id" } th { "role" } th { "MoviePilot name" } th { "source" } th { "grant" } th { "MoviePilot permissions" } } }
                 tbody {
                     @for u in users {
                         tr {
@@ -239,6 +240,7 @@ fn users_section(users: &[crate::users::UserRow], note: &str) -> Markup {
                             td { (u.requester.as_deref().unwrap_or("-")) }
                             td { (u.source) }
                             td { (grant_cell(u.grant.as_ref())) }
+                            td.permissions { (u.moviepilot_permissions.map_or_else(|| "-".to_string(), |p| p.summary())) }
                         }
                     }
                 }

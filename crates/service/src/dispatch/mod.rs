@@ -61,7 +61,7 @@ use crate::ledger::{
 };
 use crate::liveness::{Liveness, take_over};
 use crate::metrics::METRICS;
-use crate::redis_health::WriteHealth;
+use crate::redis_health::{AfterFailure, UntilRecorded, WriteHealth};
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::vocabulary::ReplyKind;
@@ -420,26 +420,22 @@ impl Dispatcher {
         sent: &ReplyEnded,
         retention: Duration,
     ) -> Result<(), String> {
-        let mut odd = Retry::new(backoff::REDIS, 8);
-        let mut waits = backoff::Backoff::new(backoff::REDIS);
-        let mut waiting = false;
+        let mut tries = UntilRecorded::new(8);
         loop {
             let e = match self.ends.record(&self.ledger, reply, sent, retention).await {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
-            if e.passes {
-                if !std::mem::replace(&mut waiting, true) {
+            match tries.failed(&e, &self.write_health).await {
+                AfterFailure::KeepsTrying => {
                     tracing::warn!(error = %e.error, "cannot record the reply's outcome yet; trying until Redis takes it (it is not sent again)");
                 }
-                self.write_health.wait_or_accepted(waits.next_delay()).await;
-                continue;
+                AfterFailure::StillTrying => {}
+                AfterFailure::Retrying => {
+                    tracing::warn!(error = %e.error, "cannot record the reply's outcome yet; trying again");
+                }
+                AfterFailure::GivenUp => return Err(e.error),
             }
-            tracing::warn!(error = %e.error, "cannot record the reply's outcome yet; trying again");
-            let Some(delay) = odd.failed() else {
-                return Err(e.error);
-            };
-            odd.wait(delay).await;
         }
     }
 

@@ -153,6 +153,19 @@ impl Ingress {
         &self.inner.write_health
     }
 
+    /// An update Redis did not record, which Telegram delivers again (`then` says how): learned
+    /// by the write health, counted, and logged (at debug while Redis refuses writes, which
+    /// `redis_health` says once an episode).
+    pub fn not_recorded(&self, update_id: i64, e: &LedgerError, then: &str) {
+        self.write_health().learn(e);
+        METRICS.update(if e.refusal().is_some() {
+            "writes_refused"
+        } else {
+            "unavailable"
+        });
+        crate::log_unless_refused!(e, error, update_id, error = %e, "update not recorded; {then}");
+    }
+
     /// The relay's wake-up secret, when the relay is on and one is set: the wake-up path works
     /// on every process of the deployment (the relay polls through Redis).
     pub fn wake_secret(&self) -> Option<&crate::config::Secret> {

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 use super::Ingress;
 use crate::backoff::{self, Backoff};
 use crate::config::TelegramSettings;
-use crate::metrics::METRICS;
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::{ApiError, BotApi};
 use crate::telegram::types::Update;
@@ -175,18 +174,8 @@ impl Poller {
             match serde_json::from_value::<Update>(raw) {
                 Ok(update) => {
                     if let Err(e) = self.ingress.handle(&update).await {
-                        self.ingress.write_health().learn(&e);
-                        METRICS.update(if e.refusal().is_some() {
-                            "writes_refused"
-                        } else {
-                            "unavailable"
-                        });
-                        if e.refusal().is_some() {
-                            // Said once an episode by `redis_health`.
-                            tracing::debug!(update_id, error = %e, "update not recorded; will read it again");
-                        } else {
-                            tracing::error!(update_id, error = %e, "update not recorded; will read it again");
-                        }
+                        self.ingress
+                            .not_recorded(update_id, &e, "will read it again");
                         return false;
                     }
                 }

@@ -196,19 +196,7 @@ where
             status(StatusCode::OK, "")
         }
         Err(e) => {
-            ingress.write_health().learn(&e);
-            if e.refusal().is_some() {
-                // Said once an episode by `redis_health`; counted here.
-                METRICS.update("writes_refused");
-                tracing::debug!(update_id = update.update_id, error = %e, "update not recorded: Redis refuses writes; asking Telegram to deliver it again");
-            } else {
-                METRICS.update("unavailable");
-                tracing::error!(
-                    update_id = update.update_id,
-                    error = %e,
-                    "update not recorded; asking Telegram to deliver it again"
-                );
-            }
+            ingress.not_recorded(update.update_id, &e, "asking Telegram to deliver it again");
             deliver_again()
         }
     }

@@ -238,6 +238,14 @@ impl Keys {
         format!("{}mp_login", self.base)
     }
 
+    /// HASH, no expiry (one key): oncebot's own MoviePilot account as the last worker to reach
+    /// MoviePilot found it (`ledger/mp_account.rs`): `state` (`superuser`, `not_superuser`,
+    /// `unknown`), `dialect`, `version`, `via` (`api_key`, `login`), `user`, `by`, `at`.
+    /// `/readyz` of every process reads it (ready.lua): `not_superuser` on `v3` stops workers.
+    pub fn mp_account(&self) -> String {
+        format!("{}mp_account", self.base)
+    }
+
     /// STRING, PX = the liveness expiry: `consumer` (a worker or dispatcher process, or a
     /// registered process of another role) is alive. Its value is the process's registration
     /// (`ledger/versions.rs`, JSON); a release before 0.2.0 writes `1`.
@@ -391,6 +399,7 @@ mod tests {
             k.notice("credentials"),
             k.notice_told("credentials"),
             k.mp_login(),
+            k.mp_account(),
             k.alive("host-1-abcd"),
             k.consumers(Stream::Jobs.group()),
             k.releases(3),

@@ -15,6 +15,7 @@ mod library;
 mod liveness;
 mod media_lock;
 mod memory;
+mod mp_account;
 mod mp_login;
 mod notices;
 mod notify;
@@ -53,7 +54,8 @@ pub use job_spec::JobSpec;
 pub use keys::Keys;
 pub use library::LibraryKey;
 pub use liveness::{Beat, Beaten, Reaped, Role as ConsumerRole};
-pub use memory::{MemoryConfig, NodeMemory};
+pub use memory::{MemoryConfig, NodeMemory, NodePersistence, PersistenceConfig};
+pub use mp_account::{ACCOUNT_NOT_SUPERUSER, ACCOUNT_SUPERUSER, ACCOUNT_UNKNOWN, AccountFinding};
 pub use notify::{NotifyMode, NotifyPosition, NotifyRecorded, NotifyRow, Skipped};
 pub use overview::{ConsumerInfo, QueueStats, StateCounts, StreamStats};
 pub use reader::StreamReader;
@@ -68,6 +70,9 @@ pub struct Ready {
     /// A worker raised the admin notice that MoviePilot refuses oncebot's credentials (jobs
     /// wait): shared, so every process's `/readyz` says it.
     pub credentials_refused: bool,
+    /// A worker found oncebot's MoviePilot account no superuser on MoviePilot v3, and stopped
+    /// (`mp_account`): shared in the same way.
+    pub account_not_superuser: bool,
 }
 use scripts::{OrEmpty, ScriptCall};
 pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
@@ -621,7 +626,7 @@ impl Ledger {
             .map_err(LedgerError::redis(
                 "checking that the slot's node runs the scripts",
             ))?;
-        let Some(credentials_refused) = loaded else {
+        let Some(probed) = loaded else {
             // Redis restarted (scripts are not persisted), SCRIPT FLUSH, or a failover to a
             // replica that never loaded them: load them again. (The notice, if any, is read
             // at the next probe.)
@@ -630,8 +635,10 @@ impl Ledger {
                 .map_err(LedgerError::redis("loading the Lua scripts"))?;
             return Ok(Ready::default());
         };
+        let facts = probed - 1;
         Ok(Ready {
-            credentials_refused,
+            credentials_refused: facts & 1 != 0,
+            account_not_superuser: facts & 2 != 0,
         })
     }
 

@@ -452,10 +452,10 @@ async fn users_calls_name_their_headers() {
     let s = Duration::from_secs(1);
     holds(&l.users_turn_call("h", s, s, s), true);
     holds(
-        &l.users_call("h", "ok", &[(1, "alice:admin".into())]),
+        &l.users_call("h", "ok", &[(1, "alice:admin".into())], &[(1, "{}".into())]),
         false,
     );
-    holds(&l.users_call("h", "ok", &[]), true);
+    holds(&l.users_call("h", "ok", &[], &[]), true);
     holds(&l.users_turn_end_call("h"), true);
 }
 

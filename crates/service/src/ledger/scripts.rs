@@ -339,9 +339,10 @@ pub const CREDENTIALS_NOTICE: &str = "credentials";
 
 /// `ready.lua`'s call on a key of the deployment's slot.
 pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
-    let mut call = ScriptCall::new(&READY, 2, 0, 64);
+    let mut call = ScriptCall::new(&READY, 3, 0, 96);
     call.key("job sequence", keys.job_seq())
-        .key("credentials notice", keys.notice(CREDENTIALS_NOTICE));
+        .key("credentials notice", keys.notice(CREDENTIALS_NOTICE))
+        .key("account", keys.mp_account());
     call
 }
 
@@ -349,12 +350,12 @@ pub(crate) fn ready_call(keys: &Keys) -> ScriptCall {
 /// keys, in one round trip: SCRIPT EXISTS of every script, EVALSHA of `ready.lua` on a key of
 /// the slot (a standalone connection to another node of a cluster meets MOVED: an error), and
 /// with `wait` a WAIT behind them (too few replicas: an error, as for an admission). `None`:
-/// not loaded; else whether the credentials notice is raised.
+/// not loaded; else what `ready.lua` answered (1 to 4: the facts it reads).
 pub(crate) async fn loaded(
     conn: &mut Conn,
     keys: &Keys,
     wait: Option<Wait>,
-) -> redis::RedisResult<Option<bool>> {
+) -> redis::RedisResult<Option<i64>> {
     let mut exists = redis::cmd("SCRIPT");
     exists.arg("EXISTS");
     for (_, lua) in all() {
@@ -379,7 +380,10 @@ pub(crate) async fn loaded(
     let present: Vec<bool> = redis::FromRedisValue::from_redis_value(exists.extract_error()?)?;
     let probed = match probe {
         Value::ServerError(e) if e.kind() == Some(redis::ServerErrorKind::NoScript) => None,
-        other => Some(matches!(other.extract_error()?, Value::Int(2))),
+        other => match other.extract_error()? {
+            Value::Int(n) => Some(n),
+            _ => Some(1),
+        },
     };
     if let (Some(wait), Some(acks)) = (wait, answers.next()) {
         wait.check(acks.extract_error()?)?;

@@ -22,7 +22,14 @@ pub struct StoredUsers {
     pub by: String,
     /// Each mapped Telegram id and its `<MoviePilot name>:<role>`, by id.
     pub entries: Vec<(i64, String)>,
+    /// Each mapped Telegram id and the MoviePilot rights its role was read from
+    /// (`MoviePilotRights::stored_value`), by id: fields `permissions:<id>`, which releases
+    /// before this one neither write nor read.
+    pub rights: Vec<(i64, String)>,
 }
+
+/// The prefix of the fields that hold a mapped id's MoviePilot rights (`permissions:<id>`).
+pub const RIGHTS_FIELD: &str = "permissions:";
 
 impl StoredUsers {
     /// A HASH's fields as users.lua writes them: numbers are Telegram ids, the rest describe
@@ -34,6 +41,10 @@ impl StoredUsers {
                 out.entries.push((id, value));
                 continue;
             }
+            if let Some(Ok(id)) = field.strip_prefix(RIGHTS_FIELD).map(str::parse::<i64>) {
+                out.rights.push((id, value));
+                continue;
+            }
             match field.as_str() {
                 "refreshed_at" => out.refreshed_at = value.parse().ok(),
                 "state" => out.state = value,
@@ -42,6 +53,7 @@ impl StoredUsers {
             }
         }
         out.entries.sort();
+        out.rights.sort();
         out
     }
 }
@@ -90,15 +102,17 @@ impl Ledger {
         call
     }
 
-    /// users.lua: the mapping `holder`'s read found (`state` `ok` or `not_superuser`), in one
-    /// step; the mapping it replaced, or `None` when the turn was no longer `holder`'s.
+    /// users.lua: the mapping `holder`'s read found (`state` `ok` or `not_superuser`) and the
+    /// MoviePilot rights behind it, in one step; the mapping it replaced, or `None` when the turn
+    /// was no longer `holder`'s.
     pub async fn store_moviepilot_users(
         &self,
         holder: &str,
         state: &str,
         entries: &[(i64, String)],
+        rights: &[(i64, String)],
     ) -> Result<Option<StoredUsers>, LedgerError> {
-        let call = self.users_call(holder, state, entries);
+        let call = self.users_call(holder, state, entries, rights);
         let reply: Vec<redis::Value> = self
             .send(&call, "storing MoviePilot's user mapping")
             .await?;
@@ -119,15 +133,24 @@ impl Ledger {
         holder: &str,
         state: &str,
         entries: &[(i64, String)],
+        rights: &[(i64, String)],
     ) -> ScriptCall {
-        let bytes = entries.iter().map(|(_, v)| v.len() + 24).sum::<usize>();
-        let mut call = ScriptCall::new(&scripts::USERS, 2, 2 + 2 * entries.len(), 64 + bytes);
+        let bytes = entries
+            .iter()
+            .chain(rights)
+            .map(|(_, v)| v.len() + 36)
+            .sum::<usize>();
+        let pairs = entries.len() + rights.len();
+        let mut call = ScriptCall::new(&scripts::USERS, 2, 2 + 2 * pairs, 64 + bytes);
         call.key("mapping key", self.keys.users_moviepilot())
             .key("lock key", self.keys.users_refresh_lock())
             .arg("holder", holder)
             .arg("state", state);
         for (id, value) in entries {
             call.args([id.to_string(), value.clone()]);
+        }
+        for (id, value) in rights {
+            call.args([format!("{RIGHTS_FIELD}{id}"), value.clone()]);
         }
         call
     }
@@ -162,6 +185,8 @@ mod tests {
             ("by".into(), "host-1".into()),
             ("222".into(), "bob:user".into()),
             ("111".into(), "alice:admin".into()),
+            ("permissions:222".into(), "{}".into()),
+            ("permissions:x".into(), "{}".into()),
         ]);
         assert_eq!(s.state, "ok");
         assert_eq!(s.refreshed_at, Some(1_700_000_000_000));
@@ -169,6 +194,7 @@ mod tests {
             s.entries,
             vec![(111, "alice:admin".into()), (222, "bob:user".into())]
         );
+        assert_eq!(s.rights, vec![(222, "{}".into())]);
         assert_eq!(StoredUsers::from_fields([]).refreshed_at, None);
     }
 }

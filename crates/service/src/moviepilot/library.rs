@@ -108,6 +108,25 @@ impl MoviePilot {
         }
     }
 
+    /// The library routes as `oncebot doctor` checks them, within `within`: how many media
+    /// servers MoviePilot has enabled and, with one, that `notexists` answers (asked about
+    /// one well-known movie; read-only). An error is what the library check would meet: it
+    /// would then say nothing.
+    pub async fn library_routes(&self, within: Duration) -> Result<usize, MpError> {
+        let servers = self.media_servers(within).await?;
+        if servers > 0 {
+            let probe = LibraryMedia {
+                tmdb_id: 603,
+                kind: MediaKind::Movie,
+                season: None,
+                title: "The Matrix".into(),
+                year: Some("1999".into()),
+            };
+            self.library_route("notexists", &probe, within).await?;
+        }
+        Ok(servers)
+    }
+
     async fn ask_library(&self, media: &LibraryMedia) -> Result<Library, MpError> {
         if self.media_servers(LIBRARY_TIMEOUT).await? == 0 {
             return Ok(Library::NotConfigured);

@@ -36,7 +36,7 @@ mod types;
 mod users;
 
 pub use crate::config::MoviePilotSettings;
-pub use client::MoviePilot;
+pub use client::{Announced, MoviePilot};
 pub use error::{ListUsersError, MpError, Unreachable};
 pub use gate::{
     GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,
@@ -48,5 +48,7 @@ pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
 pub use system::SchedulerRun;
 pub use types::{
-    Dialect, Download, MediaItem, MediaKind, MpUser, NewSubscription, Subscription, poster_url,
+    Dialect, Download, MediaItem, MediaKind, MpPermissions, MpUser, NewSubscription, Subscription,
+    poster_url,
 };
+pub use users::OwnAccount;

@@ -351,7 +351,7 @@ impl WireDownload {
 }
 
 /// A MoviePilot user as oncebot's mapping needs it (`GET /api/v1/user/`, `schemas.User`): never
-/// their email, avatar, permissions or any other setting.
+/// their email, avatar or any other setting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MpUser {
     pub name: String,
@@ -359,10 +359,61 @@ pub struct MpUser {
     /// refuses them as `用户未激活`).
     pub is_active: bool,
     pub is_superuser: bool,
+    /// `permissions`, read as MoviePilot's web UI reads them ([`MpPermissions::read`]).
+    pub permissions: MpPermissions,
     /// `settings.telegram_userid`, the Telegram id MoviePilot itself maps to this user, read as
     /// MoviePilot compares it (`UserOper.get_name`: the setting equal to `str(id)`): a text that
     /// is exactly a positive id's decimal form. Missing, empty or anything else: `None`.
     pub telegram_userid: Option<i64>,
+}
+
+/// A MoviePilot user's `permissions` (a JSON object on the user's row, v2.5.6 and v2.14.0
+/// `app/db/models/user.py`: `Column(JSON, default=dict)`), as MoviePilot's own web UI reads
+/// them: MoviePilot-Frontend `src/utils/permission.ts` merges `DEFAULT_PERMISSIONS`
+/// (`discovery`, `search`, `subscribe` on, `manage` off) under what the row holds
+/// (`normalizeUserPermissions`: `permissions.subscribe ?? DEFAULT_PERMISSIONS.subscribe`), and a
+/// permission is on only when it is exactly `true` (`hasPermission`: `=== true`). So `{}`, a
+/// missing or `null` field, or a missing or `null` key take the defaults: rows an older web UI,
+/// the API or MoviePilot's first start wrote hold `{}`; v2.5.6's migration `3df653756eec_2_1_6`
+/// wrote all four keys for plain users. The newest line's schema (`app/schemas/user.py`:
+/// `UserPermissions`, a `TypedDict` with `total=False`) keeps the same keys, any of them left
+/// out, plus `admin` and `features` (per-page switches), which oncebot does not read. The
+/// backends of v2.5.6 and v2.14.0 enforce none of it (only the web UI reads it); oncebot does
+/// ([`crate::users::MoviePilotRights`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpPermissions {
+    pub discovery: bool,
+    pub search: bool,
+    pub subscribe: bool,
+    pub manage: bool,
+}
+
+impl MpPermissions {
+    /// MoviePilot's defaults (`DEFAULT_PERMISSIONS`), for every key a row leaves out.
+    pub const DEFAULT: MpPermissions = MpPermissions {
+        discovery: true,
+        search: true,
+        subscribe: true,
+        manage: false,
+    };
+
+    /// `permissions` as the web UI reads it: each key missing or `null` takes its default, any
+    /// other value is on only when it is `true`; a field that is missing, `null` or no object
+    /// gives the defaults.
+    pub fn read(value: Option<&serde_json::Value>) -> MpPermissions {
+        let object = value.and_then(serde_json::Value::as_object);
+        let key = |name: &str, default: bool| match object.and_then(|o| o.get(name)) {
+            None | Some(serde_json::Value::Null) => default,
+            Some(v) => *v == serde_json::Value::Bool(true),
+        };
+        let d = Self::DEFAULT;
+        MpPermissions {
+            discovery: key("discovery", d.discovery),
+            search: key("search", d.search),
+            subscribe: key("subscribe", d.subscribe),
+            manage: key("manage", d.manage),
+        }
+    }
 }
 
 /// One row of `GET /api/v1/user/`, read leniently: a row without a name is skipped, any other
@@ -374,6 +425,8 @@ pub(crate) struct WireUser {
     is_active: Option<bool>,
     #[serde(default)]
     is_superuser: Option<bool>,
+    #[serde(default)]
+    permissions: Option<serde_json::Value>,
     #[serde(default)]
     settings: Option<serde_json::Value>,
 }
@@ -394,6 +447,7 @@ impl WireUser {
             name: self.name,
             is_active: self.is_active == Some(true),
             is_superuser: self.is_superuser == Some(true),
+            permissions: MpPermissions::read(self.permissions.as_ref()),
             telegram_userid,
         }
     }
@@ -424,10 +478,13 @@ pub(crate) struct CreatedId {
     pub(crate) id: Option<u64>,
 }
 
-/// The login answer (`schemas.Token`); only the token is read.
+/// The login answer (`schemas.Token`): the token, and whether its user is a superuser.
 #[derive(Deserialize)]
 pub(crate) struct WireToken {
     pub(crate) access_token: String,
+    /// Whether the user who logged in is a superuser (`Token.super_user`).
+    #[serde(default)]
+    pub(crate) super_user: Option<bool>,
 }
 
 // ----- lenient scalars -----
@@ -697,8 +754,58 @@ mod tests {
                 name: "bob".into(),
                 is_active: true,
                 is_superuser: false,
+                permissions: MpPermissions::DEFAULT,
                 telegram_userid: Some(222222222),
             }
+        );
+    }
+
+    /// Issue 43: `permissions` as MoviePilot's web UI reads it, in the rows v2.5.6 and v2.14.0
+    /// hold: `{}` (the first superuser, users an older UI or the API created), the four keys
+    /// (the 2.1.6 migration, a newer UI's form), a key left out or `null`, a field missing or
+    /// `null`, and values that are not `true`.
+    #[test]
+    fn permissions_are_read_as_moviepilots_web_ui_reads_them() {
+        let read = |permissions: &str| {
+            user(&format!(r#"{{"name":"x","permissions":{permissions}}}"#)).permissions
+        };
+        let p = |discovery, search, subscribe, manage| MpPermissions {
+            discovery,
+            search,
+            subscribe,
+            manage,
+        };
+        for defaults in [
+            "{}",
+            "null",
+            "[]",
+            r#""subscribe""#,
+            r#"{"subscribe":null}"#,
+        ] {
+            assert_eq!(read(defaults), MpPermissions::DEFAULT, "{defaults}");
+        }
+        assert_eq!(user(r#"{"name":"x"}"#).permissions, MpPermissions::DEFAULT);
+        assert_eq!(
+            read(r#"{"discovery":true,"search":true,"subscribe":true,"manage":false}"#),
+            MpPermissions::DEFAULT
+        );
+        assert_eq!(read(r#"{"subscribe":false}"#), p(true, true, false, false));
+        assert_eq!(read(r#"{"manage":true}"#), p(true, true, true, true));
+        // The newest schema's per-page switches change no key.
+        assert_eq!(
+            read(r#"{"subscribe":true,"features":{"subscribe.movie":false}}"#),
+            MpPermissions::DEFAULT
+        );
+        assert_eq!(
+            read(
+                r#"{"discovery":false,"search":false,"subscribe":false,"manage":false,"admin":true}"#
+            ),
+            p(false, false, false, false)
+        );
+        // Only `true` is on (`=== true`): a number or a text is off.
+        assert_eq!(
+            read(r#"{"subscribe":1,"search":"true"}"#),
+            p(true, false, false, false)
         );
     }
 

@@ -138,12 +138,7 @@ impl Lease {
         let held = match self.ledger.notify_lease(&self.holder, self.ttl).await {
             Ok(held) => held,
             Err(e) => {
-                if e.refusal().is_some() {
-                    // Said once an episode by `redis_health`, not every beat.
-                    tracing::debug!(error = %e, "renewing the relay's lease failed; polling pauses until it works");
-                } else {
-                    tracing::warn!(error = %e, "renewing the relay's lease failed; polling pauses until it works");
-                }
+                crate::log_unless_refused!(e, warn, error = %e, "renewing the relay's lease failed; polling pauses until it works");
                 false
             }
         };

@@ -9,9 +9,10 @@
 //! - **Once anyone is mapped**, an allowed user nobody mapped is a `user` acting as the service
 //!   account (no MoviePilot name of their own).
 //! - **Two sources, the explicit one winning**: `telegram.users` (the setting), then MoviePilot's
-//!   own mapping (the `telegram_userid` a MoviePilot user set: an `admin` for a superuser, else a
-//!   `user`; read by `users_sync` into Redis and from there into [`Live`]). Until MoviePilot's
-//!   mapping has been read once, it maps nobody: the setting alone decides, as before it existed.
+//!   own mapping (the `telegram_userid` a MoviePilot user set, with the role their MoviePilot
+//!   rights give: [`MoviePilotRights::role`]; read by `users_sync` into Redis and from there into
+//!   [`Live`]). Until MoviePilot's mapping has been read once, it maps nobody: the setting alone
+//!   decides, as before it existed.
 //! - **A grant is an identity of its own** ([`Grant`]: a role given from the chat or the CLI,
 //!   kept in Redis as `users:granted`). It makes its Telegram id allowed beside
 //!   `telegram.allowed_users` (which stays the floor: a revocation never removes anyone from it),
@@ -20,10 +21,14 @@
 //!
 //! Pure: no I/O. Depends only on `vocabulary` and `path_segment`.
 
+mod rights;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 use crate::vocabulary::Role;
+
+pub use rights::MoviePilotRights;
 
 /// One entry of `telegram.users`: `<telegram id>=<MoviePilot name>:<role>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +123,9 @@ pub struct UserRow {
     pub role: &'static str,
     pub requester: Option<String>,
     pub source: &'static str,
+    /// What MoviePilot's mapping read of this id's MoviePilot user (`None`: MoviePilot maps
+    /// nobody to it, or a release before this one stored the mapping), whichever source decides.
+    pub moviepilot_permissions: Option<MoviePilotRights>,
     /// Their grant, when they have one (whatever decides their role now): who gave it and when.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant: Option<Grant>,
@@ -251,6 +259,8 @@ pub struct Directory {
     /// MoviePilot's own mapping as stored (every id it maps: only allowed ones count, and a
     /// grant can make one allowed); empty until it has been read.
     moviepilot: BTreeMap<i64, Mapping>,
+    /// The MoviePilot rights that mapping was read from (allowed ids only), for the listings.
+    moviepilot_rights: BTreeMap<i64, MoviePilotRights>,
     /// The grants (`users:granted`), by Telegram id.
     granted: BTreeMap<i64, Grant>,
 }
@@ -273,6 +283,7 @@ impl Directory {
             allowed,
             setting: setting.into_iter().map(|m| (m.user_id, m)).collect(),
             moviepilot: BTreeMap::new(),
+            moviepilot_rights: BTreeMap::new(),
             granted: BTreeMap::new(),
         })
     }
@@ -296,6 +307,19 @@ impl Directory {
     /// Whether `user_id` is on `telegram.allowed_users` (the floor no chat can revoke).
     pub fn in_allowed_users(&self, user_id: i64) -> bool {
         self.allowed.contains(&user_id)
+    }
+
+    /// The MoviePilot rights behind MoviePilot's side, by Telegram id (ids not allowed are kept
+    /// out), for [`Directory::rows`]; deciding needs only the roles [`Directory::set_moviepilot`]
+    /// sets.
+    pub fn set_moviepilot_rights(
+        &mut self,
+        rights: impl IntoIterator<Item = (i64, MoviePilotRights)>,
+    ) {
+        self.moviepilot_rights = rights
+            .into_iter()
+            .filter(|(id, _)| self.allowed.contains(id))
+            .collect();
     }
 
     /// MoviePilot's side as it stands (allowed ids only), by Telegram id.
@@ -392,6 +416,7 @@ impl Directory {
                     role: i.role.as_str(),
                     requester: i.requester,
                     source: i.source.as_str(),
+                    moviepilot_permissions: self.moviepilot_rights.get(&user_id).copied(),
                     grant: self.granted.get(&user_id).cloned(),
                 })
             })

@@ -20,9 +20,10 @@
 //! The machinery only: this file reads, claims, runs a job's command (`commands::Command::run`)
 //! and records its outcome; `commit` records the outcomes of one group in one call; `outcome`
 //! says what a run's result means for its job; `rights` checks an admin's command when it runs;
-//! `context` is the leaf a command's run is given (it knows no command and none of this
-//! machinery).
+//! `account` checks oncebot's own MoviePilot account before the first claim; `context` is the
+//! leaf a command's run is given (it knows no command and none of this machinery).
 
+mod account;
 mod commit;
 pub mod context;
 mod outcome;
@@ -36,7 +37,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::backoff::{self, Backoff, Retry};
 use crate::commands::JobCommand;
 use crate::config::Settings;
 use crate::config::WorkerSettings;
@@ -49,9 +49,10 @@ use crate::ledger::{
 use crate::liveness::{Liveness, take_over};
 use crate::metrics::METRICS;
 use crate::moviepilot::{MoviePilot, MpError};
-use crate::redis_health::WriteHealth;
+use crate::redis_health::{AfterFailure, UntilRecorded, WriteHealth};
 use crate::shutdown::sleep_or_stop;
 use crate::vocabulary::{JobState, job_field};
+pub use account::check_own_account;
 use context::{Context, MediaLocks};
 pub use context::{KeyedLocks, now_ms};
 use outcome::{Mapped, attempt_base};
@@ -497,10 +498,8 @@ impl Worker {
         mut outcome: Outcome,
         permit: OwnedSemaphorePermit,
     ) -> bool {
-        let mut waits = Backoff::new(backoff::REDIS);
-        let mut odd = Retry::new(backoff::REDIS, 31);
+        let mut tries = UntilRecorded::new(31);
         let mut permit = Some(permit);
-        let mut kept_since: Option<std::time::Instant> = None;
         loop {
             let (answer, returned, kept) =
                 self.record_together(attempt, outcome, permit.take()).await;
@@ -514,7 +513,7 @@ impl Worker {
             outcome = returned;
             let e = match answer {
                 Ok(Completed::Recorded) => {
-                    match kept_since {
+                    match tries.kept_since() {
                         Some(t) => {
                             tracing::info!(status = %outcome.status, kept_secs = t.elapsed().as_secs(), "outcome recorded once Redis took it")
                         }
@@ -532,21 +531,20 @@ impl Worker {
                 }
                 Err(e) => e,
             };
-            if e.passes {
-                // One line while it lasts, not one a try.
-                if kept_since.is_none() {
-                    kept_since = Some(std::time::Instant::now());
+            // One line while a passing failure lasts, not one a try.
+            match tries.failed(&e, &self.write_health).await {
+                AfterFailure::KeepsTrying => {
                     tracing::warn!(error = %e.error, "recording the outcome failed; keeping it and trying until Redis takes it (the job is not run again)");
                 }
-                self.write_health.wait_or_accepted(waits.next_delay()).await;
-                continue;
+                AfterFailure::StillTrying => {}
+                AfterFailure::Retrying => {
+                    tracing::error!(error = %e.error, "recording the outcome failed; retrying");
+                }
+                AfterFailure::GivenUp => {
+                    tracing::error!(error = %e.error, "giving up recording; the job will be recovered by policy");
+                    return false;
+                }
             }
-            tracing::error!(error = %e.error, "recording the outcome failed; retrying");
-            let Some(delay) = odd.failed() else {
-                tracing::error!("giving up recording; the job will be recovered by policy");
-                return false;
-            };
-            odd.wait(delay).await;
         }
     }
 
@@ -576,11 +574,7 @@ impl Worker {
                     tracing::warn!(entry = %entry, "lease lost: another worker owns this job now; its result will be discarded");
                 }
             }
-            // Refused writes are said once an episode (`redis_health`), not every renewal.
-            Err(e) if e.refusal().is_some() => {
-                tracing::debug!(error = %e, "renewing leases failed")
-            }
-            Err(e) => tracing::warn!(error = %e, "renewing leases failed"),
+            Err(e) => crate::log_unless_refused!(e, warn, error = %e, "renewing leases failed"),
         }
     }
 

@@ -136,6 +136,10 @@ pub struct BenchArgs {
     /// `--soak`: seconds in a soak minute (for tests: the suite's soak runs short minutes).
     #[arg(long, hide = true, default_value_t = 60.0, value_parser = parse_phase_secs)]
     pub minute_secs: f64,
+    /// `--soak`: never kill this role (worker, dispatcher, ingress, notify), so that one
+    /// process's RSS is followed over the whole run.
+    #[arg(long, value_parser = ["worker", "dispatcher", "ingress", "notify"])]
+    pub spare: Option<String>,
     /// Count instructions instead of time: run under `valgrind --tool=callgrind` with
     /// `--redis-url` a redis-server under callgrind too. Skips the admission phases and reports
     /// instructions per drained job and per e2e update of both processes (see `instructions`).
@@ -337,6 +341,7 @@ async fn run_soak(args: &BenchArgs) -> anyhow::Result<()> {
         speed: args.speed,
         minutes: args.minutes,
         minute_secs: args.minute_secs,
+        spare: args.spare.clone(),
         json: args.json,
     })
     .await?;

@@ -444,13 +444,22 @@ pub const SCHEDULER_JOBS: [&str; 6] = [
     "AutoSignIn_AutoSignIn",
 ];
 
-/// One row of MoviePilot's user table, as `schemas.User` shows it.
+/// One row of MoviePilot's user table, as `schemas.User` shows it (v2.5.6 and v2.14.0
+/// `app/schemas/user.py`: `id, name, email, is_active, is_superuser, avatar, is_otp,
+/// permissions, settings`; v3 the same row in its envelope).
 #[derive(Debug, Clone)]
 struct SimUser {
     id: u64,
     name: String,
     is_active: bool,
     is_superuser: bool,
+    /// `permissions` as the row stores it (a JSON column, `default=dict`): `{}` for the
+    /// superuser MoviePilot creates at its first start and for a user created through the API
+    /// or an older web UI; the four keys (`discovery`, `search`, `subscribe`, `manage`) for a
+    /// plain user that v2.5.6's migration `3df653756eec_2_1_6` filled in (all on but `manage`)
+    /// or that a newer web UI saved; `null` for a row written with no value. See
+    /// [`MoviePilotSim::set_user_permissions`].
+    permissions: Value,
     /// `settings`, where a user's notification ids live (`telegram_userid`, as text).
     settings: serde_json::Map<String, Value>,
 }
@@ -460,9 +469,16 @@ impl SimUser {
         json!({
             "id": self.id, "name": self.name, "email": null, "is_active": self.is_active,
             "is_superuser": self.is_superuser, "avatar": null, "is_otp": false,
-            "permissions": {}, "settings": self.settings,
+            "permissions": self.permissions, "settings": self.settings,
         })
     }
+}
+
+/// `permissions` as v2.5.6's migration `3df653756eec_2_1_6` wrote it for every plain user
+/// whose permissions were empty, and as MoviePilot's web UI saves a new user with its switches
+/// untouched: all on but `manage`.
+pub fn migrated_permissions() -> Value {
+    json!({"discovery": true, "search": true, "subscribe": true, "manage": false})
 }
 
 impl State {
@@ -503,6 +519,7 @@ impl MoviePilotSim {
                     name: opts.username.clone(),
                     is_active: true,
                     is_superuser: opts.superuser,
+                    permissions: json!({}),
                     settings: serde_json::Map::new(),
                 }],
                 releases: releases::ReleaseData {
@@ -718,7 +735,9 @@ impl MoviePilotSim {
     }
 
     /// Adds a MoviePilot user (after the others, as MoviePilot numbers them) with their
-    /// `telegram_userid` notification setting as MoviePilot stores it (text), if any.
+    /// `telegram_userid` notification setting as MoviePilot stores it (text), if any, and
+    /// `permissions: {}`, as `POST /api/v1/user/` stores a user an older web UI or a script
+    /// created (MoviePilot's defaults then apply: all on but `manage`).
     pub fn add_user(&self, name: &str, superuser: bool, telegram_userid: Option<&str>) {
         let mut data = self.state.data();
         let id = data.users.iter().map(|u| u.id).max().unwrap_or(0) + 1;
@@ -731,8 +750,18 @@ impl MoviePilotSim {
             name: name.to_string(),
             is_active: true,
             is_superuser: superuser,
+            permissions: json!({}),
             settings,
         });
+    }
+
+    /// A user's `permissions` saved as MoviePilot's user form or `PUT /api/v1/user/` saves
+    /// them: stored and answered as given (`{}`, any of the keys, `null`), never filled in.
+    pub fn set_user_permissions(&self, name: &str, permissions: Value) {
+        let mut data = self.state.data();
+        if let Some(u) = data.users.iter_mut().find(|u| u.name == name) {
+            u.permissions = permissions;
+        }
     }
 
     /// Deletes a MoviePilot user (as `DELETE /api/v1/user/{name}` does).
@@ -2359,6 +2388,17 @@ fn issue_token(state: &State) -> Resp {
     let mut body = template(TOKEN);
     body["access_token"] = json!(token);
     body["user_name"] = json!(state.opts.username);
+    // The rest of the answer is the login user's row as it is now (v2.5.6 `login.py`
+    // L44-48: `super_user=user.is_superuser`, `permissions=user.permissions or {}`).
+    let data = state.data();
+    if let Some(u) = data.users.iter().find(|u| u.name == state.opts.username) {
+        body["super_user"] = json!(u.is_superuser);
+        body["user_id"] = json!(u.id);
+        body["permissions"] = match &u.permissions {
+            Value::Null => json!({}),
+            p => p.clone(),
+        };
+    }
     // The login answer keeps its OAuth2 shape in v3 too.
     json_resp(StatusCode::OK, &body)
 }

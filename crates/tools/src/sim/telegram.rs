@@ -21,6 +21,11 @@
 //!   ("message to delete not found" for one that is not there); `answerCallbackQuery` accepts
 //!   each pushed callback query once; `setWebhook` / `deleteWebhook` / `getWebhookInfo`,
 //!   `setMyCommands` / `getMyCommands` / `deleteMyCommands` and `getMe` keep their state;
+//!   `getWebhookInfo` reports the last delivery error a test set with
+//!   [`TelegramSim::webhook_delivery_failed`] (`last_error_date`, `last_error_message`; a new
+//!   `setWebhook` or `deleteWebhook` clears it); `getChat` answers a `ChatFullInfo` for any chat
+//!   (private for a positive id, a supergroup for a `-100…` id, a group otherwise), and "chat not
+//!   found" for one [`TelegramSim::lose_chat`] named, as `sendMessage` to it does;
 //! - a wrong token answers 401, an unknown method 404, both in the Bot API's envelope.
 //!
 //! The test side pushes updates, reads the log of every call (with its time, so rate limits can
@@ -111,6 +116,7 @@ const MAX_PHOTO_URL_BYTES: usize = 5 * 1024 * 1024;
 /// The methods the sim knows, in the Bot API's spelling. Lookup ignores case.
 const METHODS: &[&str] = &[
     "getMe",
+    "getChat",
     "getUpdates",
     "sendMessage",
     "sendPhoto",
@@ -347,6 +353,11 @@ struct State {
     unfit_texts: Vec<String>,
     /// Chats that are the operators' (admin chats), whose notices may name settings.
     operator_chats: HashSet<i64>,
+    /// Chats the bot cannot reach (it was never added, or nobody started it there): getChat
+    /// and sendMessage answer "chat not found".
+    lost_chats: HashSet<i64>,
+    /// The last webhook delivery error: Unix time and Telegram's words.
+    webhook_error: Option<(i64, String)>,
 }
 
 impl State {
@@ -376,6 +387,8 @@ impl State {
             lean,
             unfit_texts: Vec::new(),
             operator_chats: HashSet::new(),
+            lost_chats: HashSet::new(),
+            webhook_error: None,
         }
     }
 
@@ -683,19 +696,38 @@ impl TelegramSim {
 
     /// Sets a webhook as `setWebhook` would (getUpdates then answers 409).
     pub fn set_webhook(&self, url: &str) {
-        self.shared.lock().webhook = Some(Webhook {
+        let mut st = self.shared.lock();
+        st.webhook = Some(Webhook {
             url: url.into(),
             secret_token: None,
             allowed_updates: None,
             max_connections: 40,
         });
+        st.webhook_error = None;
+        drop(st);
         self.shared.changed.notify_waiters();
     }
 
     /// Removes the webhook as `deleteWebhook` would.
     pub fn delete_webhook(&self) {
-        self.shared.lock().webhook = None;
+        let mut st = self.shared.lock();
+        st.webhook = None;
+        st.webhook_error = None;
+        drop(st);
         self.shared.changed.notify_waiters();
+    }
+
+    /// Records that delivering to the webhook failed just now, as Telegram words it (e.g.
+    /// `Wrong response from the webhook: 401 Unauthorized`): getWebhookInfo then reports it as
+    /// `last_error_date` and `last_error_message` until the webhook is set or deleted again.
+    pub fn webhook_delivery_failed(&self, message: &str) {
+        self.shared.lock().webhook_error = Some((unix_now(), message.into()));
+    }
+
+    /// Makes `chat` one the bot cannot reach: getChat and sendMessage answer 400 "chat not
+    /// found", as Telegram does for a group the bot is not in or a person who never started it.
+    pub fn lose_chat(&self, chat: i64) {
+        self.shared.lock().lost_chats.insert(chat);
     }
 
     /// Reads the state with `f`.
@@ -1312,6 +1344,7 @@ fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
     }
     match method {
         "getMe" => Ok(get_me(st).into()),
+        "getChat" => get_chat(st, p),
         "sendMessage" => send_message(st, p),
         "editMessageText" | "editMessageReplyMarkup" => edit_message(st, method, p),
         "editMessageCaption" => edit_caption(st, p, None),
@@ -1333,6 +1366,7 @@ fn call_method(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
             if flag(p, "drop_pending_updates") {
                 st.updates.clear();
             }
+            st.webhook_error = None;
             Ok(webhook_deleted(st.webhook.take().is_some()))
         }
         "getWebhookInfo" => Ok(webhook_info(st).into()),
@@ -1356,6 +1390,38 @@ fn get_me(st: &State) -> Value {
         "can_connect_to_business": false,
         "has_main_web_app": false,
     })
+}
+
+/// getChat: a `ChatFullInfo` (the fields Bot API 9 always sends: `accent_color_id`,
+/// `max_reaction_count`, `accepted_gift_types`), its kind read from the id as Telegram numbers
+/// chats; "chat not found" for a chat the bot cannot reach.
+fn get_chat(st: &State, p: &Map<String, Value>) -> Answer {
+    let id = chat_id(p)?;
+    if st.lost_chats.contains(&id) {
+        return Err(Failure::bad_request(descriptions::CHAT_NOT_FOUND));
+    }
+    let mut chat = json!({
+        "id": id,
+        "accent_color_id": 0,
+        "max_reaction_count": 11,
+        "accepted_gift_types": {
+            "unlimited_gifts": true,
+            "limited_gifts": true,
+            "unique_gifts": true,
+            "premium_subscription": true,
+        },
+    });
+    if id > 0 {
+        chat["type"] = json!("private");
+        chat["first_name"] = json!(format!("User {id}"));
+    } else if id <= -1_000_000_000_000 {
+        chat["type"] = json!("supergroup");
+        chat["title"] = json!(format!("Group {id}"));
+    } else {
+        chat["type"] = json!("group");
+        chat["title"] = json!(format!("Group {id}"));
+    }
+    Ok(chat.into())
 }
 
 /// A callback query is answered once; a second answer, or an unknown id, is too old.
@@ -1404,6 +1470,7 @@ fn set_webhook(st: &mut State, p: &Map<String, Value>) -> Answer {
         return Err(Failure::bad_request(descriptions::HTTPS_URL_REQUIRED));
     }
     let previous = st.webhook.take();
+    st.webhook_error = None;
     let hook = Webhook {
         url,
         secret_token: text(p, "secret_token"),
@@ -1447,12 +1514,19 @@ fn webhook_info(st: &State) -> Value {
         if let Some(allowed) = &w.allowed_updates {
             info["allowed_updates"] = allowed.clone();
         }
+        if let Some((date, message)) = &st.webhook_error {
+            info["last_error_date"] = json!(date);
+            info["last_error_message"] = json!(message);
+        }
     }
     info
 }
 
 fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
     let chat_id = chat_id(p)?;
+    if st.lost_chats.contains(&chat_id) {
+        return Err(Failure::bad_request(descriptions::CHAT_NOT_FOUND));
+    }
     let text = text(p, "text").unwrap_or_default();
     if text.trim().is_empty() {
         return Err(Failure::bad_request(descriptions::TEXT_EMPTY));

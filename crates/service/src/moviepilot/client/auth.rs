@@ -45,6 +45,9 @@ pub(super) struct TokenState {
     refused_until: Option<(Instant, MpError)>,
     /// Logins refused in a row (this process's count; the gate keeps the deployment's).
     refusals: u32,
+    /// Whether the last login's answer said its user is a superuser (`super_user`); `None`
+    /// before a login, or when the answer did not say.
+    pub(super) super_user: Option<bool>,
 }
 
 impl TokenState {
@@ -160,7 +163,20 @@ impl Inner {
             }
             Err(_) => self.release_turn(gate).await,
         }
+        let result = result.map(|(token, super_user)| {
+            state.super_user = super_user;
+            token
+        });
         state.record(result, Instant::now())
+    }
+
+    /// Whom oncebot's calls act as now: `None` with the API key, else the login's username and
+    /// what its last answer said of it (`super_user`).
+    pub(in crate::moviepilot) async fn login_account(&self) -> Option<(String, Option<bool>)> {
+        let state = self.auth.state.lock().await;
+        state.bearer.as_ref()?;
+        let login = self.auth.login.as_ref()?;
+        Some((login.username.clone(), state.super_user))
     }
 
     /// After a login that worked: the other processes may log in again at once.
@@ -260,8 +276,10 @@ impl Inner {
         }
     }
 
-    /// `POST /api/v1/login/access-token` with the form MoviePilot's OAuth2 form expects.
-    async fn login(&self, login: &Login) -> Result<Secret, MpError> {
+    /// `POST /api/v1/login/access-token` with the form MoviePilot's OAuth2 form expects: the
+    /// token, and whether the answer says the user is a superuser (`super_user`: v2.5.6 and
+    /// v2.14.0 `app/api/endpoints/login.py`, v3 the same `Token`).
+    async fn login(&self, login: &Login) -> Result<(Secret, Option<bool>), MpError> {
         let what = format!("MoviePilot login as {:?}", login.username);
         let form = [
             ("username", login.username.as_str()),
@@ -294,7 +312,7 @@ impl Inner {
             ))
         })?;
         tracing::info!(user = %login.username, "logged in to MoviePilot");
-        Ok(Secret::new(token.access_token))
+        Ok((Secret::new(token.access_token), token.super_user))
     }
 }
 

@@ -56,6 +56,39 @@ impl MoviePilot {
     }
 }
 
+/// What MoviePilot says of itself before oncebot's credentials are checked
+/// ([`MoviePilot::announced`], for `oncebot doctor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Announced {
+    /// `moviepilot.url` without userinfo, as messages show it.
+    pub url: String,
+    /// As [`MoviePilot::version`] reports it (`unknown` when MoviePilot says none).
+    pub version: String,
+    /// The dialect the version implies; `None` when it does not say (then only an answer
+    /// read with the credentials does, as [`MoviePilot::connect`] decides).
+    pub dialect: Option<Dialect>,
+}
+
+impl MoviePilot {
+    /// Reads the version as [`MoviePilot::connect`] does, without checking the credentials. An
+    /// [`Unreachable`] error: nothing answered; any other: a major version oncebot does not
+    /// speak.
+    pub async fn announced(settings: &MoviePilotSettings) -> anyhow::Result<Announced> {
+        let inner = Inner::new(settings)?;
+        let reported = inner.read_version().await?;
+        let dialect = reported
+            .as_deref()
+            .map(|v| dialect_of_version(v, &inner.shown_url))
+            .transpose()?
+            .flatten();
+        Ok(Announced {
+            url: inner.shown_url.clone(),
+            version: reported.unwrap_or_else(|| "unknown".to_string()),
+            dialect,
+        })
+    }
+}
+
 impl Inner {
     /// `data.BACKEND_VERSION` from `/system/global` (late v2, v3); for older v2 the Servarr
     /// emulation's version when an API key is configured. `None` when neither says.

@@ -72,6 +72,7 @@ use super::types::Dialect;
 use crate::config::{MoviePilotSettings, env_name};
 
 pub(super) use self::call::Call;
+pub use self::connect::Announced;
 pub(super) use self::http::Credential;
 pub(super) use self::text::{detail_suffix, media_label, short};
 

@@ -48,7 +48,7 @@ const TOLERANCE: f64 = 0.10;
 const STREAM_NODE: u64 = 100;
 
 /// Kinds without an expiry that docs/redis.md documents as bounded, with the bound.
-pub const BOUNDED: [(&str, &str); 11] = [
+pub const BOUNDED: [(&str, &str); 12] = [
     ("seq", "one key (seq:job)"),
     (
         "stream",
@@ -65,6 +65,7 @@ pub const BOUNDED: [(&str, &str); 11] = [
         "position: one key; seen: 7 days and 100,000 members; recent: twice the duplicate window",
     ),
     ("users", "one key"),
+    ("mp_account", "one key"),
     ("owners", "a field per subscription oncebot created"),
     ("consumers", "one member per running process"),
     (

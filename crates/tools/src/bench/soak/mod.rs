@@ -34,6 +34,8 @@ pub struct Options {
     pub minutes: u32,
     /// The length of a soak minute in seconds (60; shorter in the suite's soak).
     pub minute_secs: f64,
+    /// A role never killed (its process lives the whole run).
+    pub spare: Option<String>,
     pub json: bool,
 }
 
@@ -175,9 +177,13 @@ async fn minutes(
         }
         if minute % KILL_EVERY == 0 {
             let role = ROLES[(minute / KILL_EVERY - 1) as usize % ROLES.len()];
-            scene.kill_and_restart(processes, role, minute).await?;
-            events.push(format!("SIGKILL {role}, restarted"));
-            kills += 1;
+            if opts.spare.as_deref() == Some(role) {
+                events.push(format!("{role} spared (--spare)"));
+            } else {
+                scene.kill_and_restart(processes, role, minute).await?;
+                events.push(format!("SIGKILL {role}, restarted"));
+                kills += 1;
+            }
         }
         if minute % AWAY_EVERY == 2 {
             let down = minute_len.mul_f64(AWAY_SHARE);
@@ -245,6 +251,9 @@ fn write_head(out: &mut impl std::io::Write, opts: &Options) -> std::io::Result<
         )?;
     }
     writeln!(out, "  {}", scene::UNSCALED)?;
+    if let Some(role) = &opts.spare {
+        writeln!(out, "  --spare {role}: that process is never killed")?;
+    }
     writeln!(
         out,
         "min  VmRSS/RssAnon MiB: {}  | redis used_memory MiB (of it keys) | keys by kind | streams len/pending | events",
