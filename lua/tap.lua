@@ -86,7 +86,8 @@
     {"forbidden", "", ""}             the user's role (ARGV[16]) ranks below the token's
                                       least role: nothing changed, the token stays usable (a
                                       page button is every role's)
-    {"unknown", "", ""}               not one of our buttons: nothing changed
+    {"unknown", "", ""}               not one of our buttons (or a button access.lua decides,
+                                      action ask or access, sent as t:): nothing changed
     {"upgrading", "", ""}             a run or force button whose command is of a kind in
                                       ARGV[19]: nothing changed, the token stays usable
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
@@ -331,6 +332,13 @@ if tok.action == 'review' then
   answer(fill(texts.settled, {job = tok.job_id, state = state_label(status)}), false)
   clear_markup(tok.job_id)
   return finish('-', 'settled', tok.job_id, status)
+end
+
+-- Any other action is not tap.lua's (`ask` and `access` are access.lua's, behind `a:` data):
+-- nothing is made of it.
+if tok.action ~= 'run' and tok.action ~= 'force' then
+  answer(texts.unknown, false)
+  return finish('-', 'unknown')
 end
 
 -- action "run": the same business window as a typed command, then the job. Action "force" (an

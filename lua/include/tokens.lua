@@ -25,11 +25,14 @@
 
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
-                           for a user's button), action (run | force | cancel | review | page;
-                           force: run even inside the window, an admin's), label, command,
+                           for a user's button), action (run | force | cancel | review | page |
+                           ask | access; force: run even inside the window, an admin's; ask and
+                           access: access.lua's, behind callback data `a:<token>`, never
+                           tap.lua's), label, command,
                            args, idem, window_ms, recovery, reply_to, job_id, decision, solo
                            ("1": its own group), list, used_label, page, least_role
-                           (the least role a tap needs, tap.lua ranks it); a field
+                           (the least role a tap needs, tap.lua ranks it), person (an access
+                           card's: whose request); a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
                            field as empty
@@ -45,7 +48,7 @@
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
-      "used_label", "page", "least_role"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      "used_label", "page", "least_role", "person"}, ...]}; every value is a string (JSON numbers would lose the digits of
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
@@ -59,7 +62,7 @@
 
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
   'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label',
-  'page', 'least_role'}
+  'page', 'least_role', 'person'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = g.ttl

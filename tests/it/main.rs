@@ -135,6 +135,8 @@ mod pages;
 /// season subscribed, one report edited between the steps, a SIGKILL at either step verified.
 mod auto;
 
+/// Issue 43: asking for access from the chat, the first admin deciding once.
+mod access;
 /// Issue 43: claiming a deployment nobody administers (`/claim` with the logged code).
 mod claims;
 /// Issue 43: the household from the chat: grants (`/whoami`, `/users` and Revoke, `oncebot users

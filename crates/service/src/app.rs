@@ -131,6 +131,9 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     if runs_ingress || opts.runs(Role::Dispatcher) {
         tasks.push(follow_users(&settings, &ingress, &shutdown).await);
     }
+    if runs_ingress && ingress.access_requests() {
+        tasks.push(expire_access_requests(&ingress, &shutdown));
+    }
     let hook = (runs_ingress && !opts.poll).then(|| webhook::WebhookConfig {
         secret: settings.telegram.webhook_secret.clone(),
         max_body_bytes: settings.http.max_body_bytes,
@@ -296,6 +299,17 @@ fn watch_redis_policy(
         check.await;
         Ok(())
     }))
+}
+
+/// Every 30 s, access requests whose window passed get their cards told (`ingress::access`).
+fn expire_access_requests(ingress: &Ingress, shutdown: &CancellationToken) -> Task {
+    let sweep = ingress
+        .clone()
+        .expire_access_requests_until(shutdown.clone());
+    tokio::spawn(async move {
+        sweep.await;
+        Ok(())
+    })
 }
 
 /// Reads MoviePilot's user mapping and the grants as stored before anything is admitted (until

@@ -38,7 +38,9 @@ pub use crate::assets::DEFAULT_TOML;
 pub use admin::{AdminSettings, MIN_ADMIN_PASSWORD_CHARS};
 pub use commands::CommandSettings;
 pub use dispatcher::DispatcherSettings;
-pub use household::HouseholdSettings;
+pub use household::{
+    HouseholdSettings, MAX_ACCESS_REQUEST_WINDOW_SECS, MAX_PENDING_ACCESS_REQUESTS,
+};
 pub use http::HttpSettings;
 pub use ledger::LedgerSettings;
 pub use log::{LogFormat, LogSettings};
@@ -223,6 +225,7 @@ impl Settings {
         self.ledger.validate()?;
         self.worker.validate()?;
         self.dispatcher.validate()?;
+        self.household.validate()?;
         if needs.bot_api {
             self.telegram.validate_bot_api()?;
         }

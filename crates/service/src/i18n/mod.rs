@@ -20,6 +20,7 @@ macro_rules! zh_en {
     };
 }
 
+mod access;
 mod auto;
 mod claim;
 mod downloading;

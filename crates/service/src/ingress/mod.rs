@@ -9,6 +9,7 @@
 //! query (a tap on a button) becomes one `Ledger::tap`, which decides and queues its answer in
 //! one step.
 
+mod access;
 pub mod polling;
 pub mod webhook;
 
@@ -99,6 +100,8 @@ struct Inner {
     /// Whether Redis takes writes, as this process finds it: the process's one `WriteHealth`
     /// (`app` hands it to the other roles), told of every refused admission.
     write_health: crate::redis_health::WriteHealth,
+    /// Asking for access from the chat (`household`, `telegram.admin_chats`).
+    access: access::AccessSettings,
 }
 
 impl Ingress {
@@ -125,6 +128,7 @@ impl Ingress {
                 redis_policy: Default::default(),
                 gate: crate::versions::Gate::default(),
                 write_health: crate::redis_health::WriteHealth::new(),
+                access: access::AccessSettings::new(settings),
             }),
         }
     }
@@ -172,11 +176,18 @@ impl Ingress {
     /// make Telegram deliver it again (503 to the webhook; no offset advance when polling).
     pub async fn handle(&self, update: &Update) -> Result<Handled, LedgerError> {
         if let Some(query) = &update.callback_query {
+            if let Some(token) = query.data.as_deref().and_then(keyboard::access_token_of) {
+                return self.access_tap(update.update_id, query, token).await;
+            }
             return self.tap(update.update_id, query).await;
         }
         // `/claim`, the one command a stranger may send: before the allow-list.
         if let Some((message, from, typed)) = self.claim_of(update) {
             return self.claim(update.update_id, message, from, typed).await;
+        }
+        // A stranger in a private chat may ask for access (`household.access_requests`).
+        if let Some((message, from)) = self.asks_access(update) {
+            return self.offer_access(update.update_id, message, from).await;
         }
         let mut admission = match self.decide(update) {
             Ok(a) => a,

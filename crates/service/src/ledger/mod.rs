@@ -3,6 +3,7 @@
 //! Nothing outside this module builds a key name or an EVAL call. Every state change is one Lua
 //! script (see `lua/`), so a crash leaves either the whole change or none of it.
 
+mod access;
 mod attempts;
 mod claims;
 mod conn;
@@ -40,6 +41,7 @@ use serde::Serialize;
 use crate::config::Settings;
 use crate::vocabulary::job_field as field;
 pub use crate::vocabulary::{JobState, ReplyKind, Resolution, Resolved, Role};
+pub use access::{AccessLimits, AccessStep};
 pub use attempts::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, LEFT_ENTRY_IDLE, Outcome,
     Taken, Taker, Trim,

@@ -484,3 +484,22 @@ async fn bot_claim_call_names_its_header() {
     };
     holds(&ledger().claim_bot_call(&t), true);
 }
+
+#[tokio::test]
+async fn access_calls_name_their_header() {
+    let l = ledger();
+    let limits = AccessLimits {
+        window: Duration::from_secs(60),
+        cap: 20,
+        texts: "{}",
+    };
+    let offer = AccessStep::Offer {
+        update_id: 1,
+        user_id: 2,
+        chat_id: 2,
+        message_id: 3,
+        detail: "{}",
+    };
+    holds(&l.access_call(&offer, limits), true);
+    holds(&l.access_call(&AccessStep::Expire, limits), true);
+}

@@ -147,12 +147,17 @@ pub(crate) static GRANTS: LazyLock<Lua> =
 pub(crate) static BOT_CLAIM: LazyLock<Lua> =
     LazyLock::new(|| lua!("bot_claim.lua", "common.lua", "grants.lua"));
 
+/// `lua/access.lua`: asking for access from the chat: the offer, the request and its cards,
+/// the first admin's decision, expiry.
+pub(crate) static ACCESS: LazyLock<Lua> =
+    LazyLock::new(|| lua!("access.lua", "common.lua", "tokens.lua", "grants.lua"));
+
 /// `lua/held_elsewhere.lua`: replies pending under another dispatcher, which a chat's newer
 /// replies wait for.
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 29] {
+fn all() -> [(&'static str, &'static Lua); 30] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -183,6 +188,7 @@ fn all() -> [(&'static str, &'static Lua); 29] {
         ("held_elsewhere", &HELD_ELSEWHERE),
         ("grants", &GRANTS),
         ("bot_claim", &BOT_CLAIM),
+        ("access", &ACCESS),
     ]
 }
 

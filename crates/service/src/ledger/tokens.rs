@@ -48,6 +48,11 @@ pub enum TokenAction {
     /// message: read-only, reusable until the list expires, never part of a group (it uses
     /// nothing up and nothing used stops it).
     Page { list: u64, page: usize },
+    /// A stranger's **Ask for access** (access.lua, behind `a:` callback data).
+    Ask,
+    /// An admin's Allow (`decision`: a role's name) or Decline (`decline`) on the card of
+    /// `person`'s request (access.lua, behind `a:` callback data).
+    Access { person: i64, decision: &'static str },
 }
 
 /// One button's token.
@@ -198,6 +203,9 @@ struct TokenSpec<'a> {
     /// a review or force button; none for Cancel and page buttons, which act on nothing.
     #[serde(skip_serializing_if = "str::is_empty")]
     least_role: &'static str,
+    /// An access card's: whose request.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    person: String,
 }
 
 fn token_spec(t: &Token) -> TokenSpec<'_> {
@@ -226,6 +234,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         used_label: "",
         page: String::new(),
         least_role: "",
+        person: String::new(),
     };
     match &t.action {
         TokenAction::Run(job) | TokenAction::Force(job) => {
@@ -252,6 +261,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
             spec.list = list.to_string();
             spec.page = page.to_string();
         }
+        TokenAction::Ask | TokenAction::Access { .. } => access_spec(&mut spec, &t.action),
     }
     if let Some(solo) = &t.solo {
         spec.solo = "1";
@@ -260,6 +270,20 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         spec.page = solo.page.map(|p| p.to_string()).unwrap_or_default();
     }
     spec
+}
+
+/// An access button's fields (access.lua's, behind `a:` callback data): an Ask, or an
+/// admin's card naming whose request and the decision.
+fn access_spec(spec: &mut TokenSpec<'_>, action: &TokenAction) {
+    match *action {
+        TokenAction::Access { person, decision } => {
+            spec.action = "access";
+            spec.least_role = Role::Admin.as_str();
+            spec.person = person.to_string();
+            spec.decision = decision;
+        }
+        _ => spec.action = "ask",
+    }
 }
 
 /// The messages admin chats get when a job enters `needs_review`, with their buttons. Built

@@ -31,7 +31,27 @@ pub fn callback_data(token: &str) -> String {
 
 /// The token in a button's callback data, if the data is one of ours.
 pub fn token_of(data: &str) -> Option<&str> {
-    let token = data.strip_prefix(PREFIX)?;
+    valid(data.strip_prefix(PREFIX)?)
+}
+
+/// The prefix of the buttons an access request uses (Ask, and the admins' Allow / Decline):
+/// ingress sends their taps to access.lua instead of tap.lua.
+const ACCESS_PREFIX: &str = "a:";
+
+/// An access button's callback data, for the callback data `callback_data` made for its token.
+pub fn as_access(callback_data: &str) -> String {
+    format!(
+        "{ACCESS_PREFIX}{}",
+        callback_data.strip_prefix(PREFIX).unwrap_or(callback_data)
+    )
+}
+
+/// The token in an access button's callback data (`a:<token>`).
+pub fn access_token_of(data: &str) -> Option<&str> {
+    valid(data.strip_prefix(ACCESS_PREFIX)?)
+}
+
+fn valid(token: &str) -> Option<&str> {
     (token.len() == TOKEN_LEN
         && token
             .bytes()
@@ -128,6 +148,19 @@ mod tests {
         let data = callback_data(&a);
         assert!(data.len() <= 64);
         assert_eq!(token_of(&data), Some(a.as_str()));
+    }
+
+    /// Issue 43: an access button carries `a:<token>`, which `token_of` does not take (tap.lua
+    /// never sees it) and `access_token_of` does.
+    #[test]
+    fn an_access_button_is_told_apart_by_its_prefix() {
+        let token = new_token();
+        let data = as_access(&callback_data(&token));
+        assert_eq!(data, format!("a:{token}"));
+        assert_eq!(access_token_of(&data), Some(token.as_str()));
+        assert_eq!(token_of(&data), None);
+        assert_eq!(access_token_of(&callback_data(&token)), None);
+        assert_eq!(access_token_of("a:xyz"), None);
     }
 
     #[test]

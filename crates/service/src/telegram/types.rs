@@ -33,6 +33,13 @@ pub struct User {
     pub id: i64,
     #[serde(default)]
     pub is_bot: bool,
+    /// What they call themselves (their own choice: shown to admins cleaned and marked so).
+    #[serde(default)]
+    pub first_name: Option<String>,
+    #[serde(default)]
+    pub last_name: Option<String>,
+    #[serde(default)]
+    pub username: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -50,10 +50,16 @@ pub enum ReplyKind {
     Notification,
     /// The answer to `/claim <code>` (issue 43): claimed, already claimed, a wrong code.
     Claim,
+    /// A stranger's side of asking for access (issue 43): their id with the Ask button, that
+    /// answer edited once they asked, and the decision they are told.
+    Access,
+    /// An admin's card of a request for access, with its Allow / Decline buttons, and its edits
+    /// (who decided what, or expired).
+    AccessCard,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 21] = [
+    pub const ALL: [ReplyKind; 23] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -75,6 +81,8 @@ impl ReplyKind {
         ReplyKind::Page,
         ReplyKind::Notification,
         ReplyKind::Claim,
+        ReplyKind::Access,
+        ReplyKind::AccessCard,
     ];
 
     /// The `kind` field's value.
@@ -101,6 +109,8 @@ impl ReplyKind {
             ReplyKind::Page => "page",
             ReplyKind::Notification => "notification",
             ReplyKind::Claim => "claim",
+            ReplyKind::Access => "access",
+            ReplyKind::AccessCard => "access_card",
         }
     }
 
@@ -168,7 +178,9 @@ mod tests {
             | ReplyKind::EditMarkup
             | ReplyKind::Page
             | ReplyKind::Notification
-            | ReplyKind::Claim => (),
+            | ReplyKind::Claim
+            | ReplyKind::Access
+            | ReplyKind::AccessCard => (),
         };
         let doc = crate::assets::read("docs/redis.md");
         let start = doc
