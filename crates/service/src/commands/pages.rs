@@ -139,29 +139,10 @@ pub async fn matches(
     job: &Job,
     items: &[MediaItem],
     text: impl Fn(Range<usize>, usize) -> String,
-    mut row: impl FnMut(&mut TokenGroup, usize) -> Vec<(String, String)>,
+    row: impl FnMut(&mut TokenGroup, usize) -> Vec<(String, String)>,
 ) -> Result<Done, MpError> {
     let kept = items.len().min(MATCHES_KEPT);
-    let mut group = TokenGroup::new(cx.button_ttl());
-    let count = page_count(kept);
-    let nav = Nav::new(&mut group, owner(job), job.id, count, &cx.render);
-    let mut pages = Vec::with_capacity(count);
-    for page in 1..=count {
-        let range = page_range(page, kept);
-        let mut keyboard = Keyboard::new();
-        for i in range.clone() {
-            keyboard = keyboard.row(row(&mut group, i));
-        }
-        keyboard = nav.under(keyboard, page, &cx.render);
-        pages.push((text(range, kept), keyboard.to_json()));
-    }
-    let paged = Paged { pages, group };
-    if count > 1 {
-        cx.ledger
-            .store_list(job.id, cx.button_ttl(), &paged.pages, None)
-            .await
-            .map_err(ledger_error)?;
-    }
+    let paged = paged(cx, job, kept, |range| text(range, kept), row).await?;
     Ok(Done {
         reply: paged.first_text(),
         result: format!("{} results", items.len()),
@@ -171,8 +152,39 @@ pub async fn matches(
     })
 }
 
-/// A match list's poster: the first match's, as MoviePilot's own bot shows it (the list reads
-/// as "this one, or one of these"); none when the first match has none.
+/// `len` items, paged: `text(range)` renders a page of them, `row(group, i)` the buttons of item
+/// `i` (none: no row), each page with its page buttons under it; the pages are stored for those
+/// buttons (as long as they live, `telegram.confirm_ttl_secs`) when there is more than one.
+pub async fn paged(
+    cx: &Context<'_>,
+    job: &Job,
+    len: usize,
+    text: impl Fn(Range<usize>) -> String,
+    mut row: impl FnMut(&mut TokenGroup, usize) -> Vec<(String, String)>,
+) -> Result<Paged, MpError> {
+    let mut group = TokenGroup::new(cx.button_ttl());
+    let count = page_count(len);
+    let nav = Nav::new(&mut group, owner(job), job.id, count, &cx.render);
+    let mut pages = Vec::with_capacity(count);
+    for page in 1..=count {
+        let range = page_range(page, len);
+        let mut keyboard = Keyboard::new();
+        for i in range.clone() {
+            keyboard = keyboard.row(row(&mut group, i));
+        }
+        keyboard = nav.under(keyboard, page, &cx.render);
+        pages.push((text(range), keyboard.to_json()));
+    }
+    let paged = Paged { pages, group };
+    if count > 1 {
+        cx.ledger
+            .store_list(job.id, cx.button_ttl(), &paged.pages, None)
+            .await
+            .map_err(ledger_error)?;
+    }
+    Ok(paged)
+}
+
 fn first_poster(items: &[MediaItem]) -> Option<String> {
     items.first()?.poster.clone()
 }

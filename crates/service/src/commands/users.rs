@@ -5,12 +5,11 @@
 //! it is changed. `telegram.allowed_users` is a floor: revoking a grant never removes anyone on
 //! it.
 
-use super::pages::{Nav, Paged, page_count, page_range};
+use super::pages;
 use super::{Command, Spec, args, run_button};
 use crate::i18n;
 use crate::ledger::{GrantChange, GrantChanged, Job, Solo, TokenGroup};
 use crate::moviepilot::MpError;
-use crate::telegram::keyboard::Keyboard;
 use crate::users::UserRow;
 use crate::worker::context::{Context, Done, directory_now, ledger_error, owner, reply_to};
 
@@ -35,26 +34,14 @@ pub(super) const REVOKE: Spec = Spec {
 /// takes back that grant alone and leaves the others' buttons working).
 async fn list(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     let rows = directory_now(cx).await?.rows();
-    let mut group = TokenGroup::new(cx.button_ttl());
-    let count = page_count(rows.len());
-    let nav = Nav::new(&mut group, owner(job), job.id, count, &cx.render);
-    let mut pages = Vec::with_capacity(count);
-    for page in 1..=count {
-        let range = page_range(page, rows.len());
-        let mut keyboard = Keyboard::new();
-        for row in &rows[range.clone()] {
-            keyboard = keyboard.row(revoke_button(cx, job, &mut group, row));
-        }
-        keyboard = nav.under(keyboard, page, &cx.render);
-        pages.push((cx.render.users_page(&rows, range), keyboard.to_json()));
-    }
-    let paged = Paged { pages, group };
-    if count > 1 {
-        cx.ledger
-            .store_list(job.id, cx.button_ttl(), &paged.pages, None)
-            .await
-            .map_err(ledger_error)?;
-    }
+    let paged = pages::paged(
+        cx,
+        job,
+        rows.len(),
+        |range| cx.render.users_page(&rows, range),
+        |group, i| revoke_button(cx, job, group, &rows[i]),
+    )
+    .await?;
     Ok(Done {
         reply: paged.first_text(),
         result: format!("{} users", rows.len()),
