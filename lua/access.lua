@@ -9,7 +9,8 @@
             still waiting or were declined, an Ask button (a token, callback data `a:<token>`)
     tap     a tap on an `a:` button: the token's action says what it is.
             `ask` (the stranger's): a request, one card per admin chat, each with Allow as
-            viewer / user / admin and Decline (tokens of action `access`), unless one is pending
+            viewer / (requester, with household.media_requests) / user / admin and Decline
+            (tokens of action `access`, the role in the token's decision), unless one is pending
             or declined within the window, or ARGV[10] requests are pending (no admin bothered)
             `access` (an admin's card): the first tap decides the request once: a grant (through
             include/grants.lua) or a decline; every card of it edited to say who decided what,
@@ -55,7 +56,7 @@
            "foreign", "forbidden", "decided", "done" (tap answers; "{what}" filled); "card_allowed",
            "card_declined", "card_expired" (a card's last line: "{who}", "{role}"),
            "person_allowed", "person_declined" (the person's answer: "{role}"), "roles"
-           ({viewer, user, admin}: their names)
+           ({viewer, requester, user, admin}: their names)
   ARGV[14] detail (JSON), by mode: offer {"once": once key, "once_ms", "tokens": a token group
            (include/tokens.lua), "markup"}; tap {"allowed": "1" when the tapper may use the bot
            now, "may_decide": "1" when they are allowed and an admin now, "who": the tapper's

@@ -10,7 +10,7 @@
 
   ARGV[1] mode          grant | revoke
   ARGV[2] telegram id   the person
-  ARGV[3] role          viewer | user | admin (mode grant); "" for revoke
+  ARGV[3] role          viewer | requester | user | admin (mode grant); "" for revoke
   ARGV[4] by            who: an admin's Telegram id, or `cli`
 
   Returns {outcome, previous}:

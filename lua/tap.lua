@@ -44,14 +44,14 @@
   ARGV[15] texts (JSON): {"expired", "foreign", "forbidden", "unknown", "received", "duplicate", "already",
            "already_done", "cancelled", "resolved", "settled", "resolved_reply": {"succeeded",
            "failed", "retry"}, "labels": {state: label}}; "{job}" and "{state}" are filled in
-  ARGV[16] role of the user who tapped, as the ingress knows it at the tap (viewer | user |
-           admin; admin for everyone while nobody is mapped, see crates/service/src/users):
+  ARGV[16] role of the user who tapped, as the ingress knows it at the tap (viewer | requester
+           | user | admin; admin for everyone while nobody is mapped, see crates/service/src/users):
            refused ("forbidden") when it ranks below the token's `least_role` (the command's
            least role; admin for a review or force button; none for Cancel and page buttons);
            stored as the job's `role`
   ARGV[17] the MoviePilot user the tapper acts for ("" for the service account): the `requester`
            of a job the tap makes
-  ARGV[18] every role, least first, comma-separated (viewer,user,admin): roles compare by their
+  ARGV[18] every role, least first, comma-separated (viewer,requester,user,admin): roles compare by their
            place here, never by name, so a role added later takes its rank. A role not listed
            ranks below every listed one (a tapper) or above them all (a token's least_role from
            a newer release): either way the tap is refused. A token without `least_role` (made

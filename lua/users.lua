@@ -12,15 +12,20 @@
   ARGV[2] state         `ok` (MoviePilot listed its users) | `not_superuser` (it refused: oncebot's
                         account is no superuser; the mapping is then empty)
   ARGV[3..] pairs       field, value: a telegram id and `<MoviePilot name>:<role>` (role `admin` |
-                        `user` | `viewer`), or `permissions:<telegram id>` and the MoviePilot
-                        rights that role was read from (JSON: `superuser`, `discovery`, `search`,
+                        `user` | `viewer`), `requester:<telegram id>` and `<MoviePilot
+                        name>:requester` (a requester, whose id field then says `viewer`: see
+                        below), or `permissions:<telegram id>` and the MoviePilot rights that
+                        role was read from (JSON: `superuser`, `discovery`, `search`,
                         `subscribe`, `manage`, each true or false)
 
   The HASH: one field per mapped Telegram id (value `<MoviePilot name>:<role>`), one
-  `permissions:<id>` per mapped id, plus `state` (ARGV[2]), `refreshed_at` (ms, Redis's clock),
-  `attempted_at` (kept, see users_turn.lua) and `by` (the holder); `reading` (users_turn.lua's)
-  is gone: this read finished. Fields that are numbers are ids; the others describe the mapping
-  (releases up to 0.2.0 read the ids and `state`, `refreshed_at`, `by`, and skip the rest).
+  `permissions:<id>` per mapped id, a `requester:<id>` per requester, plus `state` (ARGV[2]),
+  `refreshed_at` (ms, Redis's clock), `attempted_at` (kept, see users_turn.lua) and `by` (the
+  holder); `reading` (users_turn.lua's) is gone: this read finished. Fields that are numbers
+  are ids; the others describe the mapping (releases up to 0.2.0 read the ids and `state`,
+  `refreshed_at`, `by`, and skip the rest). A requester's id field says `viewer`, what a
+  release that knows no `requester` reads; later releases read `requester:<id>` instead
+  (crates/service/src/ledger/users.rs, REQUESTER_FIELD).
 
   Returns {1, field, value, ...}: written, with the mapping it replaced (every field of the old
   HASH); {0}: the turn is no longer this holder's, nothing written.

@@ -121,9 +121,9 @@ enum JobsCmd {
 
 #[derive(Subcommand)]
 enum UsersCmd {
-    /// Give a Telegram id a role (viewer, user or admin): it may use the bot from then on, as
-    /// an admin's Allow in the chat makes it. telegram.users and MoviePilot's mapping still win
-    /// where they map the id.
+    /// Give a Telegram id a role (viewer, requester, user or admin): it may use the bot from
+    /// then on, as an admin's Allow in the chat makes it. telegram.users and MoviePilot's
+    /// mapping still win where they map the id.
     Grant {
         #[arg(value_name = "TELEGRAM_ID")]
         user_id: i64,

@@ -5,8 +5,9 @@
   form is written in one place.
 
   A grant: one field of the HASH {P}:v1:users:granted, the field the Telegram id, the value
-  `<role>:<by>:<at>`: role viewer | user | admin, by an admin's Telegram id, `claim` or `cli`,
-  at ms since the epoch (Redis's clock). Rust reads it as `users::Grant`.
+  `<role>:<by>:<at>`: role viewer | requester | user | admin, by an admin's Telegram id,
+  `claim` or `cli`, at ms since the epoch (Redis's clock). Rust reads it as `users::Grant`.
+  (Releases up to 0.2.0 read no grants, so a role they do not know is safe here.)
 
   write_grant(key, id, role, by, now)   sets the grant; returns the value it replaced (false: none)
   remove_grant(key, id)                 removes it; returns the value removed (false: none)

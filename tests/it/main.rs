@@ -157,6 +157,9 @@ mod mp_users;
 /// Subscriptions owned by the user who asked (the owner's update, a crash between the two
 /// calls), and `/subscriptions` as the asker's own.
 mod ownership;
+/// Issue 44: the requester role: from MoviePilot's mapping with `household.media_requests`, the
+/// access card's Allow as requester, the resource search a viewer is refused.
+mod requesters;
 /// Users and roles (`telegram.users`): refused commands, nothing changed while nobody is mapped.
 mod roles;
 

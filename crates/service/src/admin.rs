@@ -103,14 +103,14 @@ fn ledger_of(settings: &Settings) -> anyhow::Result<Ledger> {
 fn write_user_rows(out: &mut impl Write, rows: &[crate::users::UserRow]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:>14}  {:<7}  {:<20}  {:<14}  {:<10}  MOVIEPILOT PERMISSIONS",
+        "{:>14}  {:<9}  {:<20}  {:<14}  {:<10}  MOVIEPILOT PERMISSIONS",
         "TELEGRAM ID", "ROLE", "MOVIEPILOT NAME", "SOURCE", "GRANTED BY"
     )?;
     for r in rows {
         let by = r.grant.as_ref().map_or("-", |g| g.by.as_str());
         writeln!(
             out,
-            "{:>14}  {:<7}  {:<20}  {:<14}  {by:<10}  {}",
+            "{:>14}  {:<9}  {:<20}  {:<14}  {by:<10}  {}",
             r.user_id,
             r.role,
             r.requester.as_deref().unwrap_or("-"),

@@ -14,7 +14,8 @@
 //!   every ingress within that time, without a restart.
 //! - **What MoviePilot's mapping says.** An active MoviePilot user with a `telegram_userid` maps
 //!   that id with the role their MoviePilot rights give (`MoviePilotRights::role`: `admin` for a
-//!   superuser, else `user` when MoviePilot lets them subscribe, else `viewer`); the rights are
+//!   superuser, else `user` when MoviePilot lets them subscribe, else `viewer`, or `requester`
+//!   with `household.media_requests`); the rights are
 //!   stored beside it for the listings. An id two MoviePilot users set goes to the first
 //!   MoviePilot lists, as MoviePilot's own `UserOper.get_name` does. `telegram.users` wins where
 //!   both map an id, and the allow-list still decides who runs commands at all.
@@ -65,8 +66,9 @@ pub struct MoviePilotMapping {
 }
 
 /// MoviePilot's active users with a `telegram_userid` as mappings, each with the role their
-/// rights give ([`MoviePilotRights::role`]); an id two users set goes to the first listed.
-pub fn mappings_of(users: &[MpUser]) -> MoviePilotMapping {
+/// rights give ([`MoviePilotRights::role`], `media_requests` being `household.media_requests`);
+/// an id two users set goes to the first listed.
+pub fn mappings_of(users: &[MpUser], media_requests: bool) -> MoviePilotMapping {
     let mut taken = BTreeMap::new();
     let mut out = MoviePilotMapping::default();
     for u in users.iter().filter(|u| u.is_active) {
@@ -90,7 +92,7 @@ pub fn mappings_of(users: &[MpUser]) -> MoviePilotMapping {
                 Mapping {
                     user_id: id,
                     requester: Some(u.name.clone()),
-                    role: rights.role(),
+                    role: rights.role(media_requests),
                 },
                 rights,
             )),
@@ -206,6 +208,8 @@ pub struct Refresher {
     mp: MoviePilot,
     holder: String,
     interval: Duration,
+    /// `household.media_requests`: `subscribe` off maps a requester, not a viewer.
+    media_requests: bool,
     /// How long one read may take before another process may try.
     lease: Duration,
     /// The not-a-superuser warning was logged, and nothing changed since.
@@ -227,6 +231,7 @@ impl Refresher {
             mp,
             holder: crate::liveness::default_consumer_name(),
             interval,
+            media_requests: settings.household.media_requests,
             // The call's timeout, a login before it and a margin.
             lease: Duration::from_secs(2 * settings.moviepilot.timeout_secs + 10),
             told_not_superuser: false,
@@ -283,7 +288,7 @@ impl Refresher {
                 if std::mem::take(&mut self.failing) {
                     tracing::info!("MoviePilot's users are readable again");
                 }
-                let read = mappings_of(&users);
+                let read = mappings_of(&users, self.media_requests);
                 for (id, name) in &read.shadowed {
                     if self.warned.insert((*id, name.clone())) {
                         tracing::warn!(
@@ -540,13 +545,16 @@ mod tests {
             manage: true,
             ..no_subscribe
         };
-        let read = mappings_of(&[
-            with(no_subscribe, mp("kid", true, false, Some(1))),
-            mp("plain", true, false, Some(2)),
-            with(manage, mp("manager", true, false, Some(3))),
-            with(manage_only, mp("m", true, false, Some(4))),
-            with(no_subscribe, mp("boss", true, true, Some(5))),
-        ]);
+        let read = mappings_of(
+            &[
+                with(no_subscribe, mp("kid", true, false, Some(1))),
+                mp("plain", true, false, Some(2)),
+                with(manage, mp("manager", true, false, Some(3))),
+                with(manage_only, mp("m", true, false, Some(4))),
+                with(no_subscribe, mp("boss", true, true, Some(5))),
+            ],
+            false,
+        );
         assert_eq!(
             read.mappings
                 .iter()
@@ -567,18 +575,45 @@ mod tests {
         assert_eq!(read.rights.len(), read.mappings.len());
     }
 
+    /// Issue 44: with `household.media_requests`, the member whose `subscribe` is off maps a
+    /// requester; the others as without it.
+    #[test]
+    fn with_media_requests_subscribe_off_maps_a_requester() {
+        let no_subscribe = MpPermissions {
+            subscribe: false,
+            ..MpPermissions::DEFAULT
+        };
+        let users = [
+            with(no_subscribe, mp("kid", true, false, Some(1))),
+            mp("plain", true, false, Some(2)),
+            with(no_subscribe, mp("boss", true, true, Some(5))),
+        ];
+        let roles = |media_requests| {
+            mappings_of(&users, media_requests)
+                .mappings
+                .iter()
+                .map(|m| m.role)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(roles(false), [Role::Viewer, Role::User, Role::Admin]);
+        assert_eq!(roles(true), [Role::Requester, Role::User, Role::Admin]);
+    }
+
     #[test]
     fn a_superuser_is_an_admin_others_users_and_the_inactive_nobody() {
         let MoviePilotMapping {
             mappings: m,
             shadowed,
             ..
-        } = mappings_of(&[
-            mp("admin", true, true, Some(1)),
-            mp("bob", true, false, Some(2)),
-            mp("gone", false, true, Some(3)),
-            mp("none", true, false, None),
-        ]);
+        } = mappings_of(
+            &[
+                mp("admin", true, true, Some(1)),
+                mp("bob", true, false, Some(2)),
+                mp("gone", false, true, Some(3)),
+                mp("none", true, false, None),
+            ],
+            false,
+        );
         assert_eq!(
             m.iter()
                 .map(|m| (m.user_id, m.stored_value()))
@@ -594,10 +629,13 @@ mod tests {
             mappings: m,
             shadowed,
             ..
-        } = mappings_of(&[
-            mp("first", true, false, Some(5)),
-            mp("second", true, true, Some(5)),
-        ]);
+        } = mappings_of(
+            &[
+                mp("first", true, false, Some(5)),
+                mp("second", true, true, Some(5)),
+            ],
+            false,
+        );
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].requester.as_deref(), Some("first"));
         assert_eq!(shadowed, vec![(5, "second".to_string())]);
@@ -605,12 +643,15 @@ mod tests {
 
     #[test]
     fn a_name_that_cannot_be_a_path_segment_maps_nobody_and_keeps_its_id() {
-        let read = mappings_of(&[
-            mp("..", true, true, Some(7)),
-            mp("later", true, false, Some(7)),
-            mp(".", true, false, Some(8)),
-            mp("..\\..\\system\\restart", true, false, Some(9)),
-        ]);
+        let read = mappings_of(
+            &[
+                mp("..", true, true, Some(7)),
+                mp("later", true, false, Some(7)),
+                mp(".", true, false, Some(8)),
+                mp("..\\..\\system\\restart", true, false, Some(9)),
+            ],
+            false,
+        );
         assert_eq!(
             read.mappings
                 .iter()

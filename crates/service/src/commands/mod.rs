@@ -243,7 +243,9 @@ pub const POLICIES: [Policy; 27] = {
         row(Command::Subscribe, EFFECT, AT_ONCE, Some(|s| s.subscribe_window_secs), VerifyThenRetry, User, OWN, SPAN),
         // As /subscribe's: the look for an existing subscription is the verification.
         row(Command::Best, EFFECT, AT_ONCE, Some(|s| s.best_window_secs), VerifyThenRetry, User, OWN, SPAN),
-        row(Command::Download, READ, AT_ONCE, None, Rerun, User, OWN, SPAN),
+        // A requester may run the resource search too (issue 44): what they pick from it is asked
+        // of an admin.
+        row(Command::Download, READ, AT_ONCE, None, Rerun, Requester, OWN, SPAN),
         row(Command::Subscriptions, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
         // The delete looks the subscription up first (its id must still name its media), and
         // "gone" is what a crashed delete is verified by.
@@ -258,7 +260,7 @@ pub const POLICIES: [Policy; 27] = {
         row(Command::Start, READ, AT_ONCE, None, NoJob, Viewer, OWN, SPAN),
         // The search hits every indexer site the user belongs to (rate limits), so it has a window
         // like a side effect, and is rerun at most once after a crash.
-        row(Command::Releases, EFFECT, AT_ONCE, Some(|s| s.resources_window_secs), RerunOnce, User, OWN, SPAN),
+        row(Command::Releases, EFFECT, AT_ONCE, Some(|s| s.resources_window_secs), RerunOnce, Requester, OWN, SPAN),
         // MoviePilot cannot look a download up, but its history can be read: verify, then retry.
         row(Command::Grab, EFFECT, AT_ONCE, Some(|s| s.download_window_secs), VerifyThenRetry, User, OWN, SPAN),
         // The ⚡ Auto button: a download and a subscription, each verified as its own command's

@@ -26,9 +26,9 @@ pub struct Policy {
     /// The duplicate window, read from the settings; `None` for commands that never have one.
     pub window: Option<fn(&CommandSettings) -> u64>,
     pub recovery: Recovery,
-    /// The least role that may run it (`users`): reads are a viewer's, anything that acts at
-    /// MoviePilot or asks the trackers a user's. `/subscriptions all` needs an admin
-    /// ([`Command::least_role`]).
+    /// The least role that may run it (`users`): reads are a viewer's, the resource search a
+    /// requester's, anything else that acts at MoviePilot a user's. `/subscriptions all` needs
+    /// an admin ([`Command::least_role`]).
     pub least_role: Role,
     /// One per window for the whole house, whoever asks (`commands::Asker::House`): what it
     /// starts at MoviePilot is the same for everyone. A repeat is answered with when the first
@@ -152,17 +152,22 @@ mod tests {
         }
     }
 
-    /// Issue 22: a viewer may only read; anything with a side effect (a resource search asks
-    /// every tracker) needs a user, and everyone's subscriptions an admin. Issue 23: the house
-    /// commands are an admin's, and `/version` (what runs where is the operator's business);
-    /// issue 43: `/users` and its Revoke button (who may use the bot is the admins' business).
+    /// Issue 22: a viewer may only read; anything with a side effect needs a user, and
+    /// everyone's subscriptions an admin. Issue 23: the house commands are an admin's, and
+    /// `/version` (what runs where is the operator's business); issue 43: `/users` and its
+    /// Revoke button (who may use the bot is the admins' business). Issue 44: the resource
+    /// search (`/download` and its job, which asks every tracker) is a requester's: they pick
+    /// from its results what to ask an admin for; every other effect stays a user's.
     #[test]
     fn viewers_only_read_and_the_whole_list_is_an_admins() {
         for p in POLICIES {
             let admins = [Command::Version, Command::Users, Command::Revoke];
+            let resource_search = [Command::Download, Command::Releases];
             let want = if p.house_wide || admins.contains(&p.command) {
                 Role::Admin
-            } else if p.side_effect || matches!(p.command, Command::Download) {
+            } else if resource_search.contains(&p.command) {
+                Role::Requester
+            } else if p.side_effect {
                 Role::User
             } else {
                 Role::Viewer

@@ -1,5 +1,6 @@
 //! `[household]`: how the household joins from the chat (issue 43): asking for access, and the
-//! limits on it.
+//! limits on it; whether MoviePilot's mapping and the access cards give the `requester` role
+//! (issue 44).
 
 use std::time::Duration;
 
@@ -21,6 +22,10 @@ pub struct HouseholdSettings {
     /// Most requests pending at once (requests, not cards); beyond, a stranger is told to try
     /// later and no admin is bothered.
     pub max_pending_access_requests: u32,
+    /// Issue 44: a member MoviePilot maps whose MoviePilot `permissions` turn `subscribe` off is
+    /// a `requester` instead of a `viewer` (`users::MoviePilotRights::role`), and the access
+    /// cards offer Allow as requester. Decides nothing else: the role works wherever it is set.
+    pub media_requests: bool,
 }
 
 /// The longest window: a card is edited (decided, expired) from its delivery record, which the

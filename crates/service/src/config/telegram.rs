@@ -173,8 +173,8 @@ impl Settings {
     pub fn directory(&self) -> Result<crate::users::Directory, SettingError> {
         let fix = || {
             format!(
-                "set {} to <telegram id>=<MoviePilot name>:<viewer|user|admin>, comma-separated \
-                 (e.g. 111111111=alice:admin,222222222=:user), each id also in {}",
+                "set {} to <telegram id>=<MoviePilot name>:<viewer|requester|user|admin>, \
+                 comma-separated (e.g. 111111111=alice:admin,222222222=:user), each id also in {}",
                 env_name("telegram.users"),
                 env_name("telegram.allowed_users")
             )

@@ -13,21 +13,28 @@ impl Texts {
         zh_en!(self.zh(), "申请使用", "Ask for access")
     }
 
-    /// A card's buttons: Allow as each role, then Decline (`decline`), with their decisions.
-    pub fn access_buttons(&self) -> [(&'static str, &'static str); 4] {
+    /// A card's Allow buttons, least role first, with their decisions: viewer, requester (only
+    /// with `household.media_requests`, issue 44), user, admin.
+    pub fn access_allow_buttons(&self, requester: bool) -> Vec<(&'static str, &'static str)> {
         let zh = self.zh();
-        [
-            (
-                zh_en!(zh, "允许：只读", "Allow: viewer"),
-                Role::Viewer.as_str(),
-            ),
-            (zh_en!(zh, "允许：用户", "Allow: user"), Role::User.as_str()),
-            (
-                zh_en!(zh, "允许：管理员", "Allow: admin"),
-                Role::Admin.as_str(),
-            ),
-            (zh_en!(zh, "拒绝", "Decline"), "decline"),
-        ]
+        Role::ALL
+            .into_iter()
+            .filter(|r| requester || *r != Role::Requester)
+            .map(|r| {
+                let label = match r {
+                    Role::Viewer => zh_en!(zh, "允许：只读", "Allow: viewer"),
+                    Role::Requester => zh_en!(zh, "允许：申请者", "Allow: requester"),
+                    Role::User => zh_en!(zh, "允许：用户", "Allow: user"),
+                    Role::Admin => zh_en!(zh, "允许：管理员", "Allow: admin"),
+                };
+                (label, r.as_str())
+            })
+            .collect()
+    }
+
+    /// A card's Decline button and its decision.
+    pub fn access_decline_button(&self) -> (&'static str, &'static str) {
+        (zh_en!(self.zh(), "拒绝", "Decline"), "decline")
     }
 
     /// An admin's card: the Telegram id first, then the name and @username they chose.
@@ -97,6 +104,7 @@ impl Texts {
             "person_declined": zh_en!(zh, "你的申请没有通过。", "Your request was declined."),
             "roles": {
                 "viewer": zh_en!(zh, "只读", "viewer"),
+                "requester": zh_en!(zh, "申请者", "requester"),
                 "user": zh_en!(zh, "用户", "user"),
                 "admin": zh_en!(zh, "管理员", "admin"),
             },
@@ -138,5 +146,32 @@ mod tests {
             "{card}"
         );
         assert!(zh.access_card(6666, "", "").contains("（无）"));
+    }
+
+    /// Issue 44: Allow as requester only with `household.media_requests`, in the role's
+    /// place; access.lua has a name for every role a card may grant.
+    #[test]
+    fn a_card_offers_requester_only_when_media_requests_are_on() {
+        for texts in [Texts::new(Locale::Zh), Texts::new(Locale::En)] {
+            let decisions = |on| {
+                texts
+                    .access_allow_buttons(on)
+                    .into_iter()
+                    .map(|(_, d)| d)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(decisions(false), ["viewer", "user", "admin"]);
+            assert_eq!(decisions(true), ["viewer", "requester", "user", "admin"]);
+            let all: serde_json::Value = serde_json::from_str(&texts.access_texts()).unwrap();
+            for r in Role::ALL {
+                assert!(all["roles"][r.as_str()].is_string(), "{r}");
+            }
+        }
+        let zh = Texts::new(Locale::Zh).access_allow_buttons(true);
+        assert_eq!(zh[1].0, "允许：申请者");
+        assert_eq!(
+            Texts::new(Locale::En).access_allow_buttons(true)[1].0,
+            "Allow: requester"
+        );
     }
 }

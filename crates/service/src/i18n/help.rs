@@ -62,7 +62,7 @@ impl Texts {
 
     /// The help for someone of `role`: an admin's adds the house commands.
     pub fn help_for(&self, role: Role, commands: Commands<'_>) -> String {
-        if role == Role::Admin {
+        if role >= Role::Admin {
             format!("{}\n\n{}", self.help(commands), self.admin_help(commands))
         } else {
             self.help(commands)

@@ -8,10 +8,11 @@ use crate::users::{Identity, Source};
 use crate::vocabulary::Role;
 
 impl Render {
-    /// A role in words: 只读 / 用户 / 管理员, viewer / user / admin.
+    /// A role in words: 只读 / 申请者 / 用户 / 管理员, viewer / requester / user / admin.
     pub fn role_name(&self, role: Role) -> &'static str {
         match role {
             Role::Viewer => zh_en!(self.zh(), "只读", "viewer"),
+            Role::Requester => zh_en!(self.zh(), "申请者", "requester"),
             Role::User => zh_en!(self.zh(), "用户", "user"),
             Role::Admin => zh_en!(self.zh(), "管理员", "admin"),
         }

@@ -29,6 +29,8 @@ pub(super) struct AccessSettings {
     cap: u32,
     /// `telegram.admin_chats`: where the cards go; empty: each admin's private chat.
     admin_chats: Vec<i64>,
+    /// `household.media_requests`: a card also offers Allow as requester (issue 44).
+    requester: bool,
 }
 
 impl AccessSettings {
@@ -39,6 +41,7 @@ impl AccessSettings {
             window: h.access_request_window(),
             cap: h.max_pending_access_requests,
             admin_chats: settings.telegram.admin_chats.clone(),
+            requester: h.media_requests,
         }
     }
 }
@@ -164,7 +167,7 @@ impl Ingress {
         let inner = &self.inner;
         let directory = inner.directory.current();
         let identity = directory.identify(from.id).filter(|_| !from.is_bot);
-        let may_decide = identity.as_ref().is_some_and(|i| i.role == Role::Admin);
+        let may_decide = identity.as_ref().is_some_and(|i| i.role >= Role::Admin);
         let texts = inner.texts;
         let name = texts.person_name(from.first_name.as_deref(), from.last_name.as_deref());
         let username: String = from
@@ -184,19 +187,27 @@ impl Ingress {
         let messages: Vec<_> = chats
             .into_iter()
             .map(|chat_id| {
-                let mut buttons = texts.access_buttons().map(|(label, decision)| {
+                let mut button = |(label, decision): (&'static str, &'static str)| {
                     let action = TokenAction::Access {
                         person: from.id,
                         decision,
                     };
                     let data = group.add(Owner::Admins { chat_id }, label, action, None);
                     (label.to_string(), keyboard::as_access(&data))
-                });
-                let decline = std::mem::take(&mut buttons[3]);
-                let markup = Keyboard::new()
-                    .row(buttons[..3].to_vec())
-                    .row(vec![decline])
-                    .to_json();
+                };
+                let allow: Vec<_> = texts
+                    .access_allow_buttons(inner.access.requester)
+                    .into_iter()
+                    .map(&mut button)
+                    .collect();
+                let decline = button(texts.access_decline_button());
+                // Three Allow buttons fit a row; four go two by two.
+                let per_row = if allow.len() > 3 { 2 } else { 3 };
+                let mut keyboard = Keyboard::new();
+                for row in allow.chunks(per_row) {
+                    keyboard = keyboard.row(row.to_vec());
+                }
+                let markup = keyboard.row(vec![decline]).to_json();
                 json!({"chat_id": chat_id.to_string(), "markup": markup})
             })
             .collect();

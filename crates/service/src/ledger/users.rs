@@ -10,6 +10,7 @@ use redis::AsyncCommands as _;
 
 use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, scripts};
+use crate::vocabulary::Role;
 
 /// MoviePilot's mapping as the last read stored it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,7 +21,8 @@ pub struct StoredUsers {
     pub state: String,
     /// The process that made the last read.
     pub by: String,
-    /// Each mapped Telegram id and its `<MoviePilot name>:<role>`, by id.
+    /// Each mapped Telegram id and its `<MoviePilot name>:<role>`, by id: a requester's as
+    /// `requester:<id>` holds it ([`REQUESTER_FIELD`]), everyone else's as their `<id>` field.
     pub entries: Vec<(i64, String)>,
     /// Each mapped Telegram id and the MoviePilot rights its role was read from
     /// (`MoviePilotRights::stored_value`), by id: fields `permissions:<id>`, which releases
@@ -31,11 +33,35 @@ pub struct StoredUsers {
 /// The prefix of the fields that hold a mapped id's MoviePilot rights (`permissions:<id>`).
 pub const RIGHTS_FIELD: &str = "permissions:";
 
+/// The prefix of the fields that hold a requester's mapping (`requester:<id>`, issue 44).
+///
+/// A release up to 0.2.0 reads only the `<id>` fields and knows no role `requester`: it skips
+/// a `<name>:requester` it cannot parse, and an allowed user nobody maps is a `user` there (an
+/// `admin` when nobody else is mapped), so the requester would act as one. So a requester is
+/// stored as a viewer in its `<id>` field (`<name>:viewer`, what an older release reads) and as
+/// itself in `requester:<id>` (`<name>:requester`), which releases from this one read instead.
+/// The older reading is less than the role, never more (docs/releases.md).
+pub const REQUESTER_FIELD: &str = "requester:";
+
+/// The fields one mapped id is stored in (`<MoviePilot name>:<role>` as `Mapping::stored_value`
+/// writes it): its `<id>` field, and for a requester `<id>` as a viewer plus `requester:<id>`
+/// ([`REQUESTER_FIELD`]).
+pub fn mapping_fields(id: i64, value: &str) -> Vec<(String, String)> {
+    match value.rsplit_once(':') {
+        Some((name, role)) if role == Role::Requester.as_str() => vec![
+            (id.to_string(), format!("{name}:{}", Role::Viewer.as_str())),
+            (format!("{REQUESTER_FIELD}{id}"), value.to_string()),
+        ],
+        _ => vec![(id.to_string(), value.to_string())],
+    }
+}
+
 impl StoredUsers {
     /// A HASH's fields as users.lua writes them: numbers are Telegram ids, the rest describe
     /// the mapping.
     pub fn from_fields(fields: impl IntoIterator<Item = (String, String)>) -> StoredUsers {
         let mut out = StoredUsers::default();
+        let mut requesters = BTreeMap::new();
         for (field, value) in fields {
             if let Ok(id) = field.parse::<i64>() {
                 out.entries.push((id, value));
@@ -45,11 +71,25 @@ impl StoredUsers {
                 out.rights.push((id, value));
                 continue;
             }
+            if let Some(Ok(id)) = field.strip_prefix(REQUESTER_FIELD).map(str::parse::<i64>) {
+                requesters.insert(id, value);
+                continue;
+            }
             match field.as_str() {
                 "refreshed_at" => out.refreshed_at = value.parse().ok(),
                 "state" => out.state = value,
                 "by" => out.by = value,
                 _ => {}
+            }
+        }
+        // A requester's own field counts where its `<id>` field says viewer (as they are
+        // written together), never above anything else.
+        let viewer = format!(":{}", Role::Viewer.as_str());
+        for (id, value) in &mut out.entries {
+            if let Some(requester) = requesters.remove(id)
+                && value.ends_with(&viewer)
+            {
+                *value = requester;
             }
         }
         out.entries.sort();
@@ -135,10 +175,14 @@ impl Ledger {
         entries: &[(i64, String)],
         rights: &[(i64, String)],
     ) -> ScriptCall {
+        let entries: Vec<(String, String)> = entries
+            .iter()
+            .flat_map(|(id, value)| mapping_fields(*id, value))
+            .collect();
         let bytes = entries
             .iter()
-            .chain(rights)
             .map(|(_, v)| v.len() + 36)
+            .chain(rights.iter().map(|(_, v)| v.len() + 36))
             .sum::<usize>();
         let pairs = entries.len() + rights.len();
         let mut call = ScriptCall::new(&scripts::USERS, 2, 2 + 2 * pairs, 64 + bytes);
@@ -146,8 +190,8 @@ impl Ledger {
             .key("lock key", self.keys.users_refresh_lock())
             .arg("holder", holder)
             .arg("state", state);
-        for (id, value) in entries {
-            call.args([id.to_string(), value.clone()]);
+        for (field, value) in entries {
+            call.args([field, value]);
         }
         for (id, value) in rights {
             call.args([format!("{RIGHTS_FIELD}{id}"), value.clone()]);
@@ -196,5 +240,84 @@ mod tests {
         );
         assert_eq!(s.rights, vec![(222, "{}".into())]);
         assert_eq!(StoredUsers::from_fields([]).refreshed_at, None);
+    }
+
+    /// How 0.2.0 (the release before this one) reads `users:moviepilot`, copied from its
+    /// `StoredUsers::from_fields`, `Mapping::from_stored` and `Role`'s parse (`git show
+    /// v0.2.0:crates/service/src/users/mod.rs`): the numeric fields are ids, each value
+    /// `<name>:<role>` with a role it knows, anything else skipped.
+    fn read_as_0_2_0(fields: &[(String, String)]) -> Vec<(i64, String, &'static str)> {
+        fields
+            .iter()
+            .filter_map(|(field, value)| {
+                let id = field.parse::<i64>().ok()?;
+                let (name, role) = value.rsplit_once(':')?;
+                let role = ["viewer", "user", "admin"]
+                    .into_iter()
+                    .find(|r| *r == role)?;
+                Some((id, name.to_string(), role))
+            })
+            .collect()
+    }
+
+    /// Issue 44: a requester is stored so that 0.2.0 reads a viewer (were it skipped, 0.2.0
+    /// would make them an unmapped `user`, or everyone an `admin` if nobody else is mapped), and
+    /// this release reads the requester back; every other role is stored as before.
+    #[test]
+    fn a_requester_reads_as_a_viewer_in_0_2_0_and_as_a_requester_here() {
+        let entries = [
+            (111, "alice:admin".to_string()),
+            (222, "bob:user".to_string()),
+            (333, "carol:requester".to_string()),
+            (444, "dave:viewer".to_string()),
+        ];
+        let fields: Vec<(String, String)> = entries
+            .iter()
+            .flat_map(|(id, value)| mapping_fields(*id, value))
+            .collect();
+        assert_eq!(
+            read_as_0_2_0(&fields),
+            vec![
+                (111, "alice".into(), "admin"),
+                (222, "bob".into(), "user"),
+                (333, "carol".into(), "viewer"),
+                (444, "dave".into(), "viewer"),
+            ]
+        );
+        // Why: the plain form would be skipped by 0.2.0.
+        assert_eq!(
+            read_as_0_2_0(&[("333".into(), "carol:requester".into())]),
+            vec![]
+        );
+        assert!(fields.contains(&("requester:333".into(), "carol:requester".into())));
+
+        let mut all = fields.clone();
+        all.push(("state".into(), "ok".into()));
+        let back = StoredUsers::from_fields(all);
+        assert_eq!(back.entries, entries.to_vec());
+        let mappings: Vec<_> = back
+            .entries
+            .iter()
+            .filter_map(|(id, v)| crate::users::Mapping::from_stored(*id, v))
+            .map(|m| (m.user_id, m.role))
+            .collect();
+        assert_eq!(mappings[2], (333, Role::Requester));
+    }
+
+    /// A `requester:<id>` field counts only beside a viewer's `<id>` field (they are written
+    /// together): alone, or beside another role, it raises nobody.
+    #[test]
+    fn a_requester_field_never_raises_another_role_or_maps_alone() {
+        let s = StoredUsers::from_fields([
+            ("1".to_string(), "a:user".to_string()),
+            ("requester:1".into(), "a:requester".into()),
+            ("requester:2".into(), "b:requester".into()),
+            ("3".into(), "c:viewer".into()),
+            ("requester:x".into(), "c:requester".into()),
+        ]);
+        assert_eq!(
+            s.entries,
+            vec![(1, "a:user".into()), (3, "c:viewer".into())]
+        );
     }
 }

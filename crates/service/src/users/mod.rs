@@ -363,7 +363,7 @@ impl Directory {
     pub fn admins(&self) -> Vec<i64> {
         self.everyone()
             .into_iter()
-            .filter(|&id| self.identify(id).is_some_and(|i| i.role == Role::Admin))
+            .filter(|&id| self.identify(id).is_some_and(|i| i.role >= Role::Admin))
             .collect()
     }
 
@@ -519,6 +519,37 @@ mod tests {
             assert_eq!(e.entry, entry, "{text}");
             assert!(e.to_string().contains(why), "{text}: {e}");
         }
+    }
+
+    /// Issue 44: `…=carol:requester` maps a requester, who ranks between viewer and user; an
+    /// unknown role's message lists it; a grant stores and reads it back.
+    #[test]
+    fn a_requester_is_set_like_any_role() {
+        let got = parse_users("3=carol:requester, 4=:requester").unwrap();
+        assert_eq!(
+            got,
+            vec![
+                mapping(3, Some("carol"), Role::Requester),
+                mapping(4, None, Role::Requester),
+            ]
+        );
+        let e = parse_users("1=alice:asker").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("expected viewer, requester, user or admin"),
+            "{e}"
+        );
+        let d = Directory::new(&[3, 4, 5], got).unwrap();
+        let carol = d.identify(3).unwrap();
+        assert_eq!(
+            (carol.role, carol.source),
+            (Role::Requester, Source::Setting)
+        );
+        // Not an admin, so not among those who decide.
+        assert_eq!(d.admins(), Vec::<i64>::new());
+        let g = grant(5, Role::Requester);
+        assert!(g.stored_value().starts_with("requester:"));
+        assert_eq!(Grant::from_stored(5, &g.stored_value()), Some(g));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //!
 //! - A superuser is an `admin` (MoviePilot keeps its restart and scheduler routes to
 //!   superusers, and its own `admin` permission is decided by `is_superuser`).
-//! - Anyone else is a `user` when MoviePilot lets them subscribe (`subscribe`), else a `viewer`.
+//! - Anyone else is a `user` when MoviePilot lets them subscribe (`subscribe`), else a `viewer`;
+//!   with `household.media_requests` (issue 44) a `requester` instead of that `viewer`: they may
+//!   ask for what MoviePilot would not let them subscribe to, and an admin decides.
 //!   `manage` and `admin` give no admin rights in oncebot; `discovery` and `search` are shown,
 //!   and take nobody below `viewer`.
 //!
@@ -27,12 +29,15 @@ pub struct MoviePilotRights {
 
 impl MoviePilotRights {
     /// The role MoviePilot's rights give: `admin` for a superuser, else `user` with
-    /// `subscribe`, else `viewer`.
-    pub fn role(&self) -> Role {
+    /// `subscribe`, else `requester` when `media_requests` (`household.media_requests`), else
+    /// `viewer`.
+    pub fn role(&self, media_requests: bool) -> Role {
         if self.superuser {
             Role::Admin
         } else if self.subscribe {
             Role::User
+        } else if media_requests {
+            Role::Requester
         } else {
             Role::Viewer
         }
@@ -83,12 +88,26 @@ mod tests {
 
     #[test]
     fn a_superuser_is_an_admin_subscribe_makes_a_user_and_nothing_else_does() {
-        assert_eq!(rights(true, false, false).role(), Role::Admin);
-        assert_eq!(rights(false, true, false).role(), Role::User);
-        assert_eq!(rights(false, false, false).role(), Role::Viewer);
+        for media_requests in [false, true] {
+            let role = |r: MoviePilotRights| r.role(media_requests);
+            assert_eq!(role(rights(true, false, false)), Role::Admin);
+            assert_eq!(role(rights(true, true, false)), Role::Admin);
+            assert_eq!(role(rights(false, true, false)), Role::User);
+            assert_eq!(role(rights(false, true, true)), Role::User);
+        }
+        assert_eq!(rights(false, false, false).role(false), Role::Viewer);
         // `manage` gives no admin rights, nor subscriptions.
-        assert_eq!(rights(false, false, true).role(), Role::Viewer);
-        assert_eq!(rights(false, true, true).role(), Role::User);
+        assert_eq!(rights(false, false, true).role(false), Role::Viewer);
+    }
+
+    /// Issue 44: with `household.media_requests`, `subscribe` off makes a requester instead of
+    /// a viewer; a superuser stays an admin and `subscribe` on a user.
+    #[test]
+    fn with_media_requests_subscribe_off_is_a_requester() {
+        assert_eq!(rights(false, false, false).role(true), Role::Requester);
+        assert_eq!(rights(false, false, true).role(true), Role::Requester);
+        assert_eq!(rights(true, false, false).role(true), Role::Admin);
+        assert_eq!(rights(false, true, false).role(true), Role::User);
     }
 
     #[test]

@@ -9,6 +9,10 @@ pub enum Role {
     /// Reads only: searches, lists, job status, help. No resource search (it asks every
     /// tracker) and no button that acts.
     Viewer,
+    /// What a viewer may, and a resource search (`/download`); what they would subscribe or
+    /// download is asked of an admin (issue 44). Between viewer and user: a place in the order
+    /// is all that compares.
+    Requester,
     /// Also subscribes, downloads and cancels subscriptions.
     User,
     /// Everything, including the whole subscription list and the review buttons.
@@ -16,7 +20,7 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Viewer, Role::User, Role::Admin];
+    pub const ALL: [Role; 4] = [Role::Viewer, Role::Requester, Role::User, Role::Admin];
 
     /// Every role's name, least first, comma-separated: tap.lua's ARGV[18], from which it
     /// ranks roles (a role added later takes its place in this order, and the script compares
@@ -29,6 +33,7 @@ impl Role {
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Viewer => "viewer",
+            Role::Requester => "requester",
             Role::User => "user",
             Role::Admin => "admin",
         }
@@ -41,7 +46,9 @@ impl FromStr for Role {
         Role::ALL
             .into_iter()
             .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("unknown role {s:?} (expected viewer, user or admin)"))
+            .ok_or_else(|| {
+                format!("unknown role {s:?} (expected viewer, requester, user or admin)")
+            })
     }
 }
 
@@ -67,7 +74,11 @@ mod tests {
         for r in Role::ALL {
             assert_eq!(r.as_str().parse::<Role>(), Ok(r));
         }
-        assert!(Role::Viewer < Role::User && Role::User < Role::Admin);
+        assert!(Role::Viewer < Role::Requester);
+        assert!(Role::Requester < Role::User && Role::User < Role::Admin);
+        // Issue 44: a requester ranks between a viewer and a user.
+        assert_eq!(Role::ALL.map(|r| r as usize), [0, 1, 2, 3]);
+        assert!("Requester".parse::<Role>().is_err());
         assert!("Admin".parse::<Role>().is_err());
     }
 
@@ -76,7 +87,7 @@ mod tests {
     /// tokens names are roles Rust can send.
     #[test]
     fn tap_lua_ranks_roles_and_never_compares_one_with_a_name() {
-        assert_eq!(Role::ranked(), "viewer,user,admin");
+        assert_eq!(Role::ranked(), "viewer,requester,user,admin");
         let tap = crate::assets::read("lua/tap.lua");
         for cmp in ["role == '", "role ~= '", "role=='", "role~='"] {
             assert!(
