@@ -1,9 +1,10 @@
 --[[
   tap: one callback query (a user tapped an inline button), decided and answered in one atomic
-  step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua and
-  include/resolve_job.lua (concatenated in front of it by crates/service/src/ledger/scripts.rs), so the job a
-  tap makes is made exactly as enqueue.lua makes one, and a review button settles a job exactly
-  as `oncebot jobs resolve` does.
+  step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua,
+  include/resolve_job.lua and include/requests.lua (concatenated in front of it by
+  crates/service/src/ledger/scripts.rs), so the job a tap makes is made exactly as enqueue.lua
+  makes one, a review button settles a job exactly as `oncebot jobs resolve` does, and a
+  requester's tap makes a request exactly as request.lua's `ask` does.
 
   Guarantee: a button's group is used at most once. The tap that uses it runs its action (a job,
   a cancel, or a review decision) in the same step; every other tap (a second tap, a sibling, a
@@ -25,6 +26,11 @@
   KEYS[10] chat index        {P}:v1:chat:<chat_id>:jobs  of the chat the button is in
   KEYS[11] jobs index        {P}:v1:index:recent         LIST of job ids, newest first, ARGV[10] of them
   KEYS[12] review index      {P}:v1:index:needs_review
+  KEYS[13] request prefix    {P}:v1:request:             (include/requests.lua, for a request)
+  KEYS[14] request sequence  {P}:v1:seq:request
+  KEYS[15] pending requests  {P}:v1:requests:pending
+  KEYS[16] person prefix     {P}:v1:requests:of:
+  KEYS[17] pointer prefix    {P}:v1:requests:key:
 
   ARGV[1]  mode: "token" (callback_data was "t:<token>") or "unknown" (anything else, or a
            button whose message Telegram did not say)
@@ -60,6 +66,12 @@
   ARGV[19] job kinds a tap must not make now, each between two "|" ("" for none): kinds an
            older worker still alive would fail (docs/releases.md); a run or force button of one
            is answered "upgrading" and makes nothing
+  ARGV[20] a requester's request (JSON, "" for anyone else; issue 44): {"ttl_ms", "max_pending",
+           "who", "texts": {"card", "sent", "same", "many", "nobody"}, "cards": {tokens,
+           messages}, "withdraw": {tokens, markup}} (include/requests.lua's q). A run button
+           whose token carries `ask` (the card's description: made for a requester) and
+           whose least role ranks above the tapper's, tapped by a requester, makes a request
+           instead of the job, in this step: never a job
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
@@ -90,6 +102,9 @@
                                       action ask or access, sent as t:): nothing changed
     {"upgrading", "", ""}             a run or force button whose command is of a kind in
                                       ARGV[19]: nothing changed, the token stays usable
+    {"request", id, outcome}          a requester's tap (ARGV[20]): make_request's outcome
+                                      ("sent", "same", "many", "nobody") and the request id;
+                                      the group is used only when one was sent
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
   "expired" (and "used" from another message than the first tap's) queue a replies entry
@@ -226,7 +241,11 @@ if needs == '' then
     needs = 'user'
   end
 end
-if needs ~= '' and not ranks_at_least(role, needs) then
+-- A requester's tap on a button whose command they may not run makes a request instead
+-- (issue 44): only a run button made for them (it carries the card's description, `ask`).
+local requesting = needs ~= '' and not ranks_at_least(role, needs) and tok.action == 'run'
+  and tok.ask ~= '' and ARGV[20] ~= '' and ranks_at_least(role, 'requester')
+if needs ~= '' and not ranks_at_least(role, needs) and not requesting then
   answer(texts.forbidden, true)
   return finish('-', 'forbidden')
 end
@@ -363,6 +382,31 @@ if existing then
       job_id = existing, text = text .. '\n\n' .. list_text, markup = list_markup, now = now})
   end
   return finish(existing, 'duplicate_command', existing, state)
+end
+
+if requesting then
+  local d = cjson.decode(ARGV[20])
+  local outcome, request = make_request({
+    prefix = KEYS[13], seq = KEYS[14], pending = KEYS[15], of_prefix = KEYS[16],
+    key_prefix = KEYS[17], token_prefix = (string.gsub(group_prefix, 'tgroup:$', 'token:')),
+    group_prefix = group_prefix, replies = replies, replies_group = ARGV[12],
+    pages_prefix = pages_prefix, releases_prefix = (string.gsub(job_prefix, 'job:$', 'releases:')),
+    now = now, ttl_ms = d.ttl_ms, max_pending = d.max_pending,
+    fields = {user_id = tok.user_id, chat_id = tok.chat_id, reply_to = tok.reply_to,
+      requester = ARGV[17], who = d.who, command = tok.command, args = tok.args,
+      idem = tok.idem, window_ms = tok.window_ms, recovery = tok.recovery,
+      best_idem = tok.best_idem, best_window_ms = tok.best_window_ms, list = tok.list,
+      what = tok.ask, poster = tok.poster},
+    cards = d.cards, withdraw = d.withdraw, texts = d.texts,
+  })
+  if outcome == 'sent' then
+    use_group('request', '')
+    settle_markup('')
+    answer(fill(d.texts.sent, {id = request}), false)
+  else
+    answer(fill(d.texts[outcome], {id = request}), true)
+  end
+  return finish('-', 'request', request, outcome)
 end
 
 local id = create_job({

@@ -26,13 +26,18 @@
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
                            for a user's button), action (run | force | cancel | review | page |
-                           ask | access; force: run even inside the window, an admin's; ask and
-                           access: access.lua's, behind callback data `a:<token>`, never
-                           tap.lua's), label, command,
+                           ask | access | decide | withdraw; force: run even inside the
+                           window, an admin's; ask and access: access.lua's, behind callback
+                           data `a:<token>`, decide and withdraw request.lua's, behind
+                           `r:<token>`, never tap.lua's), label, command,
                            args, idem, window_ms, recovery, reply_to, job_id, decision, solo
                            ("1": its own group), list, used_label, page, least_role
                            (the least role a tap needs, tap.lua ranks it), person (an access
-                           card's: whose request); a field
+                           card's: whose request; a request card's: the requester), request
+                           (a request card's or Withdraw button's: its id, set by
+                           include/requests.lua), ask, poster, best_idem, best_window_ms (a
+                           run button made for a requester: the request card's description
+                           and poster, and a subscription's /best key and window); a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
                            field as empty
@@ -48,7 +53,8 @@
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
-      "used_label", "page", "least_role", "person"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      "used_label", "page", "least_role", "person", "request", "ask", "poster",
+      "best_idem", "best_window_ms"}, ...]}; every value is a string (JSON numbers would lose the digits of
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
@@ -62,7 +68,7 @@
 
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
   'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label',
-  'page', 'least_role', 'person'}
+  'page', 'least_role', 'person', 'request', 'ask', 'poster', 'best_idem', 'best_window_ms'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = g.ttl

@@ -327,6 +327,7 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
         role: oncebot::vocabulary::Role::Admin,
         requester: None,
         token: Some(token_of(&run).to_string()),
+        request: None,
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
         .await
@@ -1207,6 +1208,7 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
         role: oncebot::vocabulary::Role::Admin,
         requester: None,
         token: Some(token_of(data).to_string()),
+        request: None,
     };
     // Issue 22: a review button is an admin's; anyone else's tap changes nothing and leaves it.
     let mut not_admin = decide(-100777, BOB, 9, &button(&notices[0], "Retry"));
@@ -1315,6 +1317,7 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         role: oncebot::vocabulary::Role::Admin,
         requester: None,
         token: Some(token_of(&button(&notice, "Mark succeeded")).to_string()),
+        request: None,
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
         .await
@@ -1381,6 +1384,7 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
         role: oncebot::vocabulary::Role::Admin,
         requester: None,
         token: Some(token_of(data).to_string()),
+        request: None,
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(1, &first)))
         .await

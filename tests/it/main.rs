@@ -160,6 +160,9 @@ mod ownership;
 /// Issue 44: the requester role: from MoviePilot's mapping with `household.media_requests`, the
 /// access card's Allow as requester, the resource search a viewer is refused.
 mod requesters;
+/// Issue 44: ask and approve: requests from a typed command and a tapped button, one card per
+/// admin chat, the first tap decides once, decline, withdrawal, expiry, crashes after approval.
+mod requests;
 /// Users and roles (`telegram.users`): refused commands, nothing changed while nobody is mapped.
 mod roles;
 

@@ -58,6 +58,7 @@ async fn the_callbacks_stream_is_created_and_read_under_one_group() {
         role: oncebot::vocabulary::Role::Admin,
         requester: None,
         token: None,
+        request: None,
     };
     assert_eq!(ledger.tap(&tap).await.unwrap(), Tapped::Unknown);
     let mut reader = ledger.reader();

@@ -131,8 +131,8 @@ pub async fn start(settings: Settings, opts: ServeOptions) -> anyhow::Result<Run
     if runs_ingress || opts.runs(Role::Dispatcher) {
         tasks.push(follow_users(&settings, &ingress, &shutdown).await);
     }
-    if runs_ingress && ingress.access_requests() {
-        tasks.push(expire_access_requests(&ingress, &shutdown));
+    if runs_ingress {
+        tasks.push(expire_requests(&ingress, &shutdown));
     }
     let hook = (runs_ingress && !opts.poll).then(|| webhook::WebhookConfig {
         secret: settings.telegram.webhook_secret.clone(),
@@ -301,11 +301,10 @@ fn watch_redis_policy(
     }))
 }
 
-/// Every 30 s, access requests whose window passed get their cards told (`ingress::access`).
-fn expire_access_requests(ingress: &Ingress, shutdown: &CancellationToken) -> Task {
-    let sweep = ingress
-        .clone()
-        .expire_access_requests_until(shutdown.clone());
+/// Every 30 s, access and media requests whose time passed get their cards told
+/// (`ingress::access`, `ingress::requests`).
+fn expire_requests(ingress: &Ingress, shutdown: &CancellationToken) -> Task {
+    let sweep = ingress.clone().expire_requests_until(shutdown.clone());
     tokio::spawn(async move {
         sweep.await;
         Ok(())

@@ -318,8 +318,13 @@ impl Metrics {
     }
 
     /// Sets `oncebot_users_mapped` (see `users_mapped`).
-    pub fn set_users_mapped(&self, setting: usize, moviepilot: usize) {
-        for (source, n) in [("setting", setting), ("moviepilot", moviepilot)] {
+    pub fn set_users_mapped(&self, setting: usize, moviepilot: usize, granted: usize) {
+        let sources = [
+            ("setting", setting),
+            ("moviepilot", moviepilot),
+            ("granted", granted),
+        ];
+        for (source, n) in sources {
             self.users_mapped
                 .get_or_create(&vec![("source", source.to_string())])
                 .set(i64::try_from(n).unwrap_or(i64::MAX));

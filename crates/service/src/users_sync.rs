@@ -502,7 +502,7 @@ impl Follower {
 /// `oncebot_users_mapped{source}` from the process's directory.
 pub fn set_gauges(directory: &Directory) {
     let (setting, moviepilot) = directory.mapped_counts();
-    METRICS.set_users_mapped(setting, moviepilot);
+    METRICS.set_users_mapped(setting, moviepilot, directory.granted_count());
 }
 
 #[cfg(test)]

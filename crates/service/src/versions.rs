@@ -92,6 +92,13 @@ pub fn registration(roles: &[&str]) -> Registration {
         } else {
             Vec::new()
         },
+        job_roles: if worker {
+            crate::vocabulary::Role::ALL
+                .map(|r| r.as_str().to_string())
+                .to_vec()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -101,6 +108,8 @@ pub fn registration(roles: &[&str]) -> Registration {
 #[derive(Default)]
 pub struct Gate {
     seen: Mutex<Option<(Instant, bool)>>,
+    /// The same view for a requester's job (issue 44): does a live worker not know the role?
+    requester_seen: Mutex<Option<(Instant, bool)>>,
 }
 
 impl Gate {
@@ -114,6 +123,26 @@ impl Gate {
         let older = ledger.older_worker_alive().await?;
         *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), older));
         Ok(older)
+    }
+
+    /// Whether a live worker cannot run a requester's job (0.2.0 fails a job whose role it
+    /// cannot read): then a requester's command and taps are answered "being upgraded".
+    pub async fn requester_unknown(&self, ledger: &Ledger) -> Result<bool, LedgerError> {
+        let role = crate::vocabulary::Role::Requester.as_str();
+        if let Some((at, unknown)) = *self
+            .requester_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            && at.elapsed() < GATE_VIEW
+        {
+            return Ok(unknown);
+        }
+        let unknown = ledger.worker_without_job_role(role).await?;
+        *self
+            .requester_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), unknown));
+        Ok(unknown)
     }
 }
 

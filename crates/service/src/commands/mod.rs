@@ -17,6 +17,7 @@ mod parse;
 mod policy;
 mod redo;
 mod releases;
+mod requests;
 mod restart;
 mod search;
 mod status;
@@ -33,6 +34,7 @@ pub use house::{Asked as HouseAsked, admission as house_admission};
 pub use key::{Asker, idempotency_key, run_button};
 pub use parse::{ChatKind, Parsed, collapse_whitespace, parse};
 pub use policy::{Policy, Recovery, Window, calendar_day};
+pub use requests::{RequestRoute, withdraw_button};
 
 use crate::i18n;
 use crate::ledger::Job;

@@ -89,6 +89,12 @@ impl Command {
         if self == Command::Subscriptions && args == "all" {
             return Role::Admin;
         }
+        // A series' season choice (`tmdb:<id> tv`) only looks: a requester may see it, and
+        // each season's button then asks an admin (issue 44).
+        if matches!(self, Command::Subscribe | Command::Best) && super::parse_series(args).is_some()
+        {
+            return Role::Requester;
+        }
         self.policy().least_role
     }
 
@@ -176,6 +182,11 @@ mod tests {
         }
         assert_eq!(Command::Subscriptions.least_role(""), Role::Viewer);
         assert_eq!(Command::Subscriptions.least_role("all"), Role::Admin);
+        assert_eq!(
+            Command::Subscribe.least_role("tmdb:1399 tv"),
+            Role::Requester
+        );
+        assert_eq!(Command::Subscribe.least_role("tmdb:1399 S1"), Role::User);
     }
 
     #[test]

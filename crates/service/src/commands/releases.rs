@@ -59,7 +59,7 @@ fn find(args: &str) -> Option<(ReleaseTarget, bool)> {
 /// The ⚡ Auto button's arguments for the list resource-search job `job` stores (`<list>
 /// tmdb:<id> [S<n> | tv]`); `None` for an asker whose role may not download.
 fn auto_args(job: &Job) -> Option<String> {
-    if job.role < Command::Auto.least_role("") {
+    if job.role < Command::Auto.least_role("") && !super::requests::asks(job, Command::Auto) {
         return None;
     }
     let ((tmdb_id, kind, season), _) = find(&job.args)?;
@@ -256,7 +256,9 @@ async fn store_list(
     }
     loop {
         let shown = &found.releases[..kept];
-        let paged = release_pages(cx, job, (media, library), shown, (total, found.cut));
+        let poster = found.poster();
+        let about = (media, library, poster.as_deref());
+        let paged = release_pages(cx, job, about, shown, (total, found.cut));
         let bytes = media_bytes + sizes[..kept].iter().sum::<usize>() + paged.bytes();
         if bytes > LIST_BUDGET_BYTES && kept > 1 {
             kept -= 1;
@@ -312,10 +314,18 @@ fn media_name(found: &ReleaseList, season: Option<u32>) -> Option<String> {
 fn release_pages(
     cx: &Context<'_>,
     job: &Job,
-    (media, library): (&str, &Library),
+    (media, library, poster): (&str, &Library, Option<&str>),
     shown: &[Release],
     (total, cut): (usize, bool),
 ) -> Paged {
+    // A requester's buttons ask an admin (issue 44): each carries its request card.
+    let library_line = cx.render.library_line(library).unwrap_or_default();
+    let asking = |spec: &TokenAction, what: String| match spec {
+        TokenAction::Run(spec) if super::requests::asks(job, Command::Grab) => {
+            Some(super::requests::asking(cx, job, spec, what, poster))
+        }
+        _ => None,
+    };
     let r = &cx.render;
     let mut group = TokenGroup::new(cx.list_ttl());
     let count = page_count(shown.len());
@@ -327,14 +337,26 @@ fn release_pages(
         let mut keyboard = Keyboard::new();
         let mut row = Vec::new();
         for i in range.clone() {
-            row.push(release_button(cx, job, &mut group, &shown[i], i + 1, page));
+            let button = release_button(cx, job, &mut group, &shown[i], i + 1, page);
+            let texts = cx.render.texts();
+            let what =
+                texts.asking_download(media, &shown[i].title, &shown[i].site_name, &library_line);
+            if let Some(a) = group.tokens.last().and_then(|t| asking(&t.action, what)) {
+                group.asking(a);
+            }
+            row.push(button);
             if row.len() == 3 {
                 keyboard = keyboard.row(std::mem::take(&mut row));
             }
         }
         keyboard = keyboard.row(row);
         if let Some(auto) = &auto {
-            keyboard = keyboard.row(vec![auto_button(cx, job, &mut group, auto, page)]);
+            let button = auto_button(cx, job, &mut group, auto, page);
+            let what = cx.render.texts().asking_auto(media, &library_line);
+            if let Some(a) = group.tokens.last().and_then(|t| asking(&t.action, what)) {
+                group.asking(a);
+            }
+            keyboard = keyboard.row(vec![button]);
         }
         keyboard = nav.under(keyboard, page, r);
         let text = r.release_list(

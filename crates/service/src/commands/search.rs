@@ -5,8 +5,8 @@
 
 use super::{Command, Spec, args, run_button};
 use crate::i18n;
-use crate::ledger::{Job, TokenGroup};
-use crate::moviepilot::{MediaItem, MpError};
+use crate::ledger::{Job, TokenAction, TokenGroup};
+use crate::moviepilot::{Library, MediaItem, MpError};
 use crate::worker::context::{Context, Done, owner, reply_to};
 
 pub(super) const SEARCH: Spec = Spec {
@@ -46,7 +46,9 @@ pub(super) async fn search(
         Some(Command::Best) => r.best_results(title, (&items, &library), page, kept),
         _ => r.search_results(title, (&items, &library), page, kept, choose.is_some()),
     };
-    let row = |group: &mut TokenGroup, i| subscribe_row(cx, job, group, (i, &items[i]), choose);
+    let row = |group: &mut TokenGroup, i| {
+        subscribe_row(cx, job, group, (i, &items[i], library.get(i)), choose)
+    };
     super::pages::matches(cx, job, &items, text, row).await
 }
 
@@ -60,23 +62,48 @@ fn subscribe_row(
     cx: &Context<'_>,
     job: &Job,
     group: &mut TokenGroup,
-    (i, item): (usize, &MediaItem),
+    (i, item, library): (usize, &MediaItem, Option<&Library>),
     choose: Option<Command>,
 ) -> Vec<(String, String)> {
     let command = choose.unwrap_or(Command::Subscribe);
-    if job.role < command.least_role("") {
-        return Vec::new();
-    }
     let Some(args) = i18n::subscribe_args(item) else {
         return Vec::new();
     };
+    // A requester's Subscribe asks an admin (issue 44); a series' season choice only looks.
+    let requesting = super::requests::asks(job, command);
+    if job.role < command.least_role(&args) && !requesting {
+        return Vec::new();
+    }
     let owner = owner(job);
     let label = match command {
         Command::Best => cx.render.best_button(i + 1, item),
         _ => cx.render.subscribe_button(i + 1, item),
     };
     let action = run_button(job, command, args, command.window(&cx.settings.commands));
+    let asking = match &action {
+        TokenAction::Run(spec) if requesting && job.role < spec.least_role => {
+            let texts = cx.render.texts();
+            let named = texts.asked_media(&item.title, item.year.as_deref(), None);
+            let line = library.and_then(|l| cx.render.library_line(l));
+            let what = texts.asking_subscription(
+                &named,
+                command == Command::Best,
+                &line.unwrap_or_default(),
+            );
+            Some(super::requests::asking(
+                cx,
+                job,
+                spec,
+                what,
+                item.poster.as_deref(),
+            ))
+        }
+        _ => None,
+    };
     let data = group.add(owner, &label, action, reply_to(job));
+    if let Some(asking) = asking {
+        group.asking(asking);
+    }
     let mut row = vec![(label, data)];
     if choose.is_none()
         && let Some(button) =

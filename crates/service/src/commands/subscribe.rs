@@ -189,6 +189,9 @@ async fn subscribe_locked(
     if library.is_present() {
         return Ok(in_library(cx, job, &media.title, (tmdb_id, season)));
     }
+    if super::requests::asks(job, job_command(best)) {
+        return request(cx, job, ask, (&media, &library)).await;
+    }
     let new = NewSubscription {
         name: media.title.clone(),
         year: media.year.clone(),
@@ -207,6 +210,84 @@ async fn subscribe_locked(
         ..done
     };
     Ok(best_noted(cx, best, done))
+}
+
+/// Season `n`'s button under a season choice: the subscription's job as if typed, or for a
+/// requester the request it asks for (issue 44).
+fn season_button(
+    cx: &Context<'_>,
+    job: &Job,
+    group: &mut TokenGroup,
+    (media, tmdb_id, n): (&MediaItem, u64, u32),
+    command: Command,
+) -> (String, String) {
+    let r = &cx.render;
+    let label = r.season_button(n);
+    let action = run_button(
+        job,
+        command,
+        format!("tmdb:{tmdb_id} S{n}"),
+        command.window(&cx.settings.commands),
+    );
+    let asking = match (&action, super::requests::asks(job, command)) {
+        (TokenAction::Run(spec), true) => {
+            let texts = r.texts();
+            let named = texts.asked_media(&media.title, media.year.as_deref(), Some(n));
+            let what = texts.asking_subscription(&named, command == Command::Best, "");
+            Some(super::requests::asking(
+                cx,
+                job,
+                spec,
+                what,
+                media.poster.as_deref(),
+            ))
+        }
+        _ => None,
+    };
+    let data = group.add(owner(job), &label, action, reply_to(job));
+    if let Some(asking) = asking {
+        group.asking(asking);
+    }
+    (label, data)
+}
+
+/// The command of a subscription job: `/best` or `/subscribe`.
+fn job_command(best: bool) -> Command {
+    match best {
+        true => Command::Best,
+        false => Command::Subscribe,
+    }
+}
+
+/// A requester's subscription, past the look and the library check: a request an admin
+/// decides (issue 44), whose approval makes this subscription's job.
+async fn request(
+    cx: &Context<'_>,
+    job: &Job,
+    ask: Ask,
+    (media, library): (&MediaItem, &Library),
+) -> Result<Done, MpError> {
+    let command = job_command(ask.best);
+    let target = SubscriptionMedia::Tmdb {
+        tmdb_id: ask.tmdb_id,
+        season: ask.season,
+    };
+    let args = match ask.check {
+        true => target.args(),
+        false if ask.best => target.args(),
+        false => format!("{} {}", target.args(), ANYWAY),
+    };
+    let spec = command.button(
+        owner(job),
+        job.requester.as_deref(),
+        args,
+        command.window(&cx.settings.commands),
+    );
+    let texts = cx.render.texts();
+    let name = texts.asked_media(&media.title, media.year.as_deref(), ask.season);
+    let line = cx.render.library_line(library).unwrap_or_default();
+    let what = texts.asking_subscription(&name, ask.best, &line);
+    super::requests::ask(cx, job, spec, (what, media.poster.as_deref())).await
 }
 
 /// MoviePilot's detail of the media a subscription is asked for (a series when a season is
@@ -323,11 +404,27 @@ fn in_library(
         format!("{} {}", media.args(), ANYWAY),
         Command::Subscribe.window(&cx.settings.commands),
     );
+    let buttons = match (&anyway, super::requests::asks(job, Command::Subscribe)) {
+        // A requester's "anyway" asks an admin (its card says the library has it).
+        (TokenAction::Run(spec), true) => {
+            let texts = r.texts();
+            let line = r.library_line(&Library::Present).unwrap_or_default();
+            let named = texts.asked_media(name, None, season);
+            let what = texts.asking_subscription(&named, false, &line);
+            let asking = super::requests::asking(cx, job, spec, what, None);
+            let mut group = TokenGroup::new(cx.button_ttl());
+            let label = r.subscribe_anyway_button();
+            let data = group.add(owner(job), label, anyway.clone(), reply_to(job));
+            group.asking(asking);
+            buttons(&group, Keyboard::new().row(vec![(label.to_string(), data)]))
+        }
+        _ => one_button(cx, job, r.subscribe_anyway_button(), anyway),
+    };
     Done {
         reply: r.in_library_not_subscribed(name, season),
         result: "in the library; not subscribed".into(),
         fields: vec![MpOutcome::InLibrary.field()],
-        buttons: one_button(cx, job, r.subscribe_anyway_button(), anyway),
+        buttons,
         ..Done::default()
     }
 }
@@ -481,17 +578,7 @@ async fn choose_season(
     for row in seasons.chunks(4).take(20) {
         let buttons = row
             .iter()
-            .map(|&n| {
-                let label = r.season_button(n);
-                let action = run_button(
-                    job,
-                    command,
-                    format!("tmdb:{tmdb_id} S{n}"),
-                    command.window(&cx.settings.commands),
-                );
-                let data = group.add(owner, &label, action, reply_to);
-                (label, data)
-            })
+            .map(|&n| season_button(cx, job, &mut group, (&media, tmdb_id, n), command))
             .collect();
         keyboard = keyboard.row(buttons);
     }

@@ -26,7 +26,19 @@ pub struct HouseholdSettings {
     /// a `requester` instead of a `viewer` (`users::MoviePilotRights::role`), and the access
     /// cards offer Allow as requester. Decides nothing else: the role works wherever it is set.
     pub media_requests: bool,
+    /// A media request not decided in this long expires (issue 44); its cards' buttons live
+    /// as long.
+    pub request_ttl_secs: u64,
+    /// Most media requests one person may have pending at once.
+    pub max_pending_requests_per_person: u32,
 }
+
+/// The longest a media request may wait: its cards are edited from their delivery records,
+/// which the dispatcher keeps `dispatcher.reply_retention_secs` (7 days by default).
+pub const MAX_REQUEST_TTL_SECS: u64 = 604_800;
+
+/// Most media requests one person may have pending.
+pub const MAX_PENDING_REQUESTS_PER_PERSON: u32 = 100;
 
 /// The longest window: a card is edited (decided, expired) from its delivery record, which the
 /// dispatcher keeps `dispatcher.reply_retention_secs` (7 days by default).
@@ -40,7 +52,12 @@ impl HouseholdSettings {
         Duration::from_secs(self.access_request_window_secs)
     }
 
+    pub fn request_ttl(&self) -> Duration {
+        Duration::from_secs(self.request_ttl_secs)
+    }
+
     pub(super) fn validate(&self) -> Result<(), SettingError> {
+        self.validate_requests()?;
         let window = self.access_request_window_secs;
         if !(60..=MAX_ACCESS_REQUEST_WINDOW_SECS).contains(&window) {
             return Err(SettingError::new(
@@ -60,6 +77,32 @@ impl HouseholdSettings {
                 format!(
                     "set {} to 1-{MAX_PENDING_ACCESS_REQUESTS} (default 20)",
                     env_name("household.max_pending_access_requests")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_requests(&self) -> Result<(), SettingError> {
+        let ttl = self.request_ttl_secs;
+        if !(10..=MAX_REQUEST_TTL_SECS).contains(&ttl) {
+            return Err(SettingError::new(
+                "household.request_ttl_secs",
+                format!("is {ttl}, outside 10 to {MAX_REQUEST_TTL_SECS}"),
+                format!(
+                    "set {} to 10-{MAX_REQUEST_TTL_SECS} (default 604800, 7 days)",
+                    env_name("household.request_ttl_secs")
+                ),
+            ));
+        }
+        let most = self.max_pending_requests_per_person;
+        if !(1..=MAX_PENDING_REQUESTS_PER_PERSON).contains(&most) {
+            return Err(SettingError::new(
+                "household.max_pending_requests_per_person",
+                format!("is {most}, outside 1 to {MAX_PENDING_REQUESTS_PER_PERSON}"),
+                format!(
+                    "set {} to 1-{MAX_PENDING_REQUESTS_PER_PERSON} (default 10)",
+                    env_name("household.max_pending_requests_per_person")
                 ),
             ));
         }
@@ -88,6 +131,17 @@ mod tests {
                 "ONCEBOT__HOUSEHOLD__MAX_PENDING_ACCESS_REQUESTS",
                 "0",
                 "max_pending",
+            ),
+            ("ONCEBOT__HOUSEHOLD__REQUEST_TTL_SECS", "9", "request_ttl"),
+            (
+                "ONCEBOT__HOUSEHOLD__REQUEST_TTL_SECS",
+                "604801",
+                "request_ttl",
+            ),
+            (
+                "ONCEBOT__HOUSEHOLD__MAX_PENDING_REQUESTS_PER_PERSON",
+                "0",
+                "max_pending_requests_per_person",
             ),
         ] {
             let mut env = serving_env();

@@ -98,7 +98,7 @@ impl Render {
     }
 
     /// A release list's line about the library (not in it is worth saying there too).
-    pub(super) fn library_line(&self, library: &Library) -> Option<String> {
+    pub fn library_line(&self, library: &Library) -> Option<String> {
         match library {
             Library::Present => {
                 Some(zh_en!(self.zh(), "媒体库：已有", "Library: already there").to_string())

@@ -32,6 +32,7 @@ mod redis_health;
 mod redo;
 mod releases;
 mod render;
+mod requests;
 mod restart;
 mod search;
 mod status;

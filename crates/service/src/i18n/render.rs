@@ -19,6 +19,11 @@ impl Render {
         }
     }
 
+    /// The plain texts behind the rendering.
+    pub fn texts(&self) -> &Texts {
+        &self.texts
+    }
+
     pub(super) fn zh(&self) -> bool {
         self.texts.locale == Locale::Zh
     }

@@ -238,15 +238,18 @@ impl Ingress {
         self.inner.access.on
     }
 
-    /// Every [`EXPIRE_EVERY`] until `stop`: requests whose window passed get their cards told
-    /// (a card says "expired" at most that long after its window).
-    pub async fn expire_access_requests_until(self, stop: tokio_util::sync::CancellationToken) {
+    /// Every [`EXPIRE_EVERY`] until `stop`: access requests (when strangers may ask) and media
+    /// requests whose time passed get their cards told (a card says "expired" at most that
+    /// long after its time).
+    pub async fn expire_requests_until(self, stop: tokio_util::sync::CancellationToken) {
         while !crate::shutdown::sleep_or_stop(EXPIRE_EVERY, &stop).await {
-            match self.expire_access_requests().await {
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::debug!(error = %e, "expiring access requests failed; tried again")
-                }
+            if self.access_requests()
+                && let Err(e) = self.expire_access_requests().await
+            {
+                tracing::debug!(error = %e, "expiring access requests failed; tried again")
+            }
+            if let Err(e) = self.expire_requests().await {
+                tracing::debug!(error = %e, "expiring media requests failed; tried again")
             }
         }
     }

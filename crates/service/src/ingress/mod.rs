@@ -11,6 +11,7 @@
 
 mod access;
 pub mod polling;
+mod requests;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -102,6 +103,8 @@ struct Inner {
     write_health: crate::redis_health::WriteHealth,
     /// Asking for access from the chat (`household`, `telegram.admin_chats`).
     access: access::AccessSettings,
+    /// Media requests (`household.request_ttl_secs`, ..., `telegram.admin_chats`).
+    requests: requests::RequestSettings,
 }
 
 impl Ingress {
@@ -129,6 +132,7 @@ impl Ingress {
                 gate: crate::versions::Gate::default(),
                 write_health: crate::redis_health::WriteHealth::new(),
                 access: access::AccessSettings::new(settings),
+                requests: requests::RequestSettings::new(settings),
             }),
         }
     }
@@ -179,6 +183,9 @@ impl Ingress {
             if let Some(token) = query.data.as_deref().and_then(keyboard::access_token_of) {
                 return self.access_tap(update.update_id, query, token).await;
             }
+            if let Some(token) = query.data.as_deref().and_then(keyboard::request_token_of) {
+                return self.request_tap(update.update_id, query, token).await;
+            }
             return self.tap(update.update_id, query).await;
         }
         // `/claim`, the one command a stranger may send: before the allow-list.
@@ -220,9 +227,11 @@ impl Ingress {
             AdmissionAction::Reply { .. } => return Ok(()),
         };
         let inner = &self.inner;
-        if !crate::versions::is_new_kind(kind)
-            || !inner.gate.older_worker_alive(&inner.ledger).await?
-        {
+        let requester = admission.role == Role::Requester;
+        let held = (crate::versions::is_new_kind(kind)
+            && inner.gate.older_worker_alive(&inner.ledger).await?)
+            || (requester && inner.gate.requester_unknown(&inner.ledger).await?);
+        if !held {
             return Ok(());
         }
         tracing::info!(
@@ -246,6 +255,19 @@ impl Ingress {
         let held = match inner.gate.older_worker_alive(&inner.ledger).await? {
             true => crate::versions::new_kinds_arg(),
             false => String::new(),
+        };
+        // A requester's job carries a role a 0.2.0 worker cannot read: while one lives, no
+        // button of theirs makes a job (issue 44).
+        let held = match tap.role == Role::Requester
+            && inner.gate.requester_unknown(&inner.ledger).await?
+        {
+            true => format!(
+                "|{}|",
+                crate::versions::worker_kinds()
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
+            false => held,
         };
         let tapped = inner.ledger.tap_holding(&tap, &held).await?;
         METRICS.update("callback");
@@ -345,10 +367,17 @@ impl Ingress {
             once_key: String::new(),
         };
         Ok(match parsed {
-            Parsed::Run { command, args } if role < command.least_role(&args) => reply(
-                ReplyKind::Forbidden,
-                texts.forbidden(command.least_role(&args)).into(),
-            ),
+            // A requester's subscription is looked up as anyone's; where it would act, their
+            // worker makes a request instead (issue 44).
+            Parsed::Run { command, args }
+                if role < command.least_role(&args)
+                    && !(role == Role::Requester && command.requestable()) =>
+            {
+                reply(
+                    ReplyKind::Forbidden,
+                    texts.forbidden(command.least_role(&args)).into(),
+                )
+            }
             Parsed::Run {
                 command: Command::Help | Command::Start,
                 ..
@@ -556,17 +585,23 @@ impl Ingress {
     /// still goes to the ledger, so it too is answered (once).
     fn read_tap(&self, update_id: i64, query: &CallbackQuery) -> Tap {
         let identity = self.inner.directory.current().identify(query.from.id);
+        let role = identity
+            .as_ref()
+            .map_or(crate::vocabulary::Role::Viewer, |i| i.role);
+        let chat_id = query.message.as_ref().map(|m| m.chat.id);
         Tap {
             update_id,
             callback_query_id: query.id.clone(),
             user_id: query.from.id,
             allowed: !query.from.is_bot && identity.is_some(),
             // tap.lua decides what the role allows (it alone reads the token).
-            role: identity
-                .as_ref()
-                .map_or(crate::vocabulary::Role::Viewer, |i| i.role),
+            role,
             requester: identity.and_then(|i| i.requester),
-            chat_id: query.message.as_ref().map(|m| m.chat.id),
+            request: match query.from.is_bot {
+                true => None,
+                false => self.request_detail(&query.from, chat_id, role),
+            },
+            chat_id,
             message_id: query.message.as_ref().map(|m| m.message_id),
             token: query
                 .data

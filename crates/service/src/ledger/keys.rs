@@ -346,6 +346,62 @@ impl Keys {
         format!("{}pending:access", self.base)
     }
 
+    /// HASH, PX = `household.request_ttl_secs` + 7 days while pending, 7 days from its
+    /// decision after: one media request (issue 44; its fields: `lua/include/requests.lua`).
+    /// Scripts append the id.
+    pub fn request_prefix(&self) -> String {
+        format!("{}request:", self.base)
+    }
+
+    /// The request's HASH.
+    pub fn request(&self, id: u64) -> String {
+        format!("{}{id}", self.request_prefix())
+    }
+
+    /// STRING counter: the last request id given.
+    pub fn request_seq(&self) -> String {
+        format!("{}seq:request", self.base)
+    }
+
+    /// ZSET: every pending request's id, scored by when it expires (ms): the admins' list and
+    /// the expiry sweep.
+    pub fn requests_pending(&self) -> String {
+        format!("{}requests:pending", self.base)
+    }
+
+    /// ZSET, at most 50 members, PX = the newest's lifetime: one person's requests by when
+    /// they asked (ms). Scripts append the Telegram id.
+    pub fn requests_of_prefix(&self) -> String {
+        format!("{}requests:of:", self.base)
+    }
+
+    /// One person's requests ([`Self::requests_of_prefix`]).
+    pub fn requests_of(&self, user_id: i64) -> String {
+        format!("{}{user_id}", self.requests_of_prefix())
+    }
+
+    /// STRING, PX = the request's ttl: the pending request of one person's ask (its business
+    /// key's digest appended), so the same ask again points at it.
+    pub fn requests_key_prefix(&self) -> String {
+        format!("{}requests:key:", self.base)
+    }
+
+    /// The prefix of the chat indexes ([`Self::chat_jobs`]): a script that makes a job for
+    /// another chat than the one it was called from builds the key from it.
+    pub fn chat_prefix(&self) -> String {
+        format!("{}chat:", self.base)
+    }
+
+    /// The prefix of the release lists ([`Self::releases`]).
+    pub fn releases_prefix(&self) -> String {
+        format!("{}releases:", self.base)
+    }
+
+    /// The prefix of the stored lists' pages ([`Self::pages`]).
+    pub fn pages_prefix(&self) -> String {
+        format!("{}pages:", self.base)
+    }
+
     /// STRING, PX = one read's lease: the process reading MoviePilot's users now
     /// (users_turn.lua takes it, users.lua or unlock.lua ends it).
     pub fn users_refresh_lock(&self) -> String {
@@ -381,6 +437,14 @@ mod tests {
             k.claim_tries_prefix(),
             k.access_prefix(),
             k.access_pending(),
+            k.request(7),
+            k.request_seq(),
+            k.requests_pending(),
+            k.requests_of(5),
+            k.requests_key_prefix(),
+            k.chat_prefix(),
+            k.releases_prefix(),
+            k.pages_prefix(),
             k.users_refresh_lock(),
             k.job(42),
             k.jobs_stream(),
@@ -420,6 +484,9 @@ mod tests {
         assert_eq!(k.token("ab"), format!("{}ab", k.token_prefix()));
         assert_eq!(k.token_group("cd"), format!("{}cd", k.token_group_prefix()));
         assert_eq!(k.command("ef"), format!("{}ef", k.command_prefix()));
+        assert_eq!(k.chat_jobs(-5), format!("{}-5:jobs", k.chat_prefix()));
+        assert_eq!(k.releases(3), format!("{}3", k.releases_prefix()));
+        assert_eq!(k.pages(3), format!("{}3", k.pages_prefix()));
         assert_eq!(k.layout(), "{oncebot}:layout");
     }
 

@@ -24,6 +24,7 @@ mod owners;
 mod reader;
 mod releases;
 mod replies;
+mod requests;
 mod review;
 #[cfg(test)]
 mod script_calls;
@@ -61,6 +62,7 @@ pub use overview::{ConsumerInfo, QueueStats, StateCounts, StreamStats};
 pub use reader::StreamReader;
 pub use releases::{StepKey, StoredList};
 pub use replies::{Begin, Form, ReplyEnded};
+pub use requests::{RequestLimits, RequestStep, StoredRequest};
 pub use scripts::{CREDENTIALS_NOTICE, hashes as script_hashes};
 pub use tokens::TapTexts;
 
@@ -75,7 +77,7 @@ pub struct Ready {
     pub account_not_superuser: bool,
 }
 use scripts::{OrEmpty, ScriptCall};
-pub use tokens::{Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
+pub use tokens::{Asking, Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 pub use users::StoredUsers;
 pub use versions::{LAYOUT_NUMBER, LayoutCheck, LiveProcess, Registration};
 

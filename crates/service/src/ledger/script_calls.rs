@@ -216,6 +216,7 @@ async fn tap_call_names_its_header() {
         role: crate::vocabulary::Role::Admin,
         requester: None,
         token: Some("ab".into()),
+        request: None,
     };
     holds(&ledger().tap_call(&tap, "|version|"), true);
 }

@@ -51,7 +51,8 @@ pub(crate) static TAP: LazyLock<Lua> = LazyLock::new(|| {
         "common.lua",
         "create_job.lua",
         "tokens.lua",
-        "resolve_job.lua"
+        "resolve_job.lua",
+        "requests.lua"
     )
 });
 
@@ -152,12 +153,24 @@ pub(crate) static BOT_CLAIM: LazyLock<Lua> =
 pub(crate) static ACCESS: LazyLock<Lua> =
     LazyLock::new(|| lua!("access.lua", "common.lua", "tokens.lua", "grants.lua"));
 
+/// `lua/request.lua`: a media request asked (a requester's typed command), decided, withdrawn
+/// or expired (issue 44).
+pub(crate) static REQUEST: LazyLock<Lua> = LazyLock::new(|| {
+    lua!(
+        "request.lua",
+        "common.lua",
+        "create_job.lua",
+        "tokens.lua",
+        "requests.lua"
+    )
+});
+
 /// `lua/held_elsewhere.lua`: replies pending under another dispatcher, which a chat's newer
 /// replies wait for.
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 30] {
+fn all() -> [(&'static str, &'static Lua); 31] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -189,6 +202,7 @@ fn all() -> [(&'static str, &'static Lua); 30] {
         ("grants", &GRANTS),
         ("bot_claim", &BOT_CLAIM),
         ("access", &ACCESS),
+        ("request", &REQUEST),
     ]
 }
 

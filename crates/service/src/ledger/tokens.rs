@@ -53,6 +53,23 @@ pub enum TokenAction {
     /// An admin's Allow (`decision`: a role's name) or Decline (`decline`) on the card of
     /// `person`'s request (access.lua, behind `a:` callback data).
     Access { person: i64, decision: &'static str },
+    /// An admin's Approve (`approve`), Approve as best version (`best`) or Decline
+    /// (`decline`) on the card of `person`'s media request (request.lua, behind `r:` callback
+    /// data; the request's id is set by the script that makes the request).
+    Decide { person: i64, decision: &'static str },
+    /// The requester's Withdraw of their pending request (request.lua, behind `r:`): `None`
+    /// when the script making the request sets its id.
+    Withdraw { request: Option<u64> },
+}
+
+/// What a run button made for a requester carries, for the request its tap makes instead of
+/// the job (issue 44): the card's description and poster, and for a subscription the business
+/// key and window of the same ask as `/best` (Approve as best version).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Asking {
+    pub what: String,
+    pub poster: Option<String>,
+    pub best: Option<(String, Duration)>,
 }
 
 /// One button's token.
@@ -67,6 +84,8 @@ pub struct Token {
     pub reply_to: Option<i64>,
     /// A button that is not a sibling of the others (see [`Solo`]); `None` for most.
     pub solo: Option<Solo>,
+    /// A requester's run button: what their tap asks for (see [`Asking`]).
+    pub asking: Option<Asking>,
 }
 
 /// A button with a group of its own: a tap uses it alone and leaves the others working (the
@@ -115,8 +134,16 @@ impl TokenGroup {
             action,
             reply_to,
             solo: None,
+            asking: None,
         });
         data
+    }
+
+    /// Marks the last button added as a requester's (see [`Asking`]).
+    pub fn asking(&mut self, asking: Asking) {
+        if let Some(t) = self.tokens.last_mut() {
+            t.asking = Some(asking);
+        }
     }
 
     /// [`Self::add`] for a button that is not a sibling of the others (see [`Solo`]).
@@ -203,9 +230,20 @@ struct TokenSpec<'a> {
     /// a review or force button; none for Cancel and page buttons, which act on nothing.
     #[serde(skip_serializing_if = "str::is_empty")]
     least_role: &'static str,
-    /// An access card's: whose request.
+    /// An access card's: whose request; a request card's: the requester.
     #[serde(skip_serializing_if = "String::is_empty")]
     person: String,
+    /// A Withdraw button's request (a card's is set by the script).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    request: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    ask: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    poster: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    best_idem: &'a str,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    best_window_ms: String,
 }
 
 fn token_spec(t: &Token) -> TokenSpec<'_> {
@@ -235,6 +273,11 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         page: String::new(),
         least_role: "",
         person: String::new(),
+        request: String::new(),
+        ask: "",
+        poster: "",
+        best_idem: "",
+        best_window_ms: String::new(),
     };
     match &t.action {
         TokenAction::Run(job) | TokenAction::Force(job) => {
@@ -262,6 +305,12 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
             spec.page = page.to_string();
         }
         TokenAction::Ask | TokenAction::Access { .. } => access_spec(&mut spec, &t.action),
+        TokenAction::Decide { .. } | TokenAction::Withdraw { .. } => {
+            request_spec(&mut spec, &t.action)
+        }
+    }
+    if let Some(a) = &t.asking {
+        asking_spec(&mut spec, a);
     }
     if let Some(solo) = &t.solo {
         spec.solo = "1";
@@ -270,6 +319,34 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         spec.page = solo.page.map(|p| p.to_string()).unwrap_or_default();
     }
     spec
+}
+
+/// A media request's button's fields (request.lua's, behind `r:` callback data): an admin's
+/// decision on a card, or the requester's Withdraw.
+fn request_spec(spec: &mut TokenSpec<'_>, action: &TokenAction) {
+    match *action {
+        TokenAction::Decide { person, decision } => {
+            spec.action = "decide";
+            spec.least_role = Role::Admin.as_str();
+            spec.person = person.to_string();
+            spec.decision = decision;
+        }
+        TokenAction::Withdraw { request } => {
+            spec.action = "withdraw";
+            spec.request = request.map(|r| r.to_string()).unwrap_or_default();
+        }
+        _ => {}
+    }
+}
+
+/// A requester's run button's request card (tap.lua makes the request from it).
+fn asking_spec<'a>(spec: &mut TokenSpec<'a>, a: &'a Asking) {
+    spec.ask = &a.what;
+    spec.poster = a.poster.as_deref().unwrap_or("");
+    if let Some((idem, window)) = &a.best {
+        spec.best_idem = idem;
+        spec.best_window_ms = window.as_millis().to_string();
+    }
 }
 
 /// An access button's fields (access.lua's, behind `a:` callback data): an Ask, or an
@@ -357,6 +434,9 @@ pub struct Tap {
     pub message_id: Option<i64>,
     /// The token in the callback data (`None`: not one of oncebot's buttons).
     pub token: Option<String>,
+    /// For a requester, the request their tap makes on a button they may not run (tap.lua's
+    /// ARGV[20], built by ingress); `None` for anyone else.
+    pub request: Option<String>,
 }
 
 /// What tap.lua decided. Every variant but `DuplicateUpdate` put one answer on the callbacks
@@ -400,6 +480,12 @@ pub enum Tapped {
         job_id: Option<u64>,
         state: Option<JobState>,
     },
+    /// A requester's tap made a request (`sent`), or found theirs pending (`same`), or none was
+    /// made (`many`, `nobody`): include/requests.lua's outcome.
+    Request {
+        request: Option<u64>,
+        outcome: String,
+    },
 }
 
 impl Tapped {
@@ -419,6 +505,7 @@ impl Tapped {
             Tapped::Unknown => "unknown",
             Tapped::Upgrading => "upgrading",
             Tapped::DuplicateUpdate { .. } => "duplicate_update",
+            Tapped::Request { .. } => "request",
         }
     }
 }
@@ -468,7 +555,9 @@ impl Ledger {
             Some(t) => ("token", t.as_str()),
             None => ("unknown", "-"),
         };
-        let mut call = ScriptCall::new(&scripts::TAP, 12, 19, 512 + self.tap_texts.len());
+        let request = tap.request.as_deref().unwrap_or("");
+        let bytes = 512 + self.tap_texts.len() + request.len();
+        let mut call = ScriptCall::new(&scripts::TAP, 17, 20, bytes);
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -481,6 +570,11 @@ impl Ledger {
             .key("chat index", k.chat_jobs(tap.chat_id.unwrap_or(0)))
             .key("jobs index", k.jobs_index())
             .key("review index", k.review_index())
+            .key("request prefix", k.request_prefix())
+            .key("request sequence", k.request_seq())
+            .key("pending requests", k.requests_pending())
+            .key("person prefix", k.requests_of_prefix())
+            .key("pointer prefix", k.requests_key_prefix())
             .arg("mode", mode)
             .arg("update_id", tap.update_id)
             .arg("update retention", self.update_retention_secs)
@@ -502,7 +596,8 @@ impl Ledger {
                 tap.requester.as_deref().unwrap_or(""),
             )
             .arg("every role", Role::ranked())
-            .arg("job kinds a tap must not make now", held_kinds);
+            .arg("job kinds a tap must not make now", held_kinds)
+            .arg("a requester's request", request);
         call
     }
 
@@ -563,6 +658,10 @@ impl Ledger {
             "duplicate_update" => Tapped::DuplicateUpdate {
                 job_id: opt_job(),
                 state: opt_state(),
+            },
+            "request" => Tapped::Request {
+                request: opt_job(),
+                outcome: state.clone(),
             },
             other => return Err(corrupt(format!("tap outcome {other:?}"))),
         })

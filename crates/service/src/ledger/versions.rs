@@ -34,6 +34,11 @@ pub struct Registration {
     /// The job kinds its worker runs (empty without a worker).
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// The roles a job of its worker may carry (empty without a worker, and from 0.2.0, which
+    /// fails a job whose `role` it cannot read: it knows viewer, user and admin). Issue 44's
+    /// `requester` is admitted only while every live worker lists it.
+    #[serde(default)]
+    pub job_roles: Vec<String>,
 }
 
 impl Registration {
@@ -204,6 +209,18 @@ impl Ledger {
             .any(|v| Registration::from_value(&v).is_none()))
     }
 
+    /// Whether a live worker cannot run a job carrying `role` (it registered no such role:
+    /// 0.2.0, or a release before it).
+    pub async fn worker_without_job_role(&self, role: &str) -> Result<bool, LedgerError> {
+        let workers = self
+            .members(&self.keys.consumers(Stream::Jobs.group()))
+            .await?;
+        let values = self.alive_values(&workers).await?;
+        Ok(values.into_iter().flatten().any(|v| {
+            Registration::from_value(&v).is_none_or(|r| !r.job_roles.iter().any(|j| j == role))
+        }))
+    }
+
     async fn members(&self, set: &str) -> Result<Vec<String>, LedgerError> {
         let mut conn = self.conn.clone();
         redis::cmd("SMEMBERS")
@@ -244,8 +261,12 @@ mod tests {
             layout: 1,
             roles: vec!["worker".into()],
             kinds: vec!["search".into(), "version".into()],
+            job_roles: vec!["viewer".into(), "requester".into()],
         };
         assert_eq!(Registration::from_value(&r.to_value()), Some(r));
         assert_eq!(Registration::from_value("1"), None);
+        // 0.2.0's registration names no job roles: it cannot run a requester's job.
+        let old = r#"{"version":"0.2.0","layout":1,"roles":["worker"],"kinds":["search"]}"#;
+        assert!(Registration::from_value(old).unwrap().job_roles.is_empty());
     }
 }

@@ -51,6 +51,23 @@ pub fn access_token_of(data: &str) -> Option<&str> {
     valid(data.strip_prefix(ACCESS_PREFIX)?)
 }
 
+/// The prefix of a media request's buttons (an admin's Approve / Decline, the requester's
+/// Withdraw): ingress sends their taps to request.lua instead of tap.lua.
+const REQUEST_PREFIX: &str = "r:";
+
+/// A request button's callback data, for the callback data `callback_data` made for its token.
+pub fn as_request(callback_data: &str) -> String {
+    format!(
+        "{REQUEST_PREFIX}{}",
+        callback_data.strip_prefix(PREFIX).unwrap_or(callback_data)
+    )
+}
+
+/// The token in a request button's callback data (`r:<token>`).
+pub fn request_token_of(data: &str) -> Option<&str> {
+    valid(data.strip_prefix(REQUEST_PREFIX)?)
+}
+
 fn valid(token: &str) -> Option<&str> {
     (token.len() == TOKEN_LEN
         && token

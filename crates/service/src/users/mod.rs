@@ -339,6 +339,11 @@ impl Directory {
         (self.setting.len(), mp)
     }
 
+    /// How many grants this directory holds (`users:granted` as followed).
+    pub fn granted_count(&self) -> usize {
+        self.granted.len()
+    }
+
     /// Whether `user_id` may run commands at all: on `telegram.allowed_users`, or granted.
     pub fn is_allowed(&self, user_id: i64) -> bool {
         self.allowed.contains(&user_id) || self.granted.contains_key(&user_id)

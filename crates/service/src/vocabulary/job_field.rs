@@ -27,9 +27,12 @@ pub const ERROR: &str = "error";
 pub const DUPLICATES: &str = "duplicates";
 pub const REQUESTER: &str = "requester";
 pub const ROLE: &str = "role";
+/// An approved request's job (issue 44): the admin who approved it, and the request.
+pub const APPROVED_BY: &str = "approved_by";
+pub const REQUEST: &str = "request";
 
 /// Every name above.
-pub const ALL: [&str; 23] = [
+pub const ALL: [&str; 25] = [
     ID,
     STATUS,
     COMMAND,
@@ -53,6 +56,8 @@ pub const ALL: [&str; 23] = [
     DUPLICATES,
     REQUESTER,
     ROLE,
+    APPROVED_BY,
+    REQUEST,
 ];
 
 #[cfg(test)]
@@ -67,6 +72,7 @@ mod tests {
             "include/claim.lua",
             "complete.lua",
             "include/common.lua",
+            "request.lua",
         ]
         .iter()
         .map(|name| crate::assets::read(&format!("lua/{name}")))

@@ -56,10 +56,16 @@ pub enum ReplyKind {
     /// An admin's card of a request for access, with its Allow / Decline buttons, and its edits
     /// (who decided what, or expired).
     AccessCard,
+    /// A requester's side of a media request (issue 44): "sent for approval" with its Withdraw
+    /// button, and what became of it (approved, declined, expired).
+    Request,
+    /// An admin's card of a media request, with its Approve / Decline buttons (and its poster),
+    /// and its edits (who decided what, withdrawn, expired).
+    RequestCard,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 23] = [
+    pub const ALL: [ReplyKind; 25] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -83,6 +89,8 @@ impl ReplyKind {
         ReplyKind::Claim,
         ReplyKind::Access,
         ReplyKind::AccessCard,
+        ReplyKind::Request,
+        ReplyKind::RequestCard,
     ];
 
     /// The `kind` field's value.
@@ -111,6 +119,8 @@ impl ReplyKind {
             ReplyKind::Claim => "claim",
             ReplyKind::Access => "access",
             ReplyKind::AccessCard => "access_card",
+            ReplyKind::Request => "request",
+            ReplyKind::RequestCard => "request_card",
         }
     }
 
@@ -180,7 +190,9 @@ mod tests {
             | ReplyKind::Notification
             | ReplyKind::Claim
             | ReplyKind::Access
-            | ReplyKind::AccessCard => (),
+            | ReplyKind::AccessCard
+            | ReplyKind::Request
+            | ReplyKind::RequestCard => (),
         };
         let doc = crate::assets::read("docs/redis.md");
         let start = doc

@@ -44,10 +44,16 @@ impl Rights {
     /// is told in plain words) when not; `Transient` when Redis cannot say.
     pub(super) async fn still_allowed(&self, job: &Job, command: Command) -> Result<(), MpError> {
         let needs = command.least_role(&job.args);
-        if needs < Role::Admin {
+        // An approved request's job (issue 44) acts on its approving admin's rights: they must
+        // still have them when it runs.
+        let approver = job
+            .extra
+            .get(crate::vocabulary::job_field::APPROVED_BY)
+            .and_then(|a| a.parse::<i64>().ok());
+        if needs < Role::Admin && approver.is_none() {
             return Ok(());
         }
-        let now = self.role_now(job.user_id).await?;
+        let now = self.role_now(approver.unwrap_or(job.user_id)).await?;
         if now.is_some_and(|role| role >= needs) {
             return Ok(());
         }

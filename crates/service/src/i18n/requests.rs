@@ -1,0 +1,169 @@
+//! Media requests (issue 44): what a requester is answered, the admins' cards and their
+//! buttons, and every answer request.lua gives ("{id}", "{what}", "{who}" filled in by the
+//! script). A card's description is built here from what the worker knew when it made the
+//! requester's button (the media, the season, the release and its site, the library line).
+
+use super::Texts;
+use crate::untrusted::clean_line;
+
+impl Texts {
+    /// A card's buttons: Approve, Approve as best version (a subscription's only), Decline,
+    /// with their decisions.
+    pub fn request_buttons(&self) -> [(&'static str, &'static str); 3] {
+        let zh = self.zh();
+        [
+            (zh_en!(zh, "批准", "Approve"), "approve"),
+            (zh_en!(zh, "批准并洗版", "Approve as best version"), "best"),
+            (zh_en!(zh, "拒绝", "Decline"), "decline"),
+        ]
+    }
+
+    /// The requester's Withdraw button.
+    pub fn withdraw_button(&self) -> &'static str {
+        zh_en!(self.zh(), "撤回", "Withdraw")
+    }
+
+    /// A subscription asked for: the media (and season), then the library line.
+    pub fn asking_subscription(&self, media: &str, best: bool, library: &str) -> String {
+        let what = match best {
+            true => zh_en!(self.zh(), "洗版订阅", "Best-version subscription"),
+            false => zh_en!(self.zh(), "订阅", "Subscription"),
+        };
+        let text = zh_en!(self.zh(), ("{what}：{media}"), ("{what}: {media}"));
+        join_library(text, library)
+    }
+
+    /// A download asked for: the media, the release and its site, then the library line.
+    pub fn asking_download(&self, media: &str, release: &str, site: &str, library: &str) -> String {
+        let (media, release, site) = (clean_line(media), clean_line(release), clean_line(site));
+        let text = zh_en!(
+            self.zh(),
+            ("下载：{media}\n资源：{release}\n站点：{site}"),
+            ("Download: {media}\nRelease: {release}\nSite: {site}")
+        );
+        join_library(text, library)
+    }
+
+    /// ⚡ Auto asked for: the best release of the list (and the season's subscription).
+    pub fn asking_auto(&self, media: &str, library: &str) -> String {
+        let media = clean_line(media);
+        let text = zh_en!(
+            self.zh(),
+            ("⚡ 自动下载：{media}（列表中的第一个资源，剧集并订阅该季）"),
+            ("⚡ Auto download: {media} (the list's first release; a season is also subscribed)")
+        );
+        join_library(text, library)
+    }
+
+    /// A media as a card names it: its title (cleaned: MoviePilot wrote it), year and season.
+    pub fn asked_media(&self, title: &str, year: Option<&str>, season: Option<u32>) -> String {
+        let mut text = clean_line(title).into_owned();
+        if let Some(year) = year.filter(|y| !y.is_empty()) {
+            text.push_str(&format!(" ({})", clean_line(year)));
+        }
+        if let Some(n) = season {
+            text.push_str(&zh_en!(self.zh(), (" 第 {n} 季"), (" season {n}")));
+        }
+        text
+    }
+
+    /// The requester's "who" on a card: their name and Telegram id.
+    pub fn requester_line(&self, name: &str, id: i64) -> String {
+        match name.is_empty() {
+            true => id.to_string(),
+            false => format!("{name} ({id})"),
+        }
+    }
+
+    /// Every text request.lua writes (JSON, lua/request.lua's ARGV[15], and the texts of
+    /// tap.lua's ARGV[20]).
+    pub fn request_texts(&self) -> serde_json::Value {
+        let zh = self.zh();
+        serde_json::json!({
+            "card": zh_en!(zh,
+                "📝 媒体请求 #{id}\n{what}\n申请人：{who}",
+                "📝 Media request #{id}\n{what}\nAsked by: {who}"),
+            "sent": zh_en!(zh,
+                "已提交，等待管理员批准（请求 #{id}）",
+                "Sent for approval (request #{id})"),
+            "same": zh_en!(zh,
+                "这个请求已经在等待管理员批准（请求 #{id}）",
+                "This is already waiting for approval (request #{id})"),
+            "many": zh_en!(zh,
+                "你等待批准的请求太多了，请等管理员处理后再提交。",
+                "You have too many requests waiting; ask again once an admin has decided some."),
+            "nobody": zh_en!(zh,
+                "现在没有可以批准请求的管理员。",
+                "No admin can approve a request now."),
+            "expired": zh_en!(zh, "这个请求已过期或不存在。", "This request has expired or does not exist."),
+            "foreign": zh_en!(zh, "这个按钮不是给你的", "This button is not for you."),
+            "forbidden": zh_en!(zh, "只有管理员可以批准请求。", "Only an admin can decide a request."),
+            "decided": zh_en!(zh, "已经处理过了：{what}", "Already decided: {what}"),
+            "done": zh_en!(zh, "已处理：{what}", "Done: {what}"),
+            "gone": zh_en!(zh,
+                "这个人已经不能使用机器人了，请求已拒绝。",
+                "This person no longer has access; the request is declined."),
+            "withdrawn": zh_en!(zh, "请求已撤回。", "Request withdrawn."),
+            "card_approved": zh_en!(zh, "✅ 已由 {who} 批准", "✅ Approved by {who}"),
+            "card_best": zh_en!(zh, "✅ 已由 {who} 批准（洗版）", "✅ Approved as best version by {who}"),
+            "card_declined": zh_en!(zh, "❌ 已由 {who} 拒绝", "❌ Declined by {who}"),
+            "card_gone": zh_en!(zh,
+                "❌ 已拒绝：申请人已不能使用机器人",
+                "❌ Declined: the requester no longer has access"),
+            "card_expired": zh_en!(zh, "⌛ 请求已过期，没有人处理", "⌛ Expired without a decision"),
+            "card_withdrawn": zh_en!(zh, "↩️ 申请人已撤回", "↩️ Withdrawn by the requester"),
+            "person_approved": zh_en!(zh,
+                "✅ 请求 #{id} 已批准，正在执行：\n{what}",
+                "✅ Request #{id} was approved and is running:\n{what}"),
+            "person_declined": zh_en!(zh,
+                "❌ 请求 #{id} 没有被批准：\n{what}",
+                "❌ Request #{id} was declined:\n{what}"),
+            "person_gone": zh_en!(zh,
+                "❌ 请求 #{id} 已取消：你已不能使用机器人。",
+                "❌ Request #{id} was cancelled: you no longer have access to the bot."),
+            "person_expired": zh_en!(zh,
+                "⌛ 请求 #{id} 已过期，没有管理员处理：\n{what}",
+                "⌛ Request #{id} expired without a decision:\n{what}"),
+        })
+    }
+}
+
+/// A description with its library line under it (none when the library was not checked).
+fn join_library(what: String, library: &str) -> String {
+    match library.is_empty() {
+        true => what,
+        false => format!("{what}\n{library}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Locale;
+
+    /// Every text in both languages, with the placeholders request.lua fills.
+    #[test]
+    fn the_texts_exist_in_both_languages_with_their_placeholders() {
+        let (z, e) = (
+            Texts::new(Locale::Zh).request_texts(),
+            Texts::new(Locale::En).request_texts(),
+        );
+        for (key, value) in e.as_object().unwrap() {
+            assert_ne!(z[key], *value, "{key}: one text for two languages");
+        }
+        for (key, hole) in [
+            ("card", "{what}"),
+            ("card", "{who}"),
+            ("sent", "{id}"),
+            ("card_approved", "{who}"),
+            ("person_declined", "{id}"),
+        ] {
+            assert!(z[key].as_str().unwrap().contains(hole), "{key}");
+            assert!(e[key].as_str().unwrap().contains(hole), "{key}");
+        }
+        assert_eq!(
+            e["sent"].as_str().unwrap().replace("{id}", "12"),
+            "Sent for approval (request #12)"
+        );
+    }
+}

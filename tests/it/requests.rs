@@ -1,0 +1,369 @@
+//! Issue 44: ask and approve, through a real oncebot, the fake MoviePilot, the fake Bot API and
+//! a private Redis. A requester's typed `/subscribe` and tapped `Download k` become requests
+//! with one card per admin chat; the first admin's tap decides once (two at the same moment make
+//! one job), every other card says so; decline, withdrawal, expiry and a revoked requester make
+//! nothing; a worker SIGKILLed after the approval's job was claimed, or after MoviePilot made the
+//! subscription, leaves one subscription owned by the requester.
+
+use std::time::Duration;
+
+use oncebot::moviepilot::Dialect;
+use oncebot_tools::sim::moviepilot::routes;
+use oncebot_tools::sim::telegram::StoredMessage;
+use serde_json::Value;
+
+use crate::grants::{button, cli, message_in, tap};
+use crate::support::child::Oncebot;
+use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
+
+/// The requester: mapped to MoviePilot's `carol`.
+const CAROL: i64 = 1003;
+/// A movie the simulator's sites list releases of, not in its library.
+const DUNE: u64 = 438631;
+
+/// Alice and Bob are admins (each gets a card in their private chat); Carol a requester.
+async fn household(extra: &[(&str, &str)]) -> Rig {
+    let allowed = format!("{ALICE},{BOB},{CAROL}");
+    let users = format!("{ALICE}=:admin,{BOB}=:admin,{CAROL}=carol:requester");
+    let mut env = vec![
+        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", allowed.as_str()),
+        ("ONCEBOT__TELEGRAM__USERS", users.as_str()),
+    ];
+    env.extend_from_slice(extra);
+    Rig::with(Dialect::V2, &env).await
+}
+
+/// The text of the answer to a tap (answerCallbackQuery's `text`).
+async fn answer_to(rig: &Rig, update: &Value) -> String {
+    let query = update["callback_query"]["id"].clone();
+    eventually("the tap's answer", RECOVERY_DEADLINE, || {
+        let calls = rig.tg.calls();
+        let query = query.clone();
+        async move {
+            calls.iter().find_map(|c| {
+                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
+                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
+            })
+        }
+    })
+    .await
+}
+
+/// Posts a tap and returns its answer.
+async fn tapped(rig: &Rig, update: Value) -> String {
+    rig.post(&update).await;
+    answer_to(rig, &update).await
+}
+
+/// The labels of a message's buttons.
+fn labels(message: &StoredMessage) -> Vec<String> {
+    let markup: &Value = message.reply_markup.as_ref().expect("a keyboard");
+    markup["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The newest message to `chat` with a button labelled `label`, once there is one.
+async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
+    eventually(
+        &format!("a message to {chat} with a button {label:?}"),
+        RECOVERY_DEADLINE,
+        || {
+            let found = rig
+                .tg
+                .received(chat)
+                .into_iter()
+                .rev()
+                .find(|m| m.reply_markup.is_some() && labels(m).iter().any(|l| l == label));
+            async move { found }
+        },
+    )
+    .await
+}
+
+/// Waits until message `card` (in its chat) says `text`, and has no buttons left.
+async fn card_says(rig: &Rig, card: &StoredMessage, text: &str) {
+    eventually(
+        &format!(
+            "card {} in {} to say {text:?}",
+            card.message_id, card.chat_id
+        ),
+        RECOVERY_DEADLINE,
+        || {
+            let now = rig
+                .tg
+                .received(card.chat_id)
+                .into_iter()
+                .find(|m| m.message_id == card.message_id);
+            async move {
+                now.filter(|m| m.text.contains(text) && m.reply_markup.is_none())
+                    .map(|_| ())
+            }
+        },
+    )
+    .await;
+}
+
+/// Carol types `/subscribe tmdb:<Dune>` (update `update_id`): her worker looks, finds no
+/// subscription and no library copy, and makes request `n`; the admins' cards, once they came.
+async fn carol_asks_for_dune(rig: &Rig, update_id: i64, n: u64) -> (StoredMessage, StoredMessage) {
+    rig.post(&private_text(
+        update_id,
+        CAROL,
+        &format!("/subscribe tmdb:{DUNE}"),
+    ))
+    .await;
+    message_in(rig, CAROL, &format!("Sent for approval (request #{n})")).await;
+    let head = format!("Media request #{n}");
+    (
+        message_in(rig, ALICE, &head).await,
+        message_in(rig, BOB, &head).await,
+    )
+}
+
+/// A typed `/subscribe` by a requester is a request, never a subscription; each admin gets one
+/// card; a forged tap of Carol's makes nothing; Alice and Bob tapping Approve at the same moment
+/// make one job, owned by Carol, approved by one of them, and one subscription; both cards say
+/// who approved, a later tap is told, and Carol hears it was approved, then the result.
+#[tokio::test]
+async fn two_admins_approving_at_once_make_one_job_and_one_subscription() {
+    let rig = household(&[]).await;
+    let _bot = rig.start_pipeline().await;
+    let (alice_card, bob_card) = carol_asks_for_dune(&rig, 1, 1).await;
+    let lookup = rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(lookup["role"], "requester");
+    assert_eq!(lookup["request"], "1");
+    assert_eq!(rig.mp.subscriptions().len(), 0, "a request makes nothing");
+    assert_eq!(
+        labels(&alice_card),
+        ["Approve", "Approve as best version", "Decline"]
+    );
+    assert!(
+        alice_card.text.contains("Subscription: Dune"),
+        "{alice_card:?}"
+    );
+    assert!(
+        alice_card.text.contains("Asked by: carol (1003)"),
+        "{alice_card:?}"
+    );
+
+    // Carol's copy of an admin's button, tapped in her own chat: not hers.
+    let sent = message_in(&rig, CAROL, "Sent for approval").await;
+    let forged = tapped(&rig, tap(10, CAROL, &sent, &button(&alice_card, "Approve"))).await;
+    assert_eq!(forged, "This button is not for you.");
+
+    let (a, b) = (
+        tap(11, ALICE, &alice_card, &button(&alice_card, "Approve")),
+        tap(12, BOB, &bob_card, &button(&bob_card, "Approve")),
+    );
+    tokio::join!(rig.post(&a), rig.post(&b));
+    let answers = [answer_to(&rig, &a).await, answer_to(&rig, &b).await];
+    let won = answers
+        .iter()
+        .filter(|a| a.starts_with("Done: ✅ Approved by"))
+        .count();
+    let told = answers
+        .iter()
+        .filter(|a| a.starts_with("Already decided: ✅"))
+        .count();
+    assert_eq!((won, told), (1, 1), "{answers:?}");
+
+    let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(job["command"], "subscribe");
+    assert_eq!(job["user_id"], CAROL.to_string());
+    assert_eq!(job["requester"], "carol");
+    assert_eq!(job["request"], "1");
+    assert_eq!(job["role"], "admin");
+    let approver = job["approved_by"].clone();
+    assert!(
+        [ALICE.to_string(), BOB.to_string()].contains(&approver),
+        "{job:?}"
+    );
+    assert_eq!(rig.store.job_ids().await.len(), 2, "one job for two taps");
+    let subs = rig.mp.subscriptions();
+    assert_eq!(subs.len(), 1, "{subs:?}");
+    assert_eq!(subs[0].username, "carol");
+
+    message_in(&rig, CAROL, "Request #1 was approved").await;
+    let by = format!("Approved by User {approver} ({approver})");
+    card_says(&rig, &alice_card, &by).await;
+    card_says(&rig, &bob_card, &by).await;
+    let again = tapped(&rig, tap(13, BOB, &bob_card, &button(&bob_card, "Decline"))).await;
+    assert!(again.starts_with("Already decided: ✅"), "{again}");
+    assert_eq!(rig.store.job_ids().await.len(), 2);
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+}
+
+/// A requester's tapped `Download k` is a request made in the tap's step (no job); declined, it
+/// tells Carol and edits both cards; a second one withdrawn by Carol is edited as withdrawn and
+/// an admin's later Approve makes nothing. No download ever reaches MoviePilot.
+#[tokio::test]
+async fn a_tapped_download_is_a_request_declined_or_withdrawn_never_a_download() {
+    let rig = household(&[]).await;
+    let _bot = rig.start_pipeline().await;
+    rig.post(&private_text(1, CAROL, &format!("/download tmdb:{DUNE}")))
+        .await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let list = with_button(&rig, CAROL, "Download 1").await;
+
+    let first = tapped(&rig, tap(2, CAROL, &list, &button(&list, "Download 1"))).await;
+    assert_eq!(first, "Sent for approval (request #1)");
+    let alice_card = message_in(&rig, ALICE, "Media request #1").await;
+    let bob_card = message_in(&rig, BOB, "Media request #1").await;
+    assert!(alice_card.text.contains("Release: "), "{alice_card:?}");
+    assert!(alice_card.text.contains("Site: "), "{alice_card:?}");
+    assert_eq!(
+        labels(&alice_card),
+        ["Approve", "Decline"],
+        "no best version for a download"
+    );
+    assert_eq!(
+        rig.store.job_ids().await.len(),
+        1,
+        "a requester's tap makes no job"
+    );
+
+    let declined = tapped(&rig, tap(3, BOB, &bob_card, &button(&bob_card, "Decline"))).await;
+    assert_eq!(declined, "Done: ❌ Declined by User 1002 (1002)");
+    message_in(&rig, CAROL, "Request #1 was declined").await;
+    card_says(&rig, &alice_card, "Declined by User 1002").await;
+    card_says(&rig, &bob_card, "Declined by User 1002").await;
+    let late = tapped(
+        &rig,
+        tap(4, ALICE, &alice_card, &button(&alice_card, "Approve")),
+    )
+    .await;
+    assert!(late.starts_with("Already decided: ❌"), "{late}");
+
+    // The list is still Carol's: a second release, withdrawn before anyone decides.
+    let list = with_button(&rig, CAROL, "Download 2").await;
+    let second = tapped(&rig, tap(5, CAROL, &list, &button(&list, "Download 2"))).await;
+    assert_eq!(second, "Sent for approval (request #2)");
+    let card = message_in(&rig, ALICE, "Media request #2").await;
+    let sent = message_in(&rig, CAROL, "Sent for approval (request #2)").await;
+    let withdrawn = tapped(&rig, tap(6, CAROL, &sent, &button(&sent, "Withdraw"))).await;
+    assert_eq!(withdrawn, "Request withdrawn.");
+    card_says(&rig, &card, "Withdrawn by the requester").await;
+    let again = tapped(&rig, tap(7, CAROL, &sent, &button(&sent, "Withdraw"))).await;
+    assert!(again.starts_with("Already decided"), "{again}");
+    let late = tapped(&rig, tap(8, ALICE, &card, &button(&card, "Approve"))).await;
+    assert!(late.starts_with("Already decided: ↩️"), "{late}");
+
+    assert_eq!(rig.store.job_ids().await.len(), 1);
+    assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 0);
+}
+
+/// A request nobody decided within `household.request_ttl_secs` expires: the first tap after
+/// it is told so, the cards say so, Carol is told, no job. A requester whose grant is revoked
+/// while their request waits is not approved: the tap declines it.
+#[tokio::test]
+async fn an_expired_request_or_a_revoked_requester_makes_no_job() {
+    let rig = household(&[("ONCEBOT__HOUSEHOLD__REQUEST_TTL_SECS", "10")]).await;
+    let _bot = rig.start_pipeline().await;
+    let (alice_card, bob_card) = carol_asks_for_dune(&rig, 1, 1).await;
+    // The request's time must pass: nothing to await but the clock.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let expired = tapped(
+        &rig,
+        tap(2, ALICE, &alice_card, &button(&alice_card, "Approve")),
+    )
+    .await;
+    assert_eq!(expired, "This request has expired or does not exist.");
+    message_in(&rig, CAROL, "Request #1 expired").await;
+    card_says(&rig, &bob_card, "Expired without a decision").await;
+    assert_eq!(rig.store.job_ids().await.len(), 1);
+
+    // Mallory, granted requester from the CLI, asks; her grant is taken back before anyone
+    // decides.
+    cli(&rig, &["users", "grant", &MALLORY.to_string(), "requester"]).await;
+    eventually(
+        "the ingress to follow the grant",
+        RECOVERY_DEADLINE,
+        || async {
+            let granted = rig.metric("oncebot_users_mapped{source=\"granted\"}").await;
+            (granted.as_deref() == Some("1")).then_some(())
+        },
+    )
+    .await;
+    let jobs = rig.store.job_ids().await.len();
+    rig.post(&private_text(
+        3,
+        MALLORY,
+        &format!("/subscribe tmdb:{DUNE}"),
+    ))
+    .await;
+    message_in(&rig, MALLORY, "Sent for approval (request #2)").await;
+    let card = message_in(&rig, ALICE, "Media request #2").await;
+    cli(&rig, &["users", "revoke", &MALLORY.to_string()]).await;
+    // Until the ingress follows the revocation, a tap would approve: wait on the follower's
+    // gauge instead of tapping.
+    eventually(
+        "the revocation to reach the ingress",
+        RECOVERY_DEADLINE,
+        || async {
+            let granted = rig.metric("oncebot_users_mapped{source=\"granted\"}").await;
+            (granted.as_deref() == Some("0")).then_some(())
+        },
+    )
+    .await;
+    let bob_card = message_in(&rig, BOB, "Media request #2").await;
+    let gone = tapped(&rig, tap(4, BOB, &bob_card, &button(&bob_card, "Approve"))).await;
+    assert_eq!(
+        gone,
+        "This person no longer has access; the request is declined."
+    );
+    card_says(&rig, &card, "the requester no longer has access").await;
+    assert_eq!(
+        rig.store.job_ids().await.len(),
+        jobs + 1,
+        "only Mallory's lookup"
+    );
+    assert_eq!(rig.mp.subscriptions().len(), 0);
+}
+
+/// The approval's job under its command's recovery: a worker SIGKILLed right after it claimed
+/// the job, or right after MoviePilot made the subscription (before it was given to Carol),
+/// is replaced, and the job ends with one subscription owned by Carol and no second create.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_worker_killed_after_the_approval_leaves_one_subscription_owned_by_the_requester() {
+    for point in ["worker.after_claim", "worker.after_subscribe_create"] {
+        let rig = household(&[]).await;
+        let _front = rig.start_roles(&["ingress", "dispatcher"], None).await;
+        let mut worker = rig.start_worker_only().await;
+        let (alice_card, _) = carol_asks_for_dune(&rig, 1, 1).await;
+        rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+        worker.sigkill().await;
+
+        let mut env = rig.env.clone();
+        env.push(("FAILPOINTS".into(), format!("{point}=return")));
+        let mut frozen = Oncebot::spawn(&["serve", "--role", "worker"], &env);
+        frozen
+            .wait_for_stderr("worker started", Duration::from_secs(10))
+            .await;
+        let approve = tap(2, ALICE, &alice_card, &button(&alice_card, "Approve"));
+        assert!(tapped(&rig, approve).await.starts_with("Done: ✅"));
+        frozen
+            .wait_for_stderr(
+                &format!("crash point {point} reached"),
+                Duration::from_secs(10),
+            )
+            .await;
+        frozen.sigkill().await;
+
+        let _worker = rig.start_worker_only().await;
+        let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+        assert_eq!(job["recoveries"], "1", "{point}: {job:?}");
+        assert_eq!(job["approved_by"], ALICE.to_string());
+        let subs = rig.mp.subscriptions();
+        assert_eq!(subs.len(), 1, "{point}: {subs:?}");
+        assert_eq!(subs[0].username, "carol", "{point}");
+        assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1, "{point}");
+        assert_eq!(rig.store.job_ids().await.len(), 2, "{point}");
+    }
+}
