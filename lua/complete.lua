@@ -68,7 +68,9 @@
         the reply that shows it does; "" for none
     +15 a poster's URL: the reply is sent as a photo with the text as its caption; "" for none
     +16 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
-    then n name, value pairs
+    then n name, value pairs; a `quota_used` among them settles the job's weekly quota slots
+    (issue 44): of the `quota` slots it holds (`j<id>`, `j<id>:2` in `{P}:v1:quota:<user_id>`,
+    the prefix derived from KEYS[7]), the first `quota_used` count from now, the rest are freed
 
   The fence is the attempt number and the entry: a job is `running` under attempts = a only
   between the claim that made attempt a (include/claim.lua's start_attempt, the one writer of
@@ -136,6 +138,23 @@ local now = now_ms()
 local acked = {}
 local replies_ready = false
 
+-- A job's weekly quota slots once it ended: the first `used` count from now, the rest freed.
+local quota_prefix = (string.gsub(job_prefix, 'job:$', 'quota:'))
+local function settle_quota(job_key, id, used)
+  local held = call('HMGET', job_key, 'quota', 'user_id')
+  local slots = tonumber(held[1]) or 0
+  if slots == 0 then return end
+  local key = quota_prefix .. (held[2] or '')
+  for i = 1, slots do
+    local member = i == 1 and ('j' .. id) or ('j' .. id .. ':' .. i)
+    if i <= used then
+      call('ZADD', key, 'XX', now, member)
+    else
+      call('ZREM', key, member)
+    end
+  end
+end
+
 -- Records the outcome whose record starts at ARGV[at + 1]; returns the answer and where the
 -- next record starts.
 local function complete_one(job_key, at)
@@ -177,11 +196,14 @@ local function complete_one(job_key, at)
     if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
     if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
     if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
+    local quota_used
     for i = at + 17, next_at, 2 do
       set[#set + 1] = ARGV[i]
       set[#set + 1] = ARGV[i + 1]
+      if ARGV[i] == 'quota_used' then quota_used = tonumber(ARGV[i + 1]) end
     end
     call('HSET', job_key, unpack(set))
+    if quota_used then settle_quota(job_key, id, quota_used) end
   end
   if new_status == 'succeeded' and earlier[1] then
     -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.

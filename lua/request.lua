@@ -1,7 +1,8 @@
 --[[
   request: a media request (issue 44) asked, decided, withdrawn or expired, each in one atomic
-  step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua and
-  include/requests.lua (the request's fields and indexes are described there).
+  step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua,
+  include/quota.lua and include/requests.lua (the request's fields and indexes are described
+  there).
 
   Modes:
     ask     a requester's typed /subscribe or /best, once their worker looked the media up and
@@ -43,6 +44,10 @@
   KEYS[17] jobs stream       {P}:v1:stream:jobs
   KEYS[18] chat prefix       {P}:v1:chat:                + <chat id>:jobs, the requester's chat index
   KEYS[19] jobs index        {P}:v1:index:recent
+  KEYS[20] quota prefix      {P}:v1:quota:               + Telegram id: the requester's weekly
+                                                         quota (include/quota.lua): a request's
+                                                         slots become its job's at approval, and
+                                                         are freed by any other end
 
   ARGV[1]  mode: ask | tap | expire
   ARGV[2]  update_id (tap), else ""
@@ -65,13 +70,13 @@
            the requester's "person_approved", "person_declined", "person_expired", "person_gone"
            ({id}, {what})
   ARGV[16] detail (JSON), by mode: ask: include/requests.lua's q as Rust builds it (fields,
-           cards, texts from ARGV[15] added here); tap: {"may_decide": "1" when the tapper
+           cards, quota; texts from ARGV[15] added here); tap: {"may_decide": "1" when the tapper
            may use the bot and is an admin now, "who": the tapper's name, "role": their role
            (the approved job's `role`), "person_allowed": "1" when the token's person may
            still use the bot}; expire: ""
 
   Returns {outcome, id}:
-    ask:    make_request's outcome ("sent", "same", "many", "nobody") and the request id
+    ask:    make_request's outcome ("sent", "same", "many", "nobody", "quota") and the request id
     tap:    "approved" (id: the job's), "declined", "gone" (declined: the requester lost access),
             "withdrawn", "decided" (decided before), "expired", "foreign", "forbidden",
             "duplicate_update"; id the request's (the job's for approved)
@@ -84,6 +89,7 @@ local replies, callbacks, reply_prefix = KEYS[9], KEYS[10], KEYS[11]
 local pages_prefix, releases_prefix, cmd_prefix = KEYS[12], KEYS[13], KEYS[14]
 local job_seq, job_prefix, jobs_stream, chat_prefix, jobs_index =
   KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19]
+local quota_prefix = KEYS[20]
 local mode, update_id, retention, user_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local chat_id, message_id, query_id, token = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local ttl_ms, max_pending = ARGV[9], ARGV[10]
@@ -93,7 +99,7 @@ local texts = cjson.decode(ARGV[15])
 local detail = ARGV[16] ~= '' and cjson.decode(ARGV[16]) or {}
 local now = now_ms()
 local c = {replies = replies, replies_group = replies_group, reply_prefix = reply_prefix,
-  pending = pending, key_prefix = key_prefix, now = now}
+  pending = pending, key_prefix = key_prefix, quota_prefix = quota_prefix, now = now}
 
 local function answer(text, alert)
   ensure_group(callbacks, callbacks_group)
@@ -128,6 +134,7 @@ if mode == 'ask' then
     replies, replies_group
   q.pages_prefix, q.releases_prefix, q.now, q.ttl_ms, q.max_pending = pages_prefix,
     releases_prefix, now, ttl_ms, max_pending
+  q.quota_prefix = quota_prefix
   q.texts = texts
   local outcome, id = make_request(q)
   return {outcome, id}
@@ -237,6 +244,12 @@ if decision == 'approve' or decision == 'best' then
   })
   redis.call('HSET', job_prefix .. job_id, 'approved_by', user_id, 'request', r.id)
   close_request(r, key, 'approved', c)
+  -- The request's quota slots become its job's, which complete.lua settles by what it made.
+  local slots = tonumber(r.quota_slots) or 0
+  if slots > 0 then
+    quota_hold(quota_prefix .. r.user_id, slots_of('j', job_id, slots), now)
+    redis.call('HSET', job_prefix .. job_id, 'quota', slots)
+  end
   redis.call('HSET', key, 'decision', decision, 'decided_by', user_id,
     'decided_by_name', detail.who, 'decided_at', now, 'job_id', job_id)
   tell_requester(r, fill(texts.person_approved, vars(r)), c)

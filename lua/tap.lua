@@ -1,7 +1,7 @@
 --[[
   tap: one callback query (a user tapped an inline button), decided and answered in one atomic
   step. Runs after include/common.lua, include/create_job.lua, include/tokens.lua,
-  include/resolve_job.lua and include/requests.lua (concatenated in front of it by
+  include/resolve_job.lua, include/quota.lua and include/requests.lua (concatenated in front of it by
   crates/service/src/ledger/scripts.rs), so the job a tap makes is made exactly as enqueue.lua
   makes one, a review button settles a job exactly as `oncebot jobs resolve` does, and a
   requester's tap makes a request exactly as request.lua's `ask` does.
@@ -31,6 +31,8 @@
   KEYS[15] pending requests  {P}:v1:requests:pending
   KEYS[16] person prefix     {P}:v1:requests:of:
   KEYS[17] pointer prefix    {P}:v1:requests:key:
+  KEYS[18] quota prefix      {P}:v1:quota:               + the tapper's id: their weekly quota
+                                                         (include/quota.lua)
 
   ARGV[1]  mode: "token" (callback_data was "t:<token>") or "unknown" (anything else, or a
            button whose message Telegram did not say)
@@ -67,11 +69,17 @@
            older worker still alive would fail (docs/releases.md); a run or force button of one
            is answered "upgrading" and makes nothing
   ARGV[20] a requester's request (JSON, "" for anyone else; issue 44): {"ttl_ms", "max_pending",
-           "who", "texts": {"card", "sent", "same", "many", "nobody"}, "cards": {tokens,
-           messages}, "withdraw": {tokens, markup}} (include/requests.lua's q). A run button
+           "who", "texts": {"card", "sent", "same", "many", "nobody", "quota"}, "cards": {tokens,
+           messages}, "withdraw": {tokens, markup}, "quota": {limit} or absent}
+           (include/requests.lua's q). A run button
            whose token carries `ask` (the card's description: made for a requester) and
            whose least role ranks above the tapper's, tapped by a requester, makes a request
            instead of the job, in this step: never a job
+  ARGV[21] the tapper's weekly quota (JSON, "" for none): {"limit", "text": the answer when it
+           is used up}. A run button of a command that makes something (subscribe, best, grab:
+           1 slot; auto: 2; not a series' season choice, `tmdb:<id> tv`) makes its job only
+           with room, holding `j<id>` (include/quota.lua; the job's `quota` field says how many
+           slots), else it is answered with the text and makes nothing
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
@@ -103,8 +111,10 @@
     {"upgrading", "", ""}             a run or force button whose command is of a kind in
                                       ARGV[19]: nothing changed, the token stays usable
     {"request", id, outcome}          a requester's tap (ARGV[20]): make_request's outcome
-                                      ("sent", "same", "many", "nobody") and the request id;
-                                      the group is used only when one was sent
+                                      ("sent", "same", "many", "nobody", "quota") and the
+                                      request id; the group is used only when one was sent
+    {"quota", "", ""}                 ARGV[21]'s quota has no room for the button's job:
+                                      nothing changed, the token stays usable
     {"duplicate_update", id or "", state}  update_id seen before: nothing written at all
   Besides the callbacks entry, "new", "duplicate_command", "cancelled", "resolved", "settled" and
   "expired" (and "used" from another message than the first tap's) queue a replies entry
@@ -130,6 +140,9 @@ local callbacks, chat_index, jobs_index, review = KEYS[9], KEYS[10], KEYS[11], K
 local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
 local role = ARGV[16]
+
+-- The kinds a weekly quota counts (their jobs make a subscription or a download).
+local QUOTA_KINDS = {subscribe = true, best = true, grab = true, auto = true}
 
 -- Roles by rank (ARGV[18], least first).
 local rank = {}
@@ -391,6 +404,7 @@ if requesting then
     key_prefix = KEYS[17], token_prefix = (string.gsub(group_prefix, 'tgroup:$', 'token:')),
     group_prefix = group_prefix, replies = replies, replies_group = ARGV[12],
     pages_prefix = pages_prefix, releases_prefix = (string.gsub(job_prefix, 'job:$', 'releases:')),
+    quota_prefix = KEYS[18], quota = d.quota,
     now = now, ttl_ms = d.ttl_ms, max_pending = d.max_pending,
     fields = {user_id = tok.user_id, chat_id = tok.chat_id, reply_to = tok.reply_to,
       requester = ARGV[17], who = d.who, command = tok.command, args = tok.args,
@@ -409,6 +423,17 @@ if requesting then
   return finish('-', 'request', request, outcome)
 end
 
+-- The tapper's weekly quota: a button that makes something needs room for its slots.
+local slots = 0
+if ARGV[21] ~= '' and QUOTA_KINDS[tok.command] and not string.find(tok.args, ' tv$') then
+  local quota = cjson.decode(ARGV[21])
+  slots = tok.command == 'auto' and 2 or 1
+  if not quota_room(KEYS[18] .. user_id, quota.limit, slots, now) then
+    answer(quota.text, true)
+    return finish('-', 'quota')
+  end
+end
+
 local id = create_job({
   seq_key = seq_key, job_prefix = job_prefix, jobs_stream = jobs_stream, jobs_group = ARGV[11],
   chat_index = chat_index, chat_index_len = ARGV[9], jobs_index = jobs_index,
@@ -420,6 +445,10 @@ local id = create_job({
 })
 if tok.action == 'force' then
   redis.call('HSET', job_prefix .. id, 'forced_by', user_id)
+end
+if slots > 0 then
+  quota_hold(KEYS[18] .. user_id, slots_of('j', id, slots), now)
+  redis.call('HSET', job_prefix .. id, 'quota', slots)
 end
 use_group('job', id)
 answer(fill(texts.received, {job = id}), false)

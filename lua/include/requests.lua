@@ -1,6 +1,6 @@
 --[[
   include/requests.lua: the one way a media request comes into being (issue 44), and what the
-  request scripts share (needs include/common.lua and include/tokens.lua before it). Used by
+  request scripts share (needs include/common.lua, include/tokens.lua and include/quota.lua before it). Used by
   tap.lua (a requester's tap on a Subscribe, 下载 k or ⚡ Auto button: a request in the same step,
   never a job) and by request.lua's mode `ask` (a requester's typed /subscribe or /best, once
   their worker looked the media up and checked the library).
@@ -13,6 +13,7 @@
     command, args, idem, window_ms, recovery   the job approval makes (as a run button's)
     best_idem, best_window_ms        a subscription's: the /best job "Approve as best version" makes
     list         a release list's job id (下载 k, ⚡ Auto): its stored list is kept while pending
+    quota_slots  the weekly quota's slots it holds (`r<id>`, include/quota.lua): 0 unlimited
     what, poster the card's description and poster URL ("" for none)
     text         the card as sent (for its edits)
     asked_at, expires_at             ms
@@ -31,18 +32,21 @@
   edit_cards(r, last, skip, c) -> the card's text with `last`; every card of r edited to it (no
       buttons) but `skip` ("<chat>:<message>"); c = {replies, replies_group, reply_prefix, now}
   tell_requester(r, text, c)  the requester told (kind `request`), replying to their message
-  close_request(r, key, state, c)  r leaves the pending indexes; its HASH kept KEEP_MS
+  close_request(r, key, state, c)  r leaves the pending indexes and frees its quota slots
+      (c.quota_prefix); its HASH kept KEEP_MS
   make_request(q) -> outcome, id
       q = {prefix, seq, pending, of_prefix, key_prefix, token_prefix, group_prefix, replies,
-           replies_group, pages_prefix, releases_prefix, now, ttl_ms, max_pending,
+           replies_group, pages_prefix, releases_prefix, quota_prefix, now, ttl_ms, max_pending,
            fields = {user_id, chat_id, reply_to, requester, who, command, args, idem,
                      window_ms, recovery, best_idem, best_window_ms, list, what, poster},
            cards = {tokens = a token group (include/tokens.lua), messages = [{chat_id, markup,
                     markup_best}]},
            withdraw = {tokens, markup} or nil: the requester's Withdraw button,
-           texts = {card, sent}}
+           quota = {limit, text} or nil: the requester's weekly quota (`text`: the answer when
+                   it is used up), texts = {card, sent}}
       Outcomes: "same" (this person's same ask is pending: id is it, nothing written), "many"
-      (max_pending of theirs pending), "nobody" (no admin chat to ask), "sent" (the request,
+      (max_pending of theirs pending), "nobody" (no admin chat to ask), "quota" (their weekly
+      quota has no room for it: ⚡ Auto takes 2 slots, anything else 1), "sent" (the request,
       its cards queued, kind `request_card`, and with `withdraw` the requester's answer, kind
       `request`, with the button). Every token of `cards` and `withdraw` gets `request` = id.
 ]]
@@ -98,6 +102,7 @@ end
 
 local function close_request(r, key, state, c)
   redis.call('ZREM', c.pending, r.id)
+  quota_free(c.quota_prefix .. (r.user_id or ''), slots_of('r', r.id, r.quota_slots))
   if r.idem and r.idem ~= '' and redis.call('GET', c.key_prefix .. r.idem) == r.id then
     redis.call('DEL', c.key_prefix .. r.idem)
   end
@@ -118,6 +123,13 @@ local function make_request(q)
     return 'many', ''
   end
   if #q.cards.messages == 0 then return 'nobody', '' end
+  local slots = 0
+  if q.quota then
+    slots = f.command == 'auto' and 2 or 1
+    if not quota_room(q.quota_prefix .. f.user_id, q.quota.limit, slots, q.now) then
+      return 'quota', ''
+    end
+  end
 
   local id = tostring(redis.call('INCR', q.seq))
   local now, ttl = tonumber(q.now), tonumber(q.ttl_ms)
@@ -144,8 +156,9 @@ local function make_request(q)
     'recovery', f.recovery, 'best_idem', f.best_idem, 'best_window_ms', f.best_window_ms,
     'list', f.list, 'what', f.what, 'poster', f.poster, 'text', text,
     'asked_at', q.now, 'expires_at', string.format('%d', expires),
-    'cards', table.concat(cards, ' '))
+    'cards', table.concat(cards, ' '), 'quota_slots', slots)
   redis.call('PEXPIRE', key, ttl + KEEP_MS)
+  if slots > 0 then quota_hold(q.quota_prefix .. f.user_id, slots_of('r', id, slots), q.now) end
   redis.call('ZADD', q.pending, string.format('%d', expires), id)
   redis.call('SET', pointer, id, 'PX', ttl)
   local mine = q.of_prefix .. f.user_id

@@ -328,6 +328,7 @@ async fn a_token_stores_no_empty_field_and_its_tap_still_makes_the_job() {
         requester: None,
         token: Some(token_of(&run).to_string()),
         request: None,
+        quota: None,
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
         .await
@@ -1209,6 +1210,7 @@ async fn a_job_held_after_a_crash_is_announced_to_every_admin_chat() {
         requester: None,
         token: Some(token_of(data).to_string()),
         request: None,
+        quota: None,
     };
     // Issue 22: a review button is an admin's; anyone else's tap changes nothing and leaves it.
     let mut not_admin = decide(-100777, BOB, 9, &button(&notices[0], "Retry"));
@@ -1318,6 +1320,7 @@ async fn a_review_button_for_a_job_settled_meanwhile_changes_nothing() {
         requester: None,
         token: Some(token_of(&button(&notice, "Mark succeeded")).to_string()),
         request: None,
+        quota: None,
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap))
         .await
@@ -1385,6 +1388,7 @@ async fn a_solo_buttons_group_is_written_only_when_it_is_used() {
         requester: None,
         token: Some(token_of(data).to_string()),
         request: None,
+        quota: None,
     };
     let tapped = checked_transitions(&store, "tap.lua", ledger.tap(&tap_with(1, &first)))
         .await

@@ -157,6 +157,9 @@ mod mp_users;
 /// Subscriptions owned by the user who asked (the owner's update, a crash between the two
 /// calls), and `/subscriptions` as the asker's own.
 mod ownership;
+/// Issue 44: weekly quotas: a third request over a quota of two refused with when a slot frees;
+/// a decline and a failed job free their slots.
+mod quotas;
 /// Issue 44: the requester role: from MoviePilot's mapping with `household.media_requests`, the
 /// access card's Allow as requester, the resource search a viewer is refused.
 mod requesters;

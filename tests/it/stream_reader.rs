@@ -59,6 +59,7 @@ async fn the_callbacks_stream_is_created_and_read_under_one_group() {
         requester: None,
         token: None,
         request: None,
+        quota: None,
     };
     assert_eq!(ledger.tap(&tap).await.unwrap(), Tapped::Unknown);
     let mut reader = ledger.reader();

@@ -15,6 +15,7 @@ mod owners;
 mod pages;
 mod parse;
 mod policy;
+mod quota;
 mod redo;
 mod releases;
 mod requests;
@@ -99,10 +100,12 @@ pub enum Command {
     Users,
     /// Take one grant back (a Revoke button under `/users`). Never typed.
     Revoke,
+    /// The asker's weekly quota: used, left, when the next slot frees (issue 44).
+    Quota,
 }
 
 impl Command {
-    pub const ALL: [Command; 27] = [
+    pub const ALL: [Command; 28] = [
         Command::Search,
         Command::Subscribe,
         Command::Best,
@@ -130,6 +133,7 @@ impl Command {
         Command::Version,
         Command::Users,
         Command::Revoke,
+        Command::Quota,
     ];
 
     /// Its file's description of it: the one dispatch, a match without a fallback arm, so the
@@ -163,6 +167,7 @@ impl Command {
             Command::Whoami => &whoami::WHOAMI,
             Command::Users => &users::USERS,
             Command::Revoke => &users::REVOKE,
+            Command::Quota => &quota::QUOTA,
         }
     }
 
@@ -216,7 +221,7 @@ impl Command {
 
     /// Every command by name with what it says about itself, in `ALL`'s order: the menus and
     /// the help are built from it (`i18n::Texts::help_for`, `command_list`).
-    pub fn listing() -> [(&'static str, &'static i18n::About); 27] {
+    pub fn listing() -> [(&'static str, &'static i18n::About); 28] {
         Command::ALL.map(|c| (c.name(), c.about()))
     }
 
@@ -236,7 +241,7 @@ impl Command {
 /// the settings; `None`: no business-layer check), the recovery after a crash, the least role,
 /// one per asker or for the whole house, a span of time or the calendar day.
 #[rustfmt::skip]
-pub const POLICIES: [Policy; 27] = {
+pub const POLICIES: [Policy; 28] = {
     use policy::{ASKS, AT_ONCE, DAY, EFFECT, HOUSE, OWN, READ, SPAN, row};
     use Recovery::*;
     use crate::vocabulary::Role::*;
@@ -300,6 +305,8 @@ pub const POLICIES: [Policy; 27] = {
         // Taking a grant back twice is taking it back once (the second finds none); the button
         // is once-only, so no window is needed beyond it.
         row(Command::Revoke, EFFECT, AT_ONCE, Some(|_| 0), Rerun, Admin, OWN, SPAN),
+        // Reads the quota ledger only (issue 44).
+        row(Command::Quota, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
     ]
 };
 

@@ -17,7 +17,7 @@ use crate::moviepilot::MpError;
 use crate::telegram::keyboard::{self, Keyboard};
 use crate::vocabulary::Role;
 use crate::worker::context::{
-    Buttons, Context, Done, directory_now, ledger_error, owner, reply_to,
+    Buttons, Context, Done, Settle, directory_now, ledger_error, owner, reply_to,
 };
 
 impl Command {
@@ -82,20 +82,31 @@ impl RequestRoute {
     }
 
     /// What tap.lua needs to turn a requester's tap into a request (its ARGV[20]): `who` is
+    /// `quota`: the requester's weekly limit and the answer when it is used up.
     /// the requester as the cards name them.
-    pub fn tap_detail(&self, texts: &Texts, (chat_id, user_id): (i64, i64), who: &str) -> String {
+    pub fn tap_detail(
+        &self,
+        texts: &Texts,
+        (chat_id, user_id): (i64, i64),
+        who: &str,
+        quota: Option<(u32, &str)>,
+    ) -> String {
         let mut t = texts.request_texts();
         let (group, markup) = withdraw_button(texts, (chat_id, user_id), self.ttl, None);
-        json!({
+        let mut detail = json!({
             "ttl_ms": self.ttl.as_millis().to_string(),
             "max_pending": self.max_pending.to_string(),
             "who": who,
             "texts": {"card": t["card"].take(), "sent": t["sent"].take(), "same": t["same"].take(),
-                "many": t["many"].take(), "nobody": t["nobody"].take()},
+                "many": t["many"].take(), "nobody": t["nobody"].take(),
+                "quota": quota.map(|(_, text)| text).unwrap_or_default()},
             "cards": self.cards(texts, user_id),
             "withdraw": {"tokens": group.spec(), "markup": markup},
-        })
-        .to_string()
+        });
+        if let Some((limit, _)) = quota {
+            detail["quota"] = json!({"limit": limit.to_string()});
+        }
+        detail.to_string()
     }
 }
 
@@ -150,12 +161,33 @@ pub(super) async fn ask(
         h.request_ttl(),
         h.max_pending_requests_per_person,
     );
-    let detail = json!({
-        "fields": ask_fields(cx, job, &spec, (what, poster)),
-        "cards": route.cards(texts, job.user_id),
-    })
-    .to_string();
-    let all = texts.request_texts();
+    let zone = cx
+        .settings
+        .commands
+        .day_zone()
+        .unwrap_or(jiff::tz::TimeZone::UTC);
+    let limit = h.quotas().limit(job.user_id, job.role);
+    let mut fields = ask_fields(cx, job, &spec, (what, poster));
+    let mut all = texts.request_texts();
+    let mut detail = json!({"cards": route.cards(texts, job.user_id)});
+    if let Some(limit) = limit {
+        let now = jiff::Timestamp::now().as_millisecond();
+        let state = cx
+            .ledger
+            .quota_state(job.user_id, now)
+            .await
+            .map_err(ledger_error)?;
+        all["quota"] = json!(texts.quota_used_up(limit, state, &zone));
+        let who = format!(
+            "{}\n{}",
+            fields["who"].as_str().unwrap_or_default(),
+            texts.quota_line(limit, state.used)
+        );
+        fields["who"] = json!(who);
+        detail["quota"] = json!({"limit": limit.to_string()});
+    }
+    detail["fields"] = fields;
+    let detail = detail.to_string();
     let limits = RequestLimits {
         ttl: route.ttl,
         max_pending: route.max_pending,
@@ -169,6 +201,13 @@ pub(super) async fn ask(
     let text = |key: &str| all[key].as_str().unwrap_or_default().replace("{id}", &id);
     let mut done = Done::new(text(&outcome), format!("request {outcome} {id}"));
     done.fields = vec![("request".into(), id.clone())];
+    // No request made: the job failed, so the same ask again is not its repeat (a failed job
+    // absorbs none) and is tried anew once a slot or an admin is there.
+    if matches!(outcome.as_str(), "quota" | "many" | "nobody") {
+        done.settle = Some(Settle::Failed {
+            error: format!("no request made: {outcome}"),
+        });
+    }
     if outcome == "sent"
         && let Ok(request) = id.parse::<u64>()
     {
@@ -213,6 +252,42 @@ fn ask_fields(
             "what": what,
             "poster": poster.unwrap_or(""),
     })
+}
+
+/// A user's typed subscription about to be made, under their weekly quota: its slot taken
+/// (quota.lua: with the job's `quota` field, once; a button's job took it at its tap), or the
+/// answer that the quota is used up, and nothing is made. `None`: go on.
+pub(super) async fn over_quota(cx: &Context<'_>, job: &Job) -> Result<Option<Done>, MpError> {
+    let Some(limit) = cx.settings.household.quotas().limit(job.user_id, job.role) else {
+        return Ok(None);
+    };
+    let (outcome, _) = cx
+        .ledger
+        .take_quota((job.user_id, job.id), limit, 1)
+        .await
+        .map_err(ledger_error)?;
+    if outcome != "full" {
+        return Ok(None);
+    }
+    let zone = cx
+        .settings
+        .commands
+        .day_zone()
+        .unwrap_or(jiff::tz::TimeZone::UTC);
+    let now = jiff::Timestamp::now().as_millisecond();
+    let state = cx
+        .ledger
+        .quota_state(job.user_id, now)
+        .await
+        .map_err(ledger_error)?;
+    let text = cx.render.texts().quota_used_up(limit, state, &zone);
+    // Failed, so the same ask again is not its repeat once a slot frees.
+    Ok(Some(Done {
+        settle: Some(Settle::Failed {
+            error: "weekly quota used up; nothing made".into(),
+        }),
+        ..Done::new(text, "weekly quota used up; nothing made".into())
+    }))
 }
 
 /// The requester's Withdraw button for `request` (`None`: the script making the request sets

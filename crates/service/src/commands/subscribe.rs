@@ -192,6 +192,9 @@ async fn subscribe_locked(
     if super::requests::asks(job, job_command(best)) {
         return request(cx, job, ask, (&media, &library)).await;
     }
+    if let Some(over) = super::requests::over_quota(cx, job).await? {
+        return Ok(over);
+    }
     let new = NewSubscription {
         name: media.title.clone(),
         year: media.year.clone(),

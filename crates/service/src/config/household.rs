@@ -31,6 +31,64 @@ pub struct HouseholdSettings {
     pub request_ttl_secs: u64,
     /// Most media requests one person may have pending at once.
     pub max_pending_requests_per_person: u32,
+    /// Weekly quotas (issue 44), per role and per person: `requester=5,user=30,111111111=10`;
+    /// empty: nobody is limited. Admins never are. Read with [`HouseholdSettings::quotas`].
+    pub quotas: String,
+}
+
+/// `household.quotas` read: how many effects (a subscription made, a download added) each
+/// role and each person may have in a rolling 7 days.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quotas {
+    by_role: Vec<(crate::vocabulary::Role, u32)>,
+    by_person: Vec<(i64, u32)>,
+}
+
+/// The most a quota may be.
+pub const MAX_QUOTA: u32 = 10_000;
+
+impl Quotas {
+    /// `user_id`'s weekly quota with `role`: their own entry, else their role's; `None`: not
+    /// limited (an admin never is).
+    pub fn limit(&self, user_id: i64, role: crate::vocabulary::Role) -> Option<u32> {
+        if role == crate::vocabulary::Role::Admin {
+            return None;
+        }
+        let own = self.by_person.iter().find(|(id, _)| *id == user_id);
+        let of_role = self.by_role.iter().find(|(r, _)| *r == role);
+        own.map(|(_, n)| *n).or(of_role.map(|(_, n)| *n))
+    }
+
+    /// Whether anyone is limited.
+    pub fn any(&self) -> bool {
+        !self.by_role.is_empty() || !self.by_person.is_empty()
+    }
+
+    /// Reads `requester=5,user=30,111111111=10`: a role's name or a Telegram id, `=`, a count.
+    pub fn parse(text: &str) -> Result<Quotas, String> {
+        let mut q = Quotas::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (who, n) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?} is not <role or id>=<count>"))?;
+            let n: u32 = n
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| *n <= MAX_QUOTA)
+                .ok_or_else(|| format!("{part:?}: the count must be 0 to {MAX_QUOTA}"))?;
+            let who = who.trim();
+            if let Ok(id) = who.parse::<i64>() {
+                q.by_person.retain(|(i, _)| *i != id);
+                q.by_person.push((id, n));
+            } else {
+                let role: crate::vocabulary::Role = who.parse()?;
+                q.by_role.retain(|(r, _)| *r != role);
+                q.by_role.push((role, n));
+            }
+        }
+        Ok(q)
+    }
 }
 
 /// The longest a media request may wait: its cards are edited from their delivery records,
@@ -50,6 +108,11 @@ pub const MAX_PENDING_ACCESS_REQUESTS: u32 = 1000;
 impl HouseholdSettings {
     pub fn access_request_window(&self) -> Duration {
         Duration::from_secs(self.access_request_window_secs)
+    }
+
+    /// `household.quotas` read (checked at start, so empty if it cannot be read).
+    pub fn quotas(&self) -> Quotas {
+        Quotas::parse(&self.quotas).unwrap_or_default()
     }
 
     pub fn request_ttl(&self) -> Duration {
@@ -84,6 +147,16 @@ impl HouseholdSettings {
     }
 
     fn validate_requests(&self) -> Result<(), SettingError> {
+        if let Err(e) = Quotas::parse(&self.quotas) {
+            return Err(SettingError::new(
+                "household.quotas",
+                e,
+                format!(
+                    "set {} to comma-separated <role or Telegram id>=<count>, e.g. requester=5,user=30,111111111=10 (empty: no quotas)",
+                    env_name("household.quotas")
+                ),
+            ));
+        }
         let ttl = self.request_ttl_secs;
         if !(10..=MAX_REQUEST_TTL_SECS).contains(&ttl) {
             return Err(SettingError::new(
@@ -112,7 +185,24 @@ impl HouseholdSettings {
 
 #[cfg(test)]
 mod tests {
+    use super::Quotas;
     use crate::config::test_env::{ALL, load, serving_env};
+    use crate::vocabulary::Role;
+
+    /// A person's own entry wins over their role's; admins are never limited; a later entry for
+    /// the same key replaces an earlier one.
+    #[test]
+    fn quotas_read_per_role_and_per_person() {
+        let q = Quotas::parse("requester=5, user=30,111111111=10,user=20").unwrap();
+        assert_eq!(q.limit(1, Role::Requester), Some(5));
+        assert_eq!(q.limit(1, Role::User), Some(20));
+        assert_eq!(q.limit(111111111, Role::User), Some(10));
+        assert_eq!(q.limit(111111111, Role::Admin), None);
+        assert_eq!(q.limit(1, Role::Viewer), None);
+        assert!(q.any());
+        assert!(!Quotas::parse("").unwrap().any());
+        assert!(Quotas::parse("requester=10001").is_err());
+    }
 
     #[test]
     fn the_window_and_the_cap_are_checked_and_an_empty_allow_list_needs_access_requests() {
@@ -143,6 +233,9 @@ mod tests {
                 "0",
                 "max_pending_requests_per_person",
             ),
+            ("ONCEBOT__HOUSEHOLD__QUOTAS", "requester=five", "quotas"),
+            ("ONCEBOT__HOUSEHOLD__QUOTAS", "owner=5", "quotas"),
+            ("ONCEBOT__HOUSEHOLD__QUOTAS", "user", "quotas"),
         ] {
             let mut env = serving_env();
             env.push((key, value));

@@ -39,7 +39,7 @@ pub use admin::{AdminSettings, MIN_ADMIN_PASSWORD_CHARS};
 pub use commands::CommandSettings;
 pub use dispatcher::DispatcherSettings;
 pub use household::{
-    HouseholdSettings, MAX_ACCESS_REQUEST_WINDOW_SECS, MAX_PENDING_ACCESS_REQUESTS,
+    HouseholdSettings, MAX_ACCESS_REQUEST_WINDOW_SECS, MAX_PENDING_ACCESS_REQUESTS, Quotas,
 };
 pub use http::HttpSettings;
 pub use ledger::LedgerSettings;

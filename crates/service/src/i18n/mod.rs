@@ -53,6 +53,7 @@ pub use house::{
 pub use redo::REDO;
 pub use releases::{DOWNLOAD, GRAB, RELEASES, release_args};
 pub use render::Render;
+pub use requests::QUOTA;
 pub use restart::RESTART;
 pub use search::{SEARCH, subscribe_args};
 pub use status::{JOBS, STATUS};

@@ -3,8 +3,27 @@
 //! script). A card's description is built here from what the worker knew when it made the
 //! requester's button (the media, the season, the release and its site, the library line).
 
-use super::Texts;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use super::{About, Listed, Texts, Usage};
+use crate::ledger::QuotaState;
 use crate::untrusted::clean_line;
+
+/// `/quota`: where one stands against their weekly quota.
+pub const QUOTA: About = About {
+    usage: Usage::Help,
+    listed: Listed::Everyone {
+        menu: |zh| zh_en!(zh, "我的每周额度", "My weekly quota"),
+        help: Some(|zh| {
+            zh_en!(
+                zh,
+                "/quota 本周还能订阅或下载几次",
+                "/quota how many subscriptions or downloads you have left this week"
+            )
+        }),
+    },
+};
 
 impl Texts {
     /// A card's buttons: Approve, Approve as best version (a subscription's only), Decline,
@@ -128,6 +147,83 @@ impl Texts {
     }
 }
 
+impl Texts {
+    /// The answer when a weekly quota has no room: "本周额度已用完（5/5），下一个名额在 周四 20:14
+    /// 释放" / "Weekly quota used (5/5); the next slot frees on Thu 20:14", the time in `zone`.
+    pub fn quota_used_up(&self, limit: u32, state: QuotaState, zone: &TimeZone) -> String {
+        let used = state.used;
+        match state.next_free_ms.map(|ms| self.slot_time(ms, zone)) {
+            Some(when) => zh_en!(
+                self.zh(),
+                ("本周额度已用完（{used}/{limit}），下一个名额在 {when} 释放"),
+                ("Weekly quota used ({used}/{limit}); the next slot frees on {when}")
+            ),
+            None => zh_en!(
+                self.zh(),
+                ("本周额度已用完（{used}/{limit}）"),
+                ("Weekly quota used ({used}/{limit})")
+            ),
+        }
+    }
+
+    /// `/quota`: where one stands (`None`: not limited).
+    pub fn quota_report(&self, limit: Option<u32>, state: QuotaState, zone: &TimeZone) -> String {
+        let Some(limit) = limit else {
+            return zh_en!(
+                self.zh(),
+                "你没有每周额度限制。",
+                "You have no weekly quota."
+            )
+            .into();
+        };
+        let used = state.used;
+        let left = limit.saturating_sub(used);
+        let mut text = zh_en!(
+            self.zh(),
+            ("本周额度：已用 {used}/{limit}，还剩 {left} 个（订阅或下载一次用一个，⚡ 自动最多两个；滚动 7 天计算）"),
+            ("Weekly quota: {used} of {limit} used, {left} left (a subscription or a download takes one, ⚡ Auto up to two; over a rolling 7 days)")
+        );
+        if let Some(ms) = state.next_free_ms {
+            let when = self.slot_time(ms, zone);
+            text.push_str(&zh_en!(
+                self.zh(),
+                ("\n下一个名额在 {when} 释放"),
+                ("\nThe next slot frees on {when}")
+            ));
+        }
+        text
+    }
+
+    /// A card's quota line for the requester: "本周额度：已用 3/5" / "Quota: 3 of 5 used this week".
+    pub fn quota_line(&self, limit: u32, used: u32) -> String {
+        zh_en!(
+            self.zh(),
+            ("本周额度：已用 {used}/{limit}"),
+            ("Quota: {used} of {limit} used this week")
+        )
+    }
+
+    /// "周四 20:14" / "Thu 20:14" in `zone`.
+    fn slot_time(&self, ms: i64, zone: &TimeZone) -> String {
+        let Ok(at) = Timestamp::from_millisecond(ms) else {
+            return String::new();
+        };
+        let at = at.to_zoned_datetime(zone.clone());
+        let day = at.weekday().to_monday_zero_offset() as usize;
+        let (hh, mm) = (at.hour(), at.minute());
+        match self.zh() {
+            true => format!(
+                "{} {hh:02}:{mm:02}",
+                ["周一", "周二", "周三", "周四", "周五", "周六", "周日"][day]
+            ),
+            false => format!(
+                "{} {hh:02}:{mm:02}",
+                ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][day]
+            ),
+        }
+    }
+}
+
 /// A description with its library line under it (none when the library was not checked).
 fn join_library(what: String, library: &str) -> String {
     match library.is_empty() {
@@ -164,6 +260,26 @@ mod tests {
         assert_eq!(
             e["sent"].as_str().unwrap().replace("{id}", "12"),
             "Sent for approval (request #12)"
+        );
+    }
+
+    /// The issue's words, the time in the zone: 2026-12-10 12:14 UTC is Thursday 20:14 in
+    /// Shanghai.
+    #[test]
+    fn a_used_up_quota_says_when_the_next_slot_frees() {
+        let zone = TimeZone::get("Asia/Shanghai").unwrap();
+        let at: Timestamp = "2026-12-10T12:14:00Z".parse().unwrap();
+        let state = QuotaState {
+            used: 5,
+            next_free_ms: Some(at.as_millisecond()),
+        };
+        assert_eq!(
+            Texts::new(Locale::Zh).quota_used_up(5, state, &zone),
+            "本周额度已用完（5/5），下一个名额在 周四 20:14 释放"
+        );
+        assert_eq!(
+            Texts::new(Locale::En).quota_used_up(5, state, &zone),
+            "Weekly quota used (5/5); the next slot frees on Thu 20:14"
         );
     }
 }

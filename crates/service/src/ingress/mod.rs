@@ -249,7 +249,10 @@ impl Ingress {
 
     /// A tap on a button: one `Ledger::tap`, which decides and queues its answer.
     async fn tap(&self, update_id: i64, query: &CallbackQuery) -> Result<Handled, LedgerError> {
-        let tap = self.read_tap(update_id, query);
+        let mut tap = self.read_tap(update_id, query);
+        if tap.allowed {
+            self.quota_and_request(&mut tap, &query.from).await?;
+        }
         let inner = &self.inner;
         // Only tap.lua reads the token, so the kinds held back go with every tap.
         let held = match inner.gate.older_worker_alive(&inner.ledger).await? {
@@ -597,10 +600,9 @@ impl Ingress {
             // tap.lua decides what the role allows (it alone reads the token).
             role,
             requester: identity.and_then(|i| i.requester),
-            request: match query.from.is_bot {
-                true => None,
-                false => self.request_detail(&query.from, chat_id, role),
-            },
+            // Set by `tap`, which reads the tapper's quota first.
+            request: None,
+            quota: None,
             chat_id,
             message_id: query.message.as_ref().map(|m| m.message_id),
             token: query

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::{Handled, Ingress};
 use crate::commands::RequestRoute;
-use crate::config::Settings;
-use crate::ledger::{Admitted, LedgerError, RequestLimits, RequestStep};
+use crate::config::{Quotas, Settings};
+use crate::ledger::{Admitted, LedgerError, RequestLimits, RequestStep, Tap};
 use crate::metrics::METRICS;
 use crate::telegram::types::{CallbackQuery, User};
 use crate::vocabulary::Role;
@@ -21,6 +21,10 @@ pub(super) struct RequestSettings {
     max_pending: u32,
     /// `telegram.admin_chats`: where the cards go; empty: each admin's private chat.
     admin_chats: Vec<i64>,
+    /// `household.quotas`.
+    quotas: Quotas,
+    /// `commands.day_zone`: when a quota's next slot frees, as a person reads it.
+    zone: jiff::tz::TimeZone,
 }
 
 impl RequestSettings {
@@ -30,6 +34,11 @@ impl RequestSettings {
             ttl: h.request_ttl(),
             max_pending: h.max_pending_requests_per_person,
             admin_chats: settings.telegram.admin_chats.clone(),
+            quotas: h.quotas(),
+            zone: settings
+                .commands
+                .day_zone()
+                .unwrap_or(jiff::tz::TimeZone::UTC),
         }
     }
 }
@@ -56,19 +65,42 @@ impl Ingress {
         texts.requester_line(&name, from.id)
     }
 
-    /// For a requester's tap, what tap.lua needs to make a request instead of a job (its
-    /// ARGV[20]); `None` for anyone else, whose taps make jobs or are refused as before.
-    pub(super) fn request_detail(
+    /// What tap.lua needs of a tap besides the token: the tapper's weekly quota (its ARGV[21],
+    /// with the answer when it is used up; read only for someone limited) and, for a
+    /// requester, the request their tap makes instead of a job (ARGV[20]).
+    pub(super) async fn quota_and_request(
         &self,
+        tap: &mut Tap,
         from: &User,
-        chat_id: Option<i64>,
-        role: Role,
-    ) -> Option<String> {
-        let chat_id = chat_id?;
-        (role == Role::Requester).then(|| {
-            self.request_route()
-                .tap_detail(&self.inner.texts, (chat_id, from.id), &self.who(from))
-        })
+    ) -> Result<(), LedgerError> {
+        let r = &self.inner.requests;
+        let mut quota = None;
+        if let Some(limit) = r.quotas.limit(tap.user_id, tap.role) {
+            let now = jiff::Timestamp::now().as_millisecond();
+            let state = self.inner.ledger.quota_state(tap.user_id, now).await?;
+            let text = self.inner.texts.quota_used_up(limit, state, &r.zone);
+            quota = Some((limit, text, state.used));
+        }
+        if let Some((limit, text, _)) = &quota
+            && tap.role != Role::Requester
+        {
+            tap.quota = Some(json!({"limit": limit.to_string(), "text": text}).to_string());
+        }
+        if let (Some(chat_id), Role::Requester, false) = (tap.chat_id, tap.role, from.is_bot) {
+            let texts = &self.inner.texts;
+            let mut who = self.who(from);
+            if let Some((limit, _, used)) = &quota {
+                who = format!("{who}\n{}", texts.quota_line(*limit, *used));
+            }
+            let detail = self.request_route().tap_detail(
+                texts,
+                (chat_id, from.id),
+                &who,
+                quota.as_ref().map(|(l, t, _)| (*l, t.as_str())),
+            );
+            tap.request = Some(detail);
+        }
+        Ok(())
     }
 
     /// A tap on an `r:` button: an admin's Approve / Approve as best version / Decline, or the

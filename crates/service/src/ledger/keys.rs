@@ -386,6 +386,18 @@ impl Keys {
         format!("{}requests:key:", self.base)
     }
 
+    /// ZSET, PX = 7 days from its newest slot: one person's weekly quota (issue 44): a member
+    /// per slot a request (`r<id>`) or job (`j<id>`) holds or used, scored by when (ms).
+    /// Scripts append the Telegram id.
+    pub fn quota_prefix(&self) -> String {
+        format!("{}quota:", self.base)
+    }
+
+    /// One person's weekly quota ([`Self::quota_prefix`]).
+    pub fn quota(&self, user_id: i64) -> String {
+        format!("{}{user_id}", self.quota_prefix())
+    }
+
     /// The prefix of the chat indexes ([`Self::chat_jobs`]): a script that makes a job for
     /// another chat than the one it was called from builds the key from it.
     pub fn chat_prefix(&self) -> String {
@@ -443,6 +455,7 @@ mod tests {
             k.requests_of(5),
             k.requests_key_prefix(),
             k.chat_prefix(),
+            k.quota(5),
             k.releases_prefix(),
             k.pages_prefix(),
             k.users_refresh_lock(),

@@ -147,7 +147,7 @@ impl Ledger {
         let k = &self.keys;
         let (mode, update_id, user_id, chat_id, message_id, query, token, detail) = step.args();
         let bytes = 768 + limits.texts.len() + detail.len();
-        let mut call = ScriptCall::new(&scripts::REQUEST, 19, 16, bytes);
+        let mut call = ScriptCall::new(&scripts::REQUEST, 20, 16, bytes);
         call.key("updates HASH", k.updates(update_id.unwrap_or(0)))
             .key("request prefix", k.request_prefix())
             .key("request sequence", k.request_seq())
@@ -167,6 +167,7 @@ impl Ledger {
             .key("jobs stream", k.jobs_stream())
             .key("chat prefix", k.chat_prefix())
             .key("jobs index", k.jobs_index())
+            .key("quota prefix", k.quota_prefix())
             .arg("mode", mode)
             .arg("update_id", OrEmpty(update_id))
             .arg("update retention", self.update_retention_secs)

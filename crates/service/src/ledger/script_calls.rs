@@ -217,6 +217,7 @@ async fn tap_call_names_its_header() {
         requester: None,
         token: Some("ab".into()),
         request: None,
+        quota: None,
     };
     holds(&ledger().tap_call(&tap, "|version|"), true);
 }

@@ -52,6 +52,7 @@ pub(crate) static TAP: LazyLock<Lua> = LazyLock::new(|| {
         "create_job.lua",
         "tokens.lua",
         "resolve_job.lua",
+        "quota.lua",
         "requests.lua"
     )
 });
@@ -161,16 +162,20 @@ pub(crate) static REQUEST: LazyLock<Lua> = LazyLock::new(|| {
         "common.lua",
         "create_job.lua",
         "tokens.lua",
+        "quota.lua",
         "requests.lua"
     )
 });
+
+/// `lua/quota.lua`: a running job takes its weekly quota slots with its `quota` field.
+pub(crate) static QUOTA: LazyLock<Lua> = LazyLock::new(|| lua!("quota.lua", "quota.lua"));
 
 /// `lua/held_elsewhere.lua`: replies pending under another dispatcher, which a chat's newer
 /// replies wait for.
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 31] {
+fn all() -> [(&'static str, &'static Lua); 32] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -203,6 +208,7 @@ fn all() -> [(&'static str, &'static Lua); 31] {
         ("bot_claim", &BOT_CLAIM),
         ("access", &ACCESS),
         ("request", &REQUEST),
+        ("quota", &QUOTA),
     ]
 }
 

@@ -437,6 +437,8 @@ pub struct Tap {
     /// For a requester, the request their tap makes on a button they may not run (tap.lua's
     /// ARGV[20], built by ingress); `None` for anyone else.
     pub request: Option<String>,
+    /// The tapper's weekly quota (tap.lua's ARGV[21]: `{"limit", "text"}`); `None`: unlimited.
+    pub quota: Option<String>,
 }
 
 /// What tap.lua decided. Every variant but `DuplicateUpdate` put one answer on the callbacks
@@ -480,6 +482,8 @@ pub enum Tapped {
         job_id: Option<u64>,
         state: Option<JobState>,
     },
+    /// The tapper's weekly quota has no room for the button's job; it stays usable.
+    Quota,
     /// A requester's tap made a request (`sent`), or found theirs pending (`same`), or none was
     /// made (`many`, `nobody`): include/requests.lua's outcome.
     Request {
@@ -506,6 +510,7 @@ impl Tapped {
             Tapped::Upgrading => "upgrading",
             Tapped::DuplicateUpdate { .. } => "duplicate_update",
             Tapped::Request { .. } => "request",
+            Tapped::Quota => "quota",
         }
     }
 }
@@ -556,8 +561,9 @@ impl Ledger {
             None => ("unknown", "-"),
         };
         let request = tap.request.as_deref().unwrap_or("");
-        let bytes = 512 + self.tap_texts.len() + request.len();
-        let mut call = ScriptCall::new(&scripts::TAP, 17, 20, bytes);
+        let quota = tap.quota.as_deref().unwrap_or("");
+        let bytes = 512 + self.tap_texts.len() + request.len() + quota.len();
+        let mut call = ScriptCall::new(&scripts::TAP, 18, 21, bytes);
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -575,6 +581,7 @@ impl Ledger {
             .key("pending requests", k.requests_pending())
             .key("person prefix", k.requests_of_prefix())
             .key("pointer prefix", k.requests_key_prefix())
+            .key("quota prefix", k.quota_prefix())
             .arg("mode", mode)
             .arg("update_id", tap.update_id)
             .arg("update retention", self.update_retention_secs)
@@ -597,7 +604,8 @@ impl Ledger {
             )
             .arg("every role", Role::ranked())
             .arg("job kinds a tap must not make now", held_kinds)
-            .arg("a requester's request", request);
+            .arg("a requester's request", request)
+            .arg("the tapper's weekly quota", quota);
         call
     }
 
@@ -659,6 +667,7 @@ impl Ledger {
                 job_id: opt_job(),
                 state: opt_state(),
             },
+            "quota" => Tapped::Quota,
             "request" => Tapped::Request {
                 request: opt_job(),
                 outcome: state.clone(),

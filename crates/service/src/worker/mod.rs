@@ -427,6 +427,34 @@ impl Worker {
         outcome
     }
 
+    /// For a command a request or a quota may concern (issue 44), the job with the fields a
+    /// first attempt's claim does not answer: `approved_by` (its rights are the approver's)
+    /// and `quota` (the slots its outcome settles). `None`: nothing to add.
+    async fn request_fields(
+        &self,
+        job: &Job,
+        command: crate::commands::Command,
+    ) -> Result<Option<Job>, MpError> {
+        const NAMES: [&str; 2] = [job_field::APPROVED_BY, "quota"];
+        if !command.requestable() || NAMES.iter().all(|n| job.extra.contains_key(*n)) {
+            return Ok(None);
+        }
+        let values = self.ledger.job_fields(job.id, &NAMES).await.map_err(|e| {
+            MpError::Transient(format!("reading the job's approval and quota: {e}"))
+        })?;
+        let found: Vec<_> = NAMES
+            .iter()
+            .zip(values)
+            .filter_map(|(n, v)| v.map(|v| (n.to_string(), v)))
+            .collect();
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let mut job = job.clone();
+        job.extra.extend(found);
+        Ok(Some(job))
+    }
+
     /// Runs the job's action and turns the result into the outcome to record.
     /// `progress` is set before a progress message is queued.
     async fn execute(
@@ -441,6 +469,21 @@ impl Worker {
             // this is a claim made without this worker's kinds: never fail a newer release's
             // job, retry it (a newer worker takes it; `retry_wait` keeps its recovery intact).
             return self.not_mine(job);
+        };
+        let with_fields;
+        let job = match self.request_fields(job, command).await {
+            Ok(Some(more)) => {
+                with_fields = more;
+                &with_fields
+            }
+            Ok(None) => job,
+            Err(e) => {
+                let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
+                return match self.outcome_of(job, Err(e), used) {
+                    Mapped::Outcome(outcome) => outcome,
+                    Mapped::WaitForCredentials(e) => self.wait_for_credentials(job, &e).await,
+                };
+            }
         };
         if let Err(e) = self.rights.still_allowed(job, command).await {
             let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;

@@ -59,6 +59,14 @@ impl Worker {
     /// What one run's result means for the job: the outcome to record, or a wait while
     /// MoviePilot refuses oncebot's credentials. `used`: attempts this job has used.
     pub(super) fn outcome_of(&self, job: &Job, result: Result<Done, MpError>, used: u32) -> Mapped {
+        let mapped = self.outcome_of_run(job, result, used);
+        match mapped {
+            Mapped::Outcome(outcome) => Mapped::Outcome(quota_used(job, outcome)),
+            wait => wait,
+        }
+    }
+
+    fn outcome_of_run(&self, job: &Job, result: Result<Done, MpError>, used: u32) -> Mapped {
         Mapped::Outcome(match result {
             Ok(done) => settled(done),
             Err(e @ (MpError::Permanent(_) | MpError::Declined(_))) => self.failed(job, &e),
@@ -357,6 +365,33 @@ pub(super) fn retry_delay(cfg: &WorkerSettings, used: u32) -> Duration {
 /// A job's `mp_error_kind` field.
 fn kind_field(kind: ErrorKind) -> (String, String) {
     (ErrorKind::FIELD.to_string(), kind.as_str().to_string())
+}
+
+/// A job that holds weekly quota slots (its `quota` field, issue 44) and ended: how many it
+/// used, for complete.lua to keep (from now) or free: what it made at MoviePilot (a
+/// subscription created, a download added, or either found made after a crash), none when it
+/// failed. A job that may still run keeps its slots.
+fn quota_used(job: &Job, mut outcome: Outcome) -> Outcome {
+    let held: u32 = match job.extra.get("quota").and_then(|q| q.parse().ok()) {
+        Some(n) if n > 0 => n,
+        _ => return outcome,
+    };
+    let made = |value: &str| matches!(value, "created" | "added" | "verified_existing");
+    let used = match outcome.status {
+        JobState::Succeeded => outcome
+            .fields
+            .iter()
+            .filter(|(name, value)| {
+                (name == "mp_outcome" || name == "mp_subscribe_outcome") && made(value)
+            })
+            .count() as u32,
+        JobState::Failed => 0,
+        _ => return outcome,
+    };
+    outcome
+        .fields
+        .push(("quota_used".into(), used.min(held).to_string()));
+    outcome
 }
 
 #[cfg(test)]
