@@ -157,6 +157,9 @@ mod mp_users;
 /// Subscriptions owned by the user who asked (the owner's update, a crash between the two
 /// calls), and `/subscriptions` as the asker's own.
 mod ownership;
+/// Issue 44: `/requests` and `/mine`, the lists of requests: a decision or a withdrawal from a
+/// list is the card's, once; a requester or viewer is refused `/requests`.
+mod request_lists;
 /// Issue 44: the requester role: from MoviePilot's mapping with `household.media_requests`, the
 /// access card's Allow as requester, the resource search a viewer is refused.
 mod requesters;
