@@ -38,7 +38,7 @@ pub(super) const MINE: Spec = Spec {
 
 /// The most requests a list shows: a person keeps at most 50 (include/requests.lua's
 /// KEEP_PER_PERSON), and ten pages of pending ones are more than a household decides at once.
-pub const LISTED_MOST: usize = 50;
+const LISTED_MOST: usize = 50;
 
 /// The pending requests an admin may decide, oldest first, each with its buttons.
 async fn pending(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
@@ -105,7 +105,7 @@ async fn mine(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
 }
 
 /// Whether `r` may still be decided or withdrawn at `now` (ms).
-pub(crate) fn live(r: &StoredRequest, now: i64) -> bool {
+fn live(r: &StoredRequest, now: i64) -> bool {
     r.state == "pending" && r.expires_at > now
 }
 

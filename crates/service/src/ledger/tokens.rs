@@ -705,3 +705,38 @@ impl Ledger {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request button on a list names its request and its list, and lives as its request
+    /// (its own `ttl`), while the page buttons beside it live as the group; a card's names
+    /// neither (the script making the request sets it).
+    #[test]
+    fn a_listed_request_button_carries_its_request_list_and_own_ttl() {
+        let mut group = TokenGroup::new(Duration::from_secs(600));
+        let owner = Owner::Admins { chat_id: -5 };
+        let decide = |request| TokenAction::Decide {
+            person: 42,
+            decision: "approve",
+            request,
+        };
+        group.add(owner, "Approve", decide(None), None);
+        group.add(owner, "Approve #7", decide(Some(7)), None);
+        group.listed(Listed {
+            list: 9,
+            ttl: Duration::from_millis(86_400_500),
+        });
+        let spec: serde_json::Value = serde_json::from_str(&group.spec().to_string()).unwrap();
+        assert_eq!(spec["ttl"], "600");
+        let [card, listed] = [&spec["tokens"][0], &spec["tokens"][1]];
+        assert_eq!(card["action"], "decide");
+        assert!(card.get("request").is_none() && card.get("ttl").is_none());
+        assert!(card.get("list").is_none());
+        assert_eq!(listed["request"], "7");
+        assert_eq!(listed["list"], "9");
+        assert_eq!(listed["ttl"], "86400");
+        assert_eq!(listed["person"], "42");
+    }
+}
