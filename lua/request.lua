@@ -16,6 +16,9 @@
             (then it is declined). Every card is edited to say who decided what, the requester
             told once. A later tap is told it was decided, by whom, and its card edited
             `withdraw` (the requester's): a pending request withdrawn, its cards edited
+            A button on a /requests or /mine list (the token's `list`) decides as a card's
+            does, but the list's message is left as it is shown: the answer says what
+            happened (a list is a snapshot; the command shows it again)
     expire  pending requests past expires_at: expired, cards edited, requester told (at most
             20 a call)
 
@@ -182,8 +185,10 @@ local function last_line()
   end
   return texts.card_expired
 end
--- Edits the tapped card (an admin's) to `text`; a requester's own message loses its button.
+-- Edits the tapped card (an admin's) to `text`; a requester's own message loses its button;
+-- a list (/requests, /mine) is left as shown.
 local function settle_tapped(text)
+  if (t.list or '') ~= '' then return end
   if t.action == 'decide' then
     request_card_reply(c, chat_id, text, nil, message_id)
   else

@@ -31,11 +31,14 @@
                            data `a:<token>`, decide and withdraw request.lua's, behind
                            `r:<token>`, never tap.lua's), label, command,
                            args, idem, window_ms, recovery, reply_to, job_id, decision, solo
-                           ("1": its own group), list, used_label, page, least_role
+                           ("1": its own group), list (a solo or page token's release or
+                           match list; a request button's on a /requests or /mine list: that
+                           list's job, whose message request.lua leaves as shown), used_label,
+                           page, least_role
                            (the least role a tap needs, tap.lua ranks it), person (an access
                            card's: whose request; a request card's: the requester), request
                            (a request card's or Withdraw button's: its id, set by
-                           include/requests.lua), ask, poster, best_idem, best_window_ms (a
+                           include/requests.lua, or by Rust on a list), ask, poster, best_idem, best_window_ms (a
                            run button made for a requester: the request card's description
                            and poster, and a subscription's /best key and window); a field
                            whose value would be empty is not stored (a Cancel button has no
@@ -48,13 +51,14 @@
   TOKEN_FIELDS
       the fields of a token besides group, in the order they are written
   create_tokens(token_prefix, group_prefix, g, now)
-      writes each token with its non-empty fields only, each with the group's ttl (no group key:
-      see above)
+      writes each token with its non-empty fields only, each with the group's ttl, or its own
+      `ttl` when it has one (a request button on a list lives as its request; `ttl` is not
+      stored) (no group key: see above)
       g = the decoded JSON of `ledger::tokens::TokenGroup`: {"group": id, "ttl": seconds,
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
       "used_label", "page", "least_role", "person", "request", "ask", "poster",
-      "best_idem", "best_window_ms"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      "best_idem", "best_window_ms", "ttl"}, ...]}; every value is a string (JSON numbers would lose the digits of
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
@@ -85,7 +89,7 @@ local function create_tokens(token_prefix, group_prefix, g, now)
       end
     end
     redis.call('HSET', key, unpack(fields))
-    redis.call('EXPIRE', key, ttl)
+    redis.call('EXPIRE', key, (t.ttl ~= nil and t.ttl ~= '') and t.ttl or ttl)
   end
 end
 

@@ -160,6 +160,9 @@ mod ownership;
 /// Issue 44: weekly quotas: a third request over a quota of two refused with when a slot frees;
 /// a decline and a failed job free their slots.
 mod quotas;
+/// Issue 44: `/requests` and `/mine`, the lists of requests: a decision or a withdrawal from a
+/// list is the card's, once; a requester or viewer is refused `/requests`.
+mod request_lists;
 /// Issue 44: the requester role: from MoviePilot's mapping with `household.media_requests`, the
 /// access card's Allow as requester, the resource search a viewer is refused.
 mod requesters;

@@ -18,6 +18,7 @@ mod policy;
 mod quota;
 mod redo;
 mod releases;
+mod request_lists;
 mod requests;
 mod restart;
 mod search;
@@ -100,12 +101,16 @@ pub enum Command {
     Users,
     /// Take one grant back (a Revoke button under `/users`). Never typed.
     Revoke,
+    /// The pending media requests, each with Approve / Decline (an admin's; issue 44).
+    Requests,
+    /// The asker's own media requests and their state, a pending one with Withdraw (issue 44).
+    Mine,
     /// The asker's weekly quota: used, left, when the next slot frees (issue 44).
     Quota,
 }
 
 impl Command {
-    pub const ALL: [Command; 28] = [
+    pub const ALL: [Command; 30] = [
         Command::Search,
         Command::Subscribe,
         Command::Best,
@@ -133,6 +138,8 @@ impl Command {
         Command::Version,
         Command::Users,
         Command::Revoke,
+        Command::Requests,
+        Command::Mine,
         Command::Quota,
     ];
 
@@ -167,6 +174,8 @@ impl Command {
             Command::Whoami => &whoami::WHOAMI,
             Command::Users => &users::USERS,
             Command::Revoke => &users::REVOKE,
+            Command::Requests => &request_lists::REQUESTS,
+            Command::Mine => &request_lists::MINE,
             Command::Quota => &quota::QUOTA,
         }
     }
@@ -221,7 +230,7 @@ impl Command {
 
     /// Every command by name with what it says about itself, in `ALL`'s order: the menus and
     /// the help are built from it (`i18n::Texts::help_for`, `command_list`).
-    pub fn listing() -> [(&'static str, &'static i18n::About); 28] {
+    pub fn listing() -> [(&'static str, &'static i18n::About); 30] {
         Command::ALL.map(|c| (c.name(), c.about()))
     }
 
@@ -241,7 +250,7 @@ impl Command {
 /// the settings; `None`: no business-layer check), the recovery after a crash, the least role,
 /// one per asker or for the whole house, a span of time or the calendar day.
 #[rustfmt::skip]
-pub const POLICIES: [Policy; 28] = {
+pub const POLICIES: [Policy; 30] = {
     use policy::{ASKS, AT_ONCE, DAY, EFFECT, HOUSE, OWN, READ, SPAN, row};
     use Recovery::*;
     use crate::vocabulary::Role::*;
@@ -305,6 +314,11 @@ pub const POLICIES: [Policy; 28] = {
         // Taking a grant back twice is taking it back once (the second finds none); the button
         // is once-only, so no window is needed beyond it.
         row(Command::Revoke, EFFECT, AT_ONCE, Some(|_| 0), Rerun, Admin, OWN, SPAN),
+        // Read the ledger only (issue 44). Deciding is the admins' business; each list's buttons
+        // decide or withdraw in request.lua, once, whoever taps (not this job's effect).
+        row(Command::Requests, READ, AT_ONCE, None, Rerun, Admin, OWN, SPAN),
+        // A requester's point: their own requests, whatever their role.
+        row(Command::Mine, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
         // Reads the quota ledger only (issue 44).
         row(Command::Quota, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
     ]

@@ -163,11 +163,17 @@ mod tests {
     /// `/version` (what runs where is the operator's business); issue 43: `/users` and its
     /// Revoke button (who may use the bot is the admins' business). Issue 44: the resource
     /// search (`/download` and its job, which asks every tracker) is a requester's: they pick
-    /// from its results what to ask an admin for; every other effect stays a user's.
+    /// from its results what to ask an admin for; every other effect stays a user's; the
+    /// pending requests (`/requests`) are the admins' to decide, one's own (`/mine`) anyone's.
     #[test]
     fn viewers_only_read_and_the_whole_list_is_an_admins() {
         for p in POLICIES {
-            let admins = [Command::Version, Command::Users, Command::Revoke];
+            let admins = [
+                Command::Version,
+                Command::Users,
+                Command::Revoke,
+                Command::Requests,
+            ];
             let resource_search = [Command::Download, Command::Releases];
             let want = if p.house_wide || admins.contains(&p.command) {
                 Role::Admin

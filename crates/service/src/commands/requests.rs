@@ -67,7 +67,11 @@ impl RequestRoute {
             .iter()
             .map(|&chat_id| {
                 let mut button = |(label, decision): (&str, &'static str)| {
-                    let action = TokenAction::Decide { person, decision };
+                    let action = TokenAction::Decide {
+                        person,
+                        decision,
+                        request: None,
+                    };
                     let data = group.add(Owner::Admins { chat_id }, label, action, None);
                     (label.to_string(), keyboard::as_request(&data))
                 };

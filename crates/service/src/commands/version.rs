@@ -32,8 +32,8 @@ mod tests {
     use crate::versions::{BASE_KINDS, is_new_kind, worker_kinds};
 
     /// The kinds a worker says it runs are this release's commands, and 1170969's are among
-    /// them: `version` is the kind 0.2.0 adds, `whoami`, `users`, `revoke` (issue 43) and
-    /// `quota` (issue 44) the kinds of the release after it.
+    /// them: `version` is the kind 0.2.0 adds, `whoami`, `users` and `revoke` (issue 43),
+    /// `requests`, `mine` and `quota` (issue 44) the kinds of the release after it.
     #[test]
     fn the_worker_kinds_are_every_command_and_only_version_is_new() {
         let names: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
@@ -42,6 +42,11 @@ mod tests {
             assert!(names.contains(&kind), "{kind}");
         }
         let new: Vec<&str> = names.into_iter().filter(|k| is_new_kind(k)).collect();
-        assert_eq!(new, ["whoami", "version", "users", "revoke", "quota"]);
+        assert_eq!(
+            new,
+            [
+                "whoami", "version", "users", "revoke", "requests", "mine", "quota"
+            ]
+        );
     }
 }

@@ -32,6 +32,7 @@ mod redis_health;
 mod redo;
 mod releases;
 mod render;
+mod request_lists;
 mod requests;
 mod restart;
 mod search;
@@ -53,6 +54,7 @@ pub use house::{
 pub use redo::REDO;
 pub use releases::{DOWNLOAD, GRAB, RELEASES, release_args};
 pub use render::Render;
+pub use request_lists::{MINE, REQUESTS};
 pub use requests::QUOTA;
 pub use restart::RESTART;
 pub use search::{SEARCH, subscribe_args};

@@ -79,7 +79,7 @@ pub struct Ready {
     pub account_not_superuser: bool,
 }
 use scripts::{OrEmpty, ScriptCall};
-pub use tokens::{Asking, Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
+pub use tokens::{Asking, Listed, Owner, Solo, Tap, Tapped, Token, TokenAction, TokenGroup};
 pub use users::StoredUsers;
 pub use versions::{LAYOUT_NUMBER, LayoutCheck, LiveProcess, Registration};
 

@@ -90,6 +90,13 @@ pub struct StoredRequest {
     pub what: String,
     pub asked_at: i64,
     pub expires_at: i64,
+    /// A subscription's: Approve as best version is offered (its `best_idem`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub best: bool,
+    /// How it was decided: `approve`, `best`, `decline`, `gone` (declined: the requester had
+    /// lost access); empty while pending, and for expired or withdrawn.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub decision: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<i64>,
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -112,6 +119,8 @@ impl StoredRequest {
             what: get("what"),
             asked_at: num("asked_at").unwrap_or_default(),
             expires_at: num("expires_at").unwrap_or_default(),
+            best: fields.get("best_idem").is_some_and(|v| !v.is_empty()),
+            decision: get("decision"),
             decided_by: num("decided_by"),
             decided_by_name: get("decided_by_name"),
             job_id: fields.get("job_id").and_then(|v| v.parse().ok()),
@@ -238,6 +247,10 @@ impl Ledger {
     }
 
     async fn requests_by_id(&self, ids: &[String]) -> Result<Vec<StoredRequest>, LedgerError> {
+        // An empty pipeline answers nothing a Vec reads: no request, no round trip.
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut pipe = redis::pipe();
         for id in ids.iter().filter_map(|id| id.parse::<u64>().ok()) {
             pipe.hgetall(self.keys.request(id));

@@ -55,8 +55,13 @@ pub enum TokenAction {
     Access { person: i64, decision: &'static str },
     /// An admin's Approve (`approve`), Approve as best version (`best`) or Decline
     /// (`decline`) on the card of `person`'s media request (request.lua, behind `r:` callback
-    /// data; the request's id is set by the script that makes the request).
-    Decide { person: i64, decision: &'static str },
+    /// data): `request` `None` on a card (the script making the request sets its id), the
+    /// request's id on an admin's `/requests` list.
+    Decide {
+        person: i64,
+        decision: &'static str,
+        request: Option<u64>,
+    },
     /// The requester's Withdraw of their pending request (request.lua, behind `r:`): `None`
     /// when the script making the request sets its id.
     Withdraw { request: Option<u64> },
@@ -86,6 +91,18 @@ pub struct Token {
     pub solo: Option<Solo>,
     /// A requester's run button: what their tap asks for (see [`Asking`]).
     pub asking: Option<Asking>,
+    /// A request button on a `/requests` or `/mine` list (see [`Listed`]).
+    pub listed: Option<Listed>,
+}
+
+/// A request button (Decide, Withdraw) on a `/requests` or `/mine` list (issue 44): the list
+/// job whose message shows it (request.lua leaves that message as it is shown: the list is a
+/// snapshot, the tap's answer says what happened), and how long the button lives (its
+/// request's remaining time, not the group's: the page buttons beside it live as the list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed {
+    pub list: u64,
+    pub ttl: Duration,
 }
 
 /// A button with a group of its own: a tap uses it alone and leaves the others working (the
@@ -135,6 +152,7 @@ impl TokenGroup {
             reply_to,
             solo: None,
             asking: None,
+            listed: None,
         });
         data
     }
@@ -143,6 +161,13 @@ impl TokenGroup {
     pub fn asking(&mut self, asking: Asking) {
         if let Some(t) = self.tokens.last_mut() {
             t.asking = Some(asking);
+        }
+    }
+
+    /// Marks the last button added as a request button on a list (see [`Listed`]).
+    pub fn listed(&mut self, listed: Listed) {
+        if let Some(t) = self.tokens.last_mut() {
+            t.listed = Some(listed);
         }
     }
 
@@ -233,7 +258,7 @@ struct TokenSpec<'a> {
     /// An access card's: whose request; a request card's: the requester.
     #[serde(skip_serializing_if = "String::is_empty")]
     person: String,
-    /// A Withdraw button's request (a card's is set by the script).
+    /// A request button's request (a card's is set by the script, a list's here).
     #[serde(skip_serializing_if = "String::is_empty")]
     request: String,
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -244,6 +269,9 @@ struct TokenSpec<'a> {
     best_idem: &'a str,
     #[serde(skip_serializing_if = "String::is_empty")]
     best_window_ms: String,
+    /// This token's own lifetime, seconds, instead of the group's (a listed request button).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    ttl: String,
 }
 
 fn token_spec(t: &Token) -> TokenSpec<'_> {
@@ -278,6 +306,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         poster: "",
         best_idem: "",
         best_window_ms: String::new(),
+        ttl: String::new(),
     };
     match &t.action {
         TokenAction::Run(job) | TokenAction::Force(job) => {
@@ -312,6 +341,10 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
     if let Some(a) = &t.asking {
         asking_spec(&mut spec, a);
     }
+    if let Some(listed) = &t.listed {
+        spec.list = listed.list.to_string();
+        spec.ttl = listed.ttl.as_secs().max(1).to_string();
+    }
     if let Some(solo) = &t.solo {
         spec.solo = "1";
         spec.list = solo.list.map(|l| l.to_string()).unwrap_or_default();
@@ -325,11 +358,16 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
 /// decision on a card, or the requester's Withdraw.
 fn request_spec(spec: &mut TokenSpec<'_>, action: &TokenAction) {
     match *action {
-        TokenAction::Decide { person, decision } => {
+        TokenAction::Decide {
+            person,
+            decision,
+            request,
+        } => {
             spec.action = "decide";
             spec.least_role = Role::Admin.as_str();
             spec.person = person.to_string();
             spec.decision = decision;
+            spec.request = request.map(|r| r.to_string()).unwrap_or_default();
         }
         TokenAction::Withdraw { request } => {
             spec.action = "withdraw";
@@ -674,5 +712,40 @@ impl Ledger {
             },
             other => return Err(corrupt(format!("tap outcome {other:?}"))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request button on a list names its request and its list, and lives as its request
+    /// (its own `ttl`), while the page buttons beside it live as the group; a card's names
+    /// neither (the script making the request sets it).
+    #[test]
+    fn a_listed_request_button_carries_its_request_list_and_own_ttl() {
+        let mut group = TokenGroup::new(Duration::from_secs(600));
+        let owner = Owner::Admins { chat_id: -5 };
+        let decide = |request| TokenAction::Decide {
+            person: 42,
+            decision: "approve",
+            request,
+        };
+        group.add(owner, "Approve", decide(None), None);
+        group.add(owner, "Approve #7", decide(Some(7)), None);
+        group.listed(Listed {
+            list: 9,
+            ttl: Duration::from_millis(86_400_500),
+        });
+        let spec: serde_json::Value = serde_json::from_str(&group.spec().to_string()).unwrap();
+        assert_eq!(spec["ttl"], "600");
+        let [card, listed] = [&spec["tokens"][0], &spec["tokens"][1]];
+        assert_eq!(card["action"], "decide");
+        assert!(card.get("request").is_none() && card.get("ttl").is_none());
+        assert!(card.get("list").is_none());
+        assert_eq!(listed["request"], "7");
+        assert_eq!(listed["list"], "9");
+        assert_eq!(listed["ttl"], "86400");
+        assert_eq!(listed["person"], "42");
     }
 }

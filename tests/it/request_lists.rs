@@ -1,0 +1,277 @@
+//! Issue 44, item 4: the lists of media requests, through a real oncebot, the fake MoviePilot,
+//! the fake Bot API and a private Redis. An admin's `/requests` lists the pending requests with
+//! the card's buttons, and a tap there decides exactly as one on a card (one job, every card
+//! edited, a second tap told); `/mine` shows a requester's requests with their states, and its
+//! Withdraw withdraws once. Anyone below admin is refused `/requests`.
+
+use oncebot::moviepilot::Dialect;
+use oncebot_tools::sim::moviepilot::routes;
+use oncebot_tools::sim::telegram::StoredMessage;
+use serde_json::Value;
+
+use crate::grants::{button, message_in, tap};
+use crate::support::rig::{RECOVERY_DEADLINE, Rig};
+use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
+
+/// The requester: mapped to MoviePilot's `carol`.
+const CAROL: i64 = 1003;
+/// A movie the simulator's sites list releases of, not in its library.
+const DUNE: u64 = 438631;
+
+/// Alice and Bob are admins (each gets a card in their private chat), Carol a requester,
+/// Mallory a viewer.
+async fn household() -> Rig {
+    let allowed = format!("{ALICE},{BOB},{CAROL},{MALLORY}");
+    let users = format!("{ALICE}=:admin,{BOB}=:admin,{CAROL}=carol:requester,{MALLORY}=:viewer");
+    let env = [
+        ("ONCEBOT__TELEGRAM__ALLOWED_USERS", allowed.as_str()),
+        ("ONCEBOT__TELEGRAM__USERS", users.as_str()),
+    ];
+    Rig::with(Dialect::V2, &env).await
+}
+
+/// The text of the answer to a tap (answerCallbackQuery's `text`).
+async fn answer_to(rig: &Rig, update: &Value) -> String {
+    let query = update["callback_query"]["id"].clone();
+    eventually("the tap's answer", RECOVERY_DEADLINE, || {
+        let calls = rig.tg.calls();
+        let query = query.clone();
+        async move {
+            calls.iter().find_map(|c| {
+                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
+                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
+            })
+        }
+    })
+    .await
+}
+
+/// Posts a tap and returns its answer.
+async fn tapped(rig: &Rig, update: Value) -> String {
+    rig.post(&update).await;
+    answer_to(rig, &update).await
+}
+
+/// The labels of a message's buttons (none without a keyboard).
+fn labels(message: &StoredMessage) -> Vec<String> {
+    let Some(markup) = message.reply_markup.as_ref() else {
+        return Vec::new();
+    };
+    markup["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Message `message` as it is now (after any edit).
+fn now(rig: &Rig, message: &StoredMessage) -> StoredMessage {
+    rig.tg
+        .received(message.chat_id)
+        .into_iter()
+        .find(|m| m.message_id == message.message_id)
+        .expect("the message")
+}
+
+/// Waits until message `card` (in its chat) says `text`, and has no buttons left.
+async fn card_says(rig: &Rig, card: &StoredMessage, text: &str) {
+    eventually(
+        &format!(
+            "card {} in {} to say {text:?}",
+            card.message_id, card.chat_id
+        ),
+        RECOVERY_DEADLINE,
+        || {
+            let m = now(rig, card);
+            async move { (m.text.contains(text) && m.reply_markup.is_none()).then_some(()) }
+        },
+    )
+    .await;
+}
+
+/// Carol types `text` (update `update_id`), which her worker makes request `n` of; the admins'
+/// cards, once they came.
+async fn carol_asks(
+    rig: &Rig,
+    update_id: i64,
+    text: &str,
+    n: u64,
+) -> (StoredMessage, StoredMessage) {
+    rig.post(&private_text(update_id, CAROL, text)).await;
+    message_in(rig, CAROL, &format!("Sent for approval (request #{n})")).await;
+    let head = format!("Media request #{n}");
+    (
+        message_in(rig, ALICE, &head).await,
+        message_in(rig, BOB, &head).await,
+    )
+}
+
+/// Alice's `/requests` lists Carol's two pending requests, oldest first, with the card's
+/// buttons (Approve as best version only for the subscription). Approve on the list makes
+/// exactly one job, owned by Carol and approved by Alice; both cards of that request say so,
+/// Carol is told, the list is left as shown; a second tap on the list or on a card is told it
+/// was decided and makes nothing. The next `/requests` lists only what is still pending.
+#[tokio::test]
+async fn an_approval_from_the_admins_list_decides_once_as_the_card_does() {
+    let rig = household().await;
+    let _bot = rig.start_pipeline().await;
+    let (alice_card, bob_card) = carol_asks(&rig, 1, &format!("/subscribe tmdb:{DUNE}"), 1).await;
+    carol_asks(&rig, 2, &format!("/best tmdb:{DUNE}"), 2).await;
+
+    rig.post(&private_text(3, ALICE, "/requests")).await;
+    let list = message_in(&rig, ALICE, "Pending requests (2), oldest first:").await;
+    let first = list.text.find("📝 #1 · carol (1003)").expect("#1 listed");
+    let second = list.text.find("📝 #2 · carol (1003)").expect("#2 listed");
+    assert!(first < second, "oldest first: {}", list.text);
+    assert!(list.text.contains("Subscription: Dune"), "{}", list.text);
+    assert_eq!(
+        labels(&list),
+        [
+            "Approve #1",
+            "Approve as best #1",
+            "Decline #1",
+            "Approve #2",
+            "Decline #2"
+        ]
+    );
+    assert!(button(&list, "Approve #1").starts_with("r:"));
+    let jobs = rig.store.job_ids().await.len();
+
+    let approved = tapped(&rig, tap(4, ALICE, &list, &button(&list, "Approve #1"))).await;
+    assert_eq!(approved, "Done: ✅ Approved by User 1001 (1001)");
+    let job = rig
+        .job_in(jobs as u64 + 1, "succeeded", RECOVERY_DEADLINE)
+        .await;
+    assert_eq!(job["command"], "subscribe");
+    assert_eq!(job["user_id"], CAROL.to_string());
+    assert_eq!(job["approved_by"], ALICE.to_string());
+    assert_eq!(job["request"], "1");
+    message_in(&rig, CAROL, "Request #1 was approved").await;
+    card_says(&rig, &alice_card, "Approved by User 1001 (1001)").await;
+    card_says(&rig, &bob_card, "Approved by User 1001 (1001)").await;
+
+    let again = tapped(&rig, tap(5, ALICE, &list, &button(&list, "Decline #1"))).await;
+    assert_eq!(again, "Already decided: ✅ Approved by User 1001 (1001)");
+    let late = tapped(&rig, tap(6, BOB, &bob_card, &button(&bob_card, "Approve"))).await;
+    assert!(late.starts_with("Already decided: ✅"), "{late}");
+
+    // A reply in Alice's chat comes after anything queued there before it (in order per chat):
+    // by then the list would have been edited if a tap edited it.
+    rig.post(&private_text(7, ALICE, "/requests")).await;
+    let fresh = message_in(&rig, ALICE, "Pending requests (1), oldest first:").await;
+    assert!(!fresh.text.contains("#1 ·"), "{}", fresh.text);
+    assert_eq!(labels(&fresh), ["Approve #2", "Decline #2"]);
+    let shown = now(&rig, &list);
+    assert_eq!(
+        (shown.edits, shown.text.as_str()),
+        (0, list.text.as_str()),
+        "the list is left as shown"
+    );
+
+    assert_eq!(
+        rig.store.job_ids().await.len(),
+        jobs + 2,
+        "one approval, one list"
+    );
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+    let subs = rig.mp.subscriptions();
+    assert_eq!(subs.len(), 1, "{subs:?}");
+    assert_eq!(subs[0].username, "carol");
+}
+
+/// The newest message to `chat` with a button labelled `label`, once there is one.
+async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
+    eventually(
+        &format!("a message to {chat} with a button {label:?}"),
+        RECOVERY_DEADLINE,
+        || {
+            let found = rig
+                .tg
+                .received(chat)
+                .into_iter()
+                .rev()
+                .find(|m| labels(m).iter().any(|l| l == label));
+            async move { found }
+        },
+    )
+    .await
+}
+
+/// Carol's `/mine` shows her requests newest first with their states (declined by whom,
+/// waiting, approved by whom with the job), a Withdraw button only on the pending one; it
+/// withdraws once (both cards edited, a second tap told, the list left as shown), and her next
+/// `/mine` says withdrawn. Carol (a requester) and Mallory (a viewer) are refused `/requests`;
+/// Mallory's `/mine` is empty.
+#[tokio::test]
+async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
+    let rig = household().await;
+    let _bot = rig.start_pipeline().await;
+    let (alice_card, _) = carol_asks(&rig, 1, &format!("/subscribe tmdb:{DUNE}"), 1).await;
+    let (best_alice, best_bob) = carol_asks(&rig, 2, &format!("/best tmdb:{DUNE}"), 2).await;
+    rig.post(&private_text(3, CAROL, &format!("/download tmdb:{DUNE}")))
+        .await;
+    let releases = with_button(&rig, CAROL, "Download 1").await;
+    let asked = tapped(
+        &rig,
+        tap(4, CAROL, &releases, &button(&releases, "Download 1")),
+    )
+    .await;
+    assert_eq!(asked, "Sent for approval (request #3)");
+    let download_card = message_in(&rig, BOB, "Media request #3").await;
+
+    let approve = tap(5, ALICE, &alice_card, &button(&alice_card, "Approve"));
+    assert!(tapped(&rig, approve).await.starts_with("Done: ✅"));
+    let decline = tap(6, BOB, &download_card, &button(&download_card, "Decline"));
+    assert!(tapped(&rig, decline).await.starts_with("Done: ❌"));
+    let job = rig.job_in(4, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(job["request"], "1");
+
+    rig.post(&private_text(7, CAROL, "/mine")).await;
+    let mine = message_in(&rig, CAROL, "Your requests (3), newest first:").await;
+    let states = [
+        "#3 · ❌ declined by User 1002 (1002)\nDownload: Dune",
+        "#2 · ⏳ waiting for approval\nBest-version subscription: Dune",
+        "#1 · ✅ approved by User 1001 (1001), job #4\nSubscription: Dune",
+    ];
+    let at: Vec<usize> = states
+        .iter()
+        .map(|s| {
+            mine.text
+                .find(s)
+                .unwrap_or_else(|| panic!("{s:?} in {}", mine.text))
+        })
+        .collect();
+    assert!(at.is_sorted(), "newest first: {}", mine.text);
+    assert_eq!(labels(&mine), ["Withdraw #2"]);
+
+    let withdrawn = tapped(&rig, tap(8, CAROL, &mine, &button(&mine, "Withdraw #2"))).await;
+    assert_eq!(withdrawn, "Request withdrawn.");
+    card_says(&rig, &best_alice, "Withdrawn by the requester").await;
+    card_says(&rig, &best_bob, "Withdrawn by the requester").await;
+    let again = tapped(&rig, tap(9, CAROL, &mine, &button(&mine, "Withdraw #2"))).await;
+    assert_eq!(again, "Already decided: ↩️ Withdrawn by the requester");
+    let late = tapped(&rig, tap(10, BOB, &best_bob, &button(&best_bob, "Decline"))).await;
+    assert!(late.starts_with("Already decided: ↩️"), "{late}");
+
+    rig.post(&private_text(11, CAROL, "/mine")).await;
+    let after = message_in(&rig, CAROL, "#2 · ↩️ withdrawn").await;
+    assert!(labels(&after).is_empty(), "nothing pending: {after:?}");
+    assert_eq!(now(&rig, &mine).edits, 0, "the list is left as shown");
+
+    let jobs = rig.store.job_ids().await.len();
+    rig.post(&private_text(12, CAROL, "/requests")).await;
+    message_in(&rig, CAROL, "Only an admin can do that.").await;
+    rig.post(&private_text(13, MALLORY, "/requests")).await;
+    message_in(&rig, MALLORY, "Only an admin can do that.").await;
+    rig.post(&private_text(14, MALLORY, "/mine")).await;
+    message_in(&rig, MALLORY, "You have no requests").await;
+    assert_eq!(
+        rig.store.job_ids().await.len(),
+        jobs + 1,
+        "a refusal makes no job"
+    );
+    assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 0);
+    assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+}
