@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use oncebot::moviepilot::Dialect;
-use oncebot_tools::sim::moviepilot::routes;
+use oncebot_tools::sim::moviepilot::{MediaServer, routes};
 use oncebot_tools::sim::telegram::StoredMessage;
 use serde_json::Value;
 
@@ -366,4 +366,50 @@ async fn a_worker_killed_after_the_approval_leaves_one_subscription_owned_by_the
         assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1, "{point}");
         assert_eq!(rig.store.job_ids().await.len(), 2, "{point}");
     }
+}
+
+/// The library check runs first for a requester too: their Subscribe on a search match the
+/// library has runs the look (a job, no request), which says so with the anyway button; that
+/// button asks, and the card says the library has it. A match it lacks is asked at the tap.
+#[tokio::test]
+async fn a_requesters_subscribe_to_media_in_the_library_asks_only_anyway() {
+    let rig = household(&[]).await;
+    rig.mp.set_media_server(MediaServer::Configured);
+    rig.mp.library_add_movie(DUNE);
+    let _bot = rig.start_pipeline().await;
+    rig.post(&private_text(1, CAROL, "/subscribe Dune")).await;
+    rig.job_in(1, "succeeded", RECOVERY_DEADLINE).await;
+    let list = with_button(&rig, CAROL, "1. Subscribe Dune (2021)").await;
+
+    rig.post(&tap(
+        2,
+        CAROL,
+        &list,
+        &button(&list, "1. Subscribe Dune (2021)"),
+    ))
+    .await;
+    let look = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
+    assert_eq!(look["mp_outcome"], "in_library", "{look:?}");
+    assert!(
+        !rig.tg
+            .received(ALICE)
+            .iter()
+            .any(|m| m.text.contains("Media request")),
+        "no request for media the library has"
+    );
+    let said = with_button(&rig, CAROL, "Subscribe anyway").await;
+    let asked = tapped(
+        &rig,
+        tap(3, CAROL, &said, &button(&said, "Subscribe anyway")),
+    )
+    .await;
+    assert_eq!(asked, "Sent for approval (request #1)");
+    let card = message_in(&rig, ALICE, "Media request #1").await;
+    assert!(card.text.contains("Library: already there"), "{card:?}");
+    assert_eq!(
+        rig.store.job_ids().await.len(),
+        2,
+        "the anyway tap made no job"
+    );
+    assert_eq!(rig.mp.subscriptions().len(), 0);
 }

@@ -79,7 +79,16 @@ fn subscribe_row(
         Command::Best => cx.render.best_button(i + 1, item),
         _ => cx.render.subscribe_button(i + 1, item),
     };
-    let action = run_button(job, command, args, command.window(&cx.settings.commands));
+    let mut action = run_button(job, command, args, command.window(&cx.settings.commands));
+    // Media the library has: a requester's tap runs the look as anyone's (a job that says it
+    // is there, with the anyway button that asks), so no request is made unless they insist.
+    if let (TokenAction::Run(spec), true, Some(Library::Present)) = (
+        &mut action,
+        requesting && command == Command::Subscribe,
+        library,
+    ) {
+        spec.least_role = spec.least_role.min(crate::vocabulary::Role::Requester);
+    }
     let asking = match &action {
         TokenAction::Run(spec) if requesting && job.role < spec.least_role => {
             let texts = cx.render.texts();
