@@ -165,29 +165,13 @@ pub(super) async fn ask(
         h.request_ttl(),
         h.max_pending_requests_per_person,
     );
-    let zone = cx
-        .settings
-        .commands
-        .day_zone()
-        .unwrap_or(jiff::tz::TimeZone::UTC);
-    let limit = h.quotas().limit(job.user_id, job.role);
     let mut fields = ask_fields(cx, job, &spec, (what, poster));
     let mut all = texts.request_texts();
     let mut detail = json!({"cards": route.cards(texts, job.user_id)});
-    if let Some(limit) = limit {
-        let now = jiff::Timestamp::now().as_millisecond();
-        let state = cx
-            .ledger
-            .quota_state(job.user_id, now)
-            .await
-            .map_err(ledger_error)?;
-        all["quota"] = json!(texts.quota_used_up(limit, state, &zone));
-        let who = format!(
-            "{}\n{}",
-            fields["who"].as_str().unwrap_or_default(),
-            texts.quota_line(limit, state.used)
-        );
-        fields["who"] = json!(who);
+    if let Some((limit, used, text)) = quota_of(cx, job).await? {
+        all["quota"] = json!(text);
+        let who = fields["who"].as_str().unwrap_or_default();
+        fields["who"] = json!(format!("{who}\n{}", texts.quota_line(limit, used)));
         detail["quota"] = json!({"limit": limit.to_string()});
     }
     detail["fields"] = fields;
@@ -223,6 +207,27 @@ pub(super) async fn ask(
         });
     }
     Ok(done)
+}
+
+/// `job`'s asker's weekly quota: their limit, the slots used, and the answer when it is used
+/// up; `None`: not limited.
+async fn quota_of(cx: &Context<'_>, job: &Job) -> Result<Option<(u32, u32, String)>, MpError> {
+    let Some(limit) = cx.settings.household.quotas().limit(job.user_id, job.role) else {
+        return Ok(None);
+    };
+    let zone = cx
+        .settings
+        .commands
+        .day_zone()
+        .unwrap_or(jiff::tz::TimeZone::UTC);
+    let now = jiff::Timestamp::now().as_millisecond();
+    let state = cx
+        .ledger
+        .quota_state(job.user_id, now)
+        .await
+        .map_err(ledger_error)?;
+    let text = cx.render.texts().quota_used_up(limit, state, &zone);
+    Ok(Some((limit, state.used, text)))
 }
 
 /// The request's fields as include/requests.lua stores them: the job approval makes
@@ -273,18 +278,9 @@ pub(super) async fn over_quota(cx: &Context<'_>, job: &Job) -> Result<Option<Don
     if outcome != "full" {
         return Ok(None);
     }
-    let zone = cx
-        .settings
-        .commands
-        .day_zone()
-        .unwrap_or(jiff::tz::TimeZone::UTC);
-    let now = jiff::Timestamp::now().as_millisecond();
-    let state = cx
-        .ledger
-        .quota_state(job.user_id, now)
-        .await
-        .map_err(ledger_error)?;
-    let text = cx.render.texts().quota_used_up(limit, state, &zone);
+    let Some((_, _, text)) = quota_of(cx, job).await? else {
+        return Ok(None);
+    };
     // Failed, so the same ask again is not its repeat once a slot frees.
     Ok(Some(Done {
         settle: Some(Settle::Failed {

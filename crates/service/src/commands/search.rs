@@ -52,6 +52,39 @@ pub(super) async fn search(
     super::pages::matches(cx, job, &items, text, row).await
 }
 
+/// What a requester's Subscribe on this match asks for (the request its tap makes), or `None`
+/// when the tap runs a job: media the library has runs the look as anyone's (a job that says
+/// it is there, with the anyway button that asks), so no request is made unless they insist.
+fn requester_asking(
+    cx: &Context<'_>,
+    job: &Job,
+    action: &mut TokenAction,
+    (item, library): (&MediaItem, Option<&Library>),
+    command: Command,
+) -> Option<crate::ledger::Asking> {
+    let TokenAction::Run(spec) = action else {
+        return None;
+    };
+    if command == Command::Subscribe && matches!(library, Some(Library::Present)) {
+        spec.least_role = spec.least_role.min(crate::vocabulary::Role::Requester);
+    }
+    if job.role >= spec.least_role {
+        return None;
+    }
+    let texts = cx.render.texts();
+    let named = texts.asked_media(&item.title, item.year.as_deref(), None);
+    let line = library.and_then(|l| cx.render.library_line(l));
+    let what =
+        texts.asking_subscription(&named, command == Command::Best, &line.unwrap_or_default());
+    Some(super::requests::asking(
+        cx,
+        job,
+        spec,
+        what,
+        item.poster.as_deref(),
+    ))
+}
+
 /// The Subscribe button of search result `i` (0-based) when it has a TMDB id, bound to the
 /// user who searched; it runs `/subscribe <args>` (`choose`: that command, `/best` for 洗版)
 /// as if typed (see `i18n::subscribe_args`). Siblings, on every page: one tap uses them all.
@@ -80,35 +113,9 @@ fn subscribe_row(
         _ => cx.render.subscribe_button(i + 1, item),
     };
     let mut action = run_button(job, command, args, command.window(&cx.settings.commands));
-    // Media the library has: a requester's tap runs the look as anyone's (a job that says it
-    // is there, with the anyway button that asks), so no request is made unless they insist.
-    if let (TokenAction::Run(spec), true, Some(Library::Present)) = (
-        &mut action,
-        requesting && command == Command::Subscribe,
-        library,
-    ) {
-        spec.least_role = spec.least_role.min(crate::vocabulary::Role::Requester);
-    }
-    let asking = match &action {
-        TokenAction::Run(spec) if requesting && job.role < spec.least_role => {
-            let texts = cx.render.texts();
-            let named = texts.asked_media(&item.title, item.year.as_deref(), None);
-            let line = library.and_then(|l| cx.render.library_line(l));
-            let what = texts.asking_subscription(
-                &named,
-                command == Command::Best,
-                &line.unwrap_or_default(),
-            );
-            Some(super::requests::asking(
-                cx,
-                job,
-                spec,
-                what,
-                item.poster.as_deref(),
-            ))
-        }
-        _ => None,
-    };
+    let asking = requesting
+        .then(|| requester_asking(cx, job, &mut action, (item, library), command))
+        .flatten();
     let data = group.add(owner, &label, action, reply_to(job));
     if let Some(asking) = asking {
         group.asking(asking);

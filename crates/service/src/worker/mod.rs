@@ -455,6 +455,20 @@ impl Worker {
         Ok(Some(job))
     }
 
+    /// The job as it runs: with the fields a first attempt's claim does not answer (see
+    /// [`Self::request_fields`]), its user's (or approver's) right to it checked now.
+    async fn checked(
+        &self,
+        job: &Job,
+        command: crate::commands::Command,
+    ) -> Result<Option<Job>, MpError> {
+        let more = self.request_fields(job, command).await?;
+        self.rights
+            .still_allowed(more.as_ref().unwrap_or(job), command)
+            .await?;
+        Ok(more)
+    }
+
     /// Runs the job's action and turns the result into the outcome to record.
     /// `progress` is set before a progress message is queued.
     async fn execute(
@@ -471,7 +485,7 @@ impl Worker {
             return self.not_mine(job);
         };
         let with_fields;
-        let job = match self.request_fields(job, command).await {
+        let job = match self.checked(job, command).await {
             Ok(Some(more)) => {
                 with_fields = more;
                 &with_fields
@@ -485,13 +499,6 @@ impl Worker {
                 };
             }
         };
-        if let Err(e) = self.rights.still_allowed(job, command).await {
-            let used = attempt.attempt.saturating_sub(attempt_base(job)) as u32;
-            return match self.outcome_of(job, Err(e), used) {
-                Mapped::Outcome(outcome) => outcome,
-                Mapped::WaitForCredentials(e) => self.wait_for_credentials(job, &e).await,
-            };
-        }
         let cx = Context {
             mp: &self.mp,
             ledger: &self.ledger,
