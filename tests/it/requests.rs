@@ -413,3 +413,47 @@ async fn a_requesters_subscribe_to_media_in_the_library_asks_only_anyway() {
     );
     assert_eq!(rig.mp.subscriptions().len(), 0);
 }
+
+/// The same ask while it is pending is that request (a pointer, no second card), whichever way
+/// it came; and `household.max_pending_requests_per_person` bounds how many wait at once: one
+/// more is refused with no request and no card.
+#[tokio::test]
+async fn the_same_ask_is_its_request_and_a_person_has_at_most_so_many_pending() {
+    // No duplicate window: the command's own repeat layer would answer a repeat inside it with
+    // the first job; a request outlives any window, and its pointer answers after it.
+    let rig = household(&[
+        ("ONCEBOT__HOUSEHOLD__MAX_PENDING_REQUESTS_PER_PERSON", "1"),
+        ("ONCEBOT__COMMANDS__SUBSCRIBE_WINDOW_SECS", "0"),
+    ])
+    .await;
+    let _bot = rig.start_pipeline().await;
+    carol_asks_for_dune(&rig, 1, 1).await;
+
+    // The same media from a search match's Subscribe: the pending request, no second card.
+    rig.post(&private_text(2, CAROL, "/search Dune")).await;
+    let list = with_button(&rig, CAROL, "1. Subscribe Dune (2021)").await;
+    let same = tapped(
+        &rig,
+        tap(3, CAROL, &list, &button(&list, "1. Subscribe Dune (2021)")),
+    )
+    .await;
+    assert_eq!(same, "This is already waiting for approval (request #1)");
+
+    // Another media while one waits: too many.
+    rig.post(&private_text(4, CAROL, "/subscribe tmdb:693134"))
+        .await;
+    message_in(&rig, CAROL, "You have too many requests waiting").await;
+    let cards = |chat| {
+        rig.tg
+            .received(chat)
+            .iter()
+            .filter(|m| m.text.contains("Media request #"))
+            .count()
+    };
+    assert_eq!(
+        (cards(ALICE), cards(BOB)),
+        (1, 1),
+        "one card each, for request #1"
+    );
+    assert_eq!(rig.mp.subscriptions().len(), 0);
+}
