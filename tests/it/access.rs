@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::grants::{button, message_in};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, Store, eventually, private_text};
+use crate::support::{ALICE, BOB, MALLORY, Store, eventually, private_text, tap_answer};
 
 /// Not on the allow-list, mapped to nobody: a user once anyone is mapped.
 const CAROL: i64 = 1003;
@@ -44,22 +44,6 @@ fn tap_as(
             "data": data,
         }
     })
-}
-
-/// The text of the answer to a tap (answerCallbackQuery's `text`).
-async fn tap_answer(rig: &Rig, update: &Value) -> String {
-    let query = update["callback_query"]["id"].clone();
-    eventually("the tap's answer", RECOVERY_DEADLINE, || {
-        let calls = rig.tg.calls();
-        let query = query.clone();
-        async move {
-            calls.iter().find_map(|c| {
-                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
-                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
-            })
-        }
-    })
-    .await
 }
 
 /// The grants as stored: Telegram id → `<role>:<by>:<at>`.

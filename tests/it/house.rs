@@ -13,7 +13,7 @@ use redis::AsyncCommands as _;
 use serde_json::{Value, json};
 
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, buttons, eventually, private_text};
+use crate::support::{ALICE, BOB, buttons, eventually, private_text, tap_answer};
 
 /// Each house command and the scheduler job it starts.
 const HOUSE: [(&str, &str); 6] = [
@@ -619,22 +619,6 @@ async fn a_redo_moviepilot_refuses_fails_in_oncebots_words() {
 
 /// A refresh of MoviePilot's users every second, so a demotion there shows within a few.
 const FAST_REFRESH: (&str, &str) = ("ONCEBOT__MOVIEPILOT__USERS_REFRESH_SECS", "1");
-
-/// The text of the answer to a tap (answerCallbackQuery's `text`), by its update.
-async fn tap_answer(rig: &Rig, update: &Value) -> String {
-    let query = update["callback_query"]["id"].clone();
-    eventually("the tap's answer", RECOVERY_DEADLINE, || {
-        let calls = rig.tg.calls();
-        let query = query.clone();
-        async move {
-            calls.iter().find_map(|c| {
-                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
-                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
-            })
-        }
-    })
-    .await
-}
 
 /// Sends `user` `/subscriptions all` (update ids from `*update` on) until the ingress refuses
 /// it as an admin's command (the update makes no job): the ingress then decides with a directory

@@ -7,11 +7,10 @@ use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::moviepilot::{Fault, SimMedia, routes};
 
 use crate::grants::{button, message_in, tap};
+use crate::requests::{CAROL, DUNE};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, eventually, private_text};
+use crate::support::{ALICE, BOB, eventually, private_text, tap_answer};
 
-const CAROL: i64 = 1003;
-const DUNE: u64 = 438631;
 const DUNE_TWO: u64 = 693134;
 const FIGHT_CLUB: u64 = 550;
 
@@ -162,17 +161,7 @@ async fn a_users_taps_and_typed_subscriptions_count_against_their_quota() {
 
     let second = tap(3, BOB, &list, &button(&list, "Download 2"));
     rig.post(&second).await;
-    let answer = eventually("the tap's answer", RECOVERY_DEADLINE, || {
-        let query = second["callback_query"]["id"].clone();
-        let calls = rig.tg.calls();
-        async move {
-            calls.iter().find_map(|c| {
-                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
-                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
-            })
-        }
-    })
-    .await;
+    let answer = tap_answer(&rig, &second).await;
     assert!(
         answer.starts_with("Weekly quota used (1/1); the next slot frees on "),
         "{answer}"

@@ -7,16 +7,11 @@
 use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::moviepilot::routes;
 use oncebot_tools::sim::telegram::StoredMessage;
-use serde_json::Value;
 
 use crate::grants::{button, message_in, tap};
+use crate::requests::{CAROL, DUNE, card_says, with_button};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
-
-/// The requester: mapped to MoviePilot's `carol`.
-const CAROL: i64 = 1003;
-/// A movie the simulator's sites list releases of, not in its library.
-const DUNE: u64 = 438631;
+use crate::support::{ALICE, BOB, MALLORY, button_labels, private_text, tapped};
 
 /// Alice and Bob are admins (each gets a card in their private chat), Carol a requester,
 /// Mallory a viewer.
@@ -30,42 +25,6 @@ async fn household() -> Rig {
     Rig::with(Dialect::V2, &env).await
 }
 
-/// The text of the answer to a tap (answerCallbackQuery's `text`).
-async fn answer_to(rig: &Rig, update: &Value) -> String {
-    let query = update["callback_query"]["id"].clone();
-    eventually("the tap's answer", RECOVERY_DEADLINE, || {
-        let calls = rig.tg.calls();
-        let query = query.clone();
-        async move {
-            calls.iter().find_map(|c| {
-                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
-                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
-            })
-        }
-    })
-    .await
-}
-
-/// Posts a tap and returns its answer.
-async fn tapped(rig: &Rig, update: Value) -> String {
-    rig.post(&update).await;
-    answer_to(rig, &update).await
-}
-
-/// The labels of a message's buttons (none without a keyboard).
-fn labels(message: &StoredMessage) -> Vec<String> {
-    let Some(markup) = message.reply_markup.as_ref() else {
-        return Vec::new();
-    };
-    markup["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| row.as_array().unwrap().iter())
-        .map(|b| b["text"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// Message `message` as it is now (after any edit).
 fn now(rig: &Rig, message: &StoredMessage) -> StoredMessage {
     rig.tg
@@ -73,22 +32,6 @@ fn now(rig: &Rig, message: &StoredMessage) -> StoredMessage {
         .into_iter()
         .find(|m| m.message_id == message.message_id)
         .expect("the message")
-}
-
-/// Waits until message `card` (in its chat) says `text`, and has no buttons left.
-async fn card_says(rig: &Rig, card: &StoredMessage, text: &str) {
-    eventually(
-        &format!(
-            "card {} in {} to say {text:?}",
-            card.message_id, card.chat_id
-        ),
-        RECOVERY_DEADLINE,
-        || {
-            let m = now(rig, card);
-            async move { (m.text.contains(text) && m.reply_markup.is_none()).then_some(()) }
-        },
-    )
-    .await;
 }
 
 /// Carol types `text` (update `update_id`), which her worker makes request `n` of; the admins'
@@ -127,7 +70,7 @@ async fn an_approval_from_the_admins_list_decides_once_as_the_card_does() {
     assert!(first < second, "oldest first: {}", list.text);
     assert!(list.text.contains("Subscription: Dune"), "{}", list.text);
     assert_eq!(
-        labels(&list),
+        button_labels(&list),
         [
             "Approve #1",
             "Approve as best #1",
@@ -162,7 +105,7 @@ async fn an_approval_from_the_admins_list_decides_once_as_the_card_does() {
     rig.post(&private_text(7, ALICE, "/requests")).await;
     let fresh = message_in(&rig, ALICE, "Pending requests (1), oldest first:").await;
     assert!(!fresh.text.contains("#1 ·"), "{}", fresh.text);
-    assert_eq!(labels(&fresh), ["Approve #2", "Decline #2"]);
+    assert_eq!(button_labels(&fresh), ["Approve #2", "Decline #2"]);
     let shown = now(&rig, &list);
     assert_eq!(
         (shown.edits, shown.text.as_str()),
@@ -179,24 +122,6 @@ async fn an_approval_from_the_admins_list_decides_once_as_the_card_does() {
     let subs = rig.mp.subscriptions();
     assert_eq!(subs.len(), 1, "{subs:?}");
     assert_eq!(subs[0].username, "carol");
-}
-
-/// The newest message to `chat` with a button labelled `label`, once there is one.
-async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
-    eventually(
-        &format!("a message to {chat} with a button {label:?}"),
-        RECOVERY_DEADLINE,
-        || {
-            let found = rig
-                .tg
-                .received(chat)
-                .into_iter()
-                .rev()
-                .find(|m| labels(m).iter().any(|l| l == label));
-            async move { found }
-        },
-    )
-    .await
 }
 
 /// Carol's `/mine` shows her requests newest first with their states (declined by whom,
@@ -244,7 +169,7 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
         })
         .collect();
     assert!(at.is_sorted(), "newest first: {}", mine.text);
-    assert_eq!(labels(&mine), ["Withdraw #2"]);
+    assert_eq!(button_labels(&mine), ["Withdraw #2"]);
 
     let withdrawn = tapped(&rig, tap(8, CAROL, &mine, &button(&mine, "Withdraw #2"))).await;
     assert_eq!(withdrawn, "Request withdrawn.");
@@ -257,7 +182,10 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
 
     rig.post(&private_text(11, CAROL, "/mine")).await;
     let after = message_in(&rig, CAROL, "#2 · ↩️ withdrawn").await;
-    assert!(labels(&after).is_empty(), "nothing pending: {after:?}");
+    assert!(
+        button_labels(&after).is_empty(),
+        "nothing pending: {after:?}"
+    );
     assert_eq!(now(&rig, &mine).edits, 0, "the list is left as shown");
 
     let jobs = rig.store.job_ids().await.len();

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::grants::{button, cli, listed, message_in, tap};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
+use crate::support::{ALICE, BOB, MALLORY, button_labels, eventually, private_text};
 
 /// A movie the simulator's sites list releases of, not in its library.
 const DUNE: u64 = 438631;
@@ -139,18 +139,6 @@ async fn mallory_asks(rig: &Rig) -> oncebot_tools::sim::telegram::StoredMessage 
     message_in(rig, ALICE, "Telegram id: 6666").await
 }
 
-/// The labels of a message's buttons.
-fn labels(message: &oncebot_tools::sim::telegram::StoredMessage) -> Vec<String> {
-    let markup: &Value = message.reply_markup.as_ref().expect("a keyboard");
-    markup["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| row.as_array().unwrap().iter())
-        .map(|b| b["text"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The access card offers Allow as requester only with `household.media_requests`; its tap
 /// grants `requester` (the person told so, `oncebot users` listing the grant), and `oncebot
 /// users grant <id> requester` gives the same role from the CLI.
@@ -161,7 +149,7 @@ async fn the_access_card_offers_requester_only_with_media_requests_and_grants_it
         let _bot = rig.start_pipeline().await;
         let card = mallory_asks(&rig).await;
         assert_eq!(
-            labels(&card),
+            button_labels(&card),
             ["Allow: viewer", "Allow: user", "Allow: admin", "Decline"]
         );
     }
@@ -170,7 +158,7 @@ async fn the_access_card_offers_requester_only_with_media_requests_and_grants_it
     let _bot = rig.start_pipeline().await;
     let card = mallory_asks(&rig).await;
     assert_eq!(
-        labels(&card),
+        button_labels(&card),
         [
             "Allow: viewer",
             "Allow: requester",

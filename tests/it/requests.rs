@@ -10,17 +10,18 @@ use std::time::Duration;
 use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::moviepilot::{MediaServer, routes};
 use oncebot_tools::sim::telegram::StoredMessage;
-use serde_json::Value;
 
 use crate::grants::{button, cli, message_in, tap};
 use crate::support::child::Oncebot;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, eventually, private_text};
+use crate::support::{
+    ALICE, BOB, MALLORY, button_labels, eventually, private_text, tap_answer, tapped,
+};
 
 /// The requester: mapped to MoviePilot's `carol`.
-const CAROL: i64 = 1003;
+pub(crate) const CAROL: i64 = 1003;
 /// A movie the simulator's sites list releases of, not in its library.
-const DUNE: u64 = 438631;
+pub(crate) const DUNE: u64 = 438631;
 
 /// Alice and Bob are admins (each gets a card in their private chat); Carol a requester.
 async fn household(extra: &[(&str, &str)]) -> Rig {
@@ -34,42 +35,8 @@ async fn household(extra: &[(&str, &str)]) -> Rig {
     Rig::with(Dialect::V2, &env).await
 }
 
-/// The text of the answer to a tap (answerCallbackQuery's `text`).
-async fn answer_to(rig: &Rig, update: &Value) -> String {
-    let query = update["callback_query"]["id"].clone();
-    eventually("the tap's answer", RECOVERY_DEADLINE, || {
-        let calls = rig.tg.calls();
-        let query = query.clone();
-        async move {
-            calls.iter().find_map(|c| {
-                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
-                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
-            })
-        }
-    })
-    .await
-}
-
-/// Posts a tap and returns its answer.
-async fn tapped(rig: &Rig, update: Value) -> String {
-    rig.post(&update).await;
-    answer_to(rig, &update).await
-}
-
-/// The labels of a message's buttons.
-fn labels(message: &StoredMessage) -> Vec<String> {
-    let markup: &Value = message.reply_markup.as_ref().expect("a keyboard");
-    markup["inline_keyboard"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|row| row.as_array().unwrap().iter())
-        .map(|b| b["text"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The newest message to `chat` with a button labelled `label`, once there is one.
-async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
+pub(crate) async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
     eventually(
         &format!("a message to {chat} with a button {label:?}"),
         RECOVERY_DEADLINE,
@@ -79,7 +46,7 @@ async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
                 .received(chat)
                 .into_iter()
                 .rev()
-                .find(|m| m.reply_markup.is_some() && labels(m).iter().any(|l| l == label));
+                .find(|m| button_labels(m).iter().any(|l| l == label));
             async move { found }
         },
     )
@@ -87,7 +54,7 @@ async fn with_button(rig: &Rig, chat: i64, label: &str) -> StoredMessage {
 }
 
 /// Waits until message `card` (in its chat) says `text`, and has no buttons left.
-async fn card_says(rig: &Rig, card: &StoredMessage, text: &str) {
+pub(crate) async fn card_says(rig: &Rig, card: &StoredMessage, text: &str) {
     eventually(
         &format!(
             "card {} in {} to say {text:?}",
@@ -140,7 +107,7 @@ async fn two_admins_approving_at_once_make_one_job_and_one_subscription() {
     assert_eq!(lookup["request"], "1");
     assert_eq!(rig.mp.subscriptions().len(), 0, "a request makes nothing");
     assert_eq!(
-        labels(&alice_card),
+        button_labels(&alice_card),
         ["Approve", "Approve as best version", "Decline"]
     );
     assert!(
@@ -162,7 +129,7 @@ async fn two_admins_approving_at_once_make_one_job_and_one_subscription() {
         tap(12, BOB, &bob_card, &button(&bob_card, "Approve")),
     );
     tokio::join!(rig.post(&a), rig.post(&b));
-    let answers = [answer_to(&rig, &a).await, answer_to(&rig, &b).await];
+    let answers = [tap_answer(&rig, &a).await, tap_answer(&rig, &b).await];
     let won = answers
         .iter()
         .filter(|a| a.starts_with("Done: ✅ Approved by"))
@@ -218,7 +185,7 @@ async fn a_tapped_download_is_a_request_declined_or_withdrawn_never_a_download()
     assert!(alice_card.text.contains("Release: "), "{alice_card:?}");
     assert!(alice_card.text.contains("Site: "), "{alice_card:?}");
     assert_eq!(
-        labels(&alice_card),
+        button_labels(&alice_card),
         ["Approve", "Decline"],
         "no best version for a download"
     );

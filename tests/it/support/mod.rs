@@ -470,3 +470,39 @@ pub async fn fresh_ledger() -> (
     ledger.prepare().await.unwrap();
     (redis, ledger)
 }
+
+/// The text of the answer to a tap (answerCallbackQuery's `text`), once the dispatcher sent it.
+pub async fn tap_answer(rig: &rig::Rig, update: &Value) -> String {
+    let query = update["callback_query"]["id"].clone();
+    eventually("the tap's answer", rig::RECOVERY_DEADLINE, || {
+        let calls = rig.tg.calls();
+        let query = query.clone();
+        async move {
+            calls.iter().find_map(|c| {
+                (c.method == "answerCallbackQuery" && c.params["callback_query_id"] == query)
+                    .then(|| c.params["text"].as_str().unwrap_or_default().to_string())
+            })
+        }
+    })
+    .await
+}
+
+/// Posts a tap and returns its answer.
+pub async fn tapped(rig: &rig::Rig, update: Value) -> String {
+    rig.post(&update).await;
+    tap_answer(rig, &update).await
+}
+
+/// The labels of a message's buttons, row by row (none without a keyboard).
+pub fn button_labels(message: &oncebot_tools::sim::telegram::StoredMessage) -> Vec<String> {
+    let Some(markup) = message.reply_markup.as_ref() else {
+        return Vec::new();
+    };
+    markup["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .collect()
+}
