@@ -103,17 +103,12 @@ local function card_reply(chat, text, markup, edit)
 end
 
 local function answer(text, alert)
-  ensure_group(callbacks, callbacks_group)
-  redis.call('XADD', callbacks, '*', 'callback_query_id', query_id, 'text', text,
-    'show_alert', alert and '1' or '0', 'created_at', now)
+  answer_query(callbacks, callbacks_group, query_id, text, alert, now)
 end
 
 local function request_of(id)
   local key = access_prefix .. id
-  local h = redis.call('HGETALL', key)
-  local r = {}
-  for i = 1, #h, 2 do r[h[i]] = h[i + 1] end
-  return key, r
+  return key, hash_of(key)
 end
 
 -- Every card of request r edited to its text and `last` (no buttons); `skip` the message
@@ -177,11 +172,7 @@ if mode == 'offer' then
 end
 
 -- mode tap: the token says whose button it is.
-local t = {}
-do
-  local h = redis.call('HGETALL', token_prefix .. token)
-  for i = 1, #h, 2 do t[h[i]] = h[i + 1] end
-end
+local t = hash_of(token_prefix .. token)
 local tapped = chat_id .. ':' .. message_id
 if t.action ~= 'ask' and t.action ~= 'access' then
   answer(texts.expired, true)

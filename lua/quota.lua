@@ -2,7 +2,7 @@
   quota: a running job takes its weekly quota slots where it is about to make something (a
   user's typed /subscribe or /best of a media: a button's job took them at its tap), in one
   step with the job's `quota` field, so a crash between the two cannot leave slots nobody
-  settles (issue 44). Runs after include/quota.lua.
+  settles (issue 44). Runs after include/common.lua and include/quota.lua.
 
   KEYS[1]  quota ZSET   {P}:v1:quota:<telegram id>
   KEYS[2]  job HASH     {P}:v1:job:<id>
@@ -19,8 +19,7 @@
 
 local key, job_key = KEYS[1], KEYS[2]
 local limit, slots, id = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = now_ms()
 if (tonumber(redis.call('HGET', job_key, 'quota')) or 0) > 0 then
   local _, used = quota_room(key, limit, 0, now)
   return {'had', used}

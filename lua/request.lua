@@ -105,9 +105,7 @@ local c = {replies = replies, replies_group = replies_group, reply_prefix = repl
   pending = pending, key_prefix = key_prefix, quota_prefix = quota_prefix, now = now}
 
 local function answer(text, alert)
-  ensure_group(callbacks, callbacks_group)
-  redis.call('XADD', callbacks, '*', 'callback_query_id', query_id, 'text', text,
-    'show_alert', alert and '1' or '0', 'created_at', now)
+  answer_query(callbacks, callbacks_group, query_id, text, alert, now)
 end
 
 local function vars(r)
@@ -150,11 +148,7 @@ local function finish(value, outcome, id)
   return {outcome, id or ''}
 end
 
-local t = {}
-do
-  local h = redis.call('HGETALL', token_prefix .. token)
-  for i = 1, #h, 2 do t[h[i]] = h[i + 1] end
-end
+local t = hash_of(token_prefix .. token)
 if t.action ~= 'decide' and t.action ~= 'withdraw' then
   answer(texts.expired, true)
   return finish('-', 'expired')

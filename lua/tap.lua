@@ -165,9 +165,7 @@ local now = now_ms()
 local texts = cjson.decode(ARGV[15])
 
 local function answer(text, alert)
-  ensure_group(callbacks, ARGV[13])
-  redis.call('XADD', callbacks, '*', 'callback_query_id', query_id, 'text', text,
-    'show_alert', alert and '1' or '0', 'created_at', now)
+  answer_query(callbacks, ARGV[13], query_id, text, alert, now)
 end
 
 local function clear_markup(job_id)

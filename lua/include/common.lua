@@ -48,6 +48,11 @@
                                     "" or nil for reply_to, job_id and text stand for none, and
                                     an optional field that is "" or nil is left out. The caller
                                     makes sure the group exists (ensure_group)
+  answer_query(stream, group, query_id, text, alert, now)
+                                    the one answer to a callback query: an entry of the
+                                    callbacks stream (its group made sure of), shown as an alert
+                                    when `alert`
+  hash_of(key)                      a HASH as a table of its fields (an empty table: no key)
 ]]
 
 -- redis.call through a local: each use of the global is two table lookups, and the scripts
@@ -168,4 +173,17 @@ local function seen_update(updates_key, update_id, job_prefix)
   if seen == '-' then return {'duplicate_update', '', ''} end
   local state = call('HGET', job_prefix .. seen, 'status')
   return {'duplicate_update', seen, state or ''}
+end
+
+local function answer_query(stream, group, query_id, text, alert, now)
+  ensure_group(stream, group)
+  call('XADD', stream, '*', 'callback_query_id', query_id, 'text', text,
+    'show_alert', alert and '1' or '0', 'created_at', now)
+end
+
+local function hash_of(key)
+  local h = call('HGETALL', key)
+  local t = {}
+  for i = 1, #h, 2 do t[h[i]] = h[i + 1] end
+  return t
 end

@@ -56,10 +56,7 @@ local KEEP_PER_PERSON = 50
 
 local function request_of(prefix, id)
   local key = prefix .. id
-  local h = redis.call('HGETALL', key)
-  local r = {}
-  for i = 1, #h, 2 do r[h[i]] = h[i + 1] end
-  return key, r
+  return key, hash_of(key)
 end
 
 local function live_request(r, now)

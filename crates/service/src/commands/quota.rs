@@ -5,7 +5,7 @@ use super::{Spec, args};
 use crate::i18n;
 use crate::ledger::Job;
 use crate::moviepilot::MpError;
-use crate::worker::context::{Context, Done, ledger_error};
+use crate::worker::context::{Context, Done};
 
 pub(super) const QUOTA: Spec = Spec {
     name: "quota",
@@ -16,22 +16,14 @@ pub(super) const QUOTA: Spec = Spec {
 };
 
 async fn run(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
-    let limit = cx.settings.household.quotas().limit(job.user_id, job.role);
-    let zone = cx
-        .settings
-        .commands
-        .day_zone()
-        .unwrap_or(jiff::tz::TimeZone::UTC);
-    let now = jiff::Timestamp::now().as_millisecond();
-    let state = cx
-        .ledger
-        .quota_state(job.user_id, now)
-        .await
-        .map_err(ledger_error)?;
-    let result = match limit {
-        Some(limit) => format!("{} of {limit} used", state.used),
+    let quota = super::requests::quota_now(cx, job).await?;
+    let result = match &quota {
+        Some((limit, state, _)) => format!("{} of {limit} used", state.used),
         None => "not limited".into(),
     };
-    let text = cx.render.texts().quota_report(limit, state, &zone);
+    let text = cx
+        .render
+        .texts()
+        .quota_report(quota.as_ref().map(|(l, s, z)| (*l, *s, z)));
     Ok(Done::new(text, result))
 }

@@ -66,12 +66,7 @@ async fn pending(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         |group, i| decide_row(&cx.render, job, group, &all[i], now),
     )
     .await?;
-    Ok(Done {
-        reply: paged.first_text(),
-        result: format!("{} requests", all.len()),
-        buttons: paged.buttons(),
-        ..Done::default()
-    })
+    Ok(listed(paged, all.len()))
 }
 
 /// The asker's own requests, newest first, each with its state; a pending one with Withdraw.
@@ -96,12 +91,7 @@ async fn mine(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         |group, i| withdraw_row(&cx.render, job, group, &all[i], now),
     )
     .await?;
-    Ok(Done {
-        reply: paged.first_text(),
-        result: format!("{} requests", all.len()),
-        buttons: paged.buttons(),
-        ..Done::default()
-    })
+    Ok(listed(paged, all.len()))
 }
 
 /// Whether `r` may still be decided or withdrawn at `now` (ms).
@@ -177,4 +167,14 @@ fn withdraw_row(
         ttl: remaining(r, now),
     });
     vec![(label, keyboard::as_request(&data))]
+}
+
+/// A list of `n` requests as its reply: its first page, with the buttons of them all.
+fn listed(paged: pages::Paged, n: usize) -> Done {
+    Done {
+        reply: paged.first_text(),
+        result: format!("{n} requests"),
+        buttons: paged.buttons(),
+        ..Done::default()
+    }
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::Command;
 use crate::i18n::Texts;
 use crate::ledger::{
-    Asking, Job, JobSpec, Owner, RequestLimits, RequestStep, TokenAction, TokenGroup,
+    Asking, Job, JobSpec, Owner, QuotaState, RequestLimits, RequestStep, TokenAction, TokenGroup,
 };
 use crate::moviepilot::MpError;
 use crate::telegram::keyboard::{self, Keyboard};
@@ -209,9 +209,12 @@ pub(super) async fn ask(
     Ok(done)
 }
 
-/// `job`'s asker's weekly quota: their limit, the slots used, and the answer when it is used
-/// up; `None`: not limited.
-async fn quota_of(cx: &Context<'_>, job: &Job) -> Result<Option<(u32, u32, String)>, MpError> {
+/// `job`'s asker's weekly quota as it stands: their limit, the slots held or used, and the day
+/// zone a slot's time is told in; `None` (and nothing read): not limited.
+pub(super) async fn quota_now(
+    cx: &Context<'_>,
+    job: &Job,
+) -> Result<Option<(u32, QuotaState, jiff::tz::TimeZone)>, MpError> {
     let Some(limit) = cx.settings.household.quotas().limit(job.user_id, job.role) else {
         return Ok(None);
     };
@@ -226,8 +229,16 @@ async fn quota_of(cx: &Context<'_>, job: &Job) -> Result<Option<(u32, u32, Strin
         .quota_state(job.user_id, now)
         .await
         .map_err(ledger_error)?;
-    let text = cx.render.texts().quota_used_up(limit, state, &zone);
-    Ok(Some((limit, state.used, text)))
+    Ok(Some((limit, state, zone)))
+}
+
+/// `job`'s asker's weekly quota: their limit, the slots used, and the answer when it is used
+/// up; `None`: not limited.
+async fn quota_of(cx: &Context<'_>, job: &Job) -> Result<Option<(u32, u32, String)>, MpError> {
+    Ok(quota_now(cx, job).await?.map(|(limit, state, zone)| {
+        let text = cx.render.texts().quota_used_up(limit, state, &zone);
+        (limit, state.used, text)
+    }))
 }
 
 /// The request's fields as include/requests.lua stores them: the job approval makes

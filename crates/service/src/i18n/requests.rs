@@ -167,8 +167,8 @@ impl Texts {
     }
 
     /// `/quota`: where one stands (`None`: not limited).
-    pub fn quota_report(&self, limit: Option<u32>, state: QuotaState, zone: &TimeZone) -> String {
-        let Some(limit) = limit else {
+    pub fn quota_report(&self, quota: Option<(u32, QuotaState, &TimeZone)>) -> String {
+        let Some((limit, state, zone)) = quota else {
             return zh_en!(
                 self.zh(),
                 "你没有每周额度限制。",

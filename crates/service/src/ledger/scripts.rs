@@ -168,7 +168,8 @@ pub(crate) static REQUEST: LazyLock<Lua> = LazyLock::new(|| {
 });
 
 /// `lua/quota.lua`: a running job takes its weekly quota slots with its `quota` field.
-pub(crate) static QUOTA: LazyLock<Lua> = LazyLock::new(|| lua!("quota.lua", "quota.lua"));
+pub(crate) static QUOTA: LazyLock<Lua> =
+    LazyLock::new(|| lua!("quota.lua", "common.lua", "quota.lua"));
 
 /// `lua/held_elsewhere.lua`: replies pending under another dispatcher, which a chat's newer
 /// replies wait for.
