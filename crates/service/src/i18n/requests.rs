@@ -54,7 +54,7 @@ impl Texts {
 
     /// A download asked for: the media, the release and its site, then the library line.
     pub fn asking_download(&self, media: &str, release: &str, site: &str, library: &str) -> String {
-        let (media, release, site) = (clean_line(media), clean_line(release), clean_line(site));
+        let (media, release, site) = (shown(media), shown(release), shown(site));
         let text = zh_en!(
             self.zh(),
             ("下载：{media}\n资源：{release}\n站点：{site}"),
@@ -65,7 +65,7 @@ impl Texts {
 
     /// ⚡ Auto asked for: the best release of the list (and the season's subscription).
     pub fn asking_auto(&self, media: &str, library: &str) -> String {
-        let media = clean_line(media);
+        let media = shown(media);
         let text = zh_en!(
             self.zh(),
             ("⚡ 自动下载：{media}（列表中的第一个资源，剧集并订阅该季）"),
@@ -76,9 +76,9 @@ impl Texts {
 
     /// A media as a card names it: its title (cleaned: MoviePilot wrote it), year and season.
     pub fn asked_media(&self, title: &str, year: Option<&str>, season: Option<u32>) -> String {
-        let mut text = clean_line(title).into_owned();
+        let mut text = shown(title);
         if let Some(year) = year.filter(|y| !y.is_empty()) {
-            text.push_str(&format!(" ({})", clean_line(year)));
+            text.push_str(&format!(" ({})", shown(year)));
         }
         if let Some(n) = season {
             text.push_str(&zh_en!(self.zh(), (" 第 {n} 季"), (" season {n}")));
@@ -86,11 +86,12 @@ impl Texts {
         text
     }
 
-    /// The requester's "who" on a card: their name and Telegram id.
+    /// The requester's "who" on a card: their name (theirs or MoviePilot's: cleaned) and
+    /// Telegram id.
     pub fn requester_line(&self, name: &str, id: i64) -> String {
         match name.is_empty() {
             true => id.to_string(),
-            false => format!("{name} ({id})"),
+            false => format!("{} ({id})", shown(name)),
         }
     }
 
@@ -224,6 +225,15 @@ impl Texts {
     }
 }
 
+/// The most characters of one name a card shows (a title, a release, a site, a person).
+const SHOWN_CHARS: usize = 200;
+
+/// A name someone else wrote (MoviePilot, a tracker, a person), as a card shows it: on one
+/// line, without control or bidi characters, at most [`SHOWN_CHARS`].
+fn shown(text: &str) -> String {
+    clean_line(text).chars().take(SHOWN_CHARS).collect()
+}
+
 /// A description with its library line under it (none when the library was not checked).
 fn join_library(what: String, library: &str) -> String {
     match library.is_empty() {
@@ -261,6 +271,18 @@ mod tests {
             e["sent"].as_str().unwrap().replace("{id}", "12"),
             "Sent for approval (request #12)"
         );
+    }
+
+    /// What MoviePilot or a tracker wrote is cleaned and bounded before a card shows it.
+    #[test]
+    fn a_cards_names_are_cleaned_and_bounded() {
+        let en = Texts::new(Locale::En);
+        let long = "D".repeat(500);
+        let what = en.asking_download("Dune\u{202e}", &long, "si\nte", "");
+        assert!(what.starts_with("Download: Dune\nRelease: "), "{what}");
+        assert!(what.contains(&"D".repeat(200)) && !what.contains(&"D".repeat(201)));
+        assert!(what.ends_with("Site: si te"), "{what}");
+        assert_eq!(en.requester_line("car\u{200b}ol", 3), "carol (3)");
     }
 
     /// The words, the time in the zone: 2026-12-10 12:14 UTC is Thursday 20:14 in
