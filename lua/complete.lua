@@ -8,7 +8,8 @@
   presumed dead and comes back (its attempt is not the job's current one, or the job is no longer
   `running`) changes nothing for that job and does not acknowledge its entry.
 
-  Runs after include/common.lua, include/tokens.lua and include/claim.lua: a reply's buttons are
+  Runs after include/common.lua, include/tokens.lua, include/claim.lua and include/cards.lua
+  (a download's or subscription's live card opens with its outcome): a reply's buttons are
   stored, and a job that enters `needs_review` is announced to the admin chats with review
   buttons, in the same step.
 
@@ -70,7 +71,10 @@
     +16 n, the number of extra job fields that follow (e.g. mp_subscription_id, outcome)
     then n name, value pairs; a `quota_used` among them settles the job's weekly quota slots
     (issue 44): of the `quota` slots it holds (`j<id>`, `j<id>:2` in `{P}:v1:quota:<user_id>`,
-    the prefix derived from KEYS[7]), the first `quota_used` count from now, the rest are freed
+    the prefix derived from KEYS[7]), the first `quota_used` count from now, the rest are freed;
+    a `follow` (JSON, issue 45) of a `succeeded` job opens its live card (include/cards.lua:
+    `{P}:v1:card:<id>`, `{P}:v1:cards:open`, `{P}:v1:following:<digest>`, derived from KEYS[7]),
+    followed for `follow_ms` milliseconds, a field of the JSON
 
   The fence is the attempt number and the entry: a job is `running` under attempts = a only
   between the claim that made attempt a (include/claim.lua's start_attempt, the one writer of
@@ -139,7 +143,8 @@ local acked = {}
 local replies_ready = false
 
 -- A job's weekly quota slots once it ended: the first `used` count from now, the rest freed.
-local quota_prefix = (string.gsub(job_prefix, 'job:$', 'quota:'))
+local base = (string.gsub(job_prefix, 'job:$', ''))
+local quota_prefix = base .. 'quota:'
 local function settle_quota(job_key, id, used)
   local held = call('HMGET', job_key, 'quota', 'user_id')
   local slots = tonumber(held[1]) or 0
@@ -196,14 +201,22 @@ local function complete_one(job_key, at)
     if result ~= '' then set[#set + 1] = 'result'; set[#set + 1] = result end
     if err ~= '' then set[#set + 1] = 'error'; set[#set + 1] = err end
     if new_status == 'retry_wait' then set[#set + 1] = 'retry_at'; set[#set + 1] = due end
-    local quota_used
+    local quota_used, follow
     for i = at + 17, next_at, 2 do
       set[#set + 1] = ARGV[i]
       set[#set + 1] = ARGV[i + 1]
       if ARGV[i] == 'quota_used' then quota_used = tonumber(ARGV[i + 1]) end
+      if ARGV[i] == 'follow' then follow = ARGV[i + 1] end
     end
     call('HSET', job_key, unpack(set))
     if quota_used then settle_quota(job_key, id, quota_used) end
+    if follow and new_status == 'succeeded' then
+      local spec = cjson.decode(follow)
+      open_card({card_key = base .. 'card:' .. id, open_key = base .. 'cards:open',
+        following_prefix = base .. 'following:', id = id, chat_id = chat_id,
+        user_id = call('HGET', job_key, 'user_id') or '', spec = follow, now = now,
+        follow_ms = spec.follow_ms or '0'})
+    end
   end
   if new_status == 'succeeded' and earlier[1] then
     -- An earlier attempt's error is not the job's: keep it apart, as that attempt's.

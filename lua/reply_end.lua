@@ -4,9 +4,11 @@
   complete.lua's): each is recorded on its own, as if alone.
 
   A reply to a job (its job id names a job that still exists; not its "working on it" message)
-  is recorded in the job HASH only: reply_state, reply_attempts (from the reply HASH),
-  reply_message_id and reply_form (photo | text) when sent, reply_error when failed (the other
-  one of the two is removed, so the fields describe one reply), and its reply HASH is deleted.
+  is recorded in the job HASH only (and, when the job opened a live card, its message_id and
+  form in the card, `{P}:v1:card:<job id>`, derived from KEYS[2], which edits it from then
+  on): reply_state, reply_attempts (from the reply HASH), reply_message_id and reply_form
+  (photo | text) when sent, reply_error when failed (the other one of the two is removed, so
+  the fields describe one reply), and its reply HASH is deleted.
   The entries are acknowledged and deleted in this same step, so nothing can deliver them again
   (reply_begin.lua answers "done" for an entry that is no longer pending). Every other reply
   keeps its HASH for ARGV[2].
@@ -30,12 +32,33 @@
     +7 form of the message sent: photo | text ("" when failed); a kept reply HASH has it as
        `form`
 
+  A live card's edit (its reply HASH has `card` and `card_seq`, reply_begin.lua) also tells the
+  card (`{P}:v1:card:<id>`, derived from KEYS[2]): sent, its `shown` becomes that seq (never
+  lower); failed because the person deleted the message (Telegram's "message to edit not
+  found"), its `gone` becomes "1": no more edits, the closing notice still comes.
+
   Returns {"ok", state} per reply, in order.
   Runs after include/common.lua (now_ms, ensure_group).
 ]]
 
 local stream, job_prefix, group, retention = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+local card_prefix = (string.gsub(job_prefix, 'job:$', 'card:'))
 local now = nil
+
+-- A card's edit ended: the card learns what it shows, or that its message is gone.
+local function tell_card(reply, state, err)
+  local c = redis.call('HMGET', reply, 'card', 'card_seq')
+  if not c[1] then return end
+  local card = card_prefix .. c[1]
+  if redis.call('EXISTS', card) == 0 then return end
+  if state == 'sent' then
+    if tonumber(redis.call('HGET', card, 'shown') or '0') < tonumber(c[2]) then
+      redis.call('HSET', card, 'shown', c[2])
+    end
+  elseif string.find(err, 'message to edit not found', 1, true) then
+    redis.call('HSET', card, 'gone', '1')
+  end
+end
 
 -- Records the reply whose HASH is `reply` and whose record starts at ARGV[at + 1].
 local function end_one(reply, at)
@@ -68,6 +91,13 @@ local function end_one(reply, at)
     redis.call('HSET', job, unpack(set))
     if #unset > 0 then redis.call('HDEL', job, unpack(unset)) end
     redis.call('DEL', reply)
+    -- A job's reply that opened a live card is the card's message: the card edits it.
+    if message_id ~= '' then
+      local card = card_prefix .. job_id
+      if redis.call('EXISTS', card) == 1 then
+        redis.call('HSET', card, 'message_id', message_id, 'form', form)
+      end
+    end
   else
     now = now or now_ms()
     local set = {'state', state, 'updated_at', now}
@@ -85,6 +115,7 @@ local function end_one(reply, at)
     end
     redis.call('HSET', reply, unpack(set))
     redis.call('EXPIRE', reply, retention)
+    tell_card(reply, state, err)
     if job and message_id ~= '' then
       redis.call('HSET', job, 'progress_message_id', message_id)
     end

@@ -44,7 +44,8 @@
                                     one place its fields are written: r = {chat_id, reply_to,
                                     kind, job_id, text, now, and when they apply markup, op,
                                     edit_message_id, photo (a poster's http or https URL: the
-                                    dispatcher sends it with sendPhoto, text as its caption)};
+                                    dispatcher sends it with sendPhoto, text as its caption),
+                                    card and card_seq (a live card's edit: card.lua)};
                                     "" or nil for reply_to, job_id and text stand for none, and
                                     an optional field that is "" or nil is left out. The caller
                                     makes sure the group exists (ensure_group)
@@ -129,7 +130,7 @@ local function trim_done(stream, group)
   call('XTRIM', stream, 'MINID', '~', oldest)
 end
 
-local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo'}
+local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo', 'card', 'card_seq'}
 
 local function queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now)
   for _ = 1, 2 do

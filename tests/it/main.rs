@@ -15,6 +15,10 @@ mod support;
 /// cause on `/readyz`, the admin chats told once an episode; nothing lost, nothing twice.
 mod redis_faults;
 
+/// Live cards (issue 45): a download's and a subscription's reply edited in place through
+/// every state MoviePilot's data shows, then one notice; a deleted card; a title without a year.
+mod cards;
+
 /// The webhook front door: secret, size and shape checks, and the three layers of duplicates
 /// (update_id, command window, none for read-only commands), Redis outages and restarts.
 mod ingress;

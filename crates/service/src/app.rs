@@ -416,12 +416,21 @@ async fn start_worker(
         // MoviePilot's own user mapping: whichever worker's turn it is reads it into Redis.
         let refresher = crate::users_sync::Refresher::new(&settings, ledger.clone(), mp.clone())
             .map(|r| tokio::spawn(r.run(shutdown.clone())));
+        // The live cards: whichever worker's turn it is polls MoviePilot for all of them.
+        let follower = crate::follow::Follower::new(
+            &settings,
+            ledger.clone(),
+            mp.clone(),
+            liveness.consumer(),
+        );
+        let follower = tokio::spawn(follower.run(shutdown.clone()));
         let result = Worker::with_liveness(&settings, ledger, mp, liveness, health)
             .run(shutdown)
             .await;
         if let Some(r) = refresher {
             r.abort();
         }
+        follower.abort();
         result
     }))
 }

@@ -106,12 +106,14 @@ impl Seasons {
         }
     }
 
-    /// The chats among `members` (`<season>|<chat>`, as [`AskedMedia::member`] writes them)
-    /// whose record this title is about, each once, in the order given.
+    /// The chats among `members` (`<season>|<chat>`, as [`AskedMedia::member`] writes them,
+    /// or a live card's `<season>|<chat>|<card>`) whose record this title is about, each once,
+    /// in the order given.
     pub fn chats(self, members: &[String]) -> Vec<i64> {
         let mut chats = Vec::new();
         for member in members {
-            let Some((season, chat)) = member.split_once('|') else {
+            let mut parts = member.split('|');
+            let (Some(season), Some(chat)) = (parts.next(), parts.next()) else {
                 continue;
             };
             let (Ok(season), Ok(chat)) = (season.parse::<u32>(), chat.parse::<i64>()) else {

@@ -38,6 +38,7 @@ mod consume;
 pub mod dispatch;
 pub mod doctor;
 pub mod failpoints;
+pub mod follow;
 pub mod http_server;
 pub mod i18n;
 pub mod ingress;

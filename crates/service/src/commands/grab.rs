@@ -25,7 +25,9 @@ use crate::i18n;
 use crate::ledger::{Job, StoredList};
 use crate::moviepilot::{MpError, Release, ReleaseIdentity};
 use crate::vocabulary::MpOutcome;
-use crate::worker::context::{Context, Done, Settle, ask_before_call, ledger_error, refused};
+use crate::worker::context::{
+    Context, Done, Followed, Settle, ask_before_call, ledger_error, refused,
+};
 
 /// A `下载 k` button's job (`<list> <k>`): never typed.
 pub(super) const GRAB: Spec = Spec {
@@ -127,10 +129,7 @@ pub(super) async fn grab(
         magnet,
         asked,
     } = picked(cx, &noted, list, index).await?;
-    let started = |hash: &str, outcome: MpOutcome| Done {
-        asked: asked.clone(),
-        ..started(cx, &identity, hash, outcome)
-    };
+    let started = |hash: &str, outcome: MpOutcome| started(cx, (&identity, &asked), hash, outcome);
     let undecided =
         |error: String| hold(r.download_undecided(&identity.title, &identity.site), error);
 
@@ -224,15 +223,28 @@ async fn picked(
     })
 }
 
-/// The download is in MoviePilot (`outcome`: `added`, `verified_existing`), with its hash.
-fn started(cx: &Context<'_>, identity: &ReleaseIdentity, hash: &str, outcome: MpOutcome) -> Done {
+/// The download is in MoviePilot (`outcome`: `added`, `verified_existing`), with its hash; its
+/// live card follows the hash under the media's name (MoviePilot's `title_year`), else the
+/// release's own.
+fn started(
+    cx: &Context<'_>,
+    (identity, asked): (&ReleaseIdentity, &Option<AskedMedia>),
+    hash: &str,
+    outcome: MpOutcome,
+) -> Done {
+    let title = asked
+        .as_ref()
+        .map_or(identity.title.as_str(), |m| &m.title_year);
+    let follow = cx.follow_field(Followed::Download { hash }, title, asked.as_ref());
     Done {
         reply: cx.render.download_started(&identity.title, &identity.site),
         result: format!("download {hash} {outcome}"),
         fields: vec![
             ("mp_download_hash".into(), hash.to_string()),
             outcome.field(),
+            follow,
         ],
+        asked: asked.clone(),
         ..Done::default()
     }
 }

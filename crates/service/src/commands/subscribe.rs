@@ -18,7 +18,8 @@ use crate::moviepilot::{
 use crate::telegram::keyboard::Keyboard;
 use crate::vocabulary::MpOutcome;
 use crate::worker::context::{
-    Context, Done, ask_before_call, buttons, ledger_error, note, noted, one_button, owner, reply_to,
+    Context, Done, Followed, ask_before_call, buttons, ledger_error, note, noted, one_button,
+    owner, reply_to,
 };
 
 pub(super) const SUBSCRIBE: Spec = Spec {
@@ -205,7 +206,14 @@ async fn subscribe_locked(
     };
     let asked = AskedMedia::new(&media.title, media.year.as_deref(), season);
     let id = create(cx, job, &new, asked.as_ref()).await?;
-    let done = subscribed(cx, job, (&media.title, season, id), false);
+    let mut done = subscribed(cx, job, (&media.title, season, id), false);
+    let movie = kind == MediaKind::Movie;
+    done.fields.push(follow(
+        cx,
+        (id, tmdb_id, season, movie),
+        &media.title,
+        asked.as_ref(),
+    ));
     let done = Done {
         reply: done.reply.clone() + &r.subscribed_missing(&library),
         asked,
@@ -443,12 +451,28 @@ async fn found(
 ) -> Result<Done, MpError> {
     let r = &cx.render;
     let asked = AskedMedia::new(&existing.name, existing.year.as_deref(), season);
+    // This job's own subscription (made before a crash, or given to its requester now) is
+    // followed by its card; one that was there before is not this job's to follow.
+    let own = |mut done: Done| {
+        let movie = existing.kind == Some(MediaKind::Movie);
+        if let Some(tmdb_id) = existing.tmdb_id {
+            let sub = (existing.id, tmdb_id, season, movie);
+            done.fields
+                .push(follow(cx, sub, &existing.name, asked.as_ref()));
+        }
+        done
+    };
     if let Some(owner) = owner_to_set(cx, job, existing).await? {
         give(cx, (existing.id, existing.tmdb_id, existing.season), owner).await?;
         return Ok(Done {
-            asked,
+            asked: asked.clone(),
             photo: existing.poster.clone(),
-            ..subscribed(cx, job, (&existing.name, season, existing.id), recovered)
+            ..own(subscribed(
+                cx,
+                job,
+                (&existing.name, season, existing.id),
+                recovered,
+            ))
         });
     }
     let (reply, outcome) = if recovered {
@@ -462,17 +486,18 @@ async fn found(
             MpOutcome::AlreadyExisted,
         )
     };
-    Ok(Done {
+    let done = Done {
         reply,
         result: format!("subscription {} exists", existing.id),
         fields: vec![
             ("mp_subscription_id".into(), existing.id.to_string()),
             outcome.field(),
         ],
-        asked,
+        asked: asked.clone(),
         photo: existing.poster.clone(),
         ..Done::default()
-    })
+    };
+    Ok(if recovered { own(done) } else { done })
 }
 
 /// The job field that says which subscription a job created for its requester (note.lua):
@@ -511,6 +536,29 @@ fn subscribed(
         fields,
         ..Done::default()
     }
+}
+
+/// The `follow` field of subscription `id` (issue 45): its card shows `name` (the media as
+/// MoviePilot names it, and the season), and follows the subscription's id, TMDB id and season.
+fn follow(
+    cx: &Context<'_>,
+    (id, tmdb_id, season, movie): (u64, u64, Option<u32>, bool),
+    name: &str,
+    asked: Option<&AskedMedia>,
+) -> (String, String) {
+    let title = match (asked, season) {
+        (Some(m), Some(s)) => format!("{} S{s:02}", m.title_year),
+        (Some(m), None) => m.title_year.clone(),
+        (None, Some(s)) => format!("{name} S{s:02}"),
+        (None, None) => name.to_string(),
+    };
+    let followed = Followed::Subscription {
+        id,
+        tmdb_id,
+        season,
+        movie,
+    };
+    cx.follow_field(followed, &title, asked)
 }
 
 /// Makes `owner` the owner of `sub`: in MoviePilot where its update writes the owner (v2),

@@ -16,6 +16,7 @@
 mod admin;
 mod commands;
 mod dispatcher;
+mod follow;
 mod household;
 mod http;
 mod ledger;
@@ -38,6 +39,7 @@ pub use crate::assets::DEFAULT_TOML;
 pub use admin::{AdminSettings, MIN_ADMIN_PASSWORD_CHARS};
 pub use commands::CommandSettings;
 pub use dispatcher::DispatcherSettings;
+pub use follow::{FOLLOW_MAX_DAYS, FollowSettings};
 pub use household::{
     HouseholdSettings, MAX_ACCESS_REQUEST_WINDOW_SECS, MAX_PENDING_ACCESS_REQUESTS, Quotas,
 };
@@ -69,6 +71,7 @@ pub struct Settings {
     pub commands: CommandSettings,
     pub moviepilot: MoviePilotSettings,
     pub notify: NotifySettings,
+    pub follow: FollowSettings,
     pub log: LogSettings,
     pub runtime: RuntimeSettings,
 }
@@ -226,6 +229,7 @@ impl Settings {
         self.worker.validate()?;
         self.dispatcher.validate()?;
         self.household.validate()?;
+        self.follow.validate()?;
         if needs.bot_api {
             self.telegram.validate_bot_api()?;
         }

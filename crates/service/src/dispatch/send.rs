@@ -228,6 +228,15 @@ impl Dispatcher {
             ApiError::Api { description, .. } if is_not_modified(&description) => Next::Give(
                 Sent::Delivered(reply.edit_message_id, tries.form(edit_target)),
             ),
+            // A live card's message the person deleted: the card stops (reply_end.lua reads
+            // this text), and nothing new is sent in its place.
+            ApiError::Api { description, .. }
+                if reply.kind == Some(ReplyKind::Card) && is_edit_target_gone(&description) =>
+            {
+                Next::Give(Sent::Failed(format!(
+                    "message to edit not found (the card's message is gone): {description}"
+                )))
+            }
             ApiError::Api { description, .. }
                 if tries.edit_allowed && is_edit_target_gone(&description) =>
             {

@@ -22,6 +22,7 @@ macro_rules! zh_en {
 
 mod access;
 mod auto;
+mod cards;
 mod claim;
 mod downloading;
 mod help;
@@ -44,6 +45,7 @@ mod version;
 mod whoami;
 
 pub use auto::AUTO;
+pub use cards::SubscriptionFacts;
 pub use downloading::DOWNLOADING;
 pub use help::{Commands, HELP, START};
 pub use house::{

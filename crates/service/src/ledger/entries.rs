@@ -90,6 +90,9 @@ pub struct ReplyEntry {
     pub op: Option<MarkupOp>,
     /// A poster's http(s) URL: the dispatcher sends it with sendPhoto, `text` as its caption.
     pub photo: Option<String>,
+    /// A live card's edit: the card's id and the seq of its step (card.lua), checked against
+    /// the card's newest when it is sent.
+    pub card: Option<(u64, u64)>,
 }
 
 /// What a replies-stream entry's `op` asks of the dispatcher (its only values).
@@ -158,6 +161,7 @@ impl ReplyEntry {
                 Some(op) => Some(MarkupOp::parse(&op)?),
             },
             photo: f.remove("photo").filter(|p| !p.is_empty()),
+            card: num(&f, "card").zip(num(&f, "card_seq")),
         })
     }
 }

@@ -426,6 +426,43 @@ impl Keys {
         format!("{}probe:{process}", self.base)
     }
 
+    /// HASH, EX = `follow.max_days` once closed: a live card (issue 45), the job's reply message
+    /// edited as the job's download or subscription moves (include/cards.lua opens it,
+    /// card.lua steps it, reply_end.lua gives it its message). The id is the job's.
+    pub fn card(&self, id: u64) -> String {
+        format!("{}{id}", self.card_prefix())
+    }
+
+    /// The prefix of the cards ([`Self::card`]).
+    pub fn card_prefix(&self) -> String {
+        format!("{}card:", self.base)
+    }
+
+    /// ZSET, no expiry (one key): the cards still followed, member = card id, score = when
+    /// following ends (ms).
+    pub fn cards_open(&self) -> String {
+        format!("{}cards:open", self.base)
+    }
+
+    /// ZSET, expires with its last member: the chats with an open card of one media, member
+    /// `<season>|<chat id>|<card id>`, scored by the card's end (ms); the relay sends them none
+    /// of that media's subscription, download and 入库 notices. `digest` is `AskedMedia::digest`.
+    pub fn following(&self, digest: &str) -> String {
+        format!("{}following:{digest}", self.base)
+    }
+
+    /// STRING, PX = `follow.progress_poll_secs`: the process that polled for the cards last
+    /// (follow_turn.lua): one poll per interval for the deployment.
+    pub fn follow_lock(&self) -> String {
+        format!("{}lock:follow", self.base)
+    }
+
+    /// HASH, no expiry (one key): where the follower's reading of the transfer history stands:
+    /// `transfer_id`, the newest row read.
+    pub fn follow_cursor(&self) -> String {
+        format!("{}follow:cursor", self.base)
+    }
+
     /// STRING: the next getUpdates offset of long polling.
     pub fn poll_offset(&self) -> String {
         format!("{}poll:offset", self.base)

@@ -5,6 +5,7 @@
 
 mod access;
 mod attempts;
+mod cards;
 mod claims;
 mod conn;
 mod entries;
@@ -48,6 +49,7 @@ pub use attempts::{
     Attempt, AttemptLimits, ClaimTexts, Claimed, Completed, Completions, LEFT_ENTRY_IDLE, Outcome,
     Taken, Taker, Trim,
 };
+pub use cards::{CLOSED_CARD_SECS, Card, CardStep, Stepped};
 pub use claims::{ClaimOutcome, ClaimTry, MOST_TRIES as MOST_CLAIM_TRIES};
 pub use conn::Conn;
 pub use entries::{CallbackEntry, JobEntry, Lane, LaneEntry, MarkupOp, ReplyEntry};

@@ -365,6 +365,26 @@ impl Ledger {
     }
 }
 
+impl Ledger {
+    /// For each media, the members of its `following:<digest>` whose card is still followed
+    /// (`<season>|<chat>|<card>`): the chats whose card says what its notices would.
+    pub async fn followers(&self, media: &[AskedMedia]) -> Result<Vec<Vec<String>>, LedgerError> {
+        if media.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let mut pipe = redis::pipe();
+        for m in media {
+            pipe.zrangebyscore(self.keys.following(&m.digest()), now, "+inf");
+        }
+        pipe.query_async(&mut self.conn.clone())
+            .await
+            .map_err(LedgerError::redis("reading the chats following a media"))
+    }
+}
+
 fn join(ids: &[i64]) -> String {
     let mut out = String::new();
     for (i, id) in ids.iter().enumerate() {

@@ -216,19 +216,23 @@ impl Ledger {
         consumer: &str,
         retention: Duration,
     ) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::REPLY_BEGIN, 3, 7, 256);
+        let mut call = ScriptCall::new(&scripts::REPLY_BEGIN, 4, 9, 256);
+        let (card, card_seq) = reply.card.unzip();
         call.key("reply HASH", self.keys.reply(&reply.entry))
             .key("replies stream", self.keys.replies_stream())
             // Any key of the deployment's slot will do when there is no job: the script reads
             // KEYS[3] only for a job's reply.
             .key("job HASH", self.keys.job(reply.job_id.unwrap_or(0)))
+            .key("card HASH", self.keys.card(card.unwrap_or(0)))
             .arg("entry id", &reply.entry)
             .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("consumer name", consumer)
             .arg("retention of the reply HASH", retention.as_secs())
             .arg("chat id", reply.chat_id)
             .arg("job id", OrEmpty(reply.job_id))
-            .arg("kind", reply.kind.map_or("", ReplyKind::as_str));
+            .arg("kind", reply.kind.map_or("", ReplyKind::as_str))
+            .arg("a card's edit: its seq", OrEmpty(card_seq))
+            .arg("the card's id", OrEmpty(card));
         call
     }
 

@@ -155,6 +155,7 @@ fn reply_entry(kind: ReplyKind) -> ReplyEntry {
         edit_message_id: None,
         op: None,
         photo: None,
+        card: None,
     }
 }
 
@@ -446,6 +447,33 @@ async fn relay_calls_name_their_headers() {
         true,
     );
     holds(&l.forget_asker_call(&media.digest(), 7), true);
+}
+
+#[tokio::test]
+async fn card_calls_name_their_headers() {
+    let l = ledger();
+    holds(&l.follow_turn_call("h", Duration::from_secs(60)), true);
+    let card = super::Card {
+        id: 7,
+        state: crate::vocabulary::CardState::Started,
+        seq: 0,
+        chat_id: 42,
+        fields: [("follow_digest".to_string(), "d".to_string())].into(),
+    };
+    let step = super::CardStep {
+        text: "t".into(),
+        ..super::CardStep::default()
+    };
+    holds(
+        &l.card_step_call(&card, &step, Duration::from_secs(60)),
+        true,
+    );
+    let mut edit = reply_entry(ReplyKind::Card);
+    edit.card = Some((7, 2));
+    holds(
+        &l.reply_begin_call(&edit, "d1", Duration::from_secs(60)),
+        true,
+    );
 }
 
 #[tokio::test]

@@ -63,8 +63,15 @@ pub(crate) static CLAIM: LazyLock<Lua> =
 
 /// `lua/complete.lua`: record attempts' outcomes, queue the replies, XACK, in one step; then
 /// take and claim new entries for the freed slots.
-pub(crate) static COMPLETE: LazyLock<Lua> =
-    LazyLock::new(|| lua!("complete.lua", "common.lua", "tokens.lua", "claim.lua"));
+pub(crate) static COMPLETE: LazyLock<Lua> = LazyLock::new(|| {
+    lua!(
+        "complete.lua",
+        "common.lua",
+        "tokens.lua",
+        "claim.lua",
+        "cards.lua"
+    )
+});
 
 /// `lua/extend.lua`: renew the leases of a live worker's running jobs.
 pub(crate) static EXTEND: LazyLock<Lua> = LazyLock::new(|| lua!("extend.lua"));
@@ -175,8 +182,14 @@ pub(crate) static QUOTA: LazyLock<Lua> =
 /// replies wait for.
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
+/// `lua/card.lua`: one step of a live card, its edit and its closing notice.
+pub(crate) static CARD: LazyLock<Lua> = LazyLock::new(|| lua!("card.lua", "common.lua"));
+
+/// `lua/follow_turn.lua`: whether this process polls MoviePilot for the live cards now.
+pub(crate) static FOLLOW_TURN: LazyLock<Lua> = LazyLock::new(|| lua!("follow_turn.lua"));
+
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 32] {
+fn all() -> [(&'static str, &'static Lua); 34] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -210,6 +223,8 @@ fn all() -> [(&'static str, &'static Lua); 32] {
         ("access", &ACCESS),
         ("request", &REQUEST),
         ("quota", &QUOTA),
+        ("card", &CARD),
+        ("follow_turn", &FOLLOW_TURN),
     ]
 }
 

@@ -63,6 +63,17 @@ fn search_verdict(read: &SearchAnswer, cut: bool) -> SearchVerdict {
 }
 
 /// Release search and downloads (`moviepilot-download-flow.md` §1-3).
+/// One listed torrent as a live card shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadProgress {
+    /// The info-hash, lower case.
+    pub hash: String,
+    /// Percent done, 0 to 100.
+    pub percent: u32,
+    /// MoviePilot's own text for the time left, cleaned (`None` when it gives none).
+    pub left_time: Option<String>,
+}
+
 impl MoviePilot {
     /// A resource search for one media (`GET /api/v1/search/media/tmdb:<id>?mtype=&season=`,
     /// v3 `/<id>?media_source=themoviedb`). Synchronous at MoviePilot: it answers after every
@@ -158,6 +169,32 @@ impl MoviePilot {
         let call = Call::get("listing downloads", "/api/v1/download/");
         let rows: Vec<WireDownload> = self.inner.fetch_list(&call).await?;
         Ok(rows.into_iter().map(WireDownload::into_download).collect())
+    }
+
+    /// Where each listed torrent stands, by hash (`GET /api/v1/download/`): what a live card
+    /// reads (issue 45). `progress` is a percent (0-100 for both clients); `left_time` is
+    /// MoviePilot's own text (`StringUtils.str_secends`: "2时37分20秒", "" while the speed is 0).
+    pub async fn download_progress(&self) -> Result<Vec<DownloadProgress>, MpError> {
+        let call = Call::get("listing downloads", "/api/v1/download/");
+        let rows: Vec<Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let hash = r.get("hash").and_then(Value::as_str)?.trim();
+                let left = r.get("left_time").and_then(Value::as_str).unwrap_or("");
+                let percent = match r.get("progress") {
+                    Some(Value::Number(n)) => n.as_f64(),
+                    Some(Value::String(s)) => s.trim().parse().ok(),
+                    _ => None,
+                };
+                Some(DownloadProgress {
+                    hash: hash.to_ascii_lowercase(),
+                    percent: percent.unwrap_or(0.0).clamp(0.0, 100.0).floor() as u32,
+                    left_time: Some(crate::untrusted::clean_line(left).into_owned())
+                        .filter(|t| !t.trim().is_empty()),
+                })
+            })
+            .collect())
     }
 
     /// The info-hashes of what the downloader is downloading (`GET /api/v1/download/`),

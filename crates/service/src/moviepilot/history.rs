@@ -67,6 +67,81 @@ impl TransferRecord {
     }
 }
 
+/// Rows per page of the transfer history when following cards.
+pub const TRANSFER_FOLLOW_PAGE: usize = 50;
+
+/// One transfer-history row as a live card reads it (issue 45): one file filed, or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferRow {
+    pub id: u64,
+    /// The torrent the file came from, lower case (`download_hash`).
+    pub hash: Option<String>,
+    pub tmdb_id: Option<u64>,
+    /// `seasons` ("S01"): the first season named.
+    pub season: Option<u32>,
+    /// `episodes` ("E05", "E05-E06"): every episode named.
+    pub episodes: Vec<u32>,
+    /// `status`: filed.
+    pub succeeded: bool,
+    /// `errmsg`, cleaned and bounded.
+    pub error: Option<String>,
+    /// `dest`: where it was filed, cleaned and bounded.
+    pub dest: Option<String>,
+}
+
+impl TransferRow {
+    fn from_wire(row: &Value) -> Option<TransferRow> {
+        let id = match row.get("id")? {
+            Value::Number(n) => n.as_u64()?,
+            Value::String(s) => s.trim().parse().ok()?,
+            _ => return None,
+        };
+        let text = |name: &str| {
+            row.get(name)
+                .and_then(Value::as_str)
+                .map(|raw| short(&crate::untrusted::clean_line(raw), 300))
+                .filter(|t| !t.trim().is_empty())
+        };
+        let tmdb_id = match row.get("tmdbid") {
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.trim().parse().ok(),
+            _ => None,
+        };
+        Some(TransferRow {
+            id,
+            hash: text("download_hash").map(|h| h.trim().to_ascii_lowercase()),
+            tmdb_id,
+            season: text("seasons").and_then(|s| numbers_after('S', &s).first().copied()),
+            episodes: text("episodes").map_or_else(Vec::new, |e| numbers_after('E', &e)),
+            succeeded: row.get("status").and_then(Value::as_bool).unwrap_or(false),
+            error: text("errmsg"),
+            dest: text("dest"),
+        })
+    }
+}
+
+/// The numbers after `mark` in `text`, a range spread out: "E05-E07" → 5, 6, 7; "S01" → 1.
+fn numbers_after(mark: char, text: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for part in text.split(|c: char| c == ',' || c.is_whitespace()) {
+        let mut ends = part.splitn(2, '-').map(|p| {
+            p.trim()
+                .trim_start_matches(mark)
+                .parse::<u32>()
+                .ok()
+                .filter(|_| p.trim().starts_with(mark))
+        });
+        match (ends.next().flatten(), ends.next().flatten()) {
+            (Some(a), Some(b)) if a <= b && b - a < 1000 => found.extend(a..=b),
+            (Some(a), _) => found.push(a),
+            _ => {}
+        }
+    }
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
 /// The histories: what was downloaded (how a download is verified) and what was filed where
 /// (`/redo`).
 impl MoviePilot {
@@ -118,6 +193,40 @@ impl MoviePilot {
             }
         }
         Ok(None)
+    }
+
+    /// The transfer-history rows newer than row `after`, newest first: pages of
+    /// [`TRANSFER_FOLLOW_PAGE`] until a row at or below `after`, a short page, or `max_pages`
+    /// pages. The flag says whether the reading reached `after` (or the history's end); false:
+    /// rows between may be unread, so the caller keeps its place rather than skip them.
+    pub async fn transfers_after(
+        &self,
+        after: u64,
+        max_pages: usize,
+    ) -> Result<(Vec<TransferRow>, bool), MpError> {
+        let mut rows = Vec::new();
+        for page in 1..=max_pages {
+            let what = format!("reading the transfer history, page {page}");
+            let call = Call::get(what, "/api/v1/history/transfer")
+                .query("page", page)
+                .query("count", TRANSFER_FOLLOW_PAGE);
+            let answer = self.inner.call(&call).await?;
+            let answer = self.inner.check_status(&call, answer)?;
+            let list: WireTransferPage = self.inner.accepted(&call, &answer)?.unwrap_or_default();
+            let short_page = list.list.len() < TRANSFER_FOLLOW_PAGE;
+            let mut reached = short_page;
+            for row in list.list.iter().filter_map(TransferRow::from_wire) {
+                if row.id <= after {
+                    reached = true;
+                } else {
+                    rows.push(row);
+                }
+            }
+            if reached {
+                return Ok((rows, true));
+            }
+        }
+        Ok((rows, false))
     }
 
     /// Files transfer record `id` again (`POST /api/v1/transfer/manual` with `{"logid": id,

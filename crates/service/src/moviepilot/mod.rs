@@ -37,15 +37,17 @@ mod users;
 
 pub use crate::config::MoviePilotSettings;
 pub use client::{Announced, MoviePilot};
+pub use downloads::DownloadProgress;
 pub use error::{ListUsersError, MpError, Unreachable};
 pub use gate::{
     GateFuture, LOGIN_BACKOFF_FIRST, LOGIN_BACKOFF_MAX, LoginGate, Turn, login_backoff,
 };
-pub use history::TransferRecord;
+pub use history::{TRANSFER_FOLLOW_PAGE, TransferRecord, TransferRow};
 pub use library::{Gap, LIBRARY_TIMEOUT, Library, LibraryMedia};
 pub use media::MATCHES_ASKED;
 pub use messages::{HistoryMessage, MESSAGE_PAGE, parse_local_time};
 pub use releases::{HistoryRow, RawJson, Release, ReleaseIdentity, ReleaseList, magnet_hash};
+pub use subscriptions::CompletedSubscription;
 pub use system::SchedulerRun;
 pub use types::{
     Dialect, Download, MediaItem, MediaKind, MpPermissions, MpUser, NewSubscription, Subscription,

@@ -5,7 +5,8 @@
 //!
 //! Routes: `GET /api/v1/subscribe/media/tmdb:<id>` (v3: `/media/<id>?media_source=themoviedb`),
 //! `POST|PUT|GET /api/v1/subscribe/`, `GET /api/v1/subscribe/user/<username>`,
-//! `GET|DELETE /api/v1/subscribe/<id>`, `GET|POST /api/v1/subscribe/search/<id>`.
+//! `GET|DELETE /api/v1/subscribe/<id>`, `GET|POST /api/v1/subscribe/search/<id>`,
+//! `GET /api/v1/subscribe/history/<type>`.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -13,6 +14,15 @@ use serde_json::{Value, json};
 use super::client::{Call, MoviePilot, media_label};
 use super::error::MpError;
 use super::types::{CreatedId, Dialect, MediaKind, NewSubscription, Subscription, WireSubscribe};
+
+/// A subscription-history row: a subscription MoviePilot completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedSubscription {
+    pub tmdb_id: Option<u64>,
+    pub season: Option<u32>,
+    /// When, as MoviePilot wrote it (its local time, `%Y-%m-%d %H:%M:%S`).
+    pub date: String,
+}
 
 impl MoviePilot {
     /// The subscription MoviePilot holds for this media (and season, for TV), if any. MoviePilot
@@ -110,6 +120,44 @@ impl MoviePilot {
         Ok(rows
             .into_iter()
             .filter_map(WireSubscribe::into_subscription)
+            .collect())
+    }
+
+    /// The newest page of the subscription history of one kind (`GET
+    /// /api/v1/subscribe/history/{mtype}?page=1&count=`, `mtype` 电影 or 电视剧): the subscriptions
+    /// MoviePilot completed, as (TMDB id, season, `date` as MoviePilot wrote it). A live card
+    /// whose subscription left the list looks here to tell done from cancelled.
+    pub async fn subscription_history(
+        &self,
+        kind: MediaKind,
+        count: usize,
+    ) -> Result<Vec<CompletedSubscription>, MpError> {
+        let mtype = match kind {
+            MediaKind::Movie => "电影",
+            MediaKind::Tv => "电视剧",
+        };
+        let segment = crate::path_segment::encode(mtype)
+            .map_err(|e| MpError::Permanent(format!("reading the subscription history: {e}")))?;
+        let path = format!("/api/v1/subscribe/history/{segment}");
+        let call = Call::get("reading the subscription history", path)
+            .query("page", 1)
+            .query("count", count);
+        let rows: Vec<serde_json::Value> = self.inner.fetch_list(&call).await?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let number = |name: &str| match row.get(name) {
+                    Some(serde_json::Value::Number(n)) => n.as_u64(),
+                    Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
+                    _ => None,
+                };
+                let date = row.get("date").and_then(|d| d.as_str()).unwrap_or("");
+                CompletedSubscription {
+                    tmdb_id: number("tmdbid"),
+                    season: number("season").and_then(|s| u32::try_from(s).ok()),
+                    date: crate::untrusted::clean_line(date).into_owned(),
+                }
+            })
             .collect())
     }
 

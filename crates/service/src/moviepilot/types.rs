@@ -103,6 +103,9 @@ pub struct Subscription {
     /// Its poster ([`poster_url`] of the row's `poster`, which MoviePilot stores as w500).
     #[serde(default)]
     pub poster: Option<String>,
+    /// The episodes MoviePilot downloaded for it so far (its `note`), in order.
+    #[serde(default)]
+    pub downloaded: Vec<u32>,
 }
 
 /// One torrent MoviePilot's downloader is working on, reduced to what a reply may show.
@@ -265,6 +268,38 @@ pub(crate) struct WireSubscribe {
     best_version: bool,
     #[serde(default)]
     poster: Option<String>,
+    /// The episodes downloaded so far, as MoviePilot keeps them (a JSON list, or its text).
+    #[serde(default)]
+    note: Option<serde_json::Value>,
+}
+
+/// The episode numbers in a subscription's `note` (a list of numbers, or that list as text);
+/// anything else is none.
+fn note_episodes(note: Option<&serde_json::Value>) -> Vec<u32> {
+    use serde_json::Value;
+    let parsed;
+    let list = match note {
+        Some(Value::Array(list)) => list,
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(list)) => {
+                parsed = list;
+                &parsed
+            }
+            _ => return Vec::new(),
+        },
+        _ => return Vec::new(),
+    };
+    let mut episodes: Vec<u32> = list
+        .iter()
+        .filter_map(|v| match v {
+            Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        })
+        .collect();
+    episodes.sort_unstable();
+    episodes.dedup();
+    episodes
 }
 
 impl WireSubscribe {
@@ -292,6 +327,7 @@ impl WireSubscribe {
             username: self.username.filter(|u| !u.trim().is_empty()),
             best_version: self.best_version,
             poster: self.poster.as_deref().and_then(poster_url),
+            downloaded: note_episodes(self.note.as_ref()),
         })
     }
 }

@@ -525,11 +525,10 @@ impl Relay {
     /// `rows` as notify.lua takes them: each to its type's chats, then (`notify.to_requester`)
     /// to the chats that asked for the media it is about and, for a row MoviePilot wrote for
     /// an allowed Telegram user (its `userid`), to that user; each chat once.
+    /// A chat with an open live card of the row's media gets none of its subscription,
+    /// download and 入库 notices: the card says it (issue 45).
     async fn rows_for(&self, rows: &[&HistoryMessage]) -> Result<Vec<NotifyRow>, PollError> {
         let mut out: Vec<NotifyRow> = rows.iter().map(|r| self.row(r)).collect();
-        if !self.cfg.to_requester {
-            return Ok(out);
-        }
         let named: Vec<Option<(AskedMedia, Seasons)>> = rows
             .iter()
             .map(|r| AskedMedia::named_in(r.mtype.as_deref(), r.title.as_deref().unwrap_or("")))
@@ -540,8 +539,23 @@ impl Relay {
                 media.push(m.clone());
             }
         }
-        let askers = self.ledger.askers(&media).await?;
+        let followers = self.ledger.followers(&media).await?;
+        let askers = match self.cfg.to_requester {
+            true => self.ledger.askers(&media).await?,
+            false => vec![Vec::new(); media.len()],
+        };
         for ((row, source), named) in out.iter_mut().zip(rows).zip(&named) {
+            let carded = match named {
+                Some((m, seasons)) => media
+                    .iter()
+                    .position(|x| x == m)
+                    .map_or_else(Vec::new, |i| seasons.chats(&followers[i])),
+                None => Vec::new(),
+            };
+            if !self.cfg.to_requester {
+                row.chats.retain(|c| !carded.contains(c));
+                continue;
+            }
             let mut extra = Vec::new();
             if let Some((m, seasons)) = named
                 && let Some(i) = media.iter().position(|x| x == m)
@@ -558,6 +572,7 @@ impl Relay {
                     row.chats.push(chat);
                 }
             }
+            row.chats.retain(|c| !carded.contains(c));
         }
         Ok(out)
     }

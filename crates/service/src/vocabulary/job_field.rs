@@ -30,9 +30,12 @@ pub const ROLE: &str = "role";
 /// An approved request's job (issue 44): the admin who approved it, and the request.
 pub const APPROVED_BY: &str = "approved_by";
 pub const REQUEST: &str = "request";
+/// What the job's live card follows (issue 45), JSON: written with a `succeeded` outcome, it
+/// opens the card (complete.lua, include/cards.lua).
+pub const FOLLOW: &str = "follow";
 
 /// Every name above.
-pub const ALL: [&str; 25] = [
+pub const ALL: [&str; 26] = [
     ID,
     STATUS,
     COMMAND,
@@ -58,6 +61,7 @@ pub const ALL: [&str; 25] = [
     ROLE,
     APPROVED_BY,
     REQUEST,
+    FOLLOW,
 ];
 
 #[cfg(test)]

@@ -62,10 +62,17 @@ pub enum ReplyKind {
     /// An admin's card of a media request, with its Approve / Decline buttons (and its poster),
     /// and its edits (who decided what, withdrawn, expired).
     RequestCard,
+    /// An edit of a live card (issue 45): the job's reply message, its text replaced with the
+    /// state of the download or subscription it follows (card.lua). Dropped unsent when the
+    /// card has a newer one (reply_begin.lua).
+    Card,
+    /// A live card's closing notice: a new message (a push the person hears; edits are silent)
+    /// in reply to the card, saying it is in the library, or why not.
+    CardEnd,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 25] = [
+    pub const ALL: [ReplyKind; 27] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -91,6 +98,8 @@ impl ReplyKind {
         ReplyKind::AccessCard,
         ReplyKind::Request,
         ReplyKind::RequestCard,
+        ReplyKind::Card,
+        ReplyKind::CardEnd,
     ];
 
     /// The `kind` field's value.
@@ -121,6 +130,8 @@ impl ReplyKind {
             ReplyKind::AccessCard => "access_card",
             ReplyKind::Request => "request",
             ReplyKind::RequestCard => "request_card",
+            ReplyKind::Card => "card",
+            ReplyKind::CardEnd => "card_end",
         }
     }
 
@@ -192,7 +203,9 @@ mod tests {
             | ReplyKind::Access
             | ReplyKind::AccessCard
             | ReplyKind::Request
-            | ReplyKind::RequestCard => (),
+            | ReplyKind::RequestCard
+            | ReplyKind::Card
+            | ReplyKind::CardEnd => (),
         };
         let doc = crate::assets::read("docs/redis.md");
         let start = doc

@@ -15,7 +15,7 @@ use crate::i18n::Render;
 use crate::ledger::{Attempt, Job, Ledger, LedgerError, Owner, TokenAction, TokenGroup};
 use crate::moviepilot::{MoviePilot, MpError};
 use crate::telegram::keyboard::Keyboard;
-use crate::vocabulary::ErrorKind;
+use crate::vocabulary::{ErrorKind, job_field};
 
 /// What a successful run produced.
 #[derive(Debug, Clone, Default)]
@@ -38,6 +38,21 @@ pub struct Done {
     /// The media this job asked MoviePilot for (a subscription, a download): its
     /// notifications also go to the job's chat (`notify.to_requester`).
     pub asked: Option<AskedMedia>,
+}
+
+/// What a live card follows (issue 45): a download by its hash, or a subscription by its id
+/// (and its TMDB id and season, which its transfer rows carry).
+#[derive(Debug, Clone, Copy)]
+pub enum Followed<'a> {
+    Download {
+        hash: &'a str,
+    },
+    Subscription {
+        id: u64,
+        tmdb_id: u64,
+        season: Option<u32>,
+        movie: bool,
+    },
 }
 
 /// A run that finished without succeeding, with `reply` for the user and `error` for the
@@ -162,6 +177,55 @@ impl Context<'_> {
         let notify = &self.settings.notify;
         (notify.enabled && notify.to_requester)
             .then(|| Duration::from_secs(notify.requester_ttl_secs))
+    }
+
+    /// The job field `follow` (issue 45): with a `succeeded` outcome it opens the job's live
+    /// card (complete.lua), which follows `followed` under `title` for `follow.max_days` (at
+    /// most `notify.requester_ttl_secs`); `media`, when known, is the media whose
+    /// subscription, download and 入库 notices the relay leaves to the card in this chat.
+    pub fn follow_field(
+        &self,
+        followed: Followed<'_>,
+        title: &str,
+        media: Option<&AskedMedia>,
+    ) -> (String, String) {
+        let follow_for = self
+            .settings
+            .follow
+            .follow_for(self.settings.notify.requester_ttl_secs);
+        let title: String = crate::untrusted::clean_line(title)
+            .chars()
+            .take(200)
+            .collect();
+        let mut spec = serde_json::json!({
+            "title": title,
+            "follow_ms": follow_for.as_millis().to_string(),
+        });
+        match followed {
+            Followed::Download { hash } => {
+                spec["kind"] = "download".into();
+                spec["hash"] = hash.to_ascii_lowercase().into();
+            }
+            Followed::Subscription {
+                id,
+                tmdb_id,
+                season,
+                movie,
+            } => {
+                spec["kind"] = "subscription".into();
+                spec["subscription_id"] = id.to_string().into();
+                spec["tmdb_id"] = tmdb_id.to_string().into();
+                spec["mtype"] = if movie { "movie" } else { "tv" }.into();
+                if let Some(season) = season {
+                    spec["season"] = season.to_string().into();
+                }
+            }
+        }
+        if let Some(media) = media {
+            spec["follow_digest"] = media.digest().into();
+            spec["follow_season"] = media.season.unwrap_or(0).to_string().into();
+        }
+        (job_field::FOLLOW.to_string(), spec.to_string())
     }
 
     /// Queues `text` as the job's "working on it" message now (a step that takes long says so

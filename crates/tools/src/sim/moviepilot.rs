@@ -38,9 +38,11 @@ use warp::Filter;
 
 use oncebot::moviepilot::{Dialect, MediaKind};
 
+mod follow;
 mod library;
 mod messages;
 mod releases;
+pub use follow::SimFiled;
 pub use library::MediaServer;
 pub use messages::{
     SimMessage, SimNotification, download_added_payload, notice_payload, send_webhook,
@@ -82,6 +84,8 @@ pub mod routes {
     pub const SUBSCRIBE_CREATE: &str = "POST /api/v1/subscribe/";
     /// The update: the whole row it is sent, `username` included.
     pub const SUBSCRIBE_UPDATE: &str = "PUT /api/v1/subscribe/";
+    /// The completed subscriptions of one kind (电影, 电视剧).
+    pub const SUBSCRIBE_HISTORY: &str = "GET /api/v1/subscribe/history/{mtype}";
     /// "My subscriptions": the rows one user owns.
     pub const SUBSCRIBE_USER: &str = "GET /api/v1/subscribe/user/{username}";
     pub const SUBSCRIBE_BY_MEDIA: &str = "GET /api/v1/subscribe/media/{mediaid}";
@@ -291,6 +295,11 @@ pub struct SimSubscription {
     pub date: String,
     /// `best_version` (洗版), as the create's body set it.
     pub best_version: bool,
+    /// Episodes still missing (`None`: all of `total_episode`), as MoviePilot's searches
+    /// lower it ([`MoviePilotSim::set_subscription_progress`]).
+    pub lack_episode: Option<u32>,
+    /// The episodes downloaded for it (`note`).
+    pub note: Vec<u32>,
 }
 
 /// A running simulated MoviePilot. Dropping it stops the server.
@@ -367,6 +376,8 @@ struct Data {
     transfers: TransferData,
     /// The media server and what its library holds.
     library: library::LibraryData,
+    /// The subscription history (completed subscriptions).
+    sub_history: follow::SubHistory,
 }
 
 #[derive(Debug, Default)]
@@ -380,11 +391,13 @@ struct TransferData {
 }
 
 /// One transfer history record (`TransferHistory`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct SimTransfer {
     src: String,
     dest: String,
     title: String,
+    /// The rest of the row, for a file filed from a download ([`follow::SimFiled`]).
+    filed: Option<follow::SimFiled>,
 }
 
 /// What the simulated MoviePilot does when asked to restart.
@@ -823,6 +836,7 @@ impl MoviePilotSim {
                 src: src.into(),
                 dest: dest.into(),
                 title: title.into(),
+                filed: None,
             },
         );
         t.next_id
@@ -1075,6 +1089,7 @@ enum Route {
     SubCreate,
     SubUpdate,
     SubUser(String),
+    SubHistory(String),
     SubByMedia(String),
     SubGet(String),
     SubDelete(String),
@@ -1593,6 +1608,13 @@ fn segment_route(
         Some((get, Route::ResourceSearch(id), routes::RESOURCE_SEARCH, Jwt))
     } else if let Some(id) = single_segment(rest, "/media/") {
         Some((get, Route::MediaDetail(id), routes::MEDIA_DETAIL, Jwt))
+    } else if let Some(mtype) = single_segment(rest, "/subscribe/history/") {
+        Some((
+            get,
+            Route::SubHistory(mtype),
+            routes::SUBSCRIBE_HISTORY,
+            Jwt,
+        ))
     } else if let Some(name) = single_segment(rest, "/subscribe/user/") {
         Some((get, Route::SubUser(name), routes::SUBSCRIBE_USER, Jwt))
     } else if let Some(id) = single_segment(rest, "/subscribe/media/") {
@@ -1770,6 +1792,7 @@ fn execute(state: &State, route: &Route, req: &Req, user: &str) -> Resp {
         Route::SubCreate => create(state, req, user),
         Route::SubUpdate => sub_update(state, req),
         Route::SubUser(name) => sub_user(state, name),
+        Route::SubHistory(mtype) => follow::subscribe_history(state, mtype, req),
         Route::SubByMedia(mediaid) => sub_by_media(state, mediaid, req),
         Route::SubGet(id) => sub_get(state, id),
         Route::SubDelete(id) => sub_delete(state, id),
@@ -1811,8 +1834,14 @@ fn transfer_history(state: &State, req: &Req) -> Resp {
         .skip((page - 1) * count)
         .take(count)
         .map(|(id, t)| {
-            json!({"id": id, "src": t.src, "dest": t.dest, "title": t.title, "status": true,
-                   "mode": "copy", "type": "电影", "date": "2026-12-01 20:00:00"})
+            let mut row = json!({"id": id, "src": t.src, "dest": t.dest, "title": t.title,
+                   "status": true, "mode": "copy", "type": "电影", "date": "2026-12-01 20:00:00",
+                   "download_hash": null, "tmdbid": null, "seasons": null, "episodes": null,
+                   "errmsg": null});
+            if let Some(filed) = &t.filed {
+                filed.fill(&mut row);
+            }
+            row
         })
         .collect();
     json_resp(
@@ -2562,6 +2591,8 @@ fn insert(data: &mut Data, media: &SimMedia, season: Option<u32>, user: &str, be
             username: user.to_string(),
             date: local_time_now(),
             best_version: best,
+            lack_episode: None,
+            note: Vec::new(),
         },
     );
     id
@@ -2598,7 +2629,18 @@ fn sub_json(dialect: Dialect, sub: &SimSubscription, posters: Option<&str>) -> V
         ("description", json!(format!("{} ({})", sub.name, sub.year))),
         ("total_episode", json!(sub.total_episode)),
         ("start_episode", json!(0)),
-        ("lack_episode", json!(sub.total_episode)),
+        (
+            "lack_episode",
+            json!(sub.lack_episode.unwrap_or(sub.total_episode)),
+        ),
+        (
+            "note",
+            if sub.note.is_empty() {
+                Value::Null
+            } else {
+                json!(sub.note)
+            },
+        ),
         ("state", json!(sub.state)),
         ("username", json!(sub.username)),
         ("date", json!(sub.date)),
@@ -2736,7 +2778,7 @@ fn download_json(dialect: Dialect, d: &SimDownload) -> Value {
         "media": {"tmdbid": null, "type": null, "title": d.name, "season": null, "episode": null, "image": null},
         "userid": null,
         "username": null,
-        "left_time": "10分钟",
+        "left_time": follow::left_time(d.progress),
     });
     if dialect == Dialect::V3 {
         v["site_name"] = json!("SimSite");

@@ -730,6 +730,16 @@ impl TelegramSim {
         self.shared.lock().lost_chats.insert(chat);
     }
 
+    /// The person deletes the bot's message `message_id` in `chat` from their client: an edit
+    /// of it is answered "message to edit not found" from now on. False: no such message.
+    pub fn user_deletes(&self, chat: i64, message_id: i64) -> bool {
+        let mut st = self.shared.lock();
+        st.chats
+            .get_mut(&chat)
+            .and_then(|c| c.messages.remove(&message_id))
+            .is_some()
+    }
+
     /// Reads the state with `f`.
     pub fn observe<T>(&self, f: impl FnOnce(&Observed<'_>) -> T) -> T {
         let st = self.shared.lock();
