@@ -39,8 +39,8 @@
            replies_group, pages_prefix, releases_prefix, quota_prefix, now, ttl_ms, max_pending,
            fields = {user_id, chat_id, reply_to, requester, who, command, args, idem,
                      window_ms, recovery, best_idem, best_window_ms, list, what, poster},
-           cards = {tokens = a token group (include/tokens.lua), messages = [{chat_id, markup,
-                    markup_best}]},
+           cards = {tokens = a token group (include/tokens.lua), messages = [{chat_id, thread_id,
+                    markup, markup_best}]},
            withdraw = {tokens, markup} or nil: the requester's Withdraw button,
            quota = {limit, text} or nil: the requester's weekly quota (`text`: the answer when
                    it is used up), texts = {card, sent}}
@@ -73,10 +73,10 @@ local function pending_of(of_prefix, prefix, user_id, now)
   return n
 end
 
-local function request_card_reply(c, chat, text, markup, edit, photo)
+local function request_card_reply(c, chat, text, markup, edit, photo, thread)
   ensure_group(c.replies, c.replies_group)
   return queue_reply(c.replies, {chat_id = chat, kind = 'request_card', text = text,
-    markup = markup, edit_message_id = edit, photo = photo, now = c.now})
+    markup = markup, edit_message_id = edit, photo = photo, thread_id = thread, now = c.now})
 end
 
 local function edit_cards(r, last, skip, c)
@@ -141,7 +141,7 @@ local function make_request(q)
       seen[m.chat_id] = true
       local markup = m.markup
       if f.best_idem ~= '' and m.markup_best then markup = m.markup_best end
-      local entry = request_card_reply(c, m.chat_id, text, markup, nil, f.poster)
+      local entry = request_card_reply(c, m.chat_id, text, markup, nil, f.poster, m.thread_id)
       cards[#cards + 1] = m.chat_id .. ':' .. entry
     end
   end

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::liveness::Role;
 use super::scripts::ScriptCall;
 use super::*;
+use crate::vocabulary::ChatTarget;
 
 /// A ledger on a Redis that is never contacted (the connection is lazy, inside the test's
 /// runtime): calls are only built.
@@ -417,7 +418,7 @@ async fn relay_calls_name_their_headers() {
         reg_time: "2026-01-01 00:00:00".into(),
         text: "t".into(),
         photo: None,
-        chats: vec![1, 2],
+        chats: vec![ChatTarget::chat(1), ChatTarget::in_thread(2, Some(7))],
         seen_only: false,
     };
     let rows = [row.clone()];

@@ -20,7 +20,7 @@ use serde_json::json;
 use super::scripts::{OrEmpty, ScriptCall};
 use super::{JobSpec, JobState, Ledger, LedgerError, LedgerTexts, Resolution, keys, scripts};
 use crate::telegram::keyboard::{self, Keyboard};
-use crate::vocabulary::Role;
+use crate::vocabulary::{ChatTarget, Role};
 
 /// Who may use a button.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,7 +406,8 @@ fn access_spec(spec: &mut TokenSpec<'_>, action: &TokenAction) {
 /// knows whether the job is held), and used only if it is.
 #[derive(Debug, Clone)]
 pub(crate) struct ReviewNotices {
-    pub admin_chats: Vec<i64>,
+    /// Each `chat` or `chat/topic`: the card goes to the topic, its buttons are the chat's.
+    pub admin_chats: Vec<ChatTarget>,
     pub ttl: Duration,
     /// The notice, with "{job}", "{command}", "{args}", "{attempts}" and "{error}" to fill.
     pub template: &'static str,
@@ -427,7 +428,8 @@ impl ReviewNotices {
         let messages: Vec<_> = self
             .admin_chats
             .iter()
-            .map(|&chat_id| {
+            .map(|&target| {
+                let chat_id = target.chat;
                 let row = labels
                     .iter()
                     .zip(decisions)
@@ -442,7 +444,8 @@ impl ReviewNotices {
                     })
                     .collect();
                 let markup = Keyboard::new().row(row).to_json();
-                json!({"chat_id": chat_id.to_string(), "markup": markup})
+                json!({"chat_id": chat_id.to_string(), "thread_id": target.thread_arg(),
+                       "markup": markup})
             })
             .collect();
         json!({
