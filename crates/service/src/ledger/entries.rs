@@ -90,6 +90,9 @@ pub struct ReplyEntry {
     pub op: Option<MarkupOp>,
     /// A poster's http(s) URL: the dispatcher sends it with sendPhoto, `text` as its caption.
     pub photo: Option<String>,
+    /// The forum topic a new message goes to (`message_thread_id`); `None`: the chat's General
+    /// topic, or a chat without topics (entries from before forum topics have none).
+    pub thread_id: Option<i64>,
 }
 
 /// What a replies-stream entry's `op` asks of the dispatcher (its only values).
@@ -158,6 +161,8 @@ impl ReplyEntry {
                 Some(op) => Some(MarkupOp::parse(&op)?),
             },
             photo: f.remove("photo").filter(|p| !p.is_empty()),
+            // 1 is the General topic, which a send must not name (Telegram refuses it).
+            thread_id: num::<i64>(&f, "thread_id").filter(|&t| t > 1),
         })
     }
 }
@@ -223,6 +228,9 @@ mod tests {
         assert_eq!(known.kind, Some(ReplyKind::EditMarkup));
         assert_eq!(known.op, Some(MarkupOp::Edit));
         // A kind a newer release wrote is still delivered, as a plain message.
+        assert_eq!(known.thread_id, None, "an entry without a thread: General");
+        let topic = ReplyEntry::from_stream(&entry(&[("chat_id", "-5"), ("thread_id", "7")]));
+        assert_eq!(topic.unwrap().thread_id, Some(7));
         let newer = ReplyEntry::from_stream(&entry(&[("chat_id", "5"), ("kind", "later")]));
         assert_eq!(newer.unwrap().kind, None);
         // An op this release does not know is not sent as text.

@@ -156,6 +156,7 @@ fn reply_entry(kind: ReplyKind) -> ReplyEntry {
         edit_message_id: None,
         op: None,
         photo: None,
+        thread_id: None,
     }
 }
 
