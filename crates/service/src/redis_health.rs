@@ -32,11 +32,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::{self, Backoff, Retry};
 use crate::config::Settings;
-use crate::vocabulary::ChatTarget;
 use crate::i18n::Render;
 use crate::ledger::{Ledger, LedgerError, Unrecorded, WriteRefusal};
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::BotApi;
+use crate::vocabulary::ChatTarget;
 
 /// Logs a failed ledger call `$e` at `$level` (`warn`, `error`), or at debug when Redis refuses
 /// writes: that is said once an episode by this module, and a failed call repeats every beat.

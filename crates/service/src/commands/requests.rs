@@ -267,6 +267,7 @@ fn ask_fields(
             "user_id": job.user_id.to_string(),
             "chat_id": job.chat_id.to_string(),
             "reply_to": reply_to(job).map(|m| m.to_string()).unwrap_or_default(),
+            "thread_id": job.extra.get(crate::vocabulary::job_field::THREAD_ID).cloned().unwrap_or_default(),
             "requester": job.requester.clone().unwrap_or_default(),
             "who": who,
             "command": spec.command,
@@ -367,6 +368,9 @@ mod tests {
         // A forum topic's card goes to the topic; its buttons are the chat's.
         let cards = route.cards(&Texts::new(Locale::En), 42);
         let card = &cards["messages"][0];
-        assert_eq!((&card["chat_id"], &card["thread_id"]), (&json!("-100"), &json!("7")));
+        assert_eq!(
+            (&card["chat_id"], &card["thread_id"]),
+            (&json!("-100"), &json!("7"))
+        );
     }
 }

@@ -294,7 +294,10 @@ mod tests {
     #[test]
     fn notify_routes_and_chats_take_a_forum_topic() {
         let mut env = notify_env();
-        env.push(("ONCEBOT__NOTIFY__ROUTES", "整理入库=-100123/7,-100123/1;站点=-100123"));
+        env.push((
+            "ONCEBOT__NOTIFY__ROUTES",
+            "整理入库=-100123/7,-100123/1;站点=-100123",
+        ));
         env.push(("ONCEBOT__NOTIFY__CHATS", "-100123/9"));
         let s = load(&env).unwrap();
         s.validate(NOTIFY).unwrap();
@@ -309,7 +312,10 @@ mod tests {
                 (NotificationType::SiteMessage, vec![general]),
             ]
         );
-        assert_eq!(s.notify.chats, vec![ChatTarget::in_thread(-100123, Some(9))]);
+        assert_eq!(
+            s.notify.chats,
+            vec![ChatTarget::in_thread(-100123, Some(9))]
+        );
     }
 
     #[test]

@@ -193,7 +193,12 @@ impl Settings {
                 env_name("telegram.allowed_users")
             )
         };
-        if let Some(topic) = self.telegram.allowed_users.iter().find(|u| u.thread.is_some()) {
+        if let Some(topic) = self
+            .telegram
+            .allowed_users
+            .iter()
+            .find(|u| u.thread.is_some())
+        {
             return Err(SettingError::new(
                 "telegram.allowed_users",
                 format!(

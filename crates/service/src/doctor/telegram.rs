@@ -56,7 +56,11 @@ pub(super) async fn checks(
         if telegram.admin_chats.is_empty() {
             vec![ADMIN_CHATS.to_string()]
         } else {
-            telegram.admin_chats.iter().map(|c| chat_name(c.chat)).collect()
+            telegram
+                .admin_chats
+                .iter()
+                .map(|c| chat_name(c.chat))
+                .collect()
         }
     };
     let skipped = |first: Check, because: &str| {

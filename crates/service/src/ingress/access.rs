@@ -10,13 +10,13 @@ use serde_json::json;
 use super::{Handled, Ingress, REFUSAL_WINDOW, once_key};
 use crate::commands::{self, ChatKind, Parsed};
 use crate::config::Settings;
-use crate::vocabulary::ChatTarget;
 use crate::ledger::TokenGroup;
 use crate::ledger::{AccessLimits, AccessStep, Admitted, LedgerError, Owner, TokenAction};
 use crate::metrics::METRICS;
 use crate::telegram::keyboard::{self, Keyboard};
 use crate::telegram::types::{CallbackQuery, Message, Update, User};
 use crate::untrusted::clean_line;
+use crate::vocabulary::ChatTarget;
 use crate::vocabulary::{ReplyKind, Role};
 
 /// How often a process with an ingress looks for requests whose window passed.
@@ -181,7 +181,11 @@ impl Ingress {
             false => format!("{name} ({})", from.id),
         };
         let chats: Vec<ChatTarget> = match inner.access.admin_chats.is_empty() {
-            true => directory.admins().into_iter().map(ChatTarget::chat).collect(),
+            true => directory
+                .admins()
+                .into_iter()
+                .map(ChatTarget::chat)
+                .collect(),
             false => inner.access.admin_chats.clone(),
         };
         let mut group = TokenGroup::new(inner.access.window);

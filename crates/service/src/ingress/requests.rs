@@ -10,10 +10,10 @@ use serde_json::json;
 use super::{Handled, Ingress};
 use crate::commands::RequestRoute;
 use crate::config::{Quotas, Settings};
-use crate::vocabulary::ChatTarget;
 use crate::ledger::{Admitted, LedgerError, RequestLimits, RequestStep, Tap};
 use crate::metrics::METRICS;
 use crate::telegram::types::{CallbackQuery, User};
+use crate::vocabulary::ChatTarget;
 use crate::vocabulary::Role;
 
 /// What media requests run under.

@@ -473,6 +473,9 @@ pub struct Tap {
     /// Where the button's message is (`None`: Telegram did not say).
     pub chat_id: Option<i64>,
     pub message_id: Option<i64>,
+    /// The forum topic the button's message is in (`ButtonMessage::topic`): the job, repeat
+    /// answer or request the tap makes stays there.
+    pub thread_id: Option<i64>,
     /// The token in the callback data (`None`: not one of oncebot's buttons).
     pub token: Option<String>,
     /// For a requester, the request their tap makes on a button they may not run (tap.lua's
@@ -604,7 +607,7 @@ impl Ledger {
         let request = tap.request.as_deref().unwrap_or("");
         let quota = tap.quota.as_deref().unwrap_or("");
         let bytes = 512 + self.tap_texts.len() + request.len() + quota.len();
-        let mut call = ScriptCall::new(&scripts::TAP, 18, 21, bytes);
+        let mut call = ScriptCall::new(&scripts::TAP, 18, 22, bytes);
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -646,7 +649,8 @@ impl Ledger {
             .arg("every role", Role::ranked())
             .arg("job kinds a tap must not make now", held_kinds)
             .arg("a requester's request", request)
-            .arg("the tapper's weekly quota", quota);
+            .arg("the tapper's weekly quota", quota)
+            .arg("the forum topic", OrEmpty(tap.thread_id));
         call
     }
 

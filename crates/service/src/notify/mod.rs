@@ -33,13 +33,13 @@ use tokio_util::sync::CancellationToken;
 use crate::asked::{AskedMedia, Seasons};
 use crate::backoff::{self, Backoff};
 use crate::config::{NotifySettings, Settings};
-use crate::vocabulary::ChatTarget;
 use crate::i18n::Render;
 use crate::i18n::Texts;
 use crate::ledger::{Ledger, LedgerError, NotifyMode, NotifyPosition, NotifyRow, Skipped};
 use crate::metrics::METRICS;
 use crate::moviepilot::{HistoryMessage, MESSAGE_PAGE, MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
+use crate::vocabulary::ChatTarget;
 use crate::vocabulary::NotificationType;
 
 /// Rows one notify.lua call records at most: a burst goes in several short steps, so no

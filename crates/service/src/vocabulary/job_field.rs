@@ -27,12 +27,14 @@ pub const ERROR: &str = "error";
 pub const DUPLICATES: &str = "duplicates";
 pub const REQUESTER: &str = "requester";
 pub const ROLE: &str = "role";
+/// The forum topic the job was asked in ("" for none): its replies go there.
+pub const THREAD_ID: &str = "thread_id";
 /// An approved request's job (issue 44): the admin who approved it, and the request.
 pub const APPROVED_BY: &str = "approved_by";
 pub const REQUEST: &str = "request";
 
 /// Every name above.
-pub const ALL: [&str; 25] = [
+pub const ALL: [&str; 26] = [
     ID,
     STATUS,
     COMMAND,
@@ -58,6 +60,7 @@ pub const ALL: [&str; 25] = [
     ROLE,
     APPROVED_BY,
     REQUEST,
+    THREAD_ID,
 ];
 
 #[cfg(test)]
