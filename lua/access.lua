@@ -62,7 +62,7 @@
            now, "may_decide": "1" when they are allowed and an admin now, "who": the tapper's
            name for a card, "card": the card's text, "name",
            "username" (the asker's, cleaned), "tokens": the cards' token group, "messages":
-           [{"chat_id", "markup"}]}; expire ""
+           [{"chat_id", "thread_id" ("" or a forum topic), "markup"}]}; expire ""
 
   A request (KEYS[2] .. <id>): `state` (pending | allowed | declined | expired), `chat_id` (the
   person's private chat), `asked_at`, `expires_at` (ms), `text` (the card), `name`, `username`,
@@ -96,10 +96,10 @@ local function reply(chat, text, markup, edit)
     edit_message_id = edit, now = now})
 end
 
-local function card_reply(chat, text, markup, edit)
+local function card_reply(chat, text, markup, edit, thread)
   ensure_group(replies, replies_group)
   return queue_reply(replies, {chat_id = chat, kind = 'access_card', text = text,
-    markup = markup, edit_message_id = edit, now = now})
+    markup = markup, edit_message_id = edit, thread_id = thread, now = now})
 end
 
 local function answer(text, alert)
@@ -210,7 +210,7 @@ if t.action == 'ask' then
   create_tokens(token_prefix, group_prefix, detail.tokens, now)
   local cards = {}
   for _, m in ipairs(detail.messages) do
-    local entry = card_reply(m.chat_id, detail.card, m.markup)
+    local entry = card_reply(m.chat_id, detail.card, m.markup, nil, m.thread_id)
     cards[#cards + 1] = m.chat_id .. ':' .. entry
   end
   redis.call('DEL', key)

@@ -38,7 +38,7 @@
 local card, open, replies, following = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local group = ARGV[1]
 local c = call('HMGET', card, 'state', 'seq', 'text', 'chat_id', 'message_id', 'gone', 'queued',
-  'progress_at', 'closed_at', 'follow_member', 'job')
+  'progress_at', 'closed_at', 'follow_member', 'job', 'thread_id')
 if not c[2] then return {'missing', ''} end
 if c[9] then return {'closed', c[2]} end
 if c[2] ~= ARGV[2] then return {'stale', c[2]} end
@@ -90,7 +90,8 @@ if final then
   if ARGV[8] ~= '' then
     local reply_to = ''
     if message_id and not gone then reply_to = message_id end
-    queue({kind = 'card_end', reply_to = reply_to, text = ARGV[8]})
+    -- A new message: in the card's forum topic, if it has one.
+    queue({kind = 'card_end', reply_to = reply_to, text = ARGV[8], thread_id = c[12] or ''})
   end
   call('HSET', card, 'closed_at', now)
   call('ZREM', open, c[11])

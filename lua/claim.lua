@@ -84,7 +84,7 @@ local function claim_one(job_key, entry, id, review_notice)
   local function reply(kind, text)
     ensure_group(replies, replies_group)
     queue_reply(replies, {chat_id = chat_id, reply_to = message_id, kind = kind, job_id = id,
-      text = (string.gsub(text, '{job}', id)), now = now})
+      text = (string.gsub(text, '{job}', id)), thread_id = every[12], now = now})
   end
 
   local function run(mode)

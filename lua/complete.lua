@@ -47,7 +47,7 @@
     +1  stream entry id of the attempt
     +2  attempt number (the fencing token)
     +3  the job's chat_id (where its reply goes: the worker read it in the claim, and it never
-        changes)
+        changes), `chat_id/thread_id` when the job has a forum topic
     +4  the job's message_id (the reply answers it; "" for none)
     +5  new status: succeeded | failed | retry_wait | needs_review
     +6  result (text; "" keeps none)
@@ -111,7 +111,8 @@
   One string, not a value each: each value in the answer costs Redis about as much as a field
   read, and the worker's RESP parser more; no JSON for the common one: encoding it cost Redis
   more than the claim's HSET. The answers:
-    id, entry, "first", command, args, chat_id, user_id, message_id, recovery, requester, role
+    id, entry, "first", command, args, chat_id, user_id, message_id, recovery, requester, role,
+    thread_id
                                       the job's first attempt, claimed as "fresh" but answered
                                       without what every first attempt has alike (status
                                       `running`, attempts 1, recoveries 0) or lacks
@@ -164,6 +165,13 @@ end
 -- next record starts.
 local function complete_one(job_key, at)
   local entry, attempt, chat_id, reply_to = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
+  -- `chat/topic` for a job asked in a forum topic (the worker has it from the claim).
+  local thread = ''
+  local slash = string.find(chat_id, '/', 1, true)
+  if slash then
+    thread = string.sub(chat_id, slash + 1)
+    chat_id = string.sub(chat_id, 1, slash - 1)
+  end
   local new_status, result, text, kind = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]
   local err, due, markup, notice, tokens, photo, extra = '', '', '', '', '', '', 0
   local next_at = at + 9
@@ -213,7 +221,7 @@ local function complete_one(job_key, at)
     if follow and new_status == 'succeeded' then
       local spec = cjson.decode(follow)
       open_card({card_key = base .. 'card:' .. id, open_key = base .. 'cards:open',
-        following_prefix = base .. 'following:', id = id, chat_id = chat_id,
+        following_prefix = base .. 'following:', id = id, chat_id = chat_id, thread = thread,
         user_id = call('HGET', job_key, 'user_id') or '', spec = follow, now = now,
         follow_ms = spec.follow_ms or '0'})
     end
@@ -252,14 +260,14 @@ local function complete_one(job_key, at)
 
   if text ~= '' then
     if markup == '' and photo == '' then
-      queue_text_reply(replies, replies_group, chat_id, reply_to, kind, id, text, now)
+      queue_text_reply(replies, replies_group, chat_id, reply_to, kind, id, text, now, thread)
     else
       if not replies_ready then
         ensure_group(replies, replies_group)
         replies_ready = true
       end
       queue_reply(replies, {chat_id = chat_id, reply_to = reply_to, kind = kind, job_id = id,
-        text = text, markup = markup, photo = photo, now = now})
+        text = text, markup = markup, photo = photo, thread_id = thread, now = now})
     end
   end
 
@@ -292,15 +300,16 @@ local function take_one(entry, fields)
             every[7] or ''
           local message_id, recovery, requester, role = every[8] or '', every[9] or '',
             every[10] or '', every[11] or ''
+          local thread = every[12] or ''
           -- Only the arguments and the requester are free text; the rest are numbers and
           -- oncebot's own words. One concatenation makes one string: no table, no buffer.
           if not string.find(args, '\0', 1, true) and not string.find(requester, '\0', 1, true) then
             return id .. '\0' .. entry .. '\0first\0' .. command .. '\0' .. args .. '\0' .. chat_id
               .. '\0' .. user_id .. '\0' .. message_id .. '\0' .. recovery .. '\0' .. requester
-              .. '\0' .. role
+              .. '\0' .. role .. '\0' .. thread
           end
           return cjson.encode({id, entry, 'first', command, args, chat_id, user_id, message_id,
-            recovery, requester, role})
+            recovery, requester, role, thread})
         end
         return cjson.encode(start_attempt({id, entry}, job_key, id, every, later, taker, now,
           'fresh', later[1] and tonumber(later[1]) or 0))

@@ -59,7 +59,9 @@
   ARGV[22] the asker's role (viewer | user | admin), stored as the job's `role`
   ARGV[23] seconds east of UTC for "{time}" in the answer to a repeat: the first job's
            `created_at` as HH:MM there (commands.day_zone's offset now)
-  ARGV[24..] pairs: state name, state label (for "{state}")
+  ARGV[24] the forum topic the message is in ("" for none: a chat without topics, or its General
+           topic): every reply here and the job's (its `thread_id`) go there
+  ARGV[25..] pairs: state name, state label (for "{state}")
 
   Returns an array {outcome, job_id, state}:
     {"new", id, "pending"}                   a job was created and added to the jobs stream
@@ -83,6 +85,7 @@ local mode, update_id, retention = ARGV[1], ARGV[2], ARGV[3]
 local chat_id, user_id, message_id = ARGV[4], ARGV[5], ARGV[6]
 local command, args, idem_key, window_ms = ARGV[7], ARGV[8], ARGV[9], tonumber(ARGV[10])
 local reply_kind, reply_text = ARGV[11], ARGV[12]
+local thread = ARGV[24]
 
 -- 1. Transport layer: the same update_id again changes nothing.
 local seen = seen_update(updates_key, update_id, job_prefix)
@@ -93,7 +96,7 @@ local now = now_ms()
 local function reply(kind, text, job_id, markup)
   ensure_group(replies_stream, ARGV[16])
   queue_reply(replies_stream, {chat_id = chat_id, reply_to = message_id, kind = kind,
-    job_id = job_id, text = text, markup = markup, now = now})
+    job_id = job_id, text = text, markup = markup, thread_id = thread, now = now})
 end
 
 if mode == 'reply' then
@@ -112,7 +115,7 @@ if existing then
   mark_update(updates_key, update_id, existing, retention)
   absorb_duplicate(job_prefix, existing, update_id)
   local labels = {}
-  for i = 24, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
+  for i = 25, #ARGV - 1, 2 do labels[ARGV[i]] = ARGV[i + 1] end
   local created = tonumber(redis.call('HGET', job_prefix .. existing, 'created_at')) or now
   local local_secs = math.floor(created / 1000) + (tonumber(ARGV[23]) or 0)
   local time = string.format('%02d:%02d', math.floor(local_secs % 86400 / 3600),
@@ -146,6 +149,6 @@ local id = create_job({
   updates_key = updates_key, retention = retention, now = now,
   fields = {idempotency_key = idem_key, update_id = update_id, chat_id = chat_id,
     user_id = user_id, message_id = message_id, command = command, args = args,
-    recovery = ARGV[17], requester = ARGV[21], role = ARGV[22]},
+    recovery = ARGV[17], requester = ARGV[21], role = ARGV[22], thread_id = thread},
 })
 return {'new', id, 'pending'}

@@ -15,7 +15,7 @@
 ]]
 
 local job = redis.call('HMGET', KEYS[1], 'status', 'attempts', 'progress', 'chat_id',
-  'message_id', 'id')
+  'message_id', 'id', 'thread_id')
 if job[1] ~= 'running' or job[2] ~= ARGV[1] or job[3] then
   return 0
 end
@@ -23,5 +23,5 @@ local now = now_ms()
 redis.call('HSET', KEYS[1], 'progress', 'queued')
 ensure_group(KEYS[2], ARGV[3])
 queue_reply(KEYS[2], {chat_id = job[4], reply_to = job[5], kind = 'progress', job_id = job[6],
-  text = (string.gsub(ARGV[2], '{job}', job[6])), now = now})
+  text = (string.gsub(ARGV[2], '{job}', job[6])), thread_id = job[7], now = now})
 return 1

@@ -239,7 +239,7 @@ if decision == 'approve' or decision == 'best' then
     fields = {idempotency_key = idem, update_id = update_id, chat_id = r.chat_id,
       user_id = r.user_id, message_id = r.reply_to or '', command = command,
       args = r.args, recovery = r.recovery, requester = r.requester or '',
-      role = detail.role},
+      role = detail.role, thread_id = r.thread_id},
   })
   redis.call('HSET', job_prefix .. job_id, 'approved_by', user_id, 'request', r.id)
   close_request(r, key, 'approved', c)

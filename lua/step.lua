@@ -25,12 +25,12 @@
 ]]
 
 local job = redis.call('HMGET', KEYS[1], 'status', 'attempts', 'owner', 'entry', 'progress',
-  'chat_id', 'message_id', 'id')
+  'chat_id', 'message_id', 'id', 'thread_id')
 if job[1] ~= 'running' or job[2] ~= ARGV[3] or job[3] ~= ARGV[2] or job[4] ~= ARGV[1] then
   return 0
 end
 if not job[5] then return 0 end
 ensure_group(KEYS[2], ARGV[5])
 queue_reply(KEYS[2], {chat_id = job[6], reply_to = job[7], kind = 'step', job_id = job[8],
-  text = ARGV[4], now = now_ms()})
+  text = ARGV[4], thread_id = job[9], now = now_ms()})
 return 1

@@ -80,6 +80,9 @@
            1 slot; auto: 2; not a series' season choice, `tmdb:<id> tv`) makes its job only
            with room, holding `j<id>` (include/quota.lua; the job's `quota` field says how many
            slots), else it is answered with the text and makes nothing
+  ARGV[22] the forum topic of the button's message ("" for none): the job a button in the
+           token's own chat makes, a repeat's answer and a request stay in it (the job's and the
+           request's `thread_id`)
 
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
@@ -139,6 +142,7 @@ local seq_key, job_prefix, jobs_stream, replies = KEYS[5], KEYS[6], KEYS[7], KEY
 local callbacks, chat_index, jobs_index, review = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local mode, update_id, retention, query_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local user_id, chat_id, message_id, allowed = ARGV[5], ARGV[6], ARGV[7], ARGV[8] == '1'
+local tap_thread = ARGV[22]
 local role = ARGV[16]
 
 -- The kinds a weekly quota counts (their jobs make a subscription or a download).
@@ -376,6 +380,11 @@ end
 -- window over, and says who forced it.
 local window_ms = tonumber(tok.window_ms) or 0
 local command_key = cmd_prefix .. (tok.idem ~= '' and tok.idem or '-')
+-- The button's topic is the job's when the button is in the token's own chat (a user's
+-- buttons always are).
+local thread = ''
+if tok.chat_id == chat_id then thread = tap_thread end
+
 local existing, state
 if tok.action ~= 'force' then
   existing, state = find_duplicate(command_key, job_prefix, window_ms)
@@ -390,7 +399,8 @@ if existing then
   if list_text then
     ensure_group(replies, ARGV[12])
     queue_reply(replies, {chat_id = tok.chat_id, reply_to = tok.reply_to, kind = 'duplicate',
-      job_id = existing, text = text .. '\n\n' .. list_text, markup = list_markup, now = now})
+      job_id = existing, text = text .. '\n\n' .. list_text, markup = list_markup,
+      thread_id = thread, now = now})
   end
   return finish(existing, 'duplicate_command', existing, state)
 end
@@ -405,7 +415,7 @@ if requesting then
     quota_prefix = KEYS[18], quota = d.quota,
     now = now, ttl_ms = d.ttl_ms, max_pending = d.max_pending,
     fields = {user_id = tok.user_id, chat_id = tok.chat_id, reply_to = tok.reply_to,
-      requester = ARGV[17], who = d.who, command = tok.command, args = tok.args,
+      thread_id = thread, requester = ARGV[17], who = d.who, command = tok.command, args = tok.args,
       idem = tok.idem, window_ms = tok.window_ms, recovery = tok.recovery,
       best_idem = tok.best_idem, best_window_ms = tok.best_window_ms, list = tok.list,
       what = tok.ask, poster = tok.poster},
@@ -439,7 +449,7 @@ local id = create_job({
   updates_key = updates_key, retention = retention, now = now,
   fields = {idempotency_key = tok.idem, update_id = update_id, chat_id = tok.chat_id,
     user_id = tok.user_id, message_id = tok.reply_to, command = tok.command, args = tok.args,
-    recovery = tok.recovery, requester = ARGV[17], role = role},
+    recovery = tok.recovery, requester = ARGV[17], role = role, thread_id = thread},
 })
 if tok.action == 'force' then
   redis.call('HSET', job_prefix .. id, 'forced_by', user_id)

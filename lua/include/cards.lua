@@ -9,7 +9,7 @@
   followed, scored by when following ends.
 
   open_card(c)                      c = {card_key, open_key, following_prefix, id, chat_id,
-                                    user_id, spec (JSON object of string fields from the
+                                    thread (its forum topic, "" for none), user_id, spec (JSON object of string fields from the
                                     worker: kind, title, and hash or subscription_id, tmdb_id,
                                     season, mtype, follow_digest, follow_season), now, follow_ms}.
                                     Writes the card (state `started` or `subscribed`, seq 0:
@@ -32,6 +32,10 @@ local function open_card(c)
   if digest ~= '' then
     set[#set + 1] = 'follow_member'
     set[#set + 1] = member
+  end
+  if c.thread and c.thread ~= '' then
+    set[#set + 1] = 'thread_id'
+    set[#set + 1] = c.thread
   end
   for name, value in pairs(spec) do
     if type(value) == 'string' and value ~= '' then

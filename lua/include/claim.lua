@@ -39,7 +39,7 @@
 
 local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'command', 'args',
   'chat_id', 'user_id', 'message_id', 'recovery', 'attempt_base', 'auth_wait_since',
-  'auth_waits', 'requester', 'role'}
+  'auth_waits', 'requester', 'role', 'thread_id'}
 
 -- Four of CLAIM_FIELDS are written only by what follows an attempt (the worker's outcome, a
 -- recovery, a review's resolution), so a job whose `attempts` is still 0 has none of them.
@@ -48,7 +48,7 @@ local CLAIM_FIELDS = {'status', 'attempts', 'recoveries', 'entry', 'id', 'comman
 -- `id` is the key's own: every caller has it, and each field read costs a scan of the HASH
 -- and a string in the reply's Lua table.
 local EVERY_JOB = {'status', 'attempts', 'entry', 'command', 'args', 'chat_id', 'user_id',
-  'message_id', 'recovery', 'requester', 'role'}
+  'message_id', 'recovery', 'requester', 'role', 'thread_id'}
 local AFTER_AN_ATTEMPT = {'recoveries', 'attempt_base', 'auth_wait_since', 'auth_waits'}
 local NONE_YET = {false, false, false, false}
 
@@ -86,7 +86,7 @@ local function start_attempt(out, job_key, id, every, later, consumer, now, mode
   out[n + 10], out[n + 11], out[n + 12] = every[5] or '', every[6] or '', every[7] or ''
   out[n + 13], out[n + 14], out[n + 15] = every[8] or '', every[9] or '', later[2] or ''
   out[n + 16], out[n + 17], out[n + 18] = later[3] or '', later[4] or '', every[10] or ''
-  out[n + 19] = every[11] or ''
+  out[n + 19], out[n + 20] = every[11] or '', every[12] or ''
   return out
 end
 

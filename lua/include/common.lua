@@ -33,9 +33,10 @@
                                     walks the oldest node from its start on every call, as XDEL
                                     of each entry would. When none is pending the trim is exact,
                                     so an idle stream ends empty as it did with XDEL
-  queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now)
+  queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now, thread)
                                     the common entry, plain text (none of queue_reply's
-                                    optional fields; reply_to and job_id "" for none), from its
+                                    optional fields but the thread; reply_to, job_id and thread
+                                    "" or nil for none), from its
                                     values: no table built per reply. With a group, makes sure
                                     of it itself, as ensure_group would, but only once XADD ..
                                     NOMKSTREAM found no stream: no EXISTS per call; with none
@@ -45,7 +46,11 @@
                                     kind, job_id, text, now, and when they apply markup, op,
                                     edit_message_id, photo (a poster's http or https URL: the
                                     dispatcher sends it with sendPhoto, text as its caption),
-                                    card and card_seq (a live card's edit: card.lua)};
+                                    thread_id (a forum topic: the dispatcher's
+                                    message_thread_id), card and card_seq (a live card's
+                                    edit: card.lua)}; a chat_id written `chat/topic` (the
+                                    settings' spelling, as Rust hands lists of chats) is split
+                                    into chat_id and thread_id;
                                     "" or nil for reply_to, job_id and text stand for none, and
                                     an optional field that is "" or nil is left out. The caller
                                     makes sure the group exists (ensure_group)
@@ -130,26 +135,42 @@ local function trim_done(stream, group)
   call('XTRIM', stream, 'MINID', '~', oldest)
 end
 
-local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo', 'card', 'card_seq'}
+-- `thread_id` last: a dispatcher of a release before forum topics ignores it, and the reply
+-- goes to the chat's General topic.
+local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo', 'card', 'card_seq',
+  'thread_id'}
 
-local function queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now)
+local function queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now, thread)
   for _ = 1, 2 do
-    local id = call('XADD', stream, 'NOMKSTREAM', '*', 'chat_id', chat_id, 'reply_to', reply_to,
-      'kind', kind, 'job_id', job_id, 'text', text, 'created_at', now)
+    local id
+    if thread and thread ~= '' then
+      id = call('XADD', stream, 'NOMKSTREAM', '*', 'chat_id', chat_id, 'reply_to', reply_to,
+        'kind', kind, 'job_id', job_id, 'text', text, 'thread_id', thread, 'created_at', now)
+    else
+      id = call('XADD', stream, 'NOMKSTREAM', '*', 'chat_id', chat_id, 'reply_to', reply_to,
+        'kind', kind, 'job_id', job_id, 'text', text, 'created_at', now)
+    end
     if id or not group then return id end
     ensure_group(stream, group)
   end
 end
 
 local function queue_reply(stream, r)
+  local chat, thread = r.chat_id, r.thread_id
+  local slash = string.find(chat, '/', 1, true)
+  if slash then
+    thread = string.sub(chat, slash + 1)
+    chat = string.sub(chat, 1, slash - 1)
+  end
   local markup, op, edit, photo = r.markup, r.op, r.edit_message_id, r.photo
   if (not markup or markup == '') and (not op or op == '') and (not edit or edit == '')
     and (not photo or photo == '') then
     -- The caller made sure of the group (no group given: nothing to create).
-    return queue_text_reply(stream, nil, r.chat_id, r.reply_to or '', r.kind, r.job_id or '',
-      r.text or '', r.now)
+    return queue_text_reply(stream, nil, chat, r.reply_to or '', r.kind, r.job_id or '',
+      r.text or '', r.now, thread)
   end
-  local fields = {'chat_id', r.chat_id, 'reply_to', r.reply_to or '', 'kind', r.kind,
+  r.thread_id = thread
+  local fields = {'chat_id', chat, 'reply_to', r.reply_to or '', 'kind', r.kind,
     'job_id', r.job_id or '', 'text', r.text or ''}
   for _, name in ipairs(OPTIONAL_REPLY_FIELDS) do
     local v = r[name]

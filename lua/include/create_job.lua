@@ -20,10 +20,11 @@
       j = {seq_key, job_prefix, jobs_stream, jobs_group, chat_index, chat_index_len, jobs_index,
            jobs_index_len, command_key, window_ms, updates_key, retention, now, fields = {
            idempotency_key, update_id, chat_id, user_id, message_id, command, args, recovery,
-           requester, role}}
+           requester, role, thread_id}}
       INCR the id, XADD the jobs stream, HSET the job `pending` (with that `entry`; no `result`
       or `error` until an outcome has one; `requester` only when it names a MoviePilot user, ""
-      meaning the service account), the update_id's entry and (with a window) the business
+      meaning the service account; `thread_id` always, "" for none: every claim reads it, and a
+      field a small HASH lacks is looked for in all of it), the update_id's entry and (with a window) the business
       key to it, index it per chat and globally (both LISTs, newest first, trimmed).
 ]]
 
@@ -63,7 +64,7 @@ local function create_job(j)
   redis.call('HSET', job_key,
     'status', 'pending', 'attempts', '0', 'entry', entry, 'updated_at', j.now, 'id', id,
     'chat_id', f.chat_id, 'message_id', f.message_id, 'command', f.command, 'args', f.args,
-    'user_id', f.user_id, 'recovery', f.recovery, 'role', f.role,
+    'user_id', f.user_id, 'recovery', f.recovery, 'role', f.role, 'thread_id', f.thread_id or '',
     'idempotency_key', f.idempotency_key, 'update_id', f.update_id, 'created_at', j.now)
   if f.requester ~= '' then redis.call('HSET', job_key, 'requester', f.requester) end
   mark_update(j.updates_key, f.update_id, id, j.retention)

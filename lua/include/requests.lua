@@ -8,6 +8,7 @@
   A request is a HASH `<request prefix><id>`:
     state        pending | approved | declined | expired | withdrawn
     id, user_id, chat_id, reply_to   the requester, where they asked, the message a job answers
+    thread_id    the forum topic they asked in ("" for none): the answers and the job go there
     requester    the MoviePilot user they act for ("" for the service account)
     who          their name, for the cards
     command, args, idem, window_ms, recovery   the job approval makes (as a run button's)
@@ -37,10 +38,10 @@
   make_request(q) -> outcome, id
       q = {prefix, seq, pending, of_prefix, key_prefix, token_prefix, group_prefix, replies,
            replies_group, pages_prefix, releases_prefix, quota_prefix, now, ttl_ms, max_pending,
-           fields = {user_id, chat_id, reply_to, requester, who, command, args, idem,
+           fields = {user_id, chat_id, reply_to, thread_id, requester, who, command, args, idem,
                      window_ms, recovery, best_idem, best_window_ms, list, what, poster},
-           cards = {tokens = a token group (include/tokens.lua), messages = [{chat_id, markup,
-                    markup_best}]},
+           cards = {tokens = a token group (include/tokens.lua), messages = [{chat_id, thread_id,
+                    markup, markup_best}]},
            withdraw = {tokens, markup} or nil: the requester's Withdraw button,
            quota = {limit, text} or nil: the requester's weekly quota (`text`: the answer when
                    it is used up), texts = {card, sent}}
@@ -73,10 +74,10 @@ local function pending_of(of_prefix, prefix, user_id, now)
   return n
 end
 
-local function request_card_reply(c, chat, text, markup, edit, photo)
+local function request_card_reply(c, chat, text, markup, edit, photo, thread)
   ensure_group(c.replies, c.replies_group)
   return queue_reply(c.replies, {chat_id = chat, kind = 'request_card', text = text,
-    markup = markup, edit_message_id = edit, photo = photo, now = c.now})
+    markup = markup, edit_message_id = edit, photo = photo, thread_id = thread, now = c.now})
 end
 
 local function edit_cards(r, last, skip, c)
@@ -94,7 +95,7 @@ end
 local function tell_requester(r, text, c)
   ensure_group(c.replies, c.replies_group)
   queue_reply(c.replies, {chat_id = r.chat_id, reply_to = r.reply_to, kind = 'request',
-    text = text, now = c.now})
+    text = text, thread_id = r.thread_id, now = c.now})
 end
 
 local function close_request(r, key, state, c)
@@ -141,14 +142,15 @@ local function make_request(q)
       seen[m.chat_id] = true
       local markup = m.markup
       if f.best_idem ~= '' and m.markup_best then markup = m.markup_best end
-      local entry = request_card_reply(c, m.chat_id, text, markup, nil, f.poster)
+      local entry = request_card_reply(c, m.chat_id, text, markup, nil, f.poster, m.thread_id)
       cards[#cards + 1] = m.chat_id .. ':' .. entry
     end
   end
 
   local key = q.prefix .. id
   redis.call('HSET', key, 'state', 'pending', 'id', id, 'user_id', f.user_id,
-    'chat_id', f.chat_id, 'reply_to', f.reply_to, 'requester', f.requester, 'who', f.who,
+    'chat_id', f.chat_id, 'reply_to', f.reply_to, 'thread_id', f.thread_id or '',
+    'requester', f.requester, 'who', f.who,
     'command', f.command, 'args', f.args, 'idem', f.idem, 'window_ms', f.window_ms,
     'recovery', f.recovery, 'best_idem', f.best_idem, 'best_window_ms', f.best_window_ms,
     'list', f.list, 'what', f.what, 'poster', f.poster, 'text', text,
@@ -177,7 +179,8 @@ local function make_request(q)
     create_tokens(q.token_prefix, q.group_prefix, q.withdraw.tokens, q.now)
     ensure_group(q.replies, q.replies_group)
     queue_reply(q.replies, {chat_id = f.chat_id, reply_to = f.reply_to, kind = 'request',
-      text = fill(q.texts.sent, {id = id}), markup = q.withdraw.markup, now = q.now})
+      text = fill(q.texts.sent, {id = id}), markup = q.withdraw.markup,
+      thread_id = f.thread_id, now = q.now})
   end
   return 'sent', id
 end

@@ -12,7 +12,8 @@
 ]]
 
 local function resolve_job(r)
-  local job = redis.call('HMGET', r.job_key, 'status', 'id', 'chat_id', 'message_id')
+  local job = redis.call('HMGET', r.job_key, 'status', 'id', 'chat_id', 'message_id',
+    'thread_id')
   if job[1] ~= 'needs_review' then
     return 'refused', job[1] or 'missing'
   end
@@ -35,7 +36,7 @@ local function resolve_job(r)
   if r.reply ~= '' then
     ensure_group(r.replies, r.replies_group)
     queue_reply(r.replies, {chat_id = job[3], reply_to = job[4], kind = 'resolved', job_id = id,
-      text = fill(r.reply, {job = id}), now = r.now})
+      text = fill(r.reply, {job = id}), thread_id = job[5], now = r.now})
   end
   return 'ok', new_status
 end

@@ -62,7 +62,7 @@
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
-      n = {notice (JSON: {"text": template, "group": spec, "messages": [{"chat_id", "markup"}]}),
+      n = {notice (JSON: {"text": template, "group": spec, "messages": [{"chat_id", "thread_id", "markup"}]}),
            token_prefix, group_prefix, replies, replies_group, now, job_id,
            vars = {job, command, args, attempts, error}}
       Creates the review group's tokens and queues one message per admin chat (kind "review",
@@ -100,7 +100,7 @@ local function notify_review(n)
   local text = fill(notice.text, n.vars)
   ensure_group(n.replies, n.replies_group)
   for _, m in ipairs(notice.messages) do
-    queue_reply(n.replies, {chat_id = m.chat_id, kind = 'review', job_id = n.job_id, text = text,
-      markup = m.markup, now = n.now})
+    queue_reply(n.replies, {chat_id = m.chat_id, thread_id = m.thread_id, kind = 'review',
+      job_id = n.job_id, text = text, markup = m.markup, now = n.now})
   end
 end

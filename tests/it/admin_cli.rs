@@ -20,6 +20,7 @@ async fn jobs_resolve_settles_only_a_job_waiting_for_review() {
             chat_id: ALICE,
             user_id: ALICE,
             message_id: Some(501),
+            thread_id: None,
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job(Command::SearchNow.job(

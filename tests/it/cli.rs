@@ -42,6 +42,7 @@ async fn admit(ledger: &Ledger, update_id: i64, user: i64, command: Command, arg
         chat_id: user,
         user_id: user,
         message_id: Some(1),
+        thread_id: None,
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Job(command.job(

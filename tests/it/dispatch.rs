@@ -167,6 +167,7 @@ async fn a_reply_settled_by_another_dispatcher_is_not_sent_again() {
             chat_id: ALICE,
             user_id: ALICE,
             message_id: Some(7),
+            thread_id: None,
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job(oncebot::commands::Command::Subscriptions.job(
@@ -279,6 +280,7 @@ async fn replies_ended_together_are_each_recorded_as_if_alone() {
                 chat_id: ALICE + update_id,
                 user_id: ALICE + update_id,
                 message_id: Some(7),
+                thread_id: None,
                 requester: None,
                 role: oncebot::vocabulary::Role::Admin,
                 action: AdmissionAction::Job(oncebot::commands::Command::Subscriptions.job(

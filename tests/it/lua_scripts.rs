@@ -24,6 +24,7 @@ fn job(update_id: i64, user: i64, command: Command, args: &str, window: Duration
         chat_id: user,
         user_id: user,
         message_id: Some(update_id + 500),
+        thread_id: None,
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Job(command.job(
@@ -44,6 +45,7 @@ fn reply(update_id: i64, window: Duration, once_key: &str) -> Admission {
         chat_id: ALICE,
         user_id: ALICE,
         message_id: None,
+        thread_id: None,
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
         action: AdmissionAction::Reply {

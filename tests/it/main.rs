@@ -215,3 +215,7 @@ mod quick_start;
 /// Releases side by side: unknown job kinds left for a newer worker, new kinds held while an
 /// older worker lives, the registry and the layout guard (docs/releases.md).
 mod versions;
+
+/// Issue 45, item 5: forum topics (a command in a topic answered there, a plain reply thread
+/// not echoed, a refused topic's answer in General).
+mod topics;

@@ -620,7 +620,10 @@ fn ledger_row(id: u64, text: &str, chats: &[i64]) -> oncebot::ledger::NotifyRow 
         reg_time: "2026-01-01 10:00:00".into(),
         text: text.into(),
         photo: None,
-        chats: chats.to_vec(),
+        chats: chats
+            .iter()
+            .map(|&c| oncebot::vocabulary::ChatTarget::chat(c))
+            .collect(),
         seen_only: false,
     }
 }

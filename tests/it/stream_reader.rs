@@ -55,6 +55,7 @@ async fn the_callbacks_stream_is_created_and_read_under_one_group() {
         allowed: true,
         chat_id: Some(1),
         message_id: Some(2),
+        thread_id: None,
         role: oncebot::vocabulary::Role::Admin,
         requester: None,
         token: None,

@@ -40,6 +40,7 @@ async fn admit(ledger: &Ledger, update_id: i64, command: &'static str) -> u64 {
         chat_id: ALICE,
         user_id: ALICE,
         message_id: Some(update_id),
+        thread_id: None,
         requester: None,
         role: Role::Admin,
         action: AdmissionAction::Job(JobSpec {
@@ -338,6 +339,7 @@ async fn a_button_of_a_new_kind_makes_its_job_only_once_the_older_worker_is_gone
         chat_id: ALICE,
         user_id: ALICE,
         message_id: Some(1),
+        thread_id: None,
         requester: None,
         role: Role::Admin,
         action: AdmissionAction::Confirm {

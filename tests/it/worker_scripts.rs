@@ -39,6 +39,7 @@ async fn enqueue(ledger: &Ledger, update_id: i64, command: Command, args: &str) 
             chat_id: ALICE,
             user_id: ALICE,
             message_id: Some(update_id + 500),
+            thread_id: None,
             requester: None,
             role: oncebot::vocabulary::Role::Admin,
             action: AdmissionAction::Job(command.job(

@@ -39,7 +39,8 @@ pub struct Metrics {
     /// oncebot_moviepilot_errors_total{call, kind}: permanent, declined, credentials,
     /// transient, uncertain.
     pub mp_errors: Family<Labels, Counter>,
-    /// oncebot_replies_total{result}: sent, retried, failed, poster_refused (a reply's or a
+    /// oncebot_replies_total{result}: sent, retried, failed, thread_refused (a forum topic
+    /// refused: sent to General), poster_refused (a reply's or a
     /// notification's poster Telegram refused, sent as text instead).
     pub replies: Family<Labels, Counter>,
     /// oncebot_telegram_429_total

@@ -36,6 +36,7 @@ use crate::i18n::Render;
 use crate::ledger::{Ledger, LedgerError, Unrecorded, WriteRefusal};
 use crate::shutdown::sleep_or_stop;
 use crate::telegram::api::BotApi;
+use crate::vocabulary::ChatTarget;
 
 /// Logs a failed ledger call `$e` at `$level` (`warn`, `error`), or at debug when Redis refuses
 /// writes: that is said once an episode by this module, and a failed call repeats every beat.
@@ -302,7 +303,7 @@ impl Notices {
                     Notice::Refused(refusal) => render.writes_refused_notice(refusal),
                     Notice::Accepted(lasted) => render.writes_accepted_notice(lasted),
                 };
-                for &chat in &chats {
+                for chat in &chats {
                     send(&api, chat, &text).await;
                 }
             }
@@ -312,8 +313,13 @@ impl Notices {
 }
 
 /// One notice to one chat, tried a few times; a failure is logged, not retried for ever.
-async fn send(api: &BotApi, chat: i64, text: &str) {
-    let body = serde_json::json!({ "chat_id": chat, "text": text });
+/// A forum topic's notice goes to the topic (`message_thread_id`); a refused topic (deleted,
+/// closed) is tried once in the chat's General topic.
+async fn send(api: &BotApi, chat: &ChatTarget, text: &str) {
+    let mut body = serde_json::json!({ "chat_id": chat.chat, "text": text });
+    if let Some(thread) = chat.thread {
+        body["message_thread_id"] = thread.into();
+    }
     let mut tries = crate::backoff::Retry::new(crate::backoff::REDIS, NOTICE_TRIES);
     loop {
         let Err(error) = api
@@ -322,13 +328,18 @@ async fn send(api: &BotApi, chat: i64, text: &str) {
         else {
             return;
         };
+        if error.is_thread_refused() && body.get("message_thread_id").is_some() {
+            tracing::warn!(chat = %chat, error = %error, "the admin chat's topic refused the notice; sending it to the chat's General topic");
+            body.as_object_mut().map(|b| b.remove("message_thread_id"));
+            continue;
+        }
         let delay = match &error {
             crate::telegram::api::ApiError::RetryAfter(d) => tries.failed().map(|_| *d),
             crate::telegram::api::ApiError::Network(_) => tries.failed(),
             _ => None,
         };
         let Some(delay) = delay else {
-            tracing::warn!(chat, error = %error, "could not tell an admin chat that Redis refuses writes or takes them again");
+            tracing::warn!(chat = %chat, error = %error, "could not tell an admin chat that Redis refuses writes or takes them again");
             return;
         };
         tries.wait(delay).await;

@@ -174,6 +174,7 @@ impl Deployment {
                 chat_id: chat,
                 user_id: chat,
                 message_id: Some(update_id + 500),
+                thread_id: None,
                 requester: None,
                 role: oncebot::vocabulary::Role::Admin,
                 action: AdmissionAction::Job(command.job(

@@ -440,6 +440,7 @@ pub fn search_admission(update_id: i64, title: &str) -> oncebot::ledger::Admissi
         chat_id: 42,
         user_id: 42,
         message_id: Some(update_id),
+        thread_id: None,
         requester: None,
         role: oncebot::vocabulary::Role::Admin,
         action: oncebot::ledger::AdmissionAction::Job(oncebot::commands::Command::Search.job(

@@ -15,7 +15,7 @@ use crate::ledger::{
 };
 use crate::moviepilot::MpError;
 use crate::telegram::keyboard::{self, Keyboard};
-use crate::vocabulary::Role;
+use crate::vocabulary::{ChatTarget, Role};
 use crate::worker::context::{
     Buttons, Context, Done, Settle, directory_now, ledger_error, owner, reply_to,
 };
@@ -34,8 +34,9 @@ impl Command {
 /// Where a request's cards go, and how long their buttons and the request live.
 #[derive(Debug, Clone)]
 pub struct RequestRoute {
-    /// `telegram.admin_chats`, else each admin's private chat (deduplicated).
-    pub chats: Vec<i64>,
+    /// `telegram.admin_chats` (a chat or a forum topic), else each admin's private chat
+    /// (deduplicated).
+    pub chats: Vec<ChatTarget>,
     /// `household.request_ttl_secs`.
     pub ttl: Duration,
     /// `household.max_pending_requests_per_person`.
@@ -43,9 +44,14 @@ pub struct RequestRoute {
 }
 
 impl RequestRoute {
-    pub fn new(admin_chats: &[i64], admins: Vec<i64>, ttl: Duration, max_pending: u32) -> Self {
-        let mut chats = match admin_chats.is_empty() {
-            true => admins,
+    pub fn new(
+        admin_chats: &[ChatTarget],
+        admins: Vec<i64>,
+        ttl: Duration,
+        max_pending: u32,
+    ) -> Self {
+        let mut chats: Vec<ChatTarget> = match admin_chats.is_empty() {
+            true => admins.into_iter().map(ChatTarget::chat).collect(),
             false => admin_chats.to_vec(),
         };
         let mut seen = std::collections::HashSet::new();
@@ -65,7 +71,8 @@ impl RequestRoute {
         let messages: Vec<Value> = self
             .chats
             .iter()
-            .map(|&chat_id| {
+            .map(|&target| {
+                let chat_id = target.chat;
                 let mut button = |(label, decision): (&str, &'static str)| {
                     let action = TokenAction::Decide {
                         person,
@@ -79,7 +86,8 @@ impl RequestRoute {
                 let b = button(best);
                 let markup = Keyboard::new().row(vec![a.clone(), d.clone()]).to_json();
                 let markup_best = Keyboard::new().row(vec![a, b]).row(vec![d]).to_json();
-                json!({"chat_id": chat_id.to_string(), "markup": markup, "markup_best": markup_best})
+                json!({"chat_id": chat_id.to_string(), "thread_id": target.thread_arg(),
+                       "markup": markup, "markup_best": markup_best})
             })
             .collect();
         json!({"tokens": group.spec(), "messages": messages})
@@ -259,6 +267,7 @@ fn ask_fields(
             "user_id": job.user_id.to_string(),
             "chat_id": job.chat_id.to_string(),
             "reply_to": reply_to(job).map(|m| m.to_string()).unwrap_or_default(),
+            "thread_id": job.extra.get(crate::vocabulary::job_field::THREAD_ID).cloned().unwrap_or_default(),
             "requester": job.requester.clone().unwrap_or_default(),
             "who": who,
             "command": spec.command,
@@ -333,7 +342,7 @@ mod tests {
     #[test]
     fn one_card_per_chat_with_request_buttons() {
         let route = RequestRoute::new(&[], vec![5, 6, 5], Duration::from_secs(60), 10);
-        assert_eq!(route.chats, vec![5, 6]);
+        assert_eq!(route.chats, vec![ChatTarget::chat(5), ChatTarget::chat(6)]);
         let cards = route.cards(&Texts::new(Locale::En), 42);
         let messages = cards["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 2);
@@ -353,7 +362,15 @@ mod tests {
                 .iter()
                 .all(|t| t["person"] == "42" && t["action"] == "decide")
         );
-        let chats = RequestRoute::new(&[-100], vec![5], Duration::from_secs(60), 10).chats;
-        assert_eq!(chats, vec![-100]);
+        let topic = ChatTarget::in_thread(-100, Some(7));
+        let route = RequestRoute::new(&[topic], vec![5], Duration::from_secs(60), 10);
+        assert_eq!(route.chats, vec![topic]);
+        // A forum topic's card goes to the topic; its buttons are the chat's.
+        let cards = route.cards(&Texts::new(Locale::En), 42);
+        let card = &cards["messages"][0];
+        assert_eq!(
+            (&card["chat_id"], &card["thread_id"]),
+            (&json!("-100"), &json!("7"))
+        );
     }
 }

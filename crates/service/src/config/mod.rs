@@ -7,7 +7,7 @@
 //!
 //! One file per section of `config/default.toml` holds that section's struct, its limits and its
 //! checks (`redis.rs` for `[redis]`, ...). This file holds what they share (`Secret`,
-//! `SettingError`, `env_name`, the id-list parser) and what spans them: loading, [`Needs`] and
+//! `SettingError`, `env_name`, the chat-list parser) and what spans them: loading, [`Needs`] and
 //! [`Settings::validate`], which runs the sections' checks in order. A section file uses only
 //! this file's items, never another section's. A method of `Settings` that reads one section
 //! lives in that section's file (`Settings::directory` in `telegram.rs`,
@@ -34,6 +34,8 @@ use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
+
+use crate::vocabulary::ChatTarget;
 
 pub use crate::assets::DEFAULT_TOML;
 pub use admin::{AdminSettings, MIN_ADMIN_PASSWORD_CHARS};
@@ -347,10 +349,13 @@ fn nonzero(settings: &[(&'static str, u64)], because: &str, fix: &str) -> Result
     }
 }
 
-/// A list of Telegram ids (`telegram.allowed_users`, `telegram.admin_chats`).
+/// A list of chats (`telegram.allowed_users`, `telegram.admin_chats`, `notify.chats`), each
+/// `chat` or `chat/topic` ([`ChatTarget::parse`]): one parser for every list of Telegram ids.
+/// `telegram.allowed_users` takes people, so its check ([`Settings::directory`]) refuses a
+/// topic with a [`SettingError`] naming the entry.
 /// Accepts `"1,2,3"` (what an environment variable gives), a TOML array of numbers or strings,
 /// or a single number.
-fn user_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
+fn chat_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ChatTarget>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -364,24 +369,19 @@ fn user_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i64>, D::Error> {
         Number(i64),
         Text(String),
     }
-    fn parse(s: &str) -> Result<i64, String> {
-        s.trim()
-            .parse::<i64>()
-            .map_err(|_| format!("{s:?} is not a Telegram user or chat id (a number)"))
-    }
     let ids = match Raw::deserialize(d)? {
-        Raw::Number(n) => vec![n],
+        Raw::Number(n) => vec![ChatTarget::chat(n)],
         Raw::Text(s) => s
             .split(',')
             .filter(|p| !p.trim().is_empty())
-            .map(parse)
+            .map(ChatTarget::parse)
             .collect::<Result<_, _>>()
             .map_err(serde::de::Error::custom)?,
         Raw::List(items) => items
             .into_iter()
             .map(|i| match i {
-                Item::Number(n) => Ok(n),
-                Item::Text(s) => parse(&s),
+                Item::Number(n) => Ok(ChatTarget::chat(n)),
+                Item::Text(s) => ChatTarget::parse(&s),
             })
             .collect::<Result<_, _>>()
             .map_err(serde::de::Error::custom)?,
@@ -440,7 +440,7 @@ mod tests {
         let s = load(&env).unwrap();
         assert_eq!(s.redis.url.expose(), "redis://10.0.0.1:6380");
         assert_eq!(s.redis.key_prefix, "bot2");
-        assert_eq!(s.telegram.allowed_users, vec![1, 2, 3]);
+        assert_eq!(s.telegram.allowed_user_ids(), vec![1, 2, 3]);
         s.validate(ALL).unwrap();
     }
 
@@ -513,7 +513,7 @@ mod tests {
     fn the_example_operator_file_loads_and_validates() {
         let path = crate::assets::path("config/example.toml");
         let s = Settings::load_from(Some(&path), std::iter::empty()).unwrap();
-        assert_eq!(s.telegram.allowed_users, vec![123456789, 987654321]);
+        assert_eq!(s.telegram.allowed_user_ids(), vec![123456789, 987654321]);
         assert_eq!(s.telegram.locale, Locale::En);
         // The token and the webhook secret come from the environment, never from the file.
         s.validate(Needs {

@@ -3,18 +3,19 @@
 
 use serde::Deserialize;
 
-use super::{Secret, SettingError, env_name, nonzero, secret_problem, user_list};
-use crate::vocabulary::NotificationType;
+use super::{Secret, SettingError, chat_list, env_name, nonzero, secret_problem};
+use crate::vocabulary::{ChatTarget, NotificationType};
 
 /// The relay of MoviePilot's notifications (see `notify`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotifySettings {
     pub enabled: bool,
-    /// Chats for every type without a route; empty: `telegram.admin_chats`.
-    #[serde(deserialize_with = "user_list")]
-    pub chats: Vec<i64>,
-    /// `type=chat[,chat];...`, kept as written and read by [`NotifySettings::parsed_routes`], so
+    /// Chats for every type without a route; empty: `telegram.admin_chats`. Each `chat` or
+    /// `chat/topic`.
+    #[serde(deserialize_with = "chat_list")]
+    pub chats: Vec<ChatTarget>,
+    /// `type=chat[,chat];...` (a chat may be `chat/topic`), kept as written and read by [`NotifySettings::parsed_routes`], so
     /// a mistake is reported with the key, its variable and the fix.
     pub routes: String,
     pub poll_interval_secs: u64,
@@ -46,19 +47,19 @@ pub const NOTIFY_MAX_PAGES: u32 = 200;
 impl NotifySettings {
     /// `notify.routes` as (type, chats) pairs, in the order written; a type named twice takes
     /// the chats of both.
-    pub fn parsed_routes(&self) -> Result<Vec<(NotificationType, Vec<i64>)>, SettingError> {
+    pub fn parsed_routes(&self) -> Result<Vec<(NotificationType, Vec<ChatTarget>)>, SettingError> {
         let bad = |problem: String| {
             SettingError::new(
                 "notify.routes",
                 problem,
                 format!(
-                    "set {} to type=chat[,chat];... with a type such as 整理入库 or Organize, e.g. \
-                     \"整理入库=-1001234567890;SiteMessage=123\"",
+                    "set {} to type=chat[,chat];... with a type such as 整理入库 or Organize, and a \
+                     chat as its id or chat/topic, e.g. \"整理入库=-1001234567890/7;SiteMessage=123\"",
                     env_name("notify.routes")
                 ),
             )
         };
-        let mut routes: Vec<(NotificationType, Vec<i64>)> = Vec::new();
+        let mut routes: Vec<(NotificationType, Vec<ChatTarget>)> = Vec::new();
         for part in self
             .routes
             .split(';')
@@ -76,12 +77,8 @@ impl NotifySettings {
             };
             let mut ids = Vec::new();
             for chat in chats.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-                let id = chat.parse::<i64>().map_err(|_| {
-                    bad(format!(
-                        "has {chat:?} for {}, not a chat id (a number)",
-                        kind.value()
-                    ))
-                })?;
+                let id = ChatTarget::parse(chat)
+                    .map_err(|e| bad(format!("for {}: {e}", kind.value())))?;
                 ids.push(id);
             }
             if ids.is_empty() {
@@ -225,7 +222,7 @@ impl NotifySettings {
 
     /// The relay must have somewhere to send: a default, the admin chats
     /// (`telegram.admin_chats`, given), or a route.
-    pub(super) fn validate_targets(&self, admin_chats: &[i64]) -> Result<(), SettingError> {
+    pub(super) fn validate_targets(&self, admin_chats: &[ChatTarget]) -> Result<(), SettingError> {
         if self.chats.is_empty() && admin_chats.is_empty() && self.routes.trim().is_empty() {
             return Err(SettingError::new(
                 "notify.chats",
@@ -246,7 +243,7 @@ impl NotifySettings {
 mod tests {
     use crate::config::Needs;
     use crate::config::test_env::{NOTIFY, load, notify_env};
-    use crate::vocabulary::NotificationType;
+    use crate::vocabulary::{ChatTarget, NotificationType};
 
     #[test]
     fn notify_defaults_are_the_issues() {
@@ -269,20 +266,56 @@ mod tests {
         ));
         let s = load(&env).unwrap();
         s.validate(NOTIFY).unwrap();
+        let chats = |ids: &[i64]| ids.iter().map(|&c| ChatTarget::chat(c)).collect::<Vec<_>>();
         assert_eq!(
             s.notify.parsed_routes().unwrap(),
             vec![
-                (NotificationType::Organize, vec![-1001, 7, 8]),
-                (NotificationType::SiteMessage, vec![7]),
+                (NotificationType::Organize, chats(&[-1001, 7, 8])),
+                (NotificationType::SiteMessage, chats(&[7])),
             ]
         );
-        for bad in ["下载=1", "Organize", "Organize=abc", "Organize="] {
+        for bad in [
+            "下载=1",
+            "Organize",
+            "Organize=abc",
+            "Organize=",
+            "Organize=-100/x",
+        ] {
             let mut env = notify_env();
             env.push(("ONCEBOT__NOTIFY__ROUTES", bad));
             let e = load(&env).unwrap().validate(NOTIFY).unwrap_err();
             assert_eq!(e.key, "notify.routes", "{bad}");
             assert!(e.to_string().contains("ONCEBOT__NOTIFY__ROUTES"), "{e}");
         }
+    }
+
+    /// Issue 45, item 5: a route or a default chat may be a forum topic; `chat/1` and a bare
+    /// chat are its General topic.
+    #[test]
+    fn notify_routes_and_chats_take_a_forum_topic() {
+        let mut env = notify_env();
+        env.push((
+            "ONCEBOT__NOTIFY__ROUTES",
+            "整理入库=-100123/7,-100123/1;站点=-100123",
+        ));
+        env.push(("ONCEBOT__NOTIFY__CHATS", "-100123/9"));
+        let s = load(&env).unwrap();
+        s.validate(NOTIFY).unwrap();
+        let general = ChatTarget::chat(-100123);
+        assert_eq!(
+            s.notify.parsed_routes().unwrap(),
+            vec![
+                (
+                    NotificationType::Organize,
+                    vec![ChatTarget::in_thread(-100123, Some(7)), general]
+                ),
+                (NotificationType::SiteMessage, vec![general]),
+            ]
+        );
+        assert_eq!(
+            s.notify.chats,
+            vec![ChatTarget::in_thread(-100123, Some(9))]
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 use serde::Deserialize;
 
 use super::{
-    MIN_SECRET_CHARS, Secret, SettingError, Settings, env_name, nonzero, secret_problem, user_list,
+    MIN_SECRET_CHARS, Secret, SettingError, Settings, chat_list, env_name, nonzero, secret_problem,
 };
+use crate::vocabulary::ChatTarget;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -14,8 +15,10 @@ pub struct TelegramSettings {
     pub api_url: String,
     pub webhook_secret: Secret,
     pub webhook_url: String,
-    #[serde(deserialize_with = "user_list")]
-    pub allowed_users: Vec<i64>,
+    /// People, by Telegram id: read by the one chat-list parser, so a `chat/topic` entry is
+    /// refused by [`Settings::directory`] (a person has no topic), not taken for a number.
+    #[serde(deserialize_with = "chat_list")]
+    pub allowed_users: Vec<ChatTarget>,
     /// Who each allowed user is: `<id>=<MoviePilot name>:<role>`, comma-separated (see
     /// `users::parse_users`). Empty maps nobody, so every allowed user keeps every right.
     pub users: String,
@@ -28,9 +31,10 @@ pub struct TelegramSettings {
     /// How long a user's buttons (confirmations, choices) can be used: an old message's button
     /// tapped by mistake a day later must not run anything.
     pub confirm_ttl_secs: u64,
-    /// Chats told about jobs that need a person, with buttons to settle them.
-    #[serde(deserialize_with = "user_list")]
-    pub admin_chats: Vec<i64>,
+    /// Chats told about jobs that need a person, with buttons to settle them; `chat/topic`
+    /// sends them to one forum topic.
+    #[serde(deserialize_with = "chat_list")]
+    pub admin_chats: Vec<ChatTarget>,
     /// How long those review buttons can be used; longer than `confirm_ttl_secs`, because a
     /// person may not look at once (and `oncebot jobs resolve` remains after it).
     pub review_ttl_secs: u64,
@@ -49,6 +53,16 @@ pub enum Locale {
 }
 
 impl TelegramSettings {
+    /// `allowed_users` as ids (a `chat/topic` entry is refused by [`Settings::directory`]).
+    pub fn allowed_user_ids(&self) -> Vec<i64> {
+        self.allowed_users.iter().map(|u| u.chat).collect()
+    }
+
+    /// The admin chats without their topics: where a tap must come from, whose menus are set.
+    pub fn admin_chat_ids(&self) -> Vec<i64> {
+        self.admin_chats.iter().map(|c| c.chat).collect()
+    }
+
     /// Whether the Bot API can be called with these settings, for what a process may send
     /// without needing it (`redis_health`'s admin notices).
     pub fn bot_api_usable(&self) -> bool {
@@ -179,9 +193,30 @@ impl Settings {
                 env_name("telegram.allowed_users")
             )
         };
+        if let Some(topic) = self
+            .telegram
+            .allowed_users
+            .iter()
+            .find(|u| u.thread.is_some())
+        {
+            return Err(SettingError::new(
+                "telegram.allowed_users",
+                format!(
+                    "has {:?}, a chat and a forum topic; it lists people, by their Telegram user id",
+                    topic.to_string()
+                ),
+                format!(
+                    "set {} to Telegram user ids only, comma-separated (e.g. 123456789); a topic \
+                     belongs in {} or {}",
+                    env_name("telegram.allowed_users"),
+                    env_name("telegram.admin_chats"),
+                    env_name("notify.routes")
+                ),
+            ));
+        }
         let mappings = crate::users::parse_users(&self.telegram.users)
             .map_err(|e| SettingError::new("telegram.users", e.to_string(), fix()))?;
-        crate::users::Directory::new(&self.telegram.allowed_users, mappings)
+        crate::users::Directory::new(&self.telegram.allowed_user_ids(), mappings)
             .map_err(|e| SettingError::new("telegram.users", e.to_string(), fix()))
     }
 }
@@ -190,6 +225,7 @@ impl Settings {
 mod tests {
     use crate::config::Needs;
     use crate::config::test_env::{ALL, NOTIFY, WORKER, load, serving_env};
+    use crate::vocabulary::ChatTarget;
 
     /// `telegram.users` is checked in every role (a worker records roles too), and a bad entry
     /// is named with why.
@@ -258,8 +294,49 @@ mod tests {
     fn admin_chats_take_user_and_group_ids_and_default_to_none() {
         assert!(load(&[]).unwrap().telegram.admin_chats.is_empty());
         let s = load(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "1001, -1001234567890")]).unwrap();
-        assert_eq!(s.telegram.admin_chats, vec![1001, -1001234567890]);
+        assert_eq!(s.telegram.admin_chat_ids(), vec![1001, -1001234567890]);
         assert_eq!(s.telegram.confirm_ttl_secs, 600);
+    }
+
+    /// Issue 45, item 5: an admin chat may be a forum topic; `chat/1` and a bare chat are the
+    /// General topic (no thread: Telegram refuses `message_thread_id=1`).
+    #[test]
+    fn admin_chats_take_a_forum_topic_and_general_is_no_topic() {
+        let s = load(&[(
+            "ONCEBOT__TELEGRAM__ADMIN_CHATS",
+            "-100123/7, -100123/1, -100456",
+        )])
+        .unwrap();
+        assert_eq!(
+            s.telegram.admin_chats,
+            vec![
+                ChatTarget::in_thread(-100123, Some(7)),
+                ChatTarget::chat(-100123),
+                ChatTarget::chat(-100456),
+            ]
+        );
+        let e = load(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "-100123/x")]).unwrap_err();
+        assert!(e.to_string().contains("not a topic id"), "{e}");
+    }
+
+    /// `telegram.allowed_users` shares the list parser but lists people: a topic is refused with
+    /// the setting, the entry and the fix.
+    #[test]
+    fn allowed_users_refuse_a_topic_naming_the_entry() {
+        let mut env = serving_env();
+        env.retain(|(k, _)| *k != "ONCEBOT__TELEGRAM__ALLOWED_USERS");
+        env.push(("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1,123/7"));
+        let e = load(&env).unwrap().validate(ALL).unwrap_err();
+        assert_eq!(e.key, "telegram.allowed_users");
+        let text = e.to_string();
+        assert!(text.contains("\"123/7\""), "{text}");
+        assert!(text.contains("ONCEBOT__TELEGRAM__ALLOWED_USERS"), "{text}");
+        // The General topic is no topic: `123/1` is the id 123.
+        env.pop();
+        env.push(("ONCEBOT__TELEGRAM__ALLOWED_USERS", "1,123/1"));
+        let s = load(&env).unwrap();
+        s.validate(ALL).unwrap();
+        assert_eq!(s.telegram.allowed_user_ids(), vec![1, 123]);
     }
 
     #[test]

@@ -32,6 +32,10 @@
 //!   (reply_end.lua's `reply_form`); otherwise Telegram's own 400 ("there is no text in the
 //!   message to edit", "there is no caption in the message to edit") says it, and the edit is
 //!   tried again in the other form.
+//! - **Forum topics.** An entry's `thread_id` is a new message's `message_thread_id` (never an
+//!   edit's). A topic Telegram refuses ("message thread not found", `TOPIC_CLOSED`) is no
+//!   failure: the reply goes again at once without the thread and the reply reference, to the
+//!   chat's General topic, logged once an hour per topic (`send::Tries`).
 
 mod ends;
 mod form;
@@ -99,6 +103,31 @@ pub struct Dispatcher {
     watching_held: AtomicBool,
     /// Whether Redis takes writes: a sent reply's record is made the moment it does again.
     write_health: WriteHealth,
+    /// When each refused forum topic was last logged.
+    thread_refusals: ThreadRefusals,
+}
+
+/// Refused forum topics, logged once an hour each: a closed topic that a route names refuses
+/// every notification, and each still arrives (in General), so one line an hour says it.
+#[derive(Default)]
+struct ThreadRefusals(Mutex<std::collections::HashMap<(i64, i64), std::time::Instant>>);
+
+impl ThreadRefusals {
+    const EVERY: Duration = Duration::from_secs(3600);
+
+    /// Whether the refusal of `route` (chat, topic) is the first in the last hour (and so is
+    /// logged).
+    fn first_in_the_hour(&self, route: (i64, i64)) -> bool {
+        let now = std::time::Instant::now();
+        // A plain map; a panic elsewhere cannot leave it inconsistent.
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        seen.retain(|_, at| now.duration_since(*at) < Self::EVERY);
+        if seen.contains_key(&route) {
+            return false;
+        }
+        seen.insert(route, now);
+        true
+    }
 }
 
 /// How many pending replies one look for those held elsewhere reads at most.
@@ -152,6 +181,7 @@ impl Dispatcher {
             ends: ends::Ends::default(),
             watching_held: AtomicBool::new(false),
             write_health,
+            thread_refusals: ThreadRefusals::default(),
             cfg,
         })
     }

@@ -70,6 +70,11 @@ pub(super) fn plan(
 /// Where a reply's tries stand: what an earlier refusal changed for the next try.
 struct Tries<'r> {
     chat: i64,
+    /// The forum topic of a new message, and the message it answers: both dropped after
+    /// Telegram refused the topic (deleted, closed, or no topic at all), so the reply lands in
+    /// the chat's General topic (a reply reference would pull it back into the topic).
+    thread: Option<i64>,
+    reply_to: Option<i64>,
     failures: u32,
     migrated: bool,
     edit_allowed: bool,
@@ -110,6 +115,8 @@ impl Dispatcher {
         let poster_on = self.posters && !plan.text_only;
         let mut tries = Tries {
             chat: reply.chat_id,
+            thread: reply.thread_id,
+            reply_to: reply.reply_to,
             failures: 0,
             migrated: false,
             edit_allowed: true,
@@ -206,6 +213,10 @@ impl Dispatcher {
         edit_target: Option<i64>,
         refused: ApiError,
     ) -> Next {
+        if tries.thread.is_some() && refused.is_thread_refused() {
+            self.thread_refused(tries, &refused);
+            return Next::Now;
+        }
         if let ApiError::Api {
             code: 400,
             description,
@@ -245,6 +256,25 @@ impl Dispatcher {
             ApiError::Unauthorized => token_refused(),
             e => Next::Give(Sent::Failed(e.to_string())),
         }
+    }
+
+    /// Telegram refused the topic ("message thread not found", `TOPIC_CLOSED`): not a failure
+    /// of the reply, which goes again at once, once, without the thread and the reply
+    /// reference, to the chat's General topic. Logged once an hour per chat and topic.
+    fn thread_refused(&self, tries: &mut Tries<'_>, refused: &ApiError) {
+        METRICS.reply("thread_refused");
+        let route = (tries.chat, tries.thread.unwrap_or_default());
+        if self.thread_refusals.first_in_the_hour(route) {
+            tracing::warn!(
+                chat = route.0,
+                thread = route.1,
+                reason = %refused,
+                "Telegram refused the forum topic; sending to the chat's General topic \
+                 (logged once an hour for this topic)"
+            );
+        }
+        tries.thread = None;
+        tries.reply_to = None;
     }
 
     /// A 429: nothing goes to the chat for exactly Telegram's `retry_after`; this reply is tried
@@ -308,7 +338,7 @@ impl Dispatcher {
         if let Some(op) = reply.op {
             return self.edit_markup(reply, chat, op, markup.as_deref()).await;
         }
-        let reply_parameters = reply.reply_to.map(|to| ReplyParameters {
+        let reply_parameters = tries.reply_to.map(|to| ReplyParameters {
             allow_sending_without_reply: true,
             message_id: to,
         });
@@ -321,6 +351,7 @@ impl Dispatcher {
             // Plain text, as the text of a message: no parse_mode.
             let body = PhotoBody {
                 chat_id: chat,
+                message_thread_id: tries.thread,
                 photo,
                 caption: (!reply.text.is_empty()).then_some(reply.text.as_str()),
                 reply_markup: markup.as_deref(),
@@ -332,7 +363,7 @@ impl Dispatcher {
         }
         self.send_text(
             reply,
-            chat,
+            (chat, tries.thread),
             edit_target,
             markup.as_deref(),
             reply_parameters,
@@ -413,7 +444,7 @@ impl Dispatcher {
     async fn send_text(
         &self,
         reply: &ReplyEntry,
-        chat: i64,
+        (chat, thread): (i64, Option<i64>),
         edit_target: Option<i64>,
         markup: Option<&RawValue>,
         reply_parameters: Option<ReplyParameters>,
@@ -424,6 +455,7 @@ impl Dispatcher {
             let last = i + 1 == chunks.len();
             let mut body = TextBody {
                 chat_id: chat,
+                message_thread_id: thread,
                 message_id: None,
                 reply_markup: if last { markup } else { None },
                 reply_parameters: None,
@@ -433,6 +465,7 @@ impl Dispatcher {
             let message: SentMessage = match (i, edit_target) {
                 (0, Some(message_id)) => {
                     body.message_id = Some(message_id);
+                    body.message_thread_id = None;
                     self.api
                         .call("editMessageText", &body, CALL_TIMEOUT)
                         .await?
@@ -528,9 +561,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_refused_topic_is_logged_once_an_hour_per_topic() {
+        let seen = super::super::ThreadRefusals::default();
+        assert!(seen.first_in_the_hour((-100, 7)));
+        assert!(!seen.first_in_the_hour((-100, 7)), "once an hour");
+        assert!(seen.first_in_the_hour((-100, 8)), "another topic");
+        let closed = ApiError::Api {
+            code: 400,
+            description: "Bad Request: TOPIC_CLOSED".into(),
+        };
+        let gone = ApiError::Api {
+            code: 400,
+            description: "Bad Request: message thread not found".into(),
+        };
+        assert!(closed.is_thread_refused() && gone.is_thread_refused());
+        let other = ApiError::Api {
+            code: 400,
+            description: "Bad Request: chat not found".into(),
+        };
+        assert!(!other.is_thread_refused());
+    }
+
+    #[test]
     fn telegrams_answer_to_an_edit_in_the_wrong_form_switches_the_form() {
         let mut tries = Tries {
             chat: 1,
+            thread: None,
+            reply_to: None,
             failures: 0,
             migrated: false,
             edit_allowed: true,

@@ -11,6 +11,9 @@ use serde_json::value::RawValue;
 #[derive(Serialize)]
 pub(super) struct TextBody<'a> {
     pub(super) chat_id: i64,
+    /// A new message's forum topic (never on an edit: a message id names it in its chat).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) message_thread_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) message_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -24,6 +27,8 @@ pub(super) struct TextBody<'a> {
 #[derive(Serialize)]
 pub(super) struct PhotoBody<'a> {
     pub(super) chat_id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) message_thread_id: Option<i64>,
     pub(super) photo: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) caption: Option<&'a str>,
@@ -130,6 +135,7 @@ mod tests {
         .unwrap();
         let body = TextBody {
             chat_id: 7,
+            message_thread_id: None,
             message_id: None,
             reply_markup: Some(&markup),
             reply_parameters: Some(ReplyParameters {
@@ -147,6 +153,7 @@ mod tests {
         );
         let bare = TextBody {
             chat_id: 7,
+            message_thread_id: None,
             message_id: Some(9),
             reply_markup: None,
             reply_parameters: None,
@@ -155,6 +162,18 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&bare).unwrap(),
             r#"{"chat_id":7,"message_id":9,"text":"x"}"#
+        );
+        let topic = TextBody {
+            chat_id: -7,
+            message_thread_id: Some(4),
+            message_id: None,
+            reply_markup: None,
+            reply_parameters: None,
+            text: "x",
+        };
+        assert_eq!(
+            serde_json::to_string(&topic).unwrap(),
+            r#"{"chat_id":-7,"message_thread_id":4,"text":"x"}"#
         );
     }
 

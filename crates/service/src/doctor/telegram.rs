@@ -56,7 +56,11 @@ pub(super) async fn checks(
         if telegram.admin_chats.is_empty() {
             vec![ADMIN_CHATS.to_string()]
         } else {
-            telegram.admin_chats.iter().map(|&c| chat_name(c)).collect()
+            telegram
+                .admin_chats
+                .iter()
+                .map(|c| chat_name(c.chat))
+                .collect()
         }
     };
     let skipped = |first: Check, because: &str| {
@@ -292,7 +296,7 @@ async fn admin_chats(api: &BotApi, telegram: &TelegramSettings, timeout: Duratio
     let each = telegram
         .admin_chats
         .iter()
-        .map(|&chat| admin_chat(api, chat, timeout));
+        .map(|c| admin_chat(api, c.chat, timeout));
     futures::future::join_all(each).await
 }
 

@@ -16,6 +16,7 @@ use crate::metrics::METRICS;
 use crate::telegram::keyboard::{self, Keyboard};
 use crate::telegram::types::{CallbackQuery, Message, Update, User};
 use crate::untrusted::clean_line;
+use crate::vocabulary::ChatTarget;
 use crate::vocabulary::{ReplyKind, Role};
 
 /// How often a process with an ingress looks for requests whose window passed.
@@ -28,7 +29,7 @@ pub(super) struct AccessSettings {
     window: Duration,
     cap: u32,
     /// `telegram.admin_chats`: where the cards go; empty: each admin's private chat.
-    admin_chats: Vec<i64>,
+    admin_chats: Vec<ChatTarget>,
     /// `household.media_requests`: a card also offers Allow as requester (issue 44).
     requester: bool,
 }
@@ -179,14 +180,19 @@ impl Ingress {
             true => from.id.to_string(),
             false => format!("{name} ({})", from.id),
         };
-        let chats = match inner.access.admin_chats.is_empty() {
-            true => directory.admins(),
+        let chats: Vec<ChatTarget> = match inner.access.admin_chats.is_empty() {
+            true => directory
+                .admins()
+                .into_iter()
+                .map(ChatTarget::chat)
+                .collect(),
             false => inner.access.admin_chats.clone(),
         };
         let mut group = TokenGroup::new(inner.access.window);
         let messages: Vec<_> = chats
             .into_iter()
-            .map(|chat_id| {
+            .map(|target| {
+                let chat_id = target.chat;
                 let mut button = |(label, decision): (&'static str, &'static str)| {
                     let action = TokenAction::Access {
                         person: from.id,
@@ -208,7 +214,8 @@ impl Ingress {
                     keyboard = keyboard.row(row.to_vec());
                 }
                 let markup = keyboard.row(vec![decline]).to_json();
-                json!({"chat_id": chat_id.to_string(), "markup": markup})
+                json!({"chat_id": chat_id.to_string(), "thread_id": target.thread_arg(),
+                       "markup": markup})
             })
             .collect();
         json!({

@@ -347,6 +347,7 @@ impl Ingress {
             chat_id: message.chat.id,
             user_id: from.id,
             message_id: Some(message.message_id),
+            thread_id: message.topic(),
             requester,
             role,
             action,
@@ -605,6 +606,7 @@ impl Ingress {
             quota: None,
             chat_id,
             message_id: query.message.as_ref().map(|m| m.message_id),
+            thread_id: query.message.as_ref().and_then(|m| m.topic()),
             token: query
                 .data
                 .as_deref()

@@ -13,6 +13,7 @@ use crate::config::{Quotas, Settings};
 use crate::ledger::{Admitted, LedgerError, RequestLimits, RequestStep, Tap};
 use crate::metrics::METRICS;
 use crate::telegram::types::{CallbackQuery, User};
+use crate::vocabulary::ChatTarget;
 use crate::vocabulary::Role;
 
 /// What media requests run under.
@@ -20,7 +21,7 @@ pub(super) struct RequestSettings {
     ttl: Duration,
     max_pending: u32,
     /// `telegram.admin_chats`: where the cards go; empty: each admin's private chat.
-    admin_chats: Vec<i64>,
+    admin_chats: Vec<ChatTarget>,
     /// `household.quotas`.
     quotas: Quotas,
     /// `commands.day_zone`: when a quota's next slot frees, as a person reads it.

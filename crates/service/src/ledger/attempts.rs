@@ -22,15 +22,15 @@ pub struct Attempt {
     /// The consumer (worker) that owns the attempt.
     pub consumer: String,
     pub attempt: u64,
-    /// Where the attempt's reply goes: the job's `chat_id` and `message_id` ("" for none) as
-    /// the claim read them (neither ever changes), so that recording the outcome need not
-    /// read them again.
+    /// Where the attempt's reply goes: the job's `chat_id` (`chat/topic` with a forum topic,
+    /// as complete.lua reads it) and `message_id` ("" for none) as the claim read them (neither
+    /// ever changes), so that recording the outcome need not read them again.
     pub chat_id: String,
     pub message_id: String,
 }
 
 /// The job fields claim.lua returns, in its order (its `CLAIM_FIELDS`): what a worker reads.
-pub const CLAIM_FIELDS: [&str; 16] = [
+pub const CLAIM_FIELDS: [&str; 17] = [
     field::STATUS,
     field::ATTEMPTS,
     field::RECOVERIES,
@@ -47,11 +47,13 @@ pub const CLAIM_FIELDS: [&str; 16] = [
     field::AUTH_WAITS,
     field::REQUESTER,
     field::ROLE,
+    field::THREAD_ID,
 ];
 
 /// Where `chat_id` and `message_id` are in [`CLAIM_FIELDS`]: an [`Attempt`] keeps them.
 const CLAIM_CHAT_ID: usize = 7;
 const CLAIM_MESSAGE_ID: usize = 9;
+const CLAIM_THREAD_ID: usize = 16;
 
 /// What claiming an entry gave.
 #[derive(Debug, Clone)]
@@ -693,16 +695,18 @@ fn taken_one(consumer: &str, mut parts: Vec<String>) -> Taken {
 }
 
 /// claim.lua's answer for a job's first attempt, from complete.lua's shorter "first" one
-/// (`first`, command, args, chat_id, user_id, message_id, recovery, requester, role): what
-/// every first attempt has alike filled in. Any other length is left to fail as corrupt.
+/// (`first`, command, args, chat_id, user_id, message_id, recovery, requester, role,
+/// thread_id): what every first attempt has alike filled in. Any other length is left to fail
+/// as corrupt.
 fn first_attempt_answer(entry: &str, job_id: u64, answer: Vec<String>) -> Vec<String> {
-    if answer.len() != 9 {
+    if answer.len() != 10 {
         return answer;
     }
     let mut v = answer.into_iter().skip(1);
     let mut next = || v.next().unwrap_or_default();
     let (command, args, chat_id, user_id) = (next(), next(), next(), next());
     let (message_id, recovery, requester, role) = (next(), next(), next(), next());
+    let thread_id = next();
     // In CLAIM_FIELDS order, after "run", the attempt and the mode.
     vec![
         "run".into(),
@@ -724,6 +728,7 @@ fn first_attempt_answer(entry: &str, job_id: u64, answer: Vec<String>) -> Vec<St
         String::new(),
         requester,
         role,
+        thread_id,
     ]
 }
 
@@ -785,7 +790,10 @@ fn claimed_from(
             if reply.len() != 3 + CLAIM_FIELDS.len() {
                 return Err(corrupt(format!("claim answered {reply:?}")));
             }
-            let chat_id = reply[3 + CLAIM_CHAT_ID].clone();
+            let chat_id = match reply[3 + CLAIM_THREAD_ID].as_str() {
+                "" => reply[3 + CLAIM_CHAT_ID].clone(),
+                thread => format!("{}/{thread}", reply[3 + CLAIM_CHAT_ID]),
+            };
             let message_id = reply[3 + CLAIM_MESSAGE_ID].clone();
             let job = job_from_claim(reply.into_iter().skip(3)).map_err(corrupt)?;
             Ok(Claimed::Run {
@@ -831,7 +839,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     /// A fresh job's CLAIM_FIELDS as a claim answers them.
-    const FRESH: [&str; 16] = [
+    const FRESH: [&str; 17] = [
         "running",
         "1",
         "",
@@ -848,6 +856,7 @@ mod tests {
         "",
         "",
         "user",
+        "4",
     ];
 
     #[test]
@@ -855,7 +864,7 @@ mod tests {
         let fresh = FRESH;
         let retried = [
             "running", "3", "1", "5-1", "43", "search", "x", "5", "5", "", "once", "2", "1700",
-            "1", "alice", "",
+            "1", "alice", "", "",
         ];
         for values in [fresh, retried] {
             let hash: BTreeMap<String, String> = CLAIM_FIELDS
@@ -878,10 +887,10 @@ mod tests {
     fn taken_entries_are_read_by_their_kind() {
         let s = |v: &[&str]| v.iter().map(|v| v.to_string()).collect::<Vec<String>>();
         // FRESH's job as complete.lua answers its first attempt: id, entry, "first", command,
-        // args, chat_id, user_id, message_id, recovery, requester, role.
+        // args, chat_id, user_id, message_id, recovery, requester, role, thread_id.
         let f = FRESH;
         let first = [
-            f[4], f[3], "first", f[5], f[6], f[7], f[8], f[9], f[10], f[14], f[15],
+            f[4], f[3], "first", f[5], f[6], f[7], f[8], f[9], f[10], f[14], f[15], f[16],
         ];
         let mut full = s(&["run", "1", "fresh"]);
         full.extend(s(&FRESH));
@@ -889,7 +898,7 @@ mod tests {
         full[5] = "0".into();
         let retried = serde_json::to_string(&[
             "43", "2-0", "run", "3", "fresh", "running", "3", "1", "2-0", "43", "search", "x", "5",
-            "5", "", "once", "2", "1700", "1", "alice", "",
+            "5", "", "once", "2", "1700", "1", "alice", "", "",
         ])
         .unwrap();
         // A first attempt whose arguments hold a NUL byte comes as JSON.
@@ -923,7 +932,8 @@ mod tests {
         assert_eq!((attempt, job), (&whole_attempt, &whole_job));
         assert_eq!(
             (attempt.chat_id.as_str(), attempt.message_id.as_str()),
-            ("-100", "9")
+            ("-100/4", "9"),
+            "a job in a forum topic: its reply goes there (complete.lua splits chat/topic)"
         );
         let Taken::Claimed(Ok(Claimed::Run { attempt, job, .. })) = &taken[1] else {
             panic!("{:?}", taken[1]);

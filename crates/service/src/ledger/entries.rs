@@ -93,6 +93,9 @@ pub struct ReplyEntry {
     /// A live card's edit: the card's id and the seq of its step (card.lua), checked against
     /// the card's newest when it is sent.
     pub card: Option<(u64, u64)>,
+    /// The forum topic a new message goes to (`message_thread_id`); `None`: the chat's General
+    /// topic, or a chat without topics (entries from before forum topics have none).
+    pub thread_id: Option<i64>,
 }
 
 /// What a replies-stream entry's `op` asks of the dispatcher (its only values).
@@ -162,6 +165,8 @@ impl ReplyEntry {
             },
             photo: f.remove("photo").filter(|p| !p.is_empty()),
             card: num(&f, "card").zip(num(&f, "card_seq")),
+            // 1 is the General topic, which a send must not name (Telegram refuses it).
+            thread_id: num::<i64>(&f, "thread_id").filter(|&t| t > 1),
         })
     }
 }
@@ -227,6 +232,9 @@ mod tests {
         assert_eq!(known.kind, Some(ReplyKind::EditMarkup));
         assert_eq!(known.op, Some(MarkupOp::Edit));
         // A kind a newer release wrote is still delivered, as a plain message.
+        assert_eq!(known.thread_id, None, "an entry without a thread: General");
+        let topic = ReplyEntry::from_stream(&entry(&[("chat_id", "-5"), ("thread_id", "7")]));
+        assert_eq!(topic.unwrap().thread_id, Some(7));
         let newer = ReplyEntry::from_stream(&entry(&[("chat_id", "5"), ("kind", "later")]));
         assert_eq!(newer.unwrap().kind, None);
         // An op this release does not know is not sent as text.

@@ -285,6 +285,8 @@ pub struct Admission {
     pub user_id: i64,
     /// The message to reply to, if any.
     pub message_id: Option<i64>,
+    /// The forum topic the message is in (`Message::topic`): the job's replies go there.
+    pub thread_id: Option<i64>,
     /// The MoviePilot user a job acts for (`None`: the service account); with a name, the
     /// command's duplicate window is the person's in every chat (`commands::Asker`).
     pub requester: Option<String>,
@@ -741,7 +743,7 @@ impl Ledger {
         let mut call = ScriptCall::new(
             &scripts::ENQUEUE,
             ENQUEUE_KEYS,
-            23 + self.state_labels.len(),
+            24 + self.state_labels.len(),
             1024 + args.len() + text.len(),
         );
         self.admission_keys(&mut call, a, idem);
@@ -777,6 +779,7 @@ impl Ledger {
             )
             .arg("the asker's role", a.role.as_str())
             .arg("seconds east of UTC for \"{time}\"", utc_offset_secs)
+            .arg("the forum topic", OrEmpty(a.thread_id))
             .args(&self.state_labels);
         call
     }

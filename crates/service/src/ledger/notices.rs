@@ -39,7 +39,7 @@ impl Ledger {
             .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("seconds the notice lasts", lasts.as_secs().max(1))
             .arg("text or user", text)
-            .args(&self.review.admin_chats);
+            .args(self.review.admin_chats.iter().map(ToString::to_string));
         call
     }
 

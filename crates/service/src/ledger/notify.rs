@@ -10,6 +10,7 @@ use redis::AsyncCommands as _;
 use super::scripts::ScriptCall;
 use super::{Conn, Ledger, LedgerError, keys, scripts};
 use crate::asked::AskedMedia;
+use crate::vocabulary::ChatTarget;
 
 /// How long a handled row's identity is remembered: far longer than a row can take to leave
 /// the pages a poll reads (the position moves past it at once), so a clock that jumps back or a
@@ -35,7 +36,7 @@ pub struct NotifyRow {
     /// The poster URL, if the row has one.
     pub photo: Option<String>,
     /// Each target chat once; empty: no route, counted as unrouted.
-    pub chats: Vec<i64>,
+    pub chats: Vec<ChatTarget>,
     /// Record as seen without sending (the first start's rows older than where it begins).
     pub seen_only: bool,
 }
@@ -385,7 +386,8 @@ impl Ledger {
     }
 }
 
-fn join(ids: &[i64]) -> String {
+/// Chats for a script, comma-separated: each `chat` or `chat/topic` (`queue_reply` splits it).
+fn join(ids: &[ChatTarget]) -> String {
     let mut out = String::new();
     for (i, id) in ids.iter().enumerate() {
         if i > 0 {

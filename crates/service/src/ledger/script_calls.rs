@@ -11,6 +11,7 @@ use serde_json::json;
 use super::liveness::Role;
 use super::scripts::ScriptCall;
 use super::*;
+use crate::vocabulary::ChatTarget;
 
 /// A ledger on a Redis that is never contacted (the connection is lazy, inside the test's
 /// runtime): calls are only built.
@@ -156,6 +157,7 @@ fn reply_entry(kind: ReplyKind) -> ReplyEntry {
         op: None,
         photo: None,
         card: None,
+        thread_id: None,
     }
 }
 
@@ -167,6 +169,7 @@ async fn enqueue_calls_name_their_header_for_every_admission() {
         chat_id: 1,
         user_id: 1,
         message_id: Some(3),
+        thread_id: Some(7),
         requester: Some("alice".into()),
         role: crate::vocabulary::Role::User,
         action,
@@ -214,6 +217,7 @@ async fn tap_call_names_its_header() {
         allowed: true,
         chat_id: Some(1),
         message_id: Some(2),
+        thread_id: None,
         role: crate::vocabulary::Role::Admin,
         requester: None,
         token: Some("ab".into()),
@@ -418,7 +422,7 @@ async fn relay_calls_name_their_headers() {
         reg_time: "2026-01-01 00:00:00".into(),
         text: "t".into(),
         photo: None,
-        chats: vec![1, 2],
+        chats: vec![ChatTarget::chat(1), ChatTarget::in_thread(2, Some(7))],
         seen_only: false,
     };
     let rows = [row.clone()];

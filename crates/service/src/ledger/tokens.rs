@@ -20,7 +20,7 @@ use serde_json::json;
 use super::scripts::{OrEmpty, ScriptCall};
 use super::{JobSpec, JobState, Ledger, LedgerError, LedgerTexts, Resolution, keys, scripts};
 use crate::telegram::keyboard::{self, Keyboard};
-use crate::vocabulary::Role;
+use crate::vocabulary::{ChatTarget, Role};
 
 /// Who may use a button.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -406,7 +406,8 @@ fn access_spec(spec: &mut TokenSpec<'_>, action: &TokenAction) {
 /// knows whether the job is held), and used only if it is.
 #[derive(Debug, Clone)]
 pub(crate) struct ReviewNotices {
-    pub admin_chats: Vec<i64>,
+    /// Each `chat` or `chat/topic`: the card goes to the topic, its buttons are the chat's.
+    pub admin_chats: Vec<ChatTarget>,
     pub ttl: Duration,
     /// The notice, with "{job}", "{command}", "{args}", "{attempts}" and "{error}" to fill.
     pub template: &'static str,
@@ -427,7 +428,8 @@ impl ReviewNotices {
         let messages: Vec<_> = self
             .admin_chats
             .iter()
-            .map(|&chat_id| {
+            .map(|&target| {
+                let chat_id = target.chat;
                 let row = labels
                     .iter()
                     .zip(decisions)
@@ -442,7 +444,8 @@ impl ReviewNotices {
                     })
                     .collect();
                 let markup = Keyboard::new().row(row).to_json();
-                json!({"chat_id": chat_id.to_string(), "markup": markup})
+                json!({"chat_id": chat_id.to_string(), "thread_id": target.thread_arg(),
+                       "markup": markup})
             })
             .collect();
         json!({
@@ -470,6 +473,9 @@ pub struct Tap {
     /// Where the button's message is (`None`: Telegram did not say).
     pub chat_id: Option<i64>,
     pub message_id: Option<i64>,
+    /// The forum topic the button's message is in (`ButtonMessage::topic`): the job, repeat
+    /// answer or request the tap makes stays there.
+    pub thread_id: Option<i64>,
     /// The token in the callback data (`None`: not one of oncebot's buttons).
     pub token: Option<String>,
     /// For a requester, the request their tap makes on a button they may not run (tap.lua's
@@ -601,7 +607,7 @@ impl Ledger {
         let request = tap.request.as_deref().unwrap_or("");
         let quota = tap.quota.as_deref().unwrap_or("");
         let bytes = 512 + self.tap_texts.len() + request.len() + quota.len();
-        let mut call = ScriptCall::new(&scripts::TAP, 18, 21, bytes);
+        let mut call = ScriptCall::new(&scripts::TAP, 18, 22, bytes);
         call.key("updates HASH", k.updates(tap.update_id))
             .key("token key", k.token(token))
             .key("token-group pfx", k.token_group_prefix())
@@ -643,7 +649,8 @@ impl Ledger {
             .arg("every role", Role::ranked())
             .arg("job kinds a tap must not make now", held_kinds)
             .arg("a requester's request", request)
-            .arg("the tapper's weekly quota", quota);
+            .arg("the tapper's weekly quota", quota)
+            .arg("the forum topic", OrEmpty(tap.thread_id));
         call
     }
 

@@ -39,6 +39,7 @@ use crate::ledger::{Ledger, LedgerError, NotifyMode, NotifyPosition, NotifyRow, 
 use crate::metrics::METRICS;
 use crate::moviepilot::{HistoryMessage, MESSAGE_PAGE, MoviePilot, MpError};
 use crate::shutdown::sleep_or_stop;
+use crate::vocabulary::ChatTarget;
 use crate::vocabulary::NotificationType;
 
 /// Rows one notify.lua call records at most: a burst goes in several short steps, so no
@@ -56,8 +57,8 @@ pub fn lag(polled_at: u64) -> Duration {
 /// Where each notification type goes.
 #[derive(Debug, Clone)]
 pub struct Routing {
-    routes: HashMap<NotificationType, Vec<i64>>,
-    defaults: Vec<i64>,
+    routes: HashMap<NotificationType, Vec<ChatTarget>>,
+    defaults: Vec<ChatTarget>,
 }
 
 impl Routing {
@@ -75,7 +76,7 @@ impl Routing {
 
     /// The chats a row of `mtype` goes to, each once, in the order configured. A type MoviePilot
     /// added after this release goes to the defaults.
-    pub fn targets(&self, mtype: Option<&str>) -> Vec<i64> {
+    pub fn targets(&self, mtype: Option<&str>) -> Vec<ChatTarget> {
         let chats = NotificationType::of_row(mtype)
             .and_then(|t| self.routes.get(&t))
             .unwrap_or(&self.defaults);
@@ -198,7 +199,7 @@ impl Relay {
             texts: Texts::new(settings.telegram.locale),
             render: Render::new(settings.telegram.locale),
             auth_wait: Duration::from_secs(settings.moviepilot.auth_wait_secs.max(60)),
-            allowed: settings.telegram.allowed_users.clone(),
+            allowed: settings.telegram.allowed_user_ids(),
             ledger,
             mp,
             cfg,
@@ -553,26 +554,30 @@ impl Relay {
                 None => Vec::new(),
             };
             if !self.cfg.to_requester {
-                row.chats.retain(|c| !carded.contains(c));
+                row.chats.retain(|c| !carded.contains(&c.chat));
                 continue;
             }
             let mut extra = Vec::new();
             if let Some((m, seasons)) = named
                 && let Some(i) = media.iter().position(|x| x == m)
             {
-                extra = seasons.chats(&askers[i]);
+                extra = seasons
+                    .chats(&askers[i])
+                    .into_iter()
+                    .map(ChatTarget::chat)
+                    .collect();
             }
             if let Some(user) = source.userid.as_deref().and_then(|u| u.trim().parse().ok())
                 && self.allowed.contains(&user)
             {
-                extra.push(user);
+                extra.push(ChatTarget::chat(user));
             }
             for chat in extra {
                 if !row.chats.contains(&chat) {
                     row.chats.push(chat);
                 }
             }
-            row.chats.retain(|c| !carded.contains(c));
+            row.chats.retain(|c| !carded.contains(&c.chat));
         }
         Ok(out)
     }
@@ -610,13 +615,21 @@ mod tests {
             ("ONCEBOT__NOTIFY__ROUTES", "整理入库=5,5,6;Organize=6,7"),
         ]);
         let r = Routing::from_settings(&s).unwrap();
-        assert_eq!(r.targets(Some("整理入库")), vec![5, 6, 7]);
-        assert_eq!(r.targets(Some("站点")), vec![1]);
-        assert_eq!(r.targets(None), vec![1]);
+        let chats = |ids: &[i64]| ids.iter().map(|&c| ChatTarget::chat(c)).collect::<Vec<_>>();
+        assert_eq!(r.targets(Some("整理入库")), chats(&[5, 6, 7]));
+        assert_eq!(r.targets(Some("站点")), chats(&[1]));
+        assert_eq!(r.targets(None), chats(&[1]));
         let none = settings(&[("ONCEBOT__NOTIFY__ROUTES", "站点=9")]);
         let r = Routing::from_settings(&none).unwrap();
         assert!(r.targets(Some("资源下载")).is_empty());
-        assert_eq!(r.targets(Some("SiteMessage")), vec![9]);
-        assert_eq!(r.targets(Some("站点")), vec![9]);
+        assert_eq!(r.targets(Some("SiteMessage")), chats(&[9]));
+        assert_eq!(r.targets(Some("站点")), chats(&[9]));
+        // A route to a forum topic keeps it; the same chat's General topic is another target.
+        let topics = settings(&[("ONCEBOT__NOTIFY__ROUTES", "站点=-100/7,-100/7,-100")]);
+        let r = Routing::from_settings(&topics).unwrap();
+        assert_eq!(
+            r.targets(Some("站点")),
+            vec![ChatTarget::in_thread(-100, Some(7)), ChatTarget::chat(-100)]
+        );
     }
 }

@@ -7,9 +7,10 @@ use sha2::{Digest, Sha256};
 use crate::ledger::NotifyRow;
 use crate::moviepilot::HistoryMessage;
 use crate::untrusted::{clean, clean_line};
+use crate::vocabulary::ChatTarget;
 
 /// `row` going to `chats`.
-pub(super) fn row(row: &HistoryMessage, chats: Vec<i64>) -> NotifyRow {
+pub(super) fn row(row: &HistoryMessage, chats: Vec<ChatTarget>) -> NotifyRow {
     let title = row.title.as_deref().unwrap_or("");
     let text = row.text.as_deref().unwrap_or("");
     let mtype = row.mtype.as_deref().unwrap_or("");
@@ -87,9 +88,9 @@ mod tests {
 
     #[test]
     fn the_identity_changes_with_the_content_and_the_digest_ignores_the_id() {
-        let a = row(&history(7, "开始下载", "x"), vec![1]);
-        let b = row(&history(7, "开始下载", "y"), vec![1]);
-        let c = row(&history(8, "开始下载", "x"), vec![1]);
+        let a = row(&history(7, "开始下载", "x"), vec![ChatTarget::chat(1)]);
+        let b = row(&history(7, "开始下载", "y"), vec![ChatTarget::chat(1)]);
+        let c = row(&history(8, "开始下载", "x"), vec![ChatTarget::chat(1)]);
         assert_ne!(
             a.identity, b.identity,
             "a reused id with new content is new"
@@ -106,7 +107,7 @@ mod tests {
     fn control_and_bidi_characters_are_removed() {
         let r = row(
             &history(1, "片\u{202e}名\u{7}", "第一行\n第二行\u{200f}"),
-            vec![1],
+            vec![ChatTarget::chat(1)],
         );
         assert_eq!(r.text, "片名\n\n第一行\n第二行");
         assert_eq!(poster(Some("/config/temp/p.jpg")), None);

@@ -34,6 +34,17 @@ pub enum ApiError {
     Network(String),
 }
 
+impl ApiError {
+    /// Telegram refused the send's `message_thread_id`: the topic is gone or is no topic
+    /// ("message thread not found", also a plain supergroup's reply thread), or it is closed
+    /// (`TOPIC_CLOSED`). Sent without the thread, the message lands in the chat's General topic.
+    pub fn is_thread_refused(&self) -> bool {
+        matches!(self, ApiError::Api { code: 400, description }
+            if description.contains("message thread not found")
+                || description.contains("TOPIC_CLOSED"))
+    }
+}
+
 #[derive(serde::Deserialize)]
 struct Envelope<T> {
     ok: bool,

@@ -26,6 +26,20 @@ pub struct Message {
     pub chat: Chat,
     #[serde(default)]
     pub text: Option<String>,
+    #[serde(default)]
+    pub message_thread_id: Option<i64>,
+    #[serde(default)]
+    pub is_topic_message: bool,
+}
+
+impl Message {
+    /// The forum topic the message is in: its `message_thread_id` only when `is_topic_message`
+    /// says it is one. A reply in a plain supergroup (or in a forum's General topic) carries a
+    /// `message_thread_id` too, the thread of replies, which a send must not echo (Telegram
+    /// refuses it: "message thread not found").
+    pub fn topic(&self) -> Option<i64> {
+        self.message_thread_id.filter(|_| self.is_topic_message)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -72,4 +86,18 @@ pub struct ButtonMessage {
     /// 0 for an inaccessible message.
     #[serde(default)]
     pub date: i64,
+    #[serde(default)]
+    pub message_thread_id: Option<i64>,
+    #[serde(default)]
+    pub is_topic_message: bool,
+}
+
+impl ButtonMessage {
+    /// The forum topic the message is in: its `message_thread_id` only when `is_topic_message`
+    /// says it is one. A reply in a plain supergroup (or in a forum's General topic) carries a
+    /// `message_thread_id` too, the thread of replies, which a send must not echo (Telegram
+    /// refuses it: "message thread not found").
+    pub fn topic(&self) -> Option<i64> {
+        self.message_thread_id.filter(|_| self.is_topic_message)
+    }
 }

@@ -27,6 +27,8 @@ pub const ERROR: &str = "error";
 pub const DUPLICATES: &str = "duplicates";
 pub const REQUESTER: &str = "requester";
 pub const ROLE: &str = "role";
+/// The forum topic the job was asked in ("" for none): its replies go there.
+pub const THREAD_ID: &str = "thread_id";
 /// An approved request's job (issue 44): the admin who approved it, and the request.
 pub const APPROVED_BY: &str = "approved_by";
 pub const REQUEST: &str = "request";
@@ -35,7 +37,7 @@ pub const REQUEST: &str = "request";
 pub const FOLLOW: &str = "follow";
 
 /// Every name above.
-pub const ALL: [&str; 26] = [
+pub const ALL: [&str; 27] = [
     ID,
     STATUS,
     COMMAND,
@@ -62,6 +64,7 @@ pub const ALL: [&str; 26] = [
     APPROVED_BY,
     REQUEST,
     FOLLOW,
+    THREAD_ID,
 ];
 
 #[cfg(test)]

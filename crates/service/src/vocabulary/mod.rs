@@ -2,13 +2,16 @@
 //! on the replies stream is (`ReplyKind`), what may be done with a job found running after a
 //! crash (`Recovery`), a person's decision on a held job (`Resolution`), what resolve.lua
 //! answered (`Resolved`), what a user may do (`Role`), how a MoviePilot call failed (`ErrorKind`)
-//! and what a job did there (`MpOutcome`), where a live card stands (`CardState`), and the names of a job's fields (`job_field`). Each has one `as_str`, the exact string the scripts
+//! and what a job did there (`MpOutcome`), where a live card stands (`CardState`), where a
+//! message goes (`ChatTarget`: `chat/topic`), and the names of a job's fields (`job_field`).
+//! Each has one `as_str`, the exact string the scripts
 //! store and compare; nothing else in Rust spells those strings.
 //!
 //! A leaf: it imports nothing of the crate, so the ledger, the worker, the texts (`i18n`) and the
 //! pages can all use it without depending on each other.
 
 mod card_state;
+mod chat_target;
 mod error_kind;
 pub mod job_field;
 mod job_state;
@@ -19,6 +22,7 @@ mod reply_kind;
 mod role;
 
 pub use card_state::CardState;
+pub use chat_target::ChatTarget;
 pub use error_kind::ErrorKind;
 pub use job_state::JobState;
 pub use mp_outcome::MpOutcome;

@@ -217,6 +217,7 @@ impl Scene {
                     chat_id: 1000 + update_id,
                     user_id: 1,
                     message_id: None,
+                    thread_id: None,
                     requester: None,
                     role: oncebot::vocabulary::Role::Admin,
                     action: AdmissionAction::Job(BotCommand::Downloading.job(
@@ -381,6 +382,7 @@ async fn dispatcher_restarts(
                     chat_id,
                     user_id: 1,
                     message_id: None,
+                    thread_id: None,
                     requester: None,
                     role: oncebot::vocabulary::Role::Admin,
                     action: AdmissionAction::Reply {

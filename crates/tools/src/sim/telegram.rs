@@ -104,6 +104,11 @@ pub mod descriptions {
     pub const NO_MEDIA_TO_EDIT: &str = "Bad Request: there is no media in the message to edit";
     pub const MESSAGE_TO_DELETE_NOT_FOUND: &str = "Bad Request: message to delete not found";
     pub const MEDIA_TYPE_INVALID: &str = "Bad Request: can't parse InputMedia: media not found";
+    // A `message_thread_id` that names no open forum topic: deleted, never there, the General
+    // topic's 1, or a plain supergroup's reply thread (tdlib/telegram-bot-api #447, #798);
+    // and a closed topic (tdlib's TOPIC_CLOSED, as the Bot API passes it on).
+    pub const THREAD_NOT_FOUND: &str = "Bad Request: message thread not found";
+    pub const TOPIC_CLOSED: &str = "Bad Request: TOPIC_CLOSED";
 }
 
 /// How long sendPhoto waits for a photo URL's answer (Telegram's own limit is not documented;
@@ -218,6 +223,8 @@ impl Call {
 pub struct SentMessage {
     pub chat_id: i64,
     pub message_id: i64,
+    /// The forum topic it went to (`message_thread_id`); `None`: General, or no forum.
+    pub thread: Option<i64>,
     pub text: String,
     pub reply_markup: Option<Value>,
     /// When the call arrived (for rate-limit checks).
@@ -229,6 +236,8 @@ pub struct SentMessage {
 pub struct SentPhoto {
     pub chat_id: i64,
     pub message_id: i64,
+    /// The forum topic it went to (`message_thread_id`); `None`: General, or no forum.
+    pub thread: Option<i64>,
     /// The `photo` parameter as sent: the URL the sim fetched, or a file id.
     pub photo: String,
     /// Empty when it had none.
@@ -323,6 +332,10 @@ impl Shared {
 struct ChatState {
     last_message_id: i64,
     messages: BTreeMap<i64, StoredMessage>,
+    /// The forum topic of each message sent into one.
+    threads: HashMap<i64, i64>,
+    /// A forum supergroup's topics (`None`: not a forum): topic id → closed.
+    topics: Option<HashMap<i64, bool>>,
 }
 
 struct State {
@@ -567,6 +580,16 @@ impl Observed<'_> {
         self.0.chats.get(&chat_id)?.messages.get(&message_id)
     }
 
+    /// The forum topic the bot's message is in (`None`: General, or no forum).
+    pub fn thread_of(&self, chat_id: i64, message_id: i64) -> Option<i64> {
+        self.0
+            .chats
+            .get(&chat_id)?
+            .threads
+            .get(&message_id)
+            .copied()
+    }
+
     /// The commands set for the default scope and language, if any.
     pub fn commands(&self) -> Option<&Value> {
         self.0.commands.get(&commands_key(&Map::new()))
@@ -724,6 +747,34 @@ impl TelegramSim {
         self.shared.lock().webhook_error = Some((unix_now(), message.into()));
     }
 
+    /// Makes `chat` a forum supergroup with the topic `topic` open (General, 1, always is).
+    pub fn forum_topic(&self, chat: i64, topic: i64) {
+        let mut st = self.shared.lock();
+        let state = st.chats.entry(chat).or_default();
+        state
+            .topics
+            .get_or_insert_with(HashMap::new)
+            .insert(topic, false);
+    }
+
+    /// Closes `topic` of forum `chat`: sends into it answer "TOPIC_CLOSED".
+    pub fn close_topic(&self, chat: i64, topic: i64) {
+        let mut st = self.shared.lock();
+        let state = st.chats.entry(chat).or_default();
+        state
+            .topics
+            .get_or_insert_with(HashMap::new)
+            .insert(topic, true);
+    }
+
+    /// Deletes `topic` of forum `chat`: sends into it answer "message thread not found".
+    pub fn delete_topic(&self, chat: i64, topic: i64) {
+        let mut st = self.shared.lock();
+        if let Some(topics) = st.chats.entry(chat).or_default().topics.as_mut() {
+            topics.remove(&topic);
+        }
+    }
+
     /// Makes `chat` one the bot cannot reach: getChat and sendMessage answer 400 "chat not
     /// found", as Telegram does for a group the bot is not in or a person who never started it.
     pub fn lose_chat(&self, chat: i64) {
@@ -845,6 +896,46 @@ pub fn text_update(chat_id: i64, user_id: i64, text: &str) -> Value {
             "text": text,
         }
     })
+}
+
+/// A text message from `user_id` in forum topic `topic` of supergroup `chat_id`, as Telegram
+/// delivers one: `message_thread_id` and `is_topic_message`.
+pub fn topic_update(chat_id: i64, user_id: i64, topic: i64, text: &str) -> Value {
+    let mut update = text_update(chat_id, user_id, text);
+    update["message"]["message_thread_id"] = json!(topic);
+    update["message"]["is_topic_message"] = json!(true);
+    update["message"]["chat"]["is_forum"] = json!(true);
+    update
+}
+
+/// A text message from `user_id` in plain supergroup `chat_id` that replies to the message
+/// `thread`: Telegram gives it a `message_thread_id` (the thread of replies) but no
+/// `is_topic_message`, and refuses that id in a send ("message thread not found").
+pub fn reply_thread_update(chat_id: i64, user_id: i64, thread: i64, text: &str) -> Value {
+    let mut update = text_update(chat_id, user_id, text);
+    update["message"]["message_thread_id"] = json!(thread);
+    update["message"]["reply_to_message"] = json!({
+        "message_id": thread,
+        "chat": chat(chat_id),
+        "date": unix_now(),
+        "text": "…",
+    });
+    update
+}
+
+/// A tap on a button under the bot's message `message_id` in forum topic `topic` of
+/// `chat_id`: the message says its topic as Telegram's does.
+pub fn topic_callback_update(
+    chat_id: i64,
+    user_id: i64,
+    message_id: i64,
+    topic: i64,
+    data: &str,
+) -> Value {
+    let mut update = callback_update(chat_id, user_id, message_id, data);
+    update["callback_query"]["message"]["message_thread_id"] = json!(topic);
+    update["callback_query"]["message"]["is_topic_message"] = json!(true);
+    update
 }
 
 /// A callback query update: `user_id` pressed a button with `data` under the bot's message
@@ -1303,6 +1394,14 @@ fn message_json(st: &State, m: &StoredMessage, edited: bool) -> Value {
         "chat": chat(m.chat_id),
         "date": unix_now(),
     });
+    if let Some(thread) = st
+        .chats
+        .get(&m.chat_id)
+        .and_then(|c| c.threads.get(&m.message_id))
+    {
+        v["message_thread_id"] = json!(thread);
+        v["is_topic_message"] = json!(true);
+    }
     if m.photo.is_some() {
         v["photo"] = photo_sizes(m.chat_id, m.message_id);
         if !m.text.is_empty() {
@@ -1532,11 +1631,27 @@ fn webhook_info(st: &State) -> Value {
     info
 }
 
+/// A send's `message_thread_id`, checked as Telegram does: an open topic of a forum, else
+/// "message thread not found" (a plain supergroup, General's 1, a deleted topic) or
+/// "TOPIC_CLOSED".
+fn send_thread(st: &State, chat_id: i64, p: &Map<String, Value>) -> Result<Option<i64>, Failure> {
+    let Some(thread) = int(p, "message_thread_id") else {
+        return Ok(None);
+    };
+    let topics = st.chats.get(&chat_id).and_then(|c| c.topics.as_ref());
+    match topics.and_then(|t| t.get(&thread)) {
+        Some(false) if thread != 1 => Ok(Some(thread)),
+        Some(true) => Err(Failure::bad_request(descriptions::TOPIC_CLOSED)),
+        _ => Err(Failure::bad_request(descriptions::THREAD_NOT_FOUND)),
+    }
+}
+
 fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
     let chat_id = chat_id(p)?;
     if st.lost_chats.contains(&chat_id) {
         return Err(Failure::bad_request(descriptions::CHAT_NOT_FOUND));
     }
+    let thread = send_thread(st, chat_id, p)?;
     let text = text(p, "text").unwrap_or_default();
     if text.trim().is_empty() {
         return Err(Failure::bad_request(descriptions::TEXT_EMPTY));
@@ -1558,9 +1673,17 @@ fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
         reply_markup: inline_markup(p),
         edits: 0,
     };
+    if let Some(thread) = thread {
+        st.chats
+            .entry(chat_id)
+            .or_default()
+            .threads
+            .insert(message_id, thread);
+    }
     st.sent.push(SentMessage {
         chat_id,
         message_id,
+        thread,
         text: sent_text,
         reply_markup: sent_markup,
         at: Instant::now(),
@@ -1769,8 +1892,16 @@ async fn send_photo(shared: &Shared, p: &Map<String, Value>) -> Answer {
         return Err(Failure::bad_request(descriptions::WRONG_FILE_ID));
     }
     let mut st = shared.lock();
+    let thread = send_thread(&st, chat_id, p)?;
     check_user_text(&mut st, p);
     let message_id = st.next_message_id(chat_id);
+    if let Some(thread) = thread {
+        st.chats
+            .entry(chat_id)
+            .or_default()
+            .threads
+            .insert(message_id, thread);
+    }
     let stored = StoredMessage {
         chat_id,
         message_id,
@@ -1783,6 +1914,7 @@ async fn send_photo(shared: &Shared, p: &Map<String, Value>) -> Answer {
         SentPhoto {
             chat_id,
             message_id,
+            thread,
             photo: String::new(),
             caption: String::new(),
             reply_markup: None,
@@ -1792,6 +1924,7 @@ async fn send_photo(shared: &Shared, p: &Map<String, Value>) -> Answer {
         SentPhoto {
             chat_id,
             message_id,
+            thread,
             photo,
             caption,
             reply_markup: structured(p, "reply_markup"),
