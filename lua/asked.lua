@@ -16,6 +16,11 @@
                                                                   score = expiry (ms)
   KEYS[2] job HASH          {P}:v1:job:<id>   the asking job (mode "remember" with ARGV[4] "1",
                             and "forget"); any key of the deployment otherwise (not touched)
+  KEYS[3] following ZSET    {P}:v1:following:<digest>   the chats whose live card tells this
+                            media's notices (include/cards.lua); with ARGV[4] "1" the job's card
+                            to come is noted there for ten minutes before the call (MoviePilot's
+                            "已添加订阅" arrives during it, before the card opens), member
+                            `<member>|<ARGV[6]>`; "forget" removes that note
 
   ARGV[1] mode: "remember" or "forget"
   remember:
@@ -25,10 +30,11 @@
             (fields asked_digest = ARGV[5], asked_member, asked_before = the member's score before
             this ask, "" for none) unless an earlier attempt noted one; "0": do not
     ARGV[5] the digest in KEYS[1] (for the note)
+    ARGV[6] the job's id (its card's): the member's end in KEYS[3]
   forget (the job ended `failed`):
     the job's noted ask is undone: the member gets back the score it had before (an earlier,
-    unexpired ask of the same chat stays), or is removed; the note is deleted. Nothing when the
-    job noted no ask.
+    unexpired ask of the same chat stays), or is removed, and its card's note in KEYS[3] (ARGV[6]
+    the job's id) is removed; the note is deleted. Nothing when the job noted no ask.
 
   Includes: common.lua (now_ms).
 
@@ -49,6 +55,7 @@ if ARGV[1] == 'forget' then
   else
     redis.call('ZREM', askers, member)
   end
+  redis.call('ZREM', KEYS[3], member .. '|' .. ARGV[6])
   redis.call('HDEL', job, 'asked_digest', 'asked_member', 'asked_before')
   return 1
 end
@@ -60,6 +67,12 @@ if ARGV[4] == '1' and redis.call('EXISTS', job) == 1
     and redis.call('HEXISTS', job, 'asked_member') == 0 then
   local before = redis.call('ZSCORE', askers, member) or ''
   redis.call('HSET', job, 'asked_digest', ARGV[5], 'asked_member', member, 'asked_before', before)
+end
+if ARGV[4] == '1' and ARGV[6] ~= '' then
+  -- The card to come: the relay leaves this media's notices in this chat to it from now on.
+  local until_ms = now + 600000
+  redis.call('ZADD', KEYS[3], 'GT', until_ms, member .. '|' .. ARGV[6])
+  if redis.call('PTTL', KEYS[3]) < 600000 then redis.call('PEXPIREAT', KEYS[3], until_ms) end
 end
 redis.call('ZADD', askers, expires, member)
 redis.call('PEXPIREAT', askers, expires)

@@ -309,20 +309,25 @@ impl Ledger {
         before_call: Option<u64>,
     ) -> ScriptCall {
         let askers = self.keys.asked(&media.digest());
-        let mut call = ScriptCall::new(&scripts::ASKED, 2, 5, 160);
+        let mut call = ScriptCall::new(&scripts::ASKED, 3, 6, 200);
         call.key("askers zset", &askers);
         match before_call {
             Some(job) => call.key("job HASH", self.keys.job(job)),
             None => call.key("job HASH", &askers),
         };
-        call.arg("mode", "remember")
+        call.key("following ZSET", self.keys.following(&media.digest()))
+            .arg("mode", "remember")
             .arg("member", media.member(chat_id))
             .arg("time to live", ttl.as_millis() as u64)
             .arg(
                 "\"1\": the job is about to send",
                 if before_call.is_some() { "1" } else { "0" },
             )
-            .arg("the digest in KEYS[1]", media.digest());
+            .arg("the digest in KEYS[1]", media.digest())
+            .arg(
+                "the job's id",
+                before_call.map(|j| j.to_string()).unwrap_or_default(),
+            );
         call
     }
 
@@ -336,14 +341,16 @@ impl Ledger {
     }
 
     pub(super) fn forget_asker_call(&self, digest: &str, job_id: u64) -> ScriptCall {
-        let mut call = ScriptCall::new(&scripts::ASKED, 2, 5, 96);
+        let mut call = ScriptCall::new(&scripts::ASKED, 3, 6, 128);
         call.key("askers zset", self.keys.asked(digest))
             .key("job HASH", self.keys.job(job_id))
+            .key("following ZSET", self.keys.following(digest))
             .arg("mode", "forget")
             .arg("member", "")
             .arg("time to live", "")
             .arg("\"1\": the job is about to send", "0")
-            .arg("the digest in KEYS[1]", digest);
+            .arg("the digest in KEYS[1]", digest)
+            .arg("the job's id", job_id);
         call
     }
 
