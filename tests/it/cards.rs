@@ -312,3 +312,69 @@ async fn a_subscription_card_follows_episodes_to_completion_and_a_deleted_one_is
         "a cancelled card sends no notice"
     );
 }
+
+/// The rank of a download card's text: the order its states come in.
+fn download_rank(text: &str) -> usize {
+    ["Downloading", "Downloaded", "In the library"]
+        .iter()
+        .position(|s| text.contains(s))
+        .unwrap_or_else(|| panic!("not a download card's state: {text}"))
+}
+
+/// SIGKILL of the process following the cards right after it recorded a step: the restarted one
+/// goes on from the card's stored state. No state is lost or shown out of order (the edit queued
+/// before the kill is sent, or dropped once a newer state exists), and the notice comes once.
+#[cfg(feature = "failpoints")]
+#[tokio::test]
+async fn a_kill_between_two_states_loses_none_and_shows_none_out_of_order() {
+    let rig = rig(Dialect::V2, &[]).await;
+    let mut bot = rig
+        .start_roles(
+            &["ingress", "worker", "dispatcher"],
+            Some("follow.after_step"),
+        )
+        .await;
+    let (id, message, hash) = download_dune(&rig).await;
+    bot.wait_for_stderr("crash point follow.after_step reached", WAIT)
+        .await;
+    bot.sigkill().await;
+    let at_kill = card(&rig, id).await;
+    assert_eq!(at_kill["state"], "downloading", "{at_kill:?}");
+    rig.mp.finish_download(&hash);
+
+    // The edit queued before the kill may be dropped unsent now: the card moved on, and an
+    // older state is never sent over a newer one.
+    let _bot = rig.start_pipeline().await;
+    shows(&rig, message, "Downloaded, waiting to be filed").await;
+    let sends_before = rig.tg.count("sendMessage");
+    rig.mp.file_transfer(
+        "/downloads/Dune.mkv",
+        "/media/movies/Dune (2021)/Dune (2021).mkv",
+        "Dune",
+        SimFiled {
+            download_hash: Some(hash.clone()),
+            succeeded: true,
+            ..SimFiled::default()
+        },
+    );
+    shows(&rig, message, "In the library ✓").await;
+    rig.tg
+        .wait_for_calls("sendMessage", sends_before + 1, WAIT)
+        .await
+        .unwrap();
+    let edits = edits_of(&rig, message);
+    let ranks: Vec<usize> = edits.iter().map(|t| download_rank(t)).collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]),
+        "out of order: {edits:#?}"
+    );
+    assert!((2..=4).contains(&edits.len()), "{edits:#?}");
+    assert!(edits.last().unwrap().contains("In the library"));
+    let notices = rig
+        .tg
+        .sent()
+        .iter()
+        .filter(|m| m.text.contains("In the library"))
+        .count();
+    assert_eq!(notices, 1);
+}
