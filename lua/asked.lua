@@ -18,9 +18,9 @@
                             and "forget"); any key of the deployment otherwise (not touched)
   KEYS[3] following ZSET    {P}:v1:following:<digest>   the chats whose live card tells this
                             media's notices (include/cards.lua); with ARGV[4] "1" the job's card
-                            to come is noted there for ten minutes before the call (MoviePilot's
-                            "已添加订阅" arrives during it, before the card opens), member
-                            `<member>|<ARGV[6]>`; "forget" removes that note
+                            to come is noted there for ten minutes (at most ARGV[3]) before
+                            the call (MoviePilot's "已添加订阅" arrives during it, before the
+                            card opens), member `<member>|<ARGV[6]>`; "forget" removes it
 
   ARGV[1] mode: "remember" or "forget"
   remember:
@@ -70,9 +70,10 @@ if ARGV[4] == '1' and redis.call('EXISTS', job) == 1
 end
 if ARGV[4] == '1' and ARGV[6] ~= '' then
   -- The card to come: the relay leaves this media's notices in this chat to it from now on.
-  local until_ms = now + 600000
+  local note_ms = math.min(600000, tonumber(ARGV[3]))
+  local until_ms = now + note_ms
   redis.call('ZADD', KEYS[3], 'GT', until_ms, member .. '|' .. ARGV[6])
-  if redis.call('PTTL', KEYS[3]) < 600000 then redis.call('PEXPIREAT', KEYS[3], until_ms) end
+  if redis.call('PTTL', KEYS[3]) < note_ms then redis.call('PEXPIREAT', KEYS[3], until_ms) end
 end
 redis.call('ZADD', askers, expires, member)
 redis.call('PEXPIREAT', askers, expires)

@@ -48,7 +48,7 @@ const TOLERANCE: f64 = 0.10;
 const STREAM_NODE: u64 = 100;
 
 /// Kinds without an expiry that docs/redis.md documents as bounded, with the bound.
-pub const BOUNDED: [(&str, &str); 12] = [
+pub const BOUNDED: [(&str, &str); 15] = [
     ("seq", "one key (seq:job)"),
     (
         "stream",
@@ -73,6 +73,13 @@ pub const BOUNDED: [(&str, &str); 12] = [
         "one member per running process without a worker or dispatcher",
     ),
     ("poll", "one key"),
+    (
+        "card",
+        "open: a member of cards:open each, ended within follow.max_days (at most \
+         notify.requester_ttl_secs); closed: 30 days",
+    ),
+    ("cards", "cards:open: one member per open card"),
+    ("follow", "one key (follow:cursor)"),
 ];
 
 /// One check's verdict and its figures.
@@ -302,6 +309,8 @@ pub fn ttl_bound_ms(kind: &str, scaled: &[Scaled]) -> Option<i64> {
         "library" => secs("moviepilot.library_cache_secs").max(60),
         "reply" => secs("dispatcher.reply_retention_secs"),
         "asked" => secs("notify.requester_ttl_secs"),
+        // A live card's chats: until it ends, at most notify.requester_ttl_secs.
+        "following" => secs("notify.requester_ttl_secs"),
         "lock" => 120,
         "alive" => 4,
         // A process's write probe (`redis_health`): 10 s, rewritten while it lives.
