@@ -19,6 +19,10 @@ mod redis_faults;
 /// every state MoviePilot's data shows, then one notice; a deleted card; a title without a year.
 mod cards;
 
+/// card.lua and reply_begin.lua's check of a card's edit, through the ledger: ordered, paced,
+/// final, stale edits dropped.
+mod card_script;
+
 /// The webhook front door: secret, size and shape checks, and the three layers of duplicates
 /// (update_id, command window, none for read-only commands), Redis outages and restarts.
 mod ingress;
