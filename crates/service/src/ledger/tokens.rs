@@ -338,16 +338,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
             spec.job_id = job_id.to_string();
             spec.decision = decision.as_str();
         }
-        TokenAction::Page { list, page } => {
-            spec.action = "page";
-            spec.list = list.to_string();
-            spec.page = page.to_string();
-        }
-        TokenAction::Show { card, text } => {
-            spec.action = "show";
-            spec.job_id = card.to_string();
-            spec.text = text;
-        }
+        TokenAction::Page { .. } | TokenAction::Show { .. } => read_only_spec(&mut spec, &t.action),
         TokenAction::Ask | TokenAction::Access { .. } => access_spec(&mut spec, &t.action),
         TokenAction::Decide { .. } | TokenAction::Withdraw { .. } => {
             request_spec(&mut spec, &t.action)
@@ -367,6 +358,24 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         spec.page = solo.page.map(|p| p.to_string()).unwrap_or_default();
     }
     spec
+}
+
+/// A read-only button's fields (tap.lua answers it without a group): a page of a stored list,
+/// or a live card's Show.
+fn read_only_spec<'a>(spec: &mut TokenSpec<'a>, action: &'a TokenAction) {
+    match action {
+        TokenAction::Page { list, page } => {
+            spec.action = "page";
+            spec.list = list.to_string();
+            spec.page = page.to_string();
+        }
+        TokenAction::Show { card, text } => {
+            spec.action = "show";
+            spec.job_id = card.to_string();
+            spec.text = text;
+        }
+        _ => {}
+    }
 }
 
 /// A media request's button's fields (request.lua's, behind `r:` callback data): an admin's
