@@ -13,7 +13,9 @@ use serde_json::json;
 use crate::grants::{button, message_in, tap};
 use crate::requests::{CAROL, DUNE, card_says, with_button};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, button_labels, eventually, private_text, tapped};
+use crate::support::{
+    ALICE, BOB, GROUP, MALLORY, button_labels, eventually, group_text, private_text, tapped,
+};
 
 /// Alice and Bob are admins (each gets a card in their private chat), Carol a requester,
 /// Mallory a viewer.
@@ -220,7 +222,8 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
 /// words and a Show button), then the requests (the pending one with Withdraw). Show sends the
 /// card's current text again as a new message in reply to the card (private chats have no
 /// message links), as often as it is tapped, and makes no job; Alice's tap on Carol's Show is
-/// refused and sends nothing.
+/// refused and sends nothing. A card whose message was deleted, and a list in another chat than
+/// the card's, get the card's text without a reply.
 #[tokio::test]
 async fn mine_lists_cards_among_requests_and_show_sends_a_card_again_in_reply_to_it() {
     let rig = household_with(&[
@@ -304,27 +307,15 @@ async fn mine_lists_cards_among_requests_and_show_sends_a_card_again_in_reply_to
     let sends = rig.tg.count("sendMessage");
     let text = card_in(&rig, dl, "state", "downloading").await["text"].clone();
     assert!(text.contains("Downloading 0%"), "{text}");
-    for (update, n) in [(8, 1), (9, 2)] {
-        let answer = tapped(&rig, tap(update, CAROL, &mine, &button(&mine, &show))).await;
-        assert_eq!(answer, "");
-        rig.tg
-            .wait_for_calls("sendMessage", sends + n, RECOVERY_DEADLINE)
-            .await
-            .unwrap();
-        let again = rig.tg.observe(|o| {
-            o.calls()
-                .iter()
-                .rev()
-                .find(|c| c.method == "sendMessage")
-                .map(|c| c.params.clone())
-                .unwrap()
-        });
+    for update in [8, 9] {
+        let again = show_sends(&rig, tap(update, CAROL, &mine, &button(&mine, &show))).await;
         assert_eq!(again["chat_id"], json!(CAROL), "{again}");
         assert_eq!(again["text"], json!(text), "the card's text: {again}");
-        let replied = again["reply_parameters"]["message_id"]
-            .as_i64()
-            .or_else(|| again["reply_to_message_id"].as_i64());
-        assert_eq!(replied, Some(message), "in reply to the card: {again}");
+        assert_eq!(
+            replied_to(&again),
+            Some(message),
+            "in reply to the card: {again}"
+        );
     }
     let foreign = tapped(&rig, tap(10, ALICE, &mine, &button(&mine, &show))).await;
     assert!(foreign.contains("not for you"), "{foreign}");
@@ -351,6 +342,65 @@ async fn mine_lists_cards_among_requests_and_show_sends_a_card_again_in_reply_to
         "the second list's job only"
     );
     assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), adds);
+
+    // The card's message deleted: its next edit is refused (the card is `gone`), and Show
+    // sends the card's text without a reply.
+    let hash = rig.store.job(dl).await["mp_download_hash"].clone();
+    assert!(rig.tg.user_deletes(CAROL, message));
+    rig.mp.finish_download(&hash);
+    let gone = card_in(&rig, dl, "gone", "1").await;
+    assert!(gone["text"].contains("Downloaded, waiting to be filed"));
+    let again = show_sends(&rig, tap(12, CAROL, &mine, &button(&mine, &show))).await;
+    assert_eq!(again["chat_id"], json!(CAROL), "{again}");
+    assert_eq!(again["text"], json!(gone["text"]), "{again}");
+    assert!(
+        replied_to(&again).is_none(),
+        "no reply to a deleted card: {again}"
+    );
+
+    // A list shown in another chat (the group): Show sends the card there, without a reply
+    // (the card's message is in Carol's private chat).
+    let subscribed = eventually(
+        "the subscription card's text",
+        RECOVERY_DEADLINE,
+        || async {
+            let c = card_in(&rig, sub, "state", "subscribed").await;
+            c.contains_key("text").then_some(c)
+        },
+    )
+    .await;
+    rig.post(&group_text(13, CAROL, "/mine")).await;
+    let in_group = message_in(&rig, GROUP, "Your requests and cards (5)").await;
+    let label = format!("Show job #{sub}");
+    let again = show_sends(&rig, tap(14, CAROL, &in_group, &button(&in_group, &label))).await;
+    assert_eq!(again["chat_id"], json!(GROUP), "{again}");
+    assert_eq!(again["text"], json!(subscribed["text"]), "{again}");
+    assert!(replied_to(&again).is_none(), "not across chats: {again}");
+}
+
+/// Posts a Show tap, checks its answer says nothing, and returns the sendMessage it made.
+async fn show_sends(rig: &Rig, update: serde_json::Value) -> serde_json::Value {
+    let sends = rig.tg.count("sendMessage");
+    assert_eq!(tapped(rig, update).await, "");
+    rig.tg
+        .wait_for_calls("sendMessage", sends + 1, RECOVERY_DEADLINE)
+        .await
+        .unwrap();
+    rig.tg.observe(|o| {
+        o.calls()
+            .iter()
+            .rev()
+            .find(|c| c.method == "sendMessage")
+            .map(|c| c.params.clone())
+            .unwrap()
+    })
+}
+
+/// The message a sendMessage replies to, if any.
+fn replied_to(params: &serde_json::Value) -> Option<i64> {
+    params["reply_parameters"]["message_id"]
+        .as_i64()
+        .or_else(|| params["reply_to_message_id"].as_i64())
 }
 
 /// Waits until card `id` has `field` = `value` and knows its message; returns the card.
