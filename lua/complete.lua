@@ -73,7 +73,8 @@
     (issue 44): of the `quota` slots it holds (`j<id>`, `j<id>:2` in `{P}:v1:quota:<user_id>`,
     the prefix derived from KEYS[7]), the first `quota_used` count from now, the rest are freed;
     a `follow` (JSON, issue 45) of a `succeeded` job opens its live card (include/cards.lua:
-    `{P}:v1:card:<id>`, `{P}:v1:cards:open`, `{P}:v1:following:<digest>`, derived from KEYS[7]),
+    `{P}:v1:card:<id>`, `{P}:v1:cards:open`, `{P}:v1:following:<digest>`,
+    `{P}:v1:cards:of:<user_id>`, derived from KEYS[7]),
     followed for `follow_ms` milliseconds, a field of the JSON
 
   The fence is the attempt number and the entry: a job is `running` under attempts = a only
@@ -220,9 +221,11 @@ local function complete_one(job_key, at)
     if quota_used then settle_quota(job_key, id, quota_used) end
     if follow and new_status == 'succeeded' then
       local spec = cjson.decode(follow)
+      local user = call('HGET', job_key, 'user_id') or ''
       open_card({card_key = base .. 'card:' .. id, open_key = base .. 'cards:open',
-        following_prefix = base .. 'following:', id = id, chat_id = chat_id, thread = thread,
-        user_id = call('HGET', job_key, 'user_id') or '', spec = follow, now = now,
+        following_prefix = base .. 'following:',
+        of_key = user ~= '' and (base .. 'cards:of:' .. user) or '', id = id, chat_id = chat_id,
+        thread = thread, user_id = user, spec = follow, now = now,
         follow_ms = spec.follow_ms or '0'})
     end
   end

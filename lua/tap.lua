@@ -96,19 +96,30 @@
                                       queued as an edit of the tapped message (kind
                                       "page": its text and keyboard), answered without a text;
                                       no job, no group read or written, the token stays usable
+    {"show", "", ""}                  a Show button (action "show", `/mine`'s, issue 45): the
+                                      text of live card `job_id` ({P}:v1:card:<id>, prefix
+                                      derived from KEYS[6]; the token's `text` while the card
+                                      has none) queued as a new message (kind "card_again"), in
+                                      reply to the card's message when the card is in the
+                                      tapped chat and its message is still there (in the card's
+                                      topic), else plainly in the tapped chat (in its topic);
+                                      answered without a text; no job, no group read or
+                                      written, the token stays usable. A card gone (expired):
+                                      "expired", the buttons left
     {"resolved", id, status}          a review button: the job was settled (now status)
     {"settled", id, status}           a review button for a job that no longer waits for review
                                       (settled meanwhile): the group is used, the job unchanged
     {"used", id or "", state or ""}   the group was used before (a second tap, or a sibling):
                                       nothing changed but the answer
     {"expired", "", ""}               no such token (expired, or never made), or a page button
-                                      whose list expired: nothing changed
+                                      whose list expired, or a Show button whose card expired:
+                                      nothing changed
     {"foreign", "", ""}               the token belongs to another user or chat, or the user is
                                       not allowed: nothing changed, the token stays usable (a
-                                      page button too)
+                                      page or Show button too)
     {"forbidden", "", ""}             the user's role (ARGV[16]) ranks below the token's
                                       least role: nothing changed, the token stays usable (a
-                                      page button is every role's)
+                                      page or Show button is every role's)
     {"unknown", "", ""}               not one of our buttons (or a button access.lua decides,
                                       action ask or access, sent as t:): nothing changed
     {"upgrading", "", ""}             a run or force button whose command is of a kind in
@@ -243,6 +254,27 @@ if tok.action == 'page' then
   answer('', false)
   show_page(tok.list, page)
   return finish('-', 'page')
+end
+-- A Show button: read-only as a page button; the card's text again, a new message.
+if tok.action == 'show' then
+  local card = redis.call('HMGET', (string.gsub(job_prefix, 'job:$', 'card:')) .. tok.job_id,
+    'user_id', 'chat_id', 'message_id', 'gone', 'thread_id', 'text')
+  -- Only its person's card (the list was theirs; a token names nothing else, but say it here).
+  if card[1] ~= tok.user_id then
+    answer(texts.expired, true)
+    return finish('-', 'expired')
+  end
+  local reply_to, thread = '', tap_thread
+  if card[2] == chat_id and card[3] and card[4] ~= '1' then
+    reply_to, thread = card[3], card[5] or ''
+  end
+  local text = card[6]
+  if not text or text == '' then text = tok.text end
+  answer('', false)
+  ensure_group(replies, ARGV[12])
+  queue_reply(replies, {chat_id = chat_id, kind = 'card_again', reply_to = reply_to,
+    text = text, thread_id = thread, now = now})
+  return finish('-', 'show')
 end
 
 -- The role, checked now (a right is checked when it is used, not when the button was made): the

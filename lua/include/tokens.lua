@@ -23,10 +23,14 @@
   tapped message. Its group is never read or written: it uses nothing up, nothing used stops
   it, and it works for its owner until it (with the list) expires.
 
+  A show token (action `show`: `/mine`'s Show, issue 45) is as read-only: it sends the current
+  text of the live card `job_id` ({P}:v1:card:<id>) again as a new message (tap.lua), `text`
+  when the card has none yet. Its group is never read or written either.
+
   Keys (all under the caller's hash tag):
     <token_prefix><token>  HASH: group, chat_id, user_id, scope (admin for a review button; none
                            for a user's button), action (run | force | cancel | review | page |
-                           ask | access | decide | withdraw; force: run even inside the
+                           show | ask | access | decide | withdraw; force: run even inside the
                            window, an admin's; ask and access: access.lua's, behind callback
                            data `a:<token>`, decide and withdraw request.lua's, behind
                            `r:<token>`, never tap.lua's), label, command,
@@ -40,7 +44,8 @@
                            (a request card's or Withdraw button's: its id, set by
                            include/requests.lua, or by Rust on a list), ask, poster, best_idem, best_window_ms (a
                            run button made for a requester: the request card's description
-                           and poster, and a subscription's /best key and window); a field
+                           and poster, and a subscription's /best key and window), text (a
+                           show token's, and its card is `job_id`); a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
                            field as empty
@@ -58,7 +63,7 @@
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
       "used_label", "page", "least_role", "person", "request", "ask", "poster",
-      "best_idem", "best_window_ms", "ttl"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      "best_idem", "best_window_ms", "ttl", "text"}, ...]}; every value is a string (JSON numbers would lose the digits of
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
@@ -72,7 +77,8 @@
 
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
   'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label',
-  'page', 'least_role', 'person', 'request', 'ask', 'poster', 'best_idem', 'best_window_ms'}
+  'page', 'least_role', 'person', 'request', 'ask', 'poster', 'best_idem', 'best_window_ms',
+  'text'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = g.ttl

@@ -7,21 +7,31 @@
 use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::moviepilot::routes;
 use oncebot_tools::sim::telegram::StoredMessage;
+use redis::AsyncCommands as _;
+use serde_json::json;
 
 use crate::grants::{button, message_in, tap};
 use crate::requests::{CAROL, DUNE, card_says, with_button};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
-use crate::support::{ALICE, BOB, MALLORY, button_labels, private_text, tapped};
+use crate::support::{
+    ALICE, BOB, GROUP, MALLORY, button_labels, eventually, group_text, private_text, tapped,
+};
 
 /// Alice and Bob are admins (each gets a card in their private chat), Carol a requester,
 /// Mallory a viewer.
 async fn household() -> Rig {
+    household_with(&[]).await
+}
+
+/// [`household`] with `extra` settings.
+async fn household_with(extra: &[(&str, &str)]) -> Rig {
     let allowed = format!("{ALICE},{BOB},{CAROL},{MALLORY}");
     let users = format!("{ALICE}=:admin,{BOB}=:admin,{CAROL}=carol:requester,{MALLORY}=:viewer");
-    let env = [
+    let mut env = vec![
         ("ONCEBOT__TELEGRAM__ALLOWED_USERS", allowed.as_str()),
         ("ONCEBOT__TELEGRAM__USERS", users.as_str()),
     ];
+    env.extend_from_slice(extra);
     Rig::with(Dialect::V2, &env).await
 }
 
@@ -154,8 +164,10 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
     assert_eq!(job["request"], "1");
 
     rig.post(&private_text(7, CAROL, "/mine")).await;
-    let mine = message_in(&rig, CAROL, "Your requests (3), newest first:").await;
+    // The approved subscription's job opened its live card (issue 45), listed with them.
+    let mine = message_in(&rig, CAROL, "Your requests and cards (4), newest first:").await;
     let states = [
+        "🃏 job #4 · 📺 subscribed",
         "#3 · ❌ declined by User 1002 (1002)\nDownload: Dune",
         "#2 · ⏳ waiting for approval\nBest-version subscription: Dune",
         "#1 · ✅ approved by User 1001 (1001), job #4\nSubscription: Dune",
@@ -169,7 +181,7 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
         })
         .collect();
     assert!(at.is_sorted(), "newest first: {}", mine.text);
-    assert_eq!(button_labels(&mine), ["Withdraw #2"]);
+    assert_eq!(button_labels(&mine), ["Show job #4", "Withdraw #2"]);
 
     let withdrawn = tapped(&rig, tap(8, CAROL, &mine, &button(&mine, "Withdraw #2"))).await;
     assert_eq!(withdrawn, "Request withdrawn.");
@@ -182,8 +194,9 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
 
     rig.post(&private_text(11, CAROL, "/mine")).await;
     let after = message_in(&rig, CAROL, "#2 · ↩️ withdrawn").await;
-    assert!(
-        button_labels(&after).is_empty(),
+    assert_eq!(
+        button_labels(&after),
+        ["Show job #4"],
         "nothing pending: {after:?}"
     );
     assert_eq!(now(&rig, &mine).edits, 0, "the list is left as shown");
@@ -194,7 +207,7 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
     rig.post(&private_text(13, MALLORY, "/requests")).await;
     message_in(&rig, MALLORY, "Only an admin can do that.").await;
     rig.post(&private_text(14, MALLORY, "/mine")).await;
-    message_in(&rig, MALLORY, "You have no requests").await;
+    message_in(&rig, MALLORY, "You have no requests or cards").await;
     assert_eq!(
         rig.store.job_ids().await.len(),
         jobs + 1,
@@ -202,4 +215,211 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
     );
     assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), 0);
     assert_eq!(rig.mp.calls(routes::SUBSCRIBE_CREATE), 1);
+}
+
+/// Issue 45, item 4: Carol's `/mine` lists her live cards among her requests, newest first:
+/// the download and the subscription her approved requests made (each with its state in
+/// words and a Show button), then the requests (the pending one with Withdraw). Show sends the
+/// card's current text again as a new message in reply to the card (private chats have no
+/// message links), as often as it is tapped, and makes no job; Alice's tap on Carol's Show is
+/// refused and sends nothing. A card whose message was deleted, and a list in another chat than
+/// the card's, get the card's text without a reply.
+#[tokio::test]
+async fn mine_lists_cards_among_requests_and_show_sends_a_card_again_in_reply_to_it() {
+    let rig = household_with(&[
+        ("ONCEBOT__FOLLOW__PROGRESS_POLL_SECS", "1"),
+        ("ONCEBOT__MOVIEPILOT__DOWNLOAD_SETTLE_SECS", "2"),
+    ])
+    .await;
+    let _bot = rig.start_pipeline().await;
+    let (sub_card, _) = carol_asks(&rig, 1, &format!("/subscribe tmdb:{DUNE}"), 1).await;
+    carol_asks(&rig, 2, &format!("/best tmdb:{DUNE}"), 2).await;
+    rig.post(&private_text(3, CAROL, &format!("/download tmdb:{DUNE}")))
+        .await;
+    let releases = with_button(&rig, CAROL, "Download 1").await;
+    let asked = tapped(
+        &rig,
+        tap(4, CAROL, &releases, &button(&releases, "Download 1")),
+    )
+    .await;
+    assert_eq!(asked, "Sent for approval (request #3)");
+    let dl_card = message_in(&rig, ALICE, "Media request #3").await;
+
+    // Approved one after the other: the subscription's card opens first.
+    let jobs = rig.store.job_ids().await.len() as u64;
+    let approve = tap(5, ALICE, &sub_card, &button(&sub_card, "Approve"));
+    assert!(tapped(&rig, approve).await.starts_with("Done: ✅"));
+    let sub = jobs + 1;
+    rig.job_in(sub, "succeeded", RECOVERY_DEADLINE).await;
+    let approve = tap(6, ALICE, &dl_card, &button(&dl_card, "Approve"));
+    assert!(tapped(&rig, approve).await.starts_with("Done: ✅"));
+    let dl = jobs + 2;
+    rig.job_in(dl, "succeeded", RECOVERY_DEADLINE).await;
+    // The download listed at 0 % (its card edited once), the subscription's card as it opened.
+    let download = card_in(&rig, dl, "state", "downloading").await;
+    let message: i64 = download["message_id"].parse().unwrap();
+    card_in(&rig, sub, "state", "subscribed").await;
+    let of_carol: Vec<u64> = {
+        let mut conn = rig.store.conn().await;
+        conn.zrevrange(rig.store.keys.cards_of(CAROL), 0, -1)
+            .await
+            .unwrap()
+    };
+    assert_eq!(of_carol, [dl, sub], "Carol's cards, newest first");
+    let ttl: i64 = {
+        let mut conn = rig.store.conn().await;
+        conn.ttl(rig.store.keys.cards_of(CAROL)).await.unwrap()
+    };
+    assert!(ttl > 30 * 86_400, "her index outlives her cards: {ttl}");
+
+    rig.post(&private_text(7, CAROL, "/mine")).await;
+    let mine = message_in(&rig, CAROL, "Your requests and cards (5), newest first:").await;
+    let lines = [
+        format!("🃏 job #{dl} · ⬇️ downloading 0%\nDownload: Dune"),
+        format!("🃏 job #{sub} · 📺 subscribed\nSubscription: Dune"),
+        format!("#3 · ✅ approved by User 1001 (1001), job #{dl}"),
+        "#2 · ⏳ waiting for approval".to_string(),
+        format!("#1 · ✅ approved by User 1001 (1001), job #{sub}"),
+    ];
+    let at: Vec<usize> = lines
+        .iter()
+        .map(|l| {
+            mine.text
+                .find(l.as_str())
+                .unwrap_or_else(|| panic!("{l:?} in {}", mine.text))
+        })
+        .collect();
+    assert!(at.is_sorted(), "newest first: {}", mine.text);
+    let show = format!("Show job #{dl}");
+    assert_eq!(
+        button_labels(&mine),
+        [
+            show.clone(),
+            format!("Show job #{sub}"),
+            "Withdraw #2".into()
+        ]
+    );
+
+    // Show: the card's text, a new message in reply to the card; no job, nothing asked of
+    // MoviePilot's downloader.
+    let jobs = rig.store.job_ids().await.len();
+    let adds = rig.mp.calls(routes::DOWNLOAD_ADD);
+    let sends = rig.tg.count("sendMessage");
+    let text = card_in(&rig, dl, "state", "downloading").await["text"].clone();
+    assert!(text.contains("Downloading 0%"), "{text}");
+    for update in [8, 9] {
+        let again = show_sends(&rig, tap(update, CAROL, &mine, &button(&mine, &show))).await;
+        assert_eq!(again["chat_id"], json!(CAROL), "{again}");
+        assert_eq!(again["text"], json!(text), "the card's text: {again}");
+        assert_eq!(
+            replied_to(&again),
+            Some(message),
+            "in reply to the card: {again}"
+        );
+    }
+    let foreign = tapped(&rig, tap(10, ALICE, &mine, &button(&mine, &show))).await;
+    assert!(foreign.contains("not for you"), "{foreign}");
+    // Carol's next reply comes after anything queued in her chat before it.
+    rig.post(&private_text(11, CAROL, "/mine")).await;
+    eventually("the second list", RECOVERY_DEADLINE, || async {
+        let lists = rig
+            .tg
+            .received(CAROL)
+            .into_iter()
+            .filter(|m| m.text.starts_with("Your requests and cards"))
+            .count();
+        (lists == 2).then_some(())
+    })
+    .await;
+    assert_eq!(
+        rig.tg.count("sendMessage"),
+        sends + 3,
+        "two Shows and the second list"
+    );
+    assert_eq!(
+        rig.store.job_ids().await.len(),
+        jobs + 1,
+        "the second list's job only"
+    );
+    assert_eq!(rig.mp.calls(routes::DOWNLOAD_ADD), adds);
+
+    // The card's message deleted: its next edit is refused (the card is `gone`), and Show
+    // sends the card's text without a reply.
+    let hash = rig.store.job(dl).await["mp_download_hash"].clone();
+    assert!(rig.tg.user_deletes(CAROL, message));
+    rig.mp.finish_download(&hash);
+    let gone = card_in(&rig, dl, "gone", "1").await;
+    assert!(gone["text"].contains("Downloaded, waiting to be filed"));
+    let again = show_sends(&rig, tap(12, CAROL, &mine, &button(&mine, &show))).await;
+    assert_eq!(again["chat_id"], json!(CAROL), "{again}");
+    assert_eq!(again["text"], json!(gone["text"]), "{again}");
+    assert!(
+        replied_to(&again).is_none(),
+        "no reply to a deleted card: {again}"
+    );
+
+    // A list shown in another chat (the group): Show sends the card there, without a reply
+    // (the card's message is in Carol's private chat).
+    let subscribed = eventually(
+        "the subscription card's text",
+        RECOVERY_DEADLINE,
+        || async {
+            let c = card_in(&rig, sub, "state", "subscribed").await;
+            c.contains_key("text").then_some(c)
+        },
+    )
+    .await;
+    rig.post(&group_text(13, CAROL, "/mine")).await;
+    let in_group = message_in(&rig, GROUP, "Your requests and cards (5)").await;
+    let label = format!("Show job #{sub}");
+    let again = show_sends(&rig, tap(14, CAROL, &in_group, &button(&in_group, &label))).await;
+    assert_eq!(again["chat_id"], json!(GROUP), "{again}");
+    assert_eq!(again["text"], json!(subscribed["text"]), "{again}");
+    assert!(replied_to(&again).is_none(), "not across chats: {again}");
+}
+
+/// Posts a Show tap, checks its answer says nothing, and returns the sendMessage it made.
+async fn show_sends(rig: &Rig, update: serde_json::Value) -> serde_json::Value {
+    let sends = rig.tg.count("sendMessage");
+    assert_eq!(tapped(rig, update).await, "");
+    rig.tg
+        .wait_for_calls("sendMessage", sends + 1, RECOVERY_DEADLINE)
+        .await
+        .unwrap();
+    rig.tg.observe(|o| {
+        o.calls()
+            .iter()
+            .rev()
+            .find(|c| c.method == "sendMessage")
+            .map(|c| c.params.clone())
+            .unwrap()
+    })
+}
+
+/// The message a sendMessage replies to, if any.
+fn replied_to(params: &serde_json::Value) -> Option<i64> {
+    params["reply_parameters"]["message_id"]
+        .as_i64()
+        .or_else(|| params["reply_to_message_id"].as_i64())
+}
+
+/// Waits until card `id` has `field` = `value` and knows its message; returns the card.
+async fn card_in(
+    rig: &Rig,
+    id: u64,
+    field: &str,
+    value: &str,
+) -> std::collections::BTreeMap<String, String> {
+    eventually(
+        &format!("card {id}'s {field} to be {value:?}"),
+        RECOVERY_DEADLINE,
+        || async move {
+            let mut conn = rig.store.conn().await;
+            let c: std::collections::BTreeMap<String, String> =
+                conn.hgetall(rig.store.keys.card(id)).await.unwrap();
+            (c.get(field).map(String::as_str) == Some(value) && c.contains_key("message_id"))
+                .then_some(c)
+        },
+    )
+    .await
 }

@@ -1,7 +1,9 @@
 //! The lists of media requests (issue 44): `/requests`, an admin's, the pending requests oldest
 //! first, each with the card's buttons (Approve, Approve as best version for a subscription,
-//! Decline); and `/mine`, anyone's, their own requests newest first with their state, a pending
-//! one with its Withdraw button. Both read the ledger only, paged as `/users` is.
+//! Decline); and `/mine`, anyone's, their own requests and live cards (issue 45) newest first
+//! with their state, a pending request with its Withdraw button, a card with Show (its text
+//! sent again, in reply to the card: private chats have no message links; tap.lua, no job).
+//! Both read the ledger only, paged as `/users` is.
 //!
 //! A list's buttons are request.lua's, as the card's and the requester's own are (`r:` data,
 //! the same `decide` and `withdraw` token actions), so a tap on a list decides or withdraws
@@ -14,8 +16,8 @@ use std::time::Duration;
 
 use super::pages;
 use super::{Spec, args};
-use crate::i18n::{self, Render};
-use crate::ledger::{Job, Listed, Owner, StoredRequest, TokenAction, TokenGroup};
+use crate::i18n::{self, Mine, Render};
+use crate::ledger::{Card, Job, Listed, Owner, StoredRequest, TokenAction, TokenGroup};
 use crate::moviepilot::MpError;
 use crate::telegram::keyboard;
 use crate::worker::context::{Context, Done, ledger_error, now_ms};
@@ -69,14 +71,21 @@ async fn pending(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     Ok(listed(paged, all.len()))
 }
 
-/// The asker's own requests, newest first, each with its state; a pending one with Withdraw.
+/// The asker's own requests and live cards, newest first, each with its state; a pending
+/// request with Withdraw, a card with Show.
 async fn mine(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
     let now = now_ms() as i64;
-    let all = cx
+    let requests = cx
         .ledger
         .requests_of(job.user_id, LISTED_MOST)
         .await
         .map_err(ledger_error)?;
+    let cards = cx
+        .ledger
+        .cards_of(job.user_id, LISTED_MOST)
+        .await
+        .map_err(ledger_error)?;
+    let all = newest_first(&requests, &cards);
     if all.is_empty() {
         return Ok(Done::new(
             cx.render.no_requests_of_mine(),
@@ -88,10 +97,55 @@ async fn mine(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         job,
         all.len(),
         |range| cx.render.my_requests_page(&all, range, now),
-        |group, i| withdraw_row(&cx.render, job, group, &all[i], now),
+        |group, i| match all[i] {
+            Mine::Request(r) => withdraw_row(&cx.render, job, group, r, now),
+            Mine::Card(c) => show_row(&cx.render, job, group, c),
+        },
     )
     .await?;
     Ok(listed(paged, all.len()))
+}
+
+/// Requests (by when they were asked) and cards (by when they opened) in one list, newest
+/// first, at most [`LISTED_MOST`]: each input is newest first already.
+fn newest_first<'a>(requests: &'a [StoredRequest], cards: &'a [Card]) -> Vec<Mine<'a>> {
+    let opened = |c: &Card| c.number::<i64>("started_at").unwrap_or_default();
+    let mut all: Vec<(i64, Mine<'a>)> = requests
+        .iter()
+        .map(|r| (r.asked_at, Mine::Request(r)))
+        .chain(cards.iter().map(|c| (opened(c), Mine::Card(c))))
+        .collect();
+    // Stable: two at the same millisecond keep their order (requests first).
+    all.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+    all.truncate(LISTED_MOST);
+    all.into_iter().map(|(_, item)| item).collect()
+}
+
+/// A card's Show, for its person in the list's chat: its text sent again (tap.lua), in reply
+/// to the card when it is in that chat. Read-only and reusable, as a page button: no job.
+fn show_row(
+    render: &Render,
+    job: &Job,
+    group: &mut TokenGroup,
+    card: &Card,
+) -> Vec<(String, String)> {
+    let label = render.show_card_button(card.id);
+    let owner = Owner::User {
+        chat_id: job.chat_id,
+        user_id: job.user_id,
+    };
+    // Sent only while the card has no text yet: then its message still says the job's reply,
+    // and the list's words for its opening state are as true.
+    let text = render.card(
+        card.text("title"),
+        &render.card_state(card.state, card.number("percent")),
+    );
+    let action = TokenAction::Show {
+        card: card.id,
+        text,
+    };
+    let data = group.add(owner, &label, action, None);
+    vec![(label, data)]
 }
 
 /// Whether `r` may still be decided or withdrawn at `now` (ms).
@@ -176,5 +230,55 @@ fn listed(paged: pages::Paged, n: usize) -> Done {
         result: format!("{n} requests"),
         buttons: paged.buttons(),
         ..Done::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::CardState;
+
+    fn request(id: u64, asked_at: i64) -> StoredRequest {
+        StoredRequest {
+            id,
+            asked_at,
+            ..StoredRequest::default()
+        }
+    }
+
+    fn card(id: u64, started_at: i64) -> Card {
+        Card {
+            id,
+            state: CardState::Started,
+            seq: 0,
+            chat_id: 1,
+            fields: [("started_at".to_string(), started_at.to_string())].into(),
+        }
+    }
+
+    fn ids(all: &[Mine<'_>]) -> Vec<String> {
+        all.iter()
+            .map(|m| match m {
+                Mine::Request(r) => format!("r{}", r.id),
+                Mine::Card(c) => format!("c{}", c.id),
+            })
+            .collect()
+    }
+
+    /// Requests by their asking, cards by their opening, interleaved newest first, at most
+    /// LISTED_MOST of them (the oldest left out).
+    #[test]
+    fn requests_and_cards_interleave_newest_first_within_the_bound() {
+        let requests = [request(3, 300), request(2, 200), request(1, 100)];
+        let cards = [card(9, 250), card(8, 50)];
+        assert_eq!(
+            ids(&newest_first(&requests, &cards)),
+            ["r3", "c9", "r2", "r1", "c8"]
+        );
+        let many: Vec<StoredRequest> = (0..40).map(|i| request(i, 1_000 - i as i64)).collect();
+        let cards: Vec<Card> = (0..40).map(|i| card(100 + i, 500 - i as i64)).collect();
+        let all = newest_first(&many, &cards);
+        assert_eq!(all.len(), LISTED_MOST);
+        assert_eq!(ids(&all[39..41]), ["r39", "c100"]);
     }
 }

@@ -56,7 +56,7 @@ pub use house::{
 pub use redo::REDO;
 pub use releases::{DOWNLOAD, GRAB, RELEASES, release_args};
 pub use render::Render;
-pub use request_lists::{MINE, REQUESTS};
+pub use request_lists::{MINE, Mine, REQUESTS};
 pub use requests::QUOTA;
 pub use restart::RESTART;
 pub use search::{SEARCH, subscribe_args};

@@ -6,8 +6,16 @@
 use std::ops::Range;
 
 use super::{About, Listed, Render, Usage};
-use crate::ledger::StoredRequest;
+use crate::ledger::{Card, StoredRequest};
 use crate::untrusted::clean_line;
+use crate::vocabulary::CardState;
+
+/// One line of `/mine`: a media request, or a live card (issue 45).
+#[derive(Debug, Clone, Copy)]
+pub enum Mine<'a> {
+    Request(&'a StoredRequest),
+    Card(&'a Card),
+}
 
 impl Render {
     /// `/requests` with nothing pending.
@@ -15,12 +23,12 @@ impl Render {
         zh_en!(self.zh(), "没有等待批准的请求。", "No pending requests.").to_string()
     }
 
-    /// `/mine` for someone with no request kept.
+    /// `/mine` for someone with no request and no card kept.
     pub fn no_requests_of_mine(&self) -> String {
         zh_en!(
             self.zh(),
-            "你没有请求（处理过的请求保留 7 天）。",
-            "You have no requests (decided ones are kept for 7 days)."
+            "你没有请求或卡片（处理过的请求保留 7 天，结束的卡片 30 天）。",
+            "You have no requests or cards (decided requests are kept for 7 days, ended cards for 30)."
         )
         .to_string()
     }
@@ -51,19 +59,72 @@ impl Render {
         out
     }
 
-    /// One page of `/mine`: the asker's requests in `range`, newest first, each with its state.
-    pub fn my_requests_page(&self, all: &[StoredRequest], range: Range<usize>, now: i64) -> String {
+    /// One page of `/mine`: the asker's requests and live cards in `range`, newest first, each
+    /// with its state.
+    pub fn my_requests_page(&self, all: &[Mine<'_>], range: Range<usize>, now: i64) -> String {
         let n = all.len();
         let mut out = zh_en!(
             self.zh(),
-            ("你的请求（{n} 个，最新的在前）："),
-            ("Your requests ({n}), newest first:")
+            ("你的请求和卡片（{n} 个，最新的在前）："),
+            ("Your requests and cards ({n}), newest first:")
         );
-        for r in &all[range] {
-            let state = self.request_state(r, now);
-            out.push_str(&format!("\n\n#{} · {state}\n{}", r.id, what(r)));
+        for item in &all[range] {
+            match item {
+                Mine::Request(r) => {
+                    let state = self.request_state(r, now);
+                    out.push_str(&format!("\n\n#{} · {state}\n{}", r.id, what(r)));
+                }
+                Mine::Card(c) => {
+                    let state = self.card_state(c.state, c.number("percent"));
+                    let job = zh_en!(self.zh(), "任务", "job");
+                    let title = self.card_title(c);
+                    out.push_str(&format!("\n\n🃏 {job} #{} · {state}\n{title}", c.id));
+                }
+            }
         }
         out
+    }
+
+    /// A card's line under its state: what it follows and its title, cleaned and bounded.
+    pub fn card_title(&self, c: &Card) -> String {
+        let kind = match c.text("kind") {
+            "subscription" => zh_en!(self.zh(), "订阅", "Subscription"),
+            _ => zh_en!(self.zh(), "下载", "Download"),
+        };
+        let title: String = clean_line(c.text("title")).chars().take(200).collect();
+        zh_en!(self.zh(), ("{kind}：{title}"), ("{kind}: {title}"))
+    }
+
+    /// A live card's state in a few words (`/mine`); a download's percent when it has one.
+    pub fn card_state(&self, state: CardState, percent: Option<u32>) -> String {
+        let zh = self.zh();
+        match state {
+            CardState::Started => zh_en!(zh, "⏳ 已开始下载", "⏳ download started").into(),
+            CardState::Downloading => match percent {
+                Some(p) => zh_en!(zh, ("⬇️ 下载中 {p}%"), ("⬇️ downloading {p}%")),
+                None => zh_en!(zh, "⬇️ 下载中", "⬇️ downloading").into(),
+            },
+            CardState::Downloaded => zh_en!(
+                zh,
+                "✅ 已下载，等待整理",
+                "✅ downloaded, waiting to be filed"
+            )
+            .into(),
+            CardState::InLibrary => zh_en!(zh, "🎬 已入库", "🎬 in the library").into(),
+            CardState::TransferFailed => zh_en!(zh, "⚠️ 入库失败", "⚠️ filing failed").into(),
+            CardState::Vanished => {
+                zh_en!(zh, "❔ 已不在下载器中", "❔ no longer in the downloader").into()
+            }
+            CardState::Subscribed => zh_en!(zh, "📺 已订阅", "📺 subscribed").into(),
+            CardState::Completed => zh_en!(zh, "✅ 订阅完成", "✅ subscription complete").into(),
+            CardState::Cancelled => zh_en!(zh, "✖️ 订阅已取消", "✖️ subscription cancelled").into(),
+            CardState::Expired => zh_en!(zh, "⏸ 不再跟进", "⏸ no longer followed").into(),
+        }
+    }
+
+    /// A `/mine` card's Show button: sends the card again.
+    pub fn show_card_button(&self, job: u64) -> String {
+        zh_en!(self.zh(), ("显示任务 #{job}"), ("Show job #{job}"))
     }
 
     /// A request's state in words: waiting, approved (by whom, the job), declined (by whom),
@@ -143,12 +204,12 @@ pub const REQUESTS: About = About {
 pub const MINE: About = About {
     usage: Usage::Help,
     listed: Listed::Everyone {
-        menu: |zh| zh_en!(zh, "我的媒体请求", "My media requests"),
+        menu: |zh| zh_en!(zh, "我的请求和卡片", "My requests and cards"),
         help: Some(|zh| {
             zh_en!(
                 zh,
-                "/mine 我的媒体请求和状态（等待中的可以撤回）",
-                "/mine your media requests and their state (withdraw a pending one)"
+                "/mine 我的媒体请求和卡片及其状态（等待中的可以撤回，卡片可以再显示）",
+                "/mine your media requests and cards, each with its state (withdraw a pending one, show a card again)"
             )
         }),
     },
@@ -200,10 +261,11 @@ mod tests {
             en.request_state(&late, 3_000),
             "⌛ expired without a decision"
         );
-        let page = en.my_requests_page(&[request("pending", "")], 0..1, 1_000);
+        let pending = request("pending", "");
+        let page = en.my_requests_page(&[Mine::Request(&pending)], 0..1, 1_000);
         assert_eq!(
             page,
-            "Your requests (1), newest first:\n\n#7 · ⏳ waiting for approval\n\
+            "Your requests and cards (1), newest first:\n\n#7 · ⏳ waiting for approval\n\
              Subscription: Dune (2021)\nNot in the library"
         );
         let page = en.pending_requests_page(&[request("pending", "")], 0..1, false);
@@ -212,6 +274,52 @@ mod tests {
             "{page}"
         );
         assert_eq!(en.listed_request_button("best", 7), "Approve as best #7");
+        assert_eq!(en.show_card_button(9), "Show job #9");
+        assert_eq!(zh.show_card_button(9), "显示任务 #9");
+    }
+
+    /// A card's line: its job, its state in words (a download's percent), what it follows and
+    /// its title, cleaned; every state has words in both languages, distinct in each.
+    #[test]
+    fn a_cards_line_says_its_state_in_words() {
+        let (en, zh) = (Render::new(Locale::En), Render::new(Locale::Zh));
+        let card = Card {
+            id: 9,
+            state: CardState::Downloading,
+            seq: 2,
+            chat_id: 1003,
+            fields: [
+                ("kind", "download"),
+                ("title", "Dune (2021)\u{202e}"),
+                ("percent", "37"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        };
+        let pending = request("pending", "");
+        let all = [Mine::Card(&card), Mine::Request(&pending)];
+        assert_eq!(
+            en.my_requests_page(&all, 0..2, 1_000),
+            "Your requests and cards (2), newest first:\n\n\
+             🃏 job #9 · ⬇️ downloading 37%\nDownload: Dune (2021)\n\n\
+             #7 · ⏳ waiting for approval\nSubscription: Dune (2021)\nNot in the library"
+        );
+        assert!(
+            zh.my_requests_page(&all, 0..1, 1_000)
+                .contains("🃏 任务 #9 · ⬇️ 下载中 37%\n下载：Dune (2021)")
+        );
+        for render in [&en, &zh] {
+            let words: std::collections::BTreeSet<String> = CardState::ALL
+                .into_iter()
+                .map(|s| render.card_state(s, None))
+                .collect();
+            assert_eq!(words.len(), CardState::ALL.len(), "{words:?}");
+        }
+        assert_ne!(
+            en.card_state(CardState::InLibrary, None),
+            zh.card_state(CardState::InLibrary, None)
+        );
         assert_eq!(zh.listed_request_button("withdraw", 7), "撤回 #7");
     }
 }

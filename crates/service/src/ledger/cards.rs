@@ -105,6 +105,18 @@ impl Ledger {
         self.cards(&ids).await
     }
 
+    /// One person's cards, newest first, at most `most` (a card whose HASH expired or is
+    /// damaged left out): what `/mine` lists beside their requests.
+    pub async fn cards_of(&self, user_id: i64, most: usize) -> Result<Vec<Card>, LedgerError> {
+        let ids: Vec<u64> = self
+            .conn
+            .clone()
+            .zrevrange(self.keys.cards_of(user_id), 0, most as isize - 1)
+            .await
+            .map_err(LedgerError::redis("listing a person's cards"))?;
+        self.cards(&ids).await
+    }
+
     /// Cards `ids`, in that order (a missing or damaged one left out).
     pub async fn cards(&self, ids: &[u64]) -> Result<Vec<Card>, LedgerError> {
         if ids.is_empty() {
@@ -195,5 +207,19 @@ impl Ledger {
             .hset::<_, _, _, ()>(self.keys.follow_cursor(), "transfer_id", id)
             .await
             .map_err(LedgerError::redis("moving the follower's cursor"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// include/cards.lua keeps a person's index of cards as long as a closed card lives: the
+    /// two numbers are one.
+    #[test]
+    fn a_persons_index_of_cards_lives_as_long_as_a_closed_card() {
+        let script = crate::assets::read("lua/include/cards.lua");
+        let kept = format!("local CARDS_KEPT_MS = {}\n", CLOSED_CARD_SECS * 1000);
+        assert!(script.contains(&kept), "include/cards.lua: {kept}");
     }
 }

@@ -444,6 +444,18 @@ impl Keys {
         format!("{}cards:open", self.base)
     }
 
+    /// The prefix of each person's cards ([`Self::cards_of`]): include/cards.lua derives it.
+    pub fn cards_of_prefix(&self) -> String {
+        format!("{}cards:of:", self.base)
+    }
+
+    /// ZSET, PX = 30 days after its newest card's end of following: one person's cards, member
+    /// = card id, score = when it opened (ms), the newest 50 kept (include/cards.lua); `/mine`
+    /// lists them.
+    pub fn cards_of(&self, user_id: i64) -> String {
+        format!("{}{user_id}", self.cards_of_prefix())
+    }
+
     /// ZSET, expires with its last member: the chats with an open card of one media, member
     /// `<season>|<chat id>|<card id>`, scored by the card's end (ms); the relay sends them none
     /// of that media's subscription, download and 入库 notices. `digest` is `AskedMedia::digest`.
@@ -527,6 +539,9 @@ mod tests {
             k.owners(),
             k.processes(),
             k.probe("host-1-abcd"),
+            k.card(2),
+            k.cards_open(),
+            k.cards_of(5),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }
@@ -537,6 +552,12 @@ mod tests {
         assert_eq!(k.chat_jobs(-5), format!("{}-5:jobs", k.chat_prefix()));
         assert_eq!(k.releases(3), format!("{}3", k.releases_prefix()));
         assert_eq!(k.pages(3), format!("{}3", k.pages_prefix()));
+        assert_eq!(k.cards_of(5), format!("{}5", k.cards_of_prefix()));
+        assert_eq!(
+            k.cards_of(5),
+            "{oncebot}:v1:cards:of:5",
+            "as include/cards.lua builds it"
+        );
         assert_eq!(k.layout(), "{oncebot}:layout");
     }
 

@@ -48,6 +48,12 @@ pub enum TokenAction {
     /// message: read-only, reusable until the list expires, never part of a group (it uses
     /// nothing up and nothing used stops it).
     Page { list: u64, page: usize },
+    /// `/mine`'s **Show** (issue 45): card `card`'s current text sent again as a new message,
+    /// in reply to the card's message when that is in the tapped chat and still there (private
+    /// chats have no message links). Read-only and reusable as a page button: no job, no group,
+    /// no MoviePilot call; `text` is what is sent while the card has no text of its own yet
+    /// (nothing stepped it since it opened: the list's own rendering of it).
+    Show { card: u64, text: String },
     /// A stranger's **Ask for access** (access.lua, behind `a:` callback data).
     Ask,
     /// An admin's Allow (`decision`: a role's name) or Decline (`decline`) on the card of
@@ -272,6 +278,9 @@ struct TokenSpec<'a> {
     /// This token's own lifetime, seconds, instead of the group's (a listed request button).
     #[serde(skip_serializing_if = "String::is_empty")]
     ttl: String,
+    /// A Show button's text for a card that has none yet.
+    #[serde(skip_serializing_if = "str::is_empty")]
+    text: &'a str,
 }
 
 fn token_spec(t: &Token) -> TokenSpec<'_> {
@@ -307,6 +316,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         best_idem: "",
         best_window_ms: String::new(),
         ttl: String::new(),
+        text: "",
     };
     match &t.action {
         TokenAction::Run(job) | TokenAction::Force(job) => {
@@ -328,11 +338,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
             spec.job_id = job_id.to_string();
             spec.decision = decision.as_str();
         }
-        TokenAction::Page { list, page } => {
-            spec.action = "page";
-            spec.list = list.to_string();
-            spec.page = page.to_string();
-        }
+        TokenAction::Page { .. } | TokenAction::Show { .. } => read_only_spec(&mut spec, &t.action),
         TokenAction::Ask | TokenAction::Access { .. } => access_spec(&mut spec, &t.action),
         TokenAction::Decide { .. } | TokenAction::Withdraw { .. } => {
             request_spec(&mut spec, &t.action)
@@ -352,6 +358,24 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         spec.page = solo.page.map(|p| p.to_string()).unwrap_or_default();
     }
     spec
+}
+
+/// A read-only button's fields (tap.lua answers it without a group): a page of a stored list,
+/// or a live card's Show.
+fn read_only_spec<'a>(spec: &mut TokenSpec<'a>, action: &'a TokenAction) {
+    match action {
+        TokenAction::Page { list, page } => {
+            spec.action = "page";
+            spec.list = list.to_string();
+            spec.page = page.to_string();
+        }
+        TokenAction::Show { card, text } => {
+            spec.action = "show";
+            spec.job_id = card.to_string();
+            spec.text = text;
+        }
+        _ => {}
+    }
 }
 
 /// A media request's button's fields (request.lua's, behind `r:` callback data): an admin's
@@ -497,6 +521,8 @@ pub enum Tapped {
     Cancelled,
     /// A page button: the page was queued as an edit of the tapped message; no job.
     Page,
+    /// A Show button: the card's text was queued as a new message; no job.
+    Show,
     /// A review button settled the job; it is now `state`.
     Resolved { job_id: u64, state: JobState },
     /// A review button for a job that was settled meanwhile; nothing changed on it.
@@ -544,6 +570,7 @@ impl Tapped {
             Tapped::DuplicateCommand { .. } => "duplicate_command",
             Tapped::Cancelled => "cancelled",
             Tapped::Page => "page",
+            Tapped::Show => "show",
             Tapped::Resolved { .. } => "resolved",
             Tapped::Settled { .. } => "settled",
             Tapped::Used { .. } => "used",
@@ -691,6 +718,7 @@ impl Ledger {
             },
             "cancelled" => Tapped::Cancelled,
             "page" => Tapped::Page,
+            "show" => Tapped::Show,
             "resolved" => Tapped::Resolved {
                 job_id: job_id()?,
                 state: job_state()?,

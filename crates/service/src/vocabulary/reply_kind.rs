@@ -69,10 +69,13 @@ pub enum ReplyKind {
     /// A live card's closing notice: a new message (a push the person hears; edits are silent)
     /// in reply to the card, saying it is in the library, or why not.
     CardEnd,
+    /// A live card's text sent again (`/mine`'s Show, tap.lua): a new message in reply to the
+    /// card when it is in that chat and still there.
+    CardAgain,
 }
 
 impl ReplyKind {
-    pub const ALL: [ReplyKind; 27] = [
+    pub const ALL: [ReplyKind; 28] = [
         ReplyKind::Result,
         ReplyKind::Retrying,
         ReplyKind::NeedsReview,
@@ -100,6 +103,7 @@ impl ReplyKind {
         ReplyKind::RequestCard,
         ReplyKind::Card,
         ReplyKind::CardEnd,
+        ReplyKind::CardAgain,
     ];
 
     /// The `kind` field's value.
@@ -132,6 +136,7 @@ impl ReplyKind {
             ReplyKind::RequestCard => "request_card",
             ReplyKind::Card => "card",
             ReplyKind::CardEnd => "card_end",
+            ReplyKind::CardAgain => "card_again",
         }
     }
 
@@ -205,7 +210,8 @@ mod tests {
             | ReplyKind::Request
             | ReplyKind::RequestCard
             | ReplyKind::Card
-            | ReplyKind::CardEnd => (),
+            | ReplyKind::CardEnd
+            | ReplyKind::CardAgain => (),
         };
         let doc = crate::assets::read("docs/redis.md");
         let start = doc
