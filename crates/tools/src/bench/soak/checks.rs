@@ -78,7 +78,10 @@ pub const BOUNDED: [(&str, &str); 15] = [
         "open: a member of cards:open each, ended within follow.max_days (at most \
          notify.requester_ttl_secs); closed: 30 days",
     ),
-    ("cards", "cards:open: one member per open card"),
+    (
+        "cards",
+        "cards:open: one member per open card; cards:of:<id>: a person's newest 50, expiring",
+    ),
     ("follow", "one key (follow:cursor)"),
 ];
 
