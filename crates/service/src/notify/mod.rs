@@ -554,7 +554,7 @@ impl Relay {
                 None => Vec::new(),
             };
             if !self.cfg.to_requester {
-                row.chats.retain(|c| !carded.contains(&c.chat));
+                leave_to_cards(row, &carded);
                 continue;
             }
             let mut extra = Vec::new();
@@ -577,9 +577,19 @@ impl Relay {
                     row.chats.push(chat);
                 }
             }
-            row.chats.retain(|c| !carded.contains(&c.chat));
+            leave_to_cards(row, &carded);
         }
         Ok(out)
+    }
+}
+
+/// `row` goes to none of the chats whose live card says it (`carded`); a row every chat of
+/// which has such a card is recorded as seen, not counted as unrouted.
+fn leave_to_cards(row: &mut NotifyRow, carded: &[i64]) {
+    let had = !row.chats.is_empty();
+    row.chats.retain(|c| !carded.contains(&c.chat));
+    if had && row.chats.is_empty() {
+        row.seen_only = true;
     }
 }
 
