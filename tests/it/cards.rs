@@ -115,7 +115,13 @@ async fn download_dune(rig: &Rig) -> (u64, i64, String) {
 
 #[tokio::test]
 async fn one_message_is_edited_through_every_state_of_a_download_then_one_notice() {
-    let rig = rig(Dialect::V2, &[]).await;
+    for dialect in [Dialect::V2, Dialect::V3] {
+        one_download_card(dialect).await;
+    }
+}
+
+async fn one_download_card(dialect: Dialect) {
+    let rig = rig(dialect, &[]).await;
     let _bot = rig.start_pipeline().await;
     let (id, message, hash) = download_dune(&rig).await;
     let sends_before = rig.tg.count("sendMessage");
