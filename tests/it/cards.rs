@@ -384,3 +384,41 @@ async fn a_kill_between_two_states_loses_none_and_shows_none_out_of_order() {
         .count();
     assert_eq!(notices, 1);
 }
+
+/// MoviePilot answering a poll with garbage, an error or too late stops no card: it keeps its
+/// state and says nothing wrong, then moves on once MoviePilot answers.
+#[tokio::test]
+async fn a_poll_answered_with_garbage_or_an_error_keeps_the_card_as_it_was() {
+    use oncebot_tools::sim::moviepilot::{Fault, routes};
+    let rig = rig(Dialect::V2, &[]).await;
+    let _bot = rig.start_pipeline().await;
+    let (id, message, hash) = download_dune(&rig).await;
+    shows(&rig, message, "Downloading 0%").await;
+    let edits = edits_of(&rig, message).len();
+    rig.mp.finish_download(&hash);
+    let lists = rig.mp.calls(routes::DOWNLOADS);
+    rig.mp.fail_next(
+        routes::DOWNLOADS,
+        Fault::Status(200, "<html>502 Bad Gateway</html>".into()),
+    );
+    rig.mp.fail_next(
+        routes::DOWNLOADS,
+        Fault::Status(500, r#"{"detail":"Internal Server Error"}"#.into()),
+    );
+    // A third: the poll after the two checked below is faulty too, so nothing moves meanwhile.
+    rig.mp
+        .fail_next(routes::DOWNLOADS, Fault::Status(502, "Bad Gateway".into()));
+    rig.mp
+        .fail_next(routes::TRANSFER_HISTORY, Fault::Status(200, "[".into()));
+    eventually("two faulty polls", WAIT, || async {
+        (rig.mp.calls(routes::DOWNLOADS) >= lists + 2).then_some(())
+    })
+    .await;
+    assert_eq!(card(&rig, id).await["state"], "downloading");
+    assert_eq!(
+        edits_of(&rig, message).len(),
+        edits,
+        "nothing shown for a bad poll"
+    );
+    shows(&rig, message, "Downloaded, waiting to be filed").await;
+}
