@@ -356,20 +356,9 @@ impl Ledger {
 
     /// The unexpired members of each media's askers, in the order given (one round trip).
     pub async fn askers(&self, media: &[AskedMedia]) -> Result<Vec<Vec<String>>, LedgerError> {
-        if media.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let mut pipe = redis::pipe();
-        for m in media {
-            pipe.zrangebyscore(self.keys.asked(&m.digest()), now, "+inf");
-        }
-        let mut conn = self.conn.clone();
-        pipe.query_async(&mut conn)
+        let keys: Vec<String> = media.iter().map(|m| self.keys.asked(&m.digest())).collect();
+        self.unexpired_members(&keys, "reading who asked for a media")
             .await
-            .map_err(LedgerError::redis("reading who asked for a media"))
     }
 }
 
@@ -377,19 +366,33 @@ impl Ledger {
     /// For each media, the members of its `following:<digest>` whose card is still followed
     /// (`<season>|<chat>|<card>`): the chats whose card says what its notices would.
     pub async fn followers(&self, media: &[AskedMedia]) -> Result<Vec<Vec<String>>, LedgerError> {
-        if media.is_empty() {
+        let keys: Vec<String> = media
+            .iter()
+            .map(|m| self.keys.following(&m.digest()))
+            .collect();
+        self.unexpired_members(&keys, "reading the chats following a media")
+            .await
+    }
+
+    /// For each key, its members scored from now on (one round trip).
+    async fn unexpired_members(
+        &self,
+        keys: &[String],
+        doing: &'static str,
+    ) -> Result<Vec<Vec<String>>, LedgerError> {
+        if keys.is_empty() {
             return Ok(Vec::new());
         }
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let mut pipe = redis::pipe();
-        for m in media {
-            pipe.zrangebyscore(self.keys.following(&m.digest()), now, "+inf");
+        for key in keys {
+            pipe.zrangebyscore(key, now, "+inf");
         }
         pipe.query_async(&mut self.conn.clone())
             .await
-            .map_err(LedgerError::redis("reading the chats following a media"))
+            .map_err(LedgerError::redis(doing))
     }
 }
 

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::client::{Call, MoviePilot, short};
 use super::error::MpError;
 use super::releases::HistoryRow;
+use super::types::wire_u64;
 
 /// Rows asked for per page of the download history; a shorter page is the last.
 const HISTORY_PAGE: usize = 100;
@@ -45,11 +46,7 @@ pub struct TransferRecord {
 impl TransferRecord {
     /// Row `row` if it is record `id` (`TransferHistory`: id, src, dest, title, status).
     fn from_wire(row: &Value, id: u64) -> Option<TransferRecord> {
-        let row_id = match row.get("id")? {
-            Value::Number(n) => n.as_u64()?,
-            Value::String(s) => s.trim().parse().ok()?,
-            _ => return None,
-        };
+        let row_id = wire_u64(row.get("id"))?;
         if row_id != id {
             return None;
         }
@@ -91,26 +88,17 @@ pub struct TransferRow {
 
 impl TransferRow {
     fn from_wire(row: &Value) -> Option<TransferRow> {
-        let id = match row.get("id")? {
-            Value::Number(n) => n.as_u64()?,
-            Value::String(s) => s.trim().parse().ok()?,
-            _ => return None,
-        };
+        let id = wire_u64(row.get("id"))?;
         let text = |name: &str| {
             row.get(name)
                 .and_then(Value::as_str)
                 .map(|raw| short(&crate::untrusted::clean_line(raw), 300))
                 .filter(|t| !t.trim().is_empty())
         };
-        let tmdb_id = match row.get("tmdbid") {
-            Some(Value::Number(n)) => n.as_u64(),
-            Some(Value::String(s)) => s.trim().parse().ok(),
-            _ => None,
-        };
         Some(TransferRow {
             id,
             hash: text("download_hash").map(|h| h.trim().to_ascii_lowercase()),
-            tmdb_id,
+            tmdb_id: wire_u64(row.get("tmdbid")),
             season: text("seasons").and_then(|s| numbers_after('S', &s).first().copied()),
             episodes: text("episodes").map_or_else(Vec::new, |e| numbers_after('E', &e)),
             succeeded: row.get("status").and_then(Value::as_bool).unwrap_or(false),

@@ -312,11 +312,7 @@ pub struct HistoryRow {
 impl HistoryRow {
     /// Reads one row; `None` without an id.
     pub fn from_wire(row: &Value) -> Option<HistoryRow> {
-        let id = match row.get("id")? {
-            Value::Number(n) => n.as_u64()?,
-            Value::String(s) => s.trim().parse().ok()?,
-            _ => return None,
-        };
+        let id = super::types::wire_u64(row.get("id"))?;
         let text = |name: &str| {
             row.get(name)
                 .and_then(Value::as_str)

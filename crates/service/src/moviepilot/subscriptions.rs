@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use super::client::{Call, MoviePilot, media_label};
 use super::error::MpError;
-use super::types::{CreatedId, Dialect, MediaKind, NewSubscription, Subscription, WireSubscribe};
+use super::types::{
+    CreatedId, Dialect, MediaKind, NewSubscription, Subscription, WireSubscribe, wire_u64,
+};
 
 /// A subscription-history row: a subscription MoviePilot completed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,11 +148,7 @@ impl MoviePilot {
         Ok(rows
             .iter()
             .map(|row| {
-                let number = |name: &str| match row.get(name) {
-                    Some(serde_json::Value::Number(n)) => n.as_u64(),
-                    Some(serde_json::Value::String(s)) => s.trim().parse().ok(),
-                    _ => None,
-                };
+                let number = |name: &str| wire_u64(row.get(name));
                 let date = row.get("date").and_then(|d| d.as_str()).unwrap_or("");
                 CompletedSubscription {
                     tmdb_id: number("tmdbid"),

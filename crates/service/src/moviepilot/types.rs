@@ -273,6 +273,15 @@ pub(crate) struct WireSubscribe {
     note: Option<serde_json::Value>,
 }
 
+/// A whole number MoviePilot wrote as a number or as its text (`"42"`); `None` otherwise.
+pub(crate) fn wire_u64(value: Option<&serde_json::Value>) -> Option<u64> {
+    match value? {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
 /// The episode numbers in a subscription's `note` (a list of numbers, or that list as text);
 /// anything else is none.
 fn note_episodes(note: Option<&serde_json::Value>) -> Vec<u32> {
@@ -291,11 +300,7 @@ fn note_episodes(note: Option<&serde_json::Value>) -> Vec<u32> {
     };
     let mut episodes: Vec<u32> = list
         .iter()
-        .filter_map(|v| match v {
-            Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-            Value::String(s) => s.trim().parse().ok(),
-            _ => None,
-        })
+        .filter_map(|v| wire_u64(Some(v)).and_then(|n| u32::try_from(n).ok()))
         .collect();
     episodes.sort_unstable();
     episodes.dedup();
