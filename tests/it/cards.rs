@@ -197,6 +197,10 @@ async fn one_download_card(dialect: Dialect) {
     open.sort();
     assert!(open.is_empty(), "{open:?}");
     assert_eq!(rig.tg.count("sendMessage"), sends_before + 1);
+    let changed = rig
+        .metric("oncebot_card_steps_total{outcome=\"changed\"}")
+        .await;
+    assert_eq!(changed.as_deref(), Some("3"), "{dialect:?}");
 }
 
 #[tokio::test]

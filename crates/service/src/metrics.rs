@@ -86,6 +86,10 @@ pub struct Metrics {
     /// their identity (`setting`: telegram.users; `moviepilot`: MoviePilot's own mapping, where
     /// the setting does not map them).
     users_mapped: Family<Labels, Gauge>,
+    /// oncebot_card_steps_total{outcome}: what card.lua did with the follower's steps
+    /// (`changed`: a new state or text, its edit queued; `held`: a progress edit paced; `same`,
+    /// `stale`, `closed`, `missing`); and `failed`: a poll that could not record them.
+    card_steps: Family<Labels, Counter>,
 }
 
 /// A failed poll's `kind` label: MoviePilot's error kind, or `redis`.
@@ -128,6 +132,7 @@ impl Metrics {
             notify_poll_errors: Family::default(),
             notify_lag: Gauge::default(),
             users_mapped: Family::default(),
+            card_steps: Family::default(),
             registry: Registry::default(),
         };
         // Registered in this order, which is the order of the text on /metrics.
@@ -136,6 +141,7 @@ impl Metrics {
         m.register_waiting(&mut registry);
         m.register_notify(&mut registry);
         m.register_users(&mut registry);
+        m.register_cards(&mut registry);
         m.registry = registry;
         m
     }
@@ -293,6 +299,21 @@ impl Metrics {
             "Allowed users this process maps, by the source that decides their identity",
             self.users_mapped.clone(),
         );
+    }
+
+    fn register_cards(&self, registry: &mut Registry) {
+        registry.register(
+            "card_steps",
+            "Live card steps the follower recorded, by what card.lua did with them",
+            self.card_steps.clone(),
+        );
+    }
+
+    /// Counts one live card step by card.lua's outcome (or `failed`).
+    pub fn card_step(&self, outcome: &str) {
+        self.card_steps
+            .get_or_create(&vec![("outcome", outcome.to_string())])
+            .inc();
     }
 
     /// Counts a failed poll of the message history: MoviePilot's error kind, or `None` when

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Settings;
 use crate::i18n::Render;
 use crate::ledger::{Card, CardStep, Ledger};
+use crate::metrics::METRICS;
 use crate::moviepilot::{MediaKind, MoviePilot};
 use crate::shutdown::sleep_or_stop;
 
@@ -76,7 +77,14 @@ impl Follower {
             let step =
                 next_step(card, &seen, &self.render, self.follow_days).or_else(|| owed_edit(card));
             let Some(step) = step else { continue };
-            let done = self.ledger.card_step(card, &step, PROGRESS_EVERY).await?;
+            let done = match self.ledger.card_step(card, &step, PROGRESS_EVERY).await {
+                Ok(done) => done,
+                Err(e) => {
+                    METRICS.card_step("failed");
+                    return Err(e.into());
+                }
+            };
+            METRICS.card_step(&done.outcome);
             tracing::debug!(card = card.id, outcome = %done.outcome, seq = done.seq, "card stepped");
             stepped += 1;
             crate::crash_point!("follow.after_step");
