@@ -265,3 +265,197 @@ fn subscription_step(card: &Card, seen: &Observed, r: &Render) -> Option<CardSte
         ..CardStep::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Locale;
+    use crate::moviepilot::CompletedSubscription;
+
+    const DAY: u64 = 86_400_000;
+    const START: u64 = 1_800_000_000_000;
+
+    fn card(kind: &str, state: CardState, fields: &[(&str, &str)]) -> Card {
+        let mut all: std::collections::HashMap<String, String> = fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        all.insert("kind".into(), kind.into());
+        all.insert("title".into(), "Dune (2021)".into());
+        all.insert("started_at".into(), START.to_string());
+        all.insert("until".into(), (START + 120 * DAY).to_string());
+        Card {
+            id: 7,
+            state,
+            seq: 1,
+            chat_id: 42,
+            fields: all,
+        }
+    }
+
+    fn seen(now: u64) -> Observed {
+        Observed {
+            now_ms: now,
+            downloads: Some(Vec::new()),
+            subscriptions: Some(Vec::new()),
+            transfers_by_media: true,
+            ..Observed::default()
+        }
+    }
+
+    fn row(hash: Option<&str>, tmdb: Option<u64>, episodes: &[u32], ok: bool) -> TransferRow {
+        TransferRow {
+            id: 9,
+            hash: hash.map(str::to_string),
+            tmdb_id: tmdb,
+            season: Some(1),
+            episodes: episodes.to_vec(),
+            succeeded: ok,
+            error: (!ok).then(|| "未识别到媒体信息".to_string()),
+            dest: ok.then(|| "/media/x".to_string()),
+        }
+    }
+
+    fn r() -> Render {
+        Render::new(Locale::En)
+    }
+
+    fn state_of(step: Option<CardStep>) -> Option<CardState> {
+        step.and_then(|s| s.state)
+    }
+
+    #[test]
+    fn a_download_never_listed_stays_started_and_one_listed_then_gone_a_day_vanishes() {
+        // Transmission before 4.0: never in MoviePilot's list. Nothing to say, however long.
+        let never = card("download", CardState::Started, &[("hash", "ab")]);
+        assert_eq!(next_step(&never, &seen(START + 30 * DAY), &r(), 120), None);
+        // Listed once, now gone: downloaded, waiting; a day later with no row, vanished.
+        let listed = card(
+            "download",
+            CardState::Downloading,
+            &[("hash", "ab"), ("listed", "1")],
+        );
+        let gone = next_step(&listed, &seen(START + DAY), &r(), 120).unwrap();
+        assert_eq!(gone.state, Some(CardState::Downloaded));
+        let gone_at = gone
+            .seen
+            .iter()
+            .find(|(k, _)| *k == "gone_at")
+            .unwrap()
+            .1
+            .clone();
+        let waiting = card(
+            "download",
+            CardState::Downloaded,
+            &[("hash", "ab"), ("listed", "1"), ("gone_at", &gone_at)],
+        );
+        let later = START + 2 * DAY + 1;
+        let step = next_step(&waiting, &seen(later), &r(), 120).unwrap();
+        assert_eq!(step.state, Some(CardState::Vanished));
+        assert!(!step.notice.is_empty(), "the end is told");
+    }
+
+    #[test]
+    fn a_failed_transfer_row_ends_the_card_with_moviepilots_reason_and_a_filed_one_wins() {
+        let c = card(
+            "download",
+            CardState::Downloaded,
+            &[("hash", "ab"), ("listed", "1")],
+        );
+        let mut s = seen(START + DAY);
+        s.transfers = vec![row(Some("ab"), None, &[], false)];
+        let failed = next_step(&c, &s, &r(), 120).unwrap();
+        assert_eq!(failed.state, Some(CardState::TransferFailed));
+        assert!(failed.text.contains("未识别到媒体信息"), "{}", failed.text);
+        s.transfers.push(row(Some("ab"), None, &[], true));
+        assert_eq!(
+            state_of(next_step(&c, &s, &r(), 120)),
+            Some(CardState::InLibrary)
+        );
+        // Another torrent's rows say nothing of this one.
+        s.transfers = vec![row(Some("cd"), None, &[], true)];
+        assert_eq!(
+            state_of(next_step(&c, &s, &r(), 120)),
+            Some(CardState::Downloaded)
+        );
+    }
+
+    #[test]
+    fn a_subscription_completes_once_its_downloads_are_filed_and_is_cancelled_without_history() {
+        let fields = [
+            ("subscription_id", "3"),
+            ("tmdb_id", "900001"),
+            ("season", "1"),
+            ("mtype", "tv"),
+            ("downloaded", "5,6"),
+            ("filed", "5"),
+        ];
+        let c = card("subscription", CardState::Subscribed, &fields);
+        let mut s = seen(START + DAY);
+        // Gone from the list without a history row: cancelled, no notice.
+        s.completed = Some(Vec::new());
+        let cancelled = next_step(&c, &s, &r(), 120).unwrap();
+        assert_eq!(cancelled.state, Some(CardState::Cancelled));
+        assert!(cancelled.notice.is_empty());
+        // A history row of an earlier subscription of the same media is not this one's.
+        let old = CompletedSubscription {
+            tmdb_id: Some(900_001),
+            season: Some(1),
+            date: "2020-01-01 10:00:00".into(),
+        };
+        s.completed = Some(vec![old.clone()]);
+        assert_eq!(
+            state_of(next_step(&c, &s, &r(), 120)),
+            Some(CardState::Cancelled)
+        );
+        // Completed now, E06 not yet filed: it waits; once filed, complete.
+        let now = CompletedSubscription {
+            date: "2027-01-16 10:00:00".into(),
+            ..old
+        };
+        s.completed = Some(vec![now]);
+        let waiting = next_step(&c, &s, &r(), 120).unwrap();
+        assert_eq!(waiting.state, Some(CardState::Subscribed));
+        assert!(
+            waiting.text.contains("waiting to be filed"),
+            "{}",
+            waiting.text
+        );
+        let done_at = waiting
+            .seen
+            .iter()
+            .find(|(k, _)| *k == "done_at")
+            .unwrap()
+            .1
+            .clone();
+        let mut fields = fields.to_vec();
+        fields.push(("done_at", &done_at));
+        let c = card("subscription", CardState::Subscribed, &fields);
+        let mut s = seen(START + DAY + 1000);
+        s.transfers = vec![row(None, Some(900_001), &[6], true)];
+        let done = next_step(&c, &s, &r(), 120).unwrap();
+        assert_eq!(done.state, Some(CardState::Completed));
+        assert!(done.text.contains("E05–E06"), "{}", done.text);
+        assert!(!done.notice.is_empty());
+    }
+
+    #[test]
+    fn an_unread_list_changes_nothing_and_the_end_of_following_expires_the_card() {
+        let c = card(
+            "download",
+            CardState::Downloading,
+            &[("hash", "ab"), ("listed", "1")],
+        );
+        let mut s = seen(START + DAY);
+        s.downloads = None;
+        assert_eq!(
+            next_step(&c, &s, &r(), 120),
+            None,
+            "a failed read says nothing"
+        );
+        s.now_ms = START + 121 * DAY;
+        let expired = next_step(&c, &s, &r(), 120).unwrap();
+        assert_eq!(expired.state, Some(CardState::Expired));
+        assert!(expired.notice.is_empty());
+    }
+}
