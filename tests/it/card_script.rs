@@ -203,3 +203,35 @@ async fn a_group_cards_progress_is_never_edited_but_its_states_are() {
         "no pace allows a group's progress edit"
     );
 }
+
+/// follow_turn.lua: no poll while no card is open (nothing written), and one per interval for
+/// the whole deployment once one is.
+#[tokio::test]
+async fn one_poll_per_interval_for_the_deployment_and_none_without_an_open_card() {
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    assert_eq!(ledger.follow_turn("w1", MINUTE).await.unwrap(), 0);
+    assert_eq!(
+        store.get(&store.keys.follow_lock()).await,
+        None,
+        "no lock taken"
+    );
+    seed(&store, 9, 42, 700).await;
+    assert_eq!(ledger.follow_turn("w1", MINUTE).await.unwrap(), 1);
+    assert_eq!(
+        ledger.follow_turn("w2", MINUTE).await.unwrap(),
+        0,
+        "w1 polled"
+    );
+    assert_eq!(
+        ledger.follow_turn("w1", MINUTE).await.unwrap(),
+        0,
+        "within the interval"
+    );
+    let left: i64 = store
+        .conn()
+        .await
+        .pttl(store.keys.follow_lock())
+        .await
+        .unwrap();
+    assert!(left > 0 && left <= 60_000, "{left}");
+}
