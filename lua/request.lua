@@ -102,6 +102,7 @@ local texts = cjson.decode(ARGV[15])
 local detail = ARGV[16] ~= '' and cjson.decode(ARGV[16]) or {}
 local now = now_ms()
 local c = {replies = replies, replies_group = replies_group, reply_prefix = reply_prefix,
+  job_prefix = job_prefix,
   pending = pending, key_prefix = key_prefix, quota_prefix = quota_prefix, now = now}
 
 local function answer(text, alert)
@@ -251,7 +252,10 @@ if decision == 'approve' or decision == 'best' then
   end
   redis.call('HSET', key, 'decision', decision, 'decided_by', user_id,
     'decided_by_name', detail.who, 'decided_at', now, 'job_id', job_id)
-  tell_requester(r, fill(texts.person_approved, vars(r)), c)
+  -- The job's result edits the requester's answer, which so becomes its live card (issue
+  -- 45): one message from the request to the library.
+  local shown = tell_requester(r, fill(texts.person_approved, vars(r)), c)
+  if shown then redis.call('HSET', job_prefix .. job_id, 'progress_message_id', shown) end
 else
   close_request(r, key, 'declined', c)
   redis.call('HSET', key, 'decision', decision, 'decided_by', user_id,

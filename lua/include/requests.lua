@@ -19,6 +19,9 @@
     text         the card as sent (for its edits)
     asked_at, expires_at             ms
     cards        `<chat id>:<replies entry>` of each card, space-separated
+    answer       the replies entry of the requester's answer ("sent for approval"): its decision
+                 and its job's result edit that message, which becomes the job's live card;
+                 answer_job instead for a typed ask, whose lookup job's reply is the answer
     decided_by, decided_by_name, decided_at, job_id   once decided (job_id: approved)
   It lives until `expires_at` + KEEP_MS while pending, KEEP_MS from its decision after.
 
@@ -32,7 +35,12 @@
   pending_of(of_prefix, prefix, user_id, now) -> how many of the person's requests are live
   edit_cards(r, last, skip, c) -> the card's text with `last`; every card of r edited to it (no
       buttons) but `skip` ("<chat>:<message>"); c = {replies, replies_group, reply_prefix, now}
-  tell_requester(r, text, c)  the requester told (kind `request`), replying to their message
+  tell_requester(r, text, c) -> message id or nil
+                              the requester told (kind `request`): their answer message edited
+                              (its Withdraw button gone) when it was sent (`answer`, its replies
+                              entry, whose reply HASH holds its message_id; or `answer_job`'s
+                              reply_message_id, with c.job_prefix), else a new message replying
+                              to their ask; the edited message's id
   close_request(r, key, state, c)  r leaves the pending indexes and frees its quota slots
       (c.quota_prefix); its HASH kept KEEP_MS
   make_request(q) -> outcome, id
@@ -43,6 +51,7 @@
            cards = {tokens = a token group (include/tokens.lua), messages = [{chat_id, thread_id,
                     markup, markup_best}]},
            withdraw = {tokens, markup} or nil: the requester's Withdraw button,
+           answer_job = a typed ask's lookup job id (its reply is the answer) or nil,
            quota = {limit, text} or nil: the requester's weekly quota (`text`: the answer when
                    it is used up), texts = {card, sent}}
       Outcomes: "same" (this person's same ask is pending: id is it, nothing written), "many"
@@ -94,8 +103,20 @@ end
 
 local function tell_requester(r, text, c)
   ensure_group(c.replies, c.replies_group)
-  queue_reply(c.replies, {chat_id = r.chat_id, reply_to = r.reply_to, kind = 'request',
-    text = text, thread_id = r.thread_id, now = c.now})
+  local shown = nil
+  if (r.answer or '') ~= '' then
+    shown = redis.call('HGET', c.reply_prefix .. r.answer, 'message_id')
+  elseif (r.answer_job or '') ~= '' and c.job_prefix then
+    shown = redis.call('HGET', c.job_prefix .. r.answer_job, 'reply_message_id')
+  end
+  if shown then
+    queue_reply(c.replies, {chat_id = r.chat_id, kind = 'request', text = text,
+      edit_message_id = shown, now = c.now})
+  else
+    queue_reply(c.replies, {chat_id = r.chat_id, reply_to = r.reply_to, kind = 'request',
+      text = text, thread_id = r.thread_id, now = c.now})
+  end
+  return shown
 end
 
 local function close_request(r, key, state, c)
@@ -178,9 +199,14 @@ local function make_request(q)
     for _, t in ipairs(q.withdraw.tokens.tokens) do t.request = id end
     create_tokens(q.token_prefix, q.group_prefix, q.withdraw.tokens, q.now)
     ensure_group(q.replies, q.replies_group)
-    queue_reply(q.replies, {chat_id = f.chat_id, reply_to = f.reply_to, kind = 'request',
-      text = fill(q.texts.sent, {id = id}), markup = q.withdraw.markup,
+    local entry = queue_reply(q.replies, {chat_id = f.chat_id, reply_to = f.reply_to,
+      kind = 'request', text = fill(q.texts.sent, {id = id}), markup = q.withdraw.markup,
       thread_id = f.thread_id, now = q.now})
+    -- The answer is the request's one message: its decision edits it, its job's result too.
+    redis.call('HSET', key, 'answer', entry)
+  elseif (q.answer_job or '') ~= '' then
+    -- A typed ask: the lookup job's own reply is the answer.
+    redis.call('HSET', key, 'answer_job', q.answer_job)
   end
   return 'sent', id
 end

@@ -74,6 +74,22 @@ pub async fn message_in(rig: &Rig, chat: i64, text: &str) -> StoredMessage {
     .await
 }
 
+/// Waits until the bot said `text` to `chat`, sent or as an edit (a message edited again since,
+/// as a request's answer is by its job's result, still counts).
+pub async fn told(rig: &Rig, chat: i64, text: &str) {
+    let said = |o: &oncebot_tools::sim::telegram::Observed<'_>| {
+        o.calls().iter().any(|c| {
+            c.status() == Some(200)
+                && c.params["chat_id"].to_string().trim_matches('"') == chat.to_string()
+                && ["text", "caption"]
+                    .iter()
+                    .any(|f| c.params[*f].as_str().is_some_and(|t| t.contains(text)))
+        })
+    };
+    let found = rig.tg.wait_for(RECOVERY_DEADLINE, said).await;
+    assert!(found.is_ok(), "{chat} was never told {text:?}: {found:?}");
+}
+
 /// The callback data of the button whose text starts with `label` under `message`.
 pub fn button(message: &StoredMessage, label: &str) -> String {
     let markup = message.reply_markup.as_ref().expect("a keyboard");

@@ -10,7 +10,7 @@ use oncebot_tools::sim::telegram::StoredMessage;
 use redis::AsyncCommands as _;
 use serde_json::json;
 
-use crate::grants::{button, message_in, tap};
+use crate::grants::{button, message_in, tap, told};
 use crate::requests::{CAROL, DUNE, card_says, with_button};
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
 use crate::support::{
@@ -101,7 +101,7 @@ async fn an_approval_from_the_admins_list_decides_once_as_the_card_does() {
     assert_eq!(job["user_id"], CAROL.to_string());
     assert_eq!(job["approved_by"], ALICE.to_string());
     assert_eq!(job["request"], "1");
-    message_in(&rig, CAROL, "Request #1 was approved").await;
+    told(&rig, CAROL, "Request #1 was approved").await;
     card_says(&rig, &alice_card, "Approved by User 1001 (1001)").await;
     card_says(&rig, &bob_card, "Approved by User 1001 (1001)").await;
 

@@ -11,7 +11,7 @@ use oncebot::moviepilot::Dialect;
 use oncebot_tools::sim::moviepilot::{MediaServer, routes};
 use oncebot_tools::sim::telegram::StoredMessage;
 
-use crate::grants::{button, cli, message_in, tap};
+use crate::grants::{button, cli, message_in, tap, told};
 use crate::support::child::Oncebot;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
 use crate::support::{
@@ -134,11 +134,11 @@ async fn two_admins_approving_at_once_make_one_job_and_one_subscription() {
         .iter()
         .filter(|a| a.starts_with("Done: ✅ Approved by"))
         .count();
-    let told = answers
+    let late = answers
         .iter()
         .filter(|a| a.starts_with("Already decided: ✅"))
         .count();
-    assert_eq!((won, told), (1, 1), "{answers:?}");
+    assert_eq!((won, late), (1, 1), "{answers:?}");
 
     let job = rig.job_in(2, "succeeded", RECOVERY_DEADLINE).await;
     assert_eq!(job["command"], "subscribe");
@@ -156,7 +156,22 @@ async fn two_admins_approving_at_once_make_one_job_and_one_subscription() {
     assert_eq!(subs.len(), 1, "{subs:?}");
     assert_eq!(subs[0].username, "carol");
 
-    message_in(&rig, CAROL, "Request #1 was approved").await;
+    // One message from the request to the library: the answer said "sent", then "approved",
+    // and the job's result replaced it; that message (or the poster that took its place) is
+    // the job's live card.
+    told(&rig, CAROL, "Request #1 was approved").await;
+    let card = eventually("the approved job's card", RECOVERY_DEADLINE, || async {
+        let mut conn = rig.store.conn().await;
+        let c: std::collections::BTreeMap<String, String> =
+            redis::AsyncCommands::hgetall(&mut conn, rig.store.keys.card(2))
+                .await
+                .unwrap();
+        c.contains_key("message_id").then_some(c)
+    })
+    .await;
+    let replaced = card["message_id"] == sent.message_id.to_string()
+        || rig.tg.deleted().contains(&(CAROL, sent.message_id));
+    assert!(replaced, "the answer became the card: {card:?}");
     let by = format!("Approved by User {approver} ({approver})");
     card_says(&rig, &alice_card, &by).await;
     card_says(&rig, &bob_card, &by).await;

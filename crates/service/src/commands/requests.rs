@@ -183,6 +183,8 @@ pub(super) async fn ask(
         detail["quota"] = json!({"limit": limit.to_string()});
     }
     detail["fields"] = fields;
+    // This job's reply is the request's answer: the decision edits it (issue 45).
+    detail["answer_job"] = json!(job.id.to_string());
     let detail = detail.to_string();
     let limits = RequestLimits {
         ttl: route.ttl,
