@@ -749,22 +749,22 @@ impl TelegramSim {
 
     /// Makes `chat` a forum supergroup with the topic `topic` open (General, 1, always is).
     pub fn forum_topic(&self, chat: i64, topic: i64) {
-        let mut st = self.shared.lock();
-        let state = st.chats.entry(chat).or_default();
-        state
-            .topics
-            .get_or_insert_with(HashMap::new)
-            .insert(topic, false);
+        self.set_topic(chat, topic, false);
     }
 
     /// Closes `topic` of forum `chat`: sends into it answer "TOPIC_CLOSED".
     pub fn close_topic(&self, chat: i64, topic: i64) {
+        self.set_topic(chat, topic, true);
+    }
+
+    /// `topic` of forum `chat` exists, closed or open.
+    fn set_topic(&self, chat: i64, topic: i64, closed: bool) {
         let mut st = self.shared.lock();
         let state = st.chats.entry(chat).or_default();
         state
             .topics
             .get_or_insert_with(HashMap::new)
-            .insert(topic, true);
+            .insert(topic, closed);
     }
 
     /// Deletes `topic` of forum `chat`: sends into it answer "message thread not found".
