@@ -41,13 +41,7 @@ async fn with_buttons(rig: &Rig, chat: i64) -> StoredMessage {
                 .received(chat)
                 .into_iter()
                 .find(|m| m.reply_markup.is_some());
-            let calls = rig.tg.observe(|o| o.summary());
-            async move {
-                if found.is_none() {
-                    eprintln!("{calls}");
-                }
-                found
-            }
+            async move { found }
         },
     )
     .await
