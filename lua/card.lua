@@ -12,6 +12,8 @@
   KEYS[3] replies stream    {P}:v1:stream:replies
   KEYS[4] following ZSET    {P}:v1:following:<digest>   the card's (follow_digest); any key of
                             the deployment when it has none (not touched)
+  KEYS[5] notices prefix    {P}:v1:notify:              the person's own notices
+                            (include/prefs.lua): the closing notice as they set it
 
   ARGV[1] replies consumer group
   ARGV[2] the card's seq as the caller read it
@@ -24,7 +26,11 @@
   ARGV[7] "final": the card closes with this step (its last edit, then no more); "" otherwise
   ARGV[8] final: the closing notice, a new message in reply to the card ("" for none)
   ARGV[9] how long a closed card is kept, seconds
-  ARGV[10..] name, value pairs the follower keeps in the card (what it saw: listed, percent,
+  ARGV[10] the clock of quiet hours (include/prefs.lua's parse_clock; "" : none applied)
+  ARGV[11] the closing notice's category (transfer: a download's end; subscribe: a
+          subscription's): in a private chat it is the person's own (notice_fate, mine), so
+          it is sent, sent silently, held for the summary after quiet hours, or not sent
+  ARGV[12..] name, value pairs the follower keeps in the card (what it saw: listed, percent,
           gone_at, filed, ...), written unless the answer is "stale", "closed" or "missing"
 
   Returns {outcome, seq}: "changed" (a new state or text: seq is the new one; its edit queued
@@ -32,10 +38,11 @@
   still owed is queued now that the message is known), "held" (a progress change too soon or
   in a group: nothing queued), "stale" (the card's seq is not ARGV[2]: another step came
   first), "closed" (the card ended before), or "missing".
-  Runs after include/common.lua (now_ms, ensure_group, queue_reply).
+  Runs after include/common.lua (now_ms, ensure_group, queue_reply) and include/prefs.lua
+  (notice_fate).
 ]]
 
-local card, open, replies, following = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local card, open, replies, following, notices = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local group = ARGV[1]
 local c = call('HMGET', card, 'state', 'seq', 'text', 'chat_id', 'message_id', 'gone', 'queued',
   'progress_at', 'closed_at', 'follow_member', 'job', 'thread_id')
@@ -46,7 +53,7 @@ if c[2] ~= ARGV[2] then return {'stale', c[2]} end
 local now = now_ms()
 local seq, state, text, final = tonumber(c[2]), ARGV[3], ARGV[4], ARGV[7] == 'final'
 local chat_id, message_id, gone = c[4], c[5], c[6] == '1'
-if #ARGV > 9 then call('HSET', card, unpack(ARGV, 10)) end
+if #ARGV > 11 then call('HSET', card, unpack(ARGV, 12)) end
 
 local outcome = 'same'
 if state ~= c[1] or text ~= (c[3] or '') then
@@ -87,11 +94,16 @@ if outcome ~= 'held' and message_id and not gone and text ~= ''
 end
 
 if final then
+  local fate = 'drop'
   if ARGV[8] ~= '' then
+    fate = notice_fate(notices, chat_id, ARGV[11], true, parse_clock(ARGV[10]))
+  end
+  if fate == 'send' or fate == 'silent' then
     local reply_to = ''
     if message_id and not gone then reply_to = message_id end
     -- A new message: in the card's forum topic, if it has one.
-    queue({kind = 'card_end', reply_to = reply_to, text = ARGV[8], thread_id = c[12] or ''})
+    queue({kind = 'card_end', reply_to = reply_to, text = ARGV[8], thread_id = c[12] or '',
+      silent = fate == 'silent' and '1' or ''})
   end
   call('HSET', card, 'closed_at', now)
   call('ZREM', open, c[11])

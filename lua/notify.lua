@@ -17,6 +17,9 @@
   KEYS[3] recent ZSET       {P}:v1:notify:recent     member = digest of type, title and text,
                                                       score = reg_time (s) of the last one sent
   KEYS[4] replies stream    {P}:v1:stream:replies
+  KEYS[5] notices prefix    {P}:v1:notify:           each person's own notices: prefs:<id>,
+                                                      night:<id>:<day>, held:<id>, held
+                                                      (include/prefs.lua)
 
   ARGV[1] mode: start (the first poll: sets the position unless one exists) | rows
   ARGV[2] replies consumer group
@@ -29,12 +32,20 @@
   ARGV[9] start: the newest row's id
   ARGV[10] start: its reg_time
   ARGV[11] start: its identity
-  ARGV[12..] eight per row, oldest first: identity, duplicate digest, reg_time in seconds, id,
+  ARGV[12] the clock of quiet hours (include/prefs.lua's parse_clock; "" : none applied)
+  ARGV[13..] ten per row, oldest first: identity, duplicate digest, reg_time in seconds, id,
             reg_time as MoviePilot wrote it, the message text, the poster URL ("" none), the
             target chat ids comma-separated ("" : no route, counted as unrouted; "-" : record
-            as seen only, as the first start does for the rows it does not backfill)
+            as seen only, as the first start does for the rows it does not backfill), the
+            row's category (download | transfer | subscribe | site | other), and the target
+            chats that get it as their own (matched to what they asked), comma-separated
 
-  Includes: common.lua (now_ms, ensure_group, queue_reply).
+  Each target that is a private chat gets the row as its person's settings say
+  (include/prefs.lua's notice_fate): sent, sent silently (`silent=1`), held for the summary
+  after their quiet hours, or not at all. A row every target of which declined still counts as
+  forwarded (it was routed); `messages` counts what was queued.
+
+  Includes: common.lua (now_ms, ensure_group, queue_reply), prefs.lua (notice_fate).
 
   Returns {outcome, forwarded, collapsed, unrouted, seen_before, messages}: outcome "ok", or
   "exists" when mode start met a position (nothing changed: the caller polls as usual);
@@ -42,7 +53,8 @@
   chat, seen_before = rows already handled, messages = replies-stream entries queued.
 ]]
 
-local position, seen, recent, replies = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local position, seen, recent, replies, notices = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local clock = parse_clock(ARGV[12])
 local mode, group = ARGV[1], ARGV[2]
 local retention, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
 local window = tonumber(ARGV[5])
@@ -72,10 +84,11 @@ end
 local forwarded, collapsed, unrouted, before, messages = 0, 0, 0, 0, 0
 local grouped = false
 local last_secs
-for i = 12, #ARGV, 8 do
+for i = 13, #ARGV, 10 do
   local identity, digest, secs = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local id, reg_time = tonumber(ARGV[i + 3]), ARGV[i + 4]
   local text, photo, chats = ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]
+  local category, mine = ARGV[i + 8], ',' .. ARGV[i + 9] .. ','
   last_secs = secs
   if redis.call('ZSCORE', seen, identity) then
     before = before + 1
@@ -99,9 +112,13 @@ for i = 12, #ARGV, 8 do
       for chat in string.gmatch(chats, '[^,]+') do
         if not told[chat] then
           told[chat] = true
-          queue_reply(replies, {chat_id = chat, kind = 'notification', text = text,
-            photo = photo, now = now})
-          messages = messages + 1
+          local own = string.find(mine, ',' .. chat .. ',', 1, true) ~= nil
+          local fate = notice_fate(notices, chat, category, own, clock)
+          if fate == 'send' or fate == 'silent' then
+            queue_reply(replies, {chat_id = chat, kind = 'notification', text = text,
+              photo = photo, silent = fate == 'silent' and '1' or '', now = now})
+            messages = messages + 1
+          end
         end
       end
       forwarded = forwarded + 1

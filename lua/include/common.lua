@@ -48,7 +48,9 @@
                                     dispatcher sends it with sendPhoto, text as its caption),
                                     thread_id (a forum topic: the dispatcher's
                                     message_thread_id), card and card_seq (a live card's
-                                    edit: card.lua)}; a chat_id written `chat/topic` (the
+                                    edit: card.lua), silent ("1": a notice in the person's
+                                    quiet hours, sent with disable_notification:
+                                    include/prefs.lua)}; a chat_id written `chat/topic` (the
                                     settings' spelling, as Rust hands lists of chats) is split
                                     into chat_id and thread_id;
                                     "" or nil for reply_to, job_id and text stand for none, and
@@ -138,7 +140,7 @@ end
 -- `thread_id` last: a dispatcher of a release before forum topics ignores it, and the reply
 -- goes to the chat's General topic.
 local OPTIONAL_REPLY_FIELDS = {'markup', 'op', 'edit_message_id', 'photo', 'card', 'card_seq',
-  'thread_id'}
+  'thread_id', 'silent'}
 
 local function queue_text_reply(stream, group, chat_id, reply_to, kind, job_id, text, now, thread)
   for _ = 1, 2 do
@@ -164,7 +166,7 @@ local function queue_reply(stream, r)
   end
   local markup, op, edit, photo = r.markup, r.op, r.edit_message_id, r.photo
   if (not markup or markup == '') and (not op or op == '') and (not edit or edit == '')
-    and (not photo or photo == '') then
+    and (not photo or photo == '') and (not r.silent or r.silent == '') then
     -- The caller made sure of the group (no group given: nothing to create).
     return queue_text_reply(stream, nil, chat, r.reply_to or '', r.kind, r.job_id or '',
       r.text or '', r.now, thread)

@@ -98,13 +98,13 @@ async fn a_cards_steps_are_ordered_paced_and_final() {
 
     // A new state: seq 1, its edit queued.
     let done = ledger
-        .card_step(&card, &step(CardState::Downloading, "t1"), MINUTE)
+        .card_step(&card, &step(CardState::Downloading, "t1"), MINUTE, "")
         .await
         .unwrap();
     assert_eq!((done.outcome.as_str(), done.seq), ("changed", 1));
     // A step computed from the card as it was before: refused.
     let stale = ledger
-        .card_step(&card, &step(CardState::Downloaded, "x"), MINUTE)
+        .card_step(&card, &step(CardState::Downloaded, "x"), MINUTE, "")
         .await
         .unwrap();
     assert_eq!(stale.outcome, "stale");
@@ -114,11 +114,14 @@ async fn a_cards_steps_are_ordered_paced_and_final() {
         progress: true,
         ..step(CardState::Downloading, "t2")
     };
-    let held = ledger.card_step(&card, &progress, MINUTE).await.unwrap();
+    let held = ledger
+        .card_step(&card, &progress, MINUTE, "")
+        .await
+        .unwrap();
     assert_eq!((held.outcome.as_str(), held.seq), ("held", 1));
     // The same text again: nothing new.
     let same = ledger
-        .card_step(&card, &step(CardState::Downloading, "t1"), MINUTE)
+        .card_step(&card, &step(CardState::Downloading, "t1"), MINUTE, "")
         .await
         .unwrap();
     assert_eq!(same.outcome, "same");
@@ -133,7 +136,7 @@ async fn a_cards_steps_are_ordered_paced_and_final() {
         notice: "n".into(),
         ..step(CardState::InLibrary, "t3")
     };
-    let done = ledger.card_step(&card, &fin, MINUTE).await.unwrap();
+    let done = ledger.card_step(&card, &fin, MINUTE, "").await.unwrap();
     assert_eq!((done.outcome.as_str(), done.seq), ("changed", 2));
     let last = taken(&store, 7).await;
     assert_eq!(last.len(), 2, "{last:?}");
@@ -149,7 +152,7 @@ async fn a_cards_steps_are_ordered_paced_and_final() {
     assert!(ttl > 0, "a closed card expires");
     let card = ledger.cards(&[7]).await.unwrap().remove(0);
     let after = ledger
-        .card_step(&card, &step(CardState::Downloading, "t4"), MINUTE)
+        .card_step(&card, &step(CardState::Downloading, "t4"), MINUTE, "")
         .await
         .unwrap();
     assert_eq!(after.outcome, "closed");
@@ -185,7 +188,12 @@ async fn a_group_cards_progress_is_never_edited_but_its_states_are() {
     seed(&store, 8, -100_123, 600).await;
     let card = ledger.cards(&[8]).await.unwrap().remove(0);
     let state = ledger
-        .card_step(&card, &step(CardState::Downloading, "0%"), Duration::ZERO)
+        .card_step(
+            &card,
+            &step(CardState::Downloading, "0%"),
+            Duration::ZERO,
+            "",
+        )
         .await
         .unwrap();
     assert_eq!(state.outcome, "changed");
@@ -195,7 +203,7 @@ async fn a_group_cards_progress_is_never_edited_but_its_states_are() {
         ..step(CardState::Downloading, "50%")
     };
     let held = ledger
-        .card_step(&card, &progress, Duration::ZERO)
+        .card_step(&card, &progress, Duration::ZERO, "")
         .await
         .unwrap();
     assert_eq!(

@@ -223,3 +223,7 @@ mod versions;
 /// Issue 45, item 5: forum topics (a command in a topic answered there, a plain reply thread
 /// not echoed, a refused topic's answer in General).
 mod topics;
+
+/// Issue 45, item 6: each person's own notices (`/notify`: only mine, off, quiet hours sent
+/// silently with the night's allowance and the summary; a forged tap changes nothing).
+mod notices;

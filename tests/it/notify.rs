@@ -626,6 +626,8 @@ fn ledger_row(id: u64, text: &str, chats: &[i64]) -> oncebot::ledger::NotifyRow 
             .iter()
             .map(|&c| oncebot::vocabulary::ChatTarget::chat(c))
             .collect(),
+        category: oncebot::vocabulary::NoticeCategory::Download,
+        mine: Vec::new(),
         seen_only: false,
     }
 }
@@ -640,7 +642,7 @@ async fn the_script_queues_each_row_once_per_chat_however_often_it_is_recorded()
     let window = Duration::from_secs(120);
     let newest = ledger_row(7, "newest", &[]);
     let first = ledger
-        .notify_record(NotifyMode::Start { newest: &newest }, &[], None, window)
+        .notify_record(NotifyMode::Start { newest: &newest }, &[], None, window, "")
         .await
         .unwrap();
     assert!(!first.position_existed);
@@ -652,6 +654,7 @@ async fn the_script_queues_each_row_once_per_chat_however_often_it_is_recorded()
             &[],
             None,
             window,
+            "",
         )
         .await
         .unwrap();
@@ -660,8 +663,8 @@ async fn the_script_queues_each_row_once_per_chat_however_often_it_is_recorded()
 
     let rows = [ledger_row(8, "a", &[ALICE, ALICE, BOB])];
     let (one, two) = tokio::join!(
-        ledger.notify_record(NotifyMode::Rows, &rows, None, window),
-        ledger.notify_record(NotifyMode::Rows, &rows, None, window),
+        ledger.notify_record(NotifyMode::Rows, &rows, None, window, ""),
+        ledger.notify_record(NotifyMode::Rows, &rows, None, window, ""),
     );
     let (one, two) = (one.unwrap(), two.unwrap());
     assert_eq!(one.forwarded + two.forwarded, 1, "{one:?} {two:?}");
@@ -679,7 +682,7 @@ async fn the_script_queues_each_row_once_per_chat_however_often_it_is_recorded()
         notice: "5 skipped",
     };
     let r = ledger
-        .notify_record(NotifyMode::Rows, &more, Some(skipped), window)
+        .notify_record(NotifyMode::Rows, &more, Some(skipped), window, "")
         .await
         .unwrap();
     assert_eq!(

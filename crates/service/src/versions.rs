@@ -58,7 +58,7 @@ pub const BASE_KINDS: [&str; 23] = [
 pub const WORKER_KINDS: &str = "|search|subscribe|best|download|subscriptions|unsubscribe|\
 searchnow|downloading|status|jobs|whoami|help|start|releases|grab|auto|subscribe_search|\
 subscribe_refresh|site_signin|transfer|mediaserver_sync|cookiecloud|restart|redo|version|users|\
-revoke|requests|mine|quota|";
+revoke|requests|mine|quota|notify|";
 
 /// The kinds this release adds to [`BASE_KINDS`], each between two `|`: what a tap must not
 /// make while an older worker lives (`Ledger::tap_holding`).

@@ -11,6 +11,7 @@ mod help;
 mod house;
 mod key;
 mod library;
+mod notify;
 mod owners;
 mod pages;
 mod parse;
@@ -107,10 +108,12 @@ pub enum Command {
     Mine,
     /// The asker's weekly quota: used, left, when the next slot frees (issue 44).
     Quota,
+    /// The asker's own notices: per category all, only theirs, or off; quiet hours (issue 45).
+    Notify,
 }
 
 impl Command {
-    pub const ALL: [Command; 30] = [
+    pub const ALL: [Command; 31] = [
         Command::Search,
         Command::Subscribe,
         Command::Best,
@@ -141,6 +144,7 @@ impl Command {
         Command::Requests,
         Command::Mine,
         Command::Quota,
+        Command::Notify,
     ];
 
     /// Its file's description of it: the one dispatch, a match without a fallback arm, so the
@@ -177,6 +181,7 @@ impl Command {
             Command::Requests => &request_lists::REQUESTS,
             Command::Mine => &request_lists::MINE,
             Command::Quota => &quota::QUOTA,
+            Command::Notify => &notify::NOTIFY,
         }
     }
 
@@ -230,7 +235,7 @@ impl Command {
 
     /// Every command by name with what it says about itself, in `ALL`'s order: the menus and
     /// the help are built from it (`i18n::Texts::help_for`, `command_list`).
-    pub fn listing() -> [(&'static str, &'static i18n::About); 30] {
+    pub fn listing() -> [(&'static str, &'static i18n::About); 31] {
         Command::ALL.map(|c| (c.name(), c.about()))
     }
 
@@ -250,7 +255,7 @@ impl Command {
 /// the settings; `None`: no business-layer check), the recovery after a crash, the least role,
 /// one per asker or for the whole house, a span of time or the calendar day.
 #[rustfmt::skip]
-pub const POLICIES: [Policy; 30] = {
+pub const POLICIES: [Policy; 31] = {
     use policy::{ASKS, AT_ONCE, DAY, EFFECT, HOUSE, OWN, READ, SPAN, row};
     use Recovery::*;
     use crate::vocabulary::Role::*;
@@ -321,6 +326,9 @@ pub const POLICIES: [Policy; 30] = {
         row(Command::Mine, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
         // Reads the quota ledger only (issue 44).
         row(Command::Quota, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
+        // No effect at MoviePilot: it writes the asker's own settings in Redis (issue 45), and
+        // setting one twice is setting it once.
+        row(Command::Notify, READ, AT_ONCE, None, Rerun, Viewer, OWN, SPAN),
     ]
 };
 

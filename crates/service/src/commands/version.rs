@@ -33,7 +33,8 @@ mod tests {
 
     /// The kinds a worker says it runs are this release's commands, and 1170969's are among
     /// them: `version` is the kind 0.2.0 adds, `whoami`, `users` and `revoke` (issue 43),
-    /// `requests`, `mine` and `quota` (issue 44) the kinds of the release after it.
+    /// `requests`, `mine` and `quota` (issue 44) and `notify` (issue 45) the kinds of the
+    /// release after it.
     #[test]
     fn the_worker_kinds_are_every_command_and_only_version_is_new() {
         let names: Vec<&str> = Command::ALL.iter().map(|c| c.name()).collect();
@@ -45,7 +46,7 @@ mod tests {
         assert_eq!(
             new,
             [
-                "whoami", "version", "users", "revoke", "requests", "mine", "quota"
+                "whoami", "version", "users", "revoke", "requests", "mine", "quota", "notify"
             ]
         );
     }

@@ -356,6 +356,7 @@ impl Dispatcher {
                 caption: (!reply.text.is_empty()).then_some(reply.text.as_str()),
                 reply_markup: markup.as_deref(),
                 reply_parameters,
+                disable_notification: reply.silent.then_some(true),
             };
             self.limiter.acquire(chat).await;
             let message: SentMessage = self.api.call("sendPhoto", &body, CALL_TIMEOUT).await?;
@@ -459,6 +460,7 @@ impl Dispatcher {
                 message_id: None,
                 reply_markup: if last { markup } else { None },
                 reply_parameters: None,
+                disable_notification: reply.silent.then_some(true),
                 text: chunk,
             };
             self.limiter.acquire(chat).await;
@@ -466,6 +468,7 @@ impl Dispatcher {
                 (0, Some(message_id)) => {
                     body.message_id = Some(message_id);
                     body.message_thread_id = None;
+                    body.disable_notification = None;
                     self.api
                         .call("editMessageText", &body, CALL_TIMEOUT)
                         .await?

@@ -20,6 +20,9 @@ pub(super) struct TextBody<'a> {
     pub(super) reply_markup: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reply_parameters: Option<ReplyParameters>,
+    /// A notice in its person's quiet hours: no sound (never on an edit, which makes none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) disable_notification: Option<bool>,
     pub(super) text: &'a str,
 }
 
@@ -36,6 +39,8 @@ pub(super) struct PhotoBody<'a> {
     pub(super) reply_markup: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reply_parameters: Option<ReplyParameters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) disable_notification: Option<bool>,
 }
 
 /// An `editMessageCaption` body.
@@ -142,6 +147,7 @@ mod tests {
                 allow_sending_without_reply: true,
                 message_id: 3,
             }),
+            disable_notification: None,
             text: "hi \"there\"",
         };
         let sent: Value = serde_json::from_str(&serde_json::to_string(&body).unwrap()).unwrap();
@@ -157,6 +163,7 @@ mod tests {
             message_id: Some(9),
             reply_markup: None,
             reply_parameters: None,
+            disable_notification: None,
             text: "x",
         };
         assert_eq!(
@@ -169,11 +176,25 @@ mod tests {
             message_id: None,
             reply_markup: None,
             reply_parameters: None,
+            disable_notification: None,
             text: "x",
         };
         assert_eq!(
             serde_json::to_string(&topic).unwrap(),
             r#"{"chat_id":-7,"message_thread_id":4,"text":"x"}"#
+        );
+        let quiet = TextBody {
+            chat_id: 7,
+            message_thread_id: None,
+            message_id: None,
+            reply_markup: None,
+            reply_parameters: None,
+            disable_notification: Some(true),
+            text: "x",
+        };
+        assert_eq!(
+            serde_json::to_string(&quiet).unwrap(),
+            r#"{"chat_id":7,"disable_notification":true,"text":"x"}"#
         );
     }
 

@@ -5,6 +5,9 @@
 //! history when a subscription left the list), then steps each card through card.lua, which
 //! queues its edit and, at the end, its closing notice. It never sends to Telegram and never
 //! runs a job. A read that fails or answers garbage stops no card: the card keeps its state.
+//!
+//! Every tick it also sums up the notices people's quiet hours held, once the hours ended
+//! (quiet_end.lua, `/notify`): workers run in every deployment, cards or not.
 
 mod decide;
 
@@ -14,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::i18n::Render;
-use crate::ledger::{Card, CardStep, Ledger};
+use crate::ledger::{Card, CardStep, Ledger, QuietSummary};
 use crate::metrics::METRICS;
 use crate::moviepilot::{MediaKind, MoviePilot};
 use crate::shutdown::sleep_or_stop;
@@ -35,6 +38,9 @@ pub struct Follower {
     every: Duration,
     max_pages: usize,
     follow_days: u64,
+    /// `commands.day_zone`: the clock of each person's quiet hours.
+    zone: jiff::tz::TimeZone,
+    summary: QuietSummary,
 }
 
 impl Follower {
@@ -42,10 +48,16 @@ impl Follower {
         let follow_for = settings
             .follow
             .follow_for(settings.notify.requester_ttl_secs);
+        let render = Render::new(settings.telegram.locale);
         Follower {
             ledger,
             mp,
-            render: Render::new(settings.telegram.locale),
+            summary: render.quiet_summary(),
+            render,
+            zone: settings
+                .commands
+                .day_zone()
+                .unwrap_or(jiff::tz::TimeZone::UTC),
             holder: holder.to_string(),
             every: settings.follow.poll_every(),
             max_pages: settings.follow.max_pages as usize,
@@ -55,6 +67,16 @@ impl Follower {
 
     pub async fn run(self, stop: CancellationToken) {
         loop {
+            match self.ledger.quiet_end(now_ms(), &self.summary).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    summaries = n,
+                    "quiet hours ended: the notices they held were summed up"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "summing up the notices quiet hours held failed; trying again at the next tick")
+                }
+            }
             if let Err(e) = self.poll().await {
                 tracing::warn!(error = %e, "following the cards failed; trying again at the next poll");
             }
@@ -72,12 +94,17 @@ impl Follower {
         let cards = self.ledger.open_cards().await?;
         let cursor = self.ledger.transfer_cursor().await?;
         let (seen, newest) = self.observe(&cards, cursor).await;
+        let clock = crate::vocabulary::notice_clock(jiff::Timestamp::now(), &self.zone);
         let mut stepped = 0;
         for card in &cards {
             let step =
                 next_step(card, &seen, &self.render, self.follow_days).or_else(|| owed_edit(card));
             let Some(step) = step else { continue };
-            let done = match self.ledger.card_step(card, &step, PROGRESS_EVERY).await {
+            let done = match self
+                .ledger
+                .card_step(card, &step, PROGRESS_EVERY, &clock)
+                .await
+            {
                 Ok(done) => done,
                 Err(e) => {
                     METRICS.card_step("failed");

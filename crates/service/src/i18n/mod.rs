@@ -28,6 +28,7 @@ mod downloading;
 mod help;
 mod house;
 mod library;
+mod notify;
 mod outcomes;
 mod redis_health;
 mod redo;
@@ -52,6 +53,7 @@ pub use house::{
     COOKIECLOUD, MEDIASERVER_SYNC, SITE_SIGNIN, SUBSCRIBE_REFRESH, SUBSCRIBE_SEARCH, TRANSFER,
     names as house_names,
 };
+pub use notify::NOTIFY;
 
 pub use redo::REDO;
 pub use releases::{DOWNLOAD, GRAB, RELEASES, release_args};

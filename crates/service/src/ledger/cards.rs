@@ -11,7 +11,7 @@ use redis::AsyncCommands as _;
 use super::keys::Stream;
 use super::scripts::ScriptCall;
 use super::{Ledger, LedgerError, scripts};
-use crate::vocabulary::CardState;
+use crate::vocabulary::{CardState, NoticeCategory};
 
 /// How long a closed card is kept (for `/mine`), seconds.
 pub const CLOSED_CARD_SECS: u64 = 30 * 86_400;
@@ -143,8 +143,9 @@ impl Ledger {
         card: &Card,
         step: &CardStep,
         progress_every: Duration,
+        clock: &str,
     ) -> Result<Stepped, LedgerError> {
-        let call = self.card_step_call(card, step, progress_every);
+        let call = self.card_step_call(card, step, progress_every, clock);
         let (outcome, seq): (String, String) =
             self.send_durable(&call, "recording a card's step").await?;
         Ok(Stepped {
@@ -158,17 +159,24 @@ impl Ledger {
         card: &Card,
         step: &CardStep,
         progress_every: Duration,
+        clock: &str,
     ) -> ScriptCall {
         let state = step.state.unwrap_or(card.state);
         let following = match (card.text("follow_digest"), card.text("follow_member")) {
             (d, m) if !d.is_empty() && !m.is_empty() => self.keys.following(d),
             _ => self.keys.cards_open(),
         };
-        let mut call = ScriptCall::new(&scripts::CARD, 4, 9 + 2 * step.seen.len(), 512);
+        // A download ends in the library (入库); a subscription ends complete (订阅).
+        let category = match card.text("kind") {
+            "subscription" => NoticeCategory::Subscribe,
+            _ => NoticeCategory::Transfer,
+        };
+        let mut call = ScriptCall::new(&scripts::CARD, 5, 11 + 2 * step.seen.len(), 512);
         call.key("card HASH", self.keys.card(card.id))
             .key("open cards ZSET", self.keys.cards_open())
             .key("replies stream", self.keys.replies_stream())
             .key("following ZSET", following)
+            .key("notices prefix", self.keys.notice_prefix())
             .arg("replies consumer group", Stream::Replies.group())
             .arg("the card's seq as the caller read it", card.seq)
             .arg("state", state.as_str())
@@ -180,7 +188,9 @@ impl Ledger {
             )
             .arg("\"final\"", if state.is_final() { "final" } else { "" })
             .arg("final: the closing notice", &step.notice)
-            .arg("how long a closed card is kept", CLOSED_CARD_SECS);
+            .arg("how long a closed card is kept", CLOSED_CARD_SECS)
+            .arg("the clock of quiet hours", clock)
+            .arg("the closing notice's category", category.as_str());
         for (name, value) in &step.seen {
             call.args([*name, value.as_str()]);
         }

@@ -96,6 +96,8 @@ pub struct ReplyEntry {
     /// The forum topic a new message goes to (`message_thread_id`); `None`: the chat's General
     /// topic, or a chat without topics (entries from before forum topics have none).
     pub thread_id: Option<i64>,
+    /// A notice in its person's quiet hours (`/notify`): sent with `disable_notification`.
+    pub silent: bool,
 }
 
 /// What a replies-stream entry's `op` asks of the dispatcher (its only values).
@@ -167,6 +169,7 @@ impl ReplyEntry {
             card: num(&f, "card").zip(num(&f, "card_seq")),
             // 1 is the General topic, which a send must not name (Telegram refuses it).
             thread_id: num::<i64>(&f, "thread_id").filter(|&t| t > 1),
+            silent: f.get("silent").is_some_and(|v| v == "1"),
         })
     }
 }

@@ -294,6 +294,37 @@ impl Keys {
         format!("{}notify:wake", self.base)
     }
 
+    /// The prefix of each person's own notices (issue 45, `/notify`): include/prefs.lua and
+    /// quiet_end.lua derive the keys below from it.
+    pub fn notice_prefix(&self) -> String {
+        format!("{}notify:", self.base)
+    }
+
+    /// HASH, no expiry (one per person who used `/notify`): a Telegram user's own notices:
+    /// `download`, `transfer`, `subscribe`, `site`, `other` = `all` | `mine` | `off` (no field:
+    /// all), `quiet` = `HH:MM-HH:MM` in `commands.day_zone` (no field: none).
+    pub fn notice_prefs(&self, user_id: i64) -> String {
+        format!("{}prefs:{user_id}", self.notice_prefix())
+    }
+
+    /// STRING, EX = 2 days: notices sent silently to a person in the quiet night that began on
+    /// `night` (`YYYY-MM-DD`); past `QUIET_NIGHT_MAX` they are held.
+    pub fn notice_night(&self, user_id: i64, night: &str) -> String {
+        format!("{}night:{user_id}:{night}", self.notice_prefix())
+    }
+
+    /// HASH, EX = 2 days: a person's notices held in quiet hours, count per category, until
+    /// quiet_end.lua sums them up.
+    pub fn notices_held_of(&self, user_id: i64) -> String {
+        format!("{}held:{user_id}", self.notice_prefix())
+    }
+
+    /// ZSET, no expiry (one key, a member per person): whose held notices are summed up when,
+    /// member = Telegram id, score = the end of their quiet hours (ms).
+    pub fn notices_held(&self) -> String {
+        format!("{}held", self.notice_prefix())
+    }
+
     /// ZSET, expires with its newest member (`notify.requester_ttl_secs`): the chats that asked
     /// for one media through oncebot, member `<season>|<chat id>` (season 0: every season),
     /// scored by the member's expiry in ms (asked.lua). `digest` is `AskedMedia::digest`.
@@ -542,6 +573,10 @@ mod tests {
             k.card(2),
             k.cards_open(),
             k.cards_of(5),
+            k.notice_prefs(5),
+            k.notice_night(5, "2026-12-07"),
+            k.notices_held_of(5),
+            k.notices_held(),
         ] {
             assert!(key.starts_with("{oncebot}:v1:"), "{key}");
         }
@@ -558,6 +593,14 @@ mod tests {
             "{oncebot}:v1:cards:of:5",
             "as include/cards.lua builds it"
         );
+        assert_eq!(k.notice_prefs(5), "{oncebot}:v1:notify:prefs:5");
+        assert_eq!(
+            k.notice_night(5, "2026-12-07"),
+            "{oncebot}:v1:notify:night:5:2026-12-07",
+            "as include/prefs.lua builds it"
+        );
+        assert_eq!(k.notices_held_of(5), "{oncebot}:v1:notify:held:5");
+        assert_eq!(k.notices_held(), format!("{}held", k.notice_prefix()));
         assert_eq!(k.layout(), "{oncebot}:layout");
     }
 

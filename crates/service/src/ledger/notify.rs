@@ -10,7 +10,7 @@ use redis::AsyncCommands as _;
 use super::scripts::ScriptCall;
 use super::{Conn, Ledger, LedgerError, keys, scripts};
 use crate::asked::AskedMedia;
-use crate::vocabulary::ChatTarget;
+use crate::vocabulary::{ChatTarget, NoticeCategory};
 
 /// How long a handled row's identity is remembered: far longer than a row can take to leave
 /// the pages a poll reads (the position moves past it at once), so a clock that jumps back or a
@@ -20,7 +20,7 @@ pub const SEEN_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 /// Most identities the seen-set keeps, whatever their age.
 pub const SEEN_MAX: u64 = 100_000;
 
-/// One history row as notify.lua takes it (ARGV[12..], eight per row).
+/// One history row as notify.lua takes it (ARGV[13..], ten per row).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotifyRow {
     /// `<id>|<reg_time>|<digest of title and text>`.
@@ -37,6 +37,11 @@ pub struct NotifyRow {
     pub photo: Option<String>,
     /// Each target chat once; empty: no route, counted as unrouted.
     pub chats: Vec<ChatTarget>,
+    /// The category a person's `/notify` sets for it.
+    pub category: NoticeCategory,
+    /// The chats of `chats` that get it as their own (matched to what they asked): a person's
+    /// "only mine" lets these through.
+    pub mine: Vec<i64>,
     /// Record as seen without sending (the first start's rows older than where it begins).
     pub seen_only: bool,
 }
@@ -113,14 +118,16 @@ impl Ledger {
 
     /// notify.lua: records `rows` (oldest first) and advances the position, in one step; on the
     /// durable connection, since it queues replies.
+    /// `clock` is quiet hours' (`vocabulary::notice_clock`).
     pub async fn notify_record(
         &self,
         mode: NotifyMode<'_>,
         rows: &[NotifyRow],
         skipped: Option<Skipped<'_>>,
         window: Duration,
+        clock: &str,
     ) -> Result<NotifyRecorded, LedgerError> {
-        let call = self.notify_record_call(mode, rows, skipped, window);
+        let call = self.notify_record_call(mode, rows, skipped, window, clock);
         let (outcome, forwarded, collapsed, unrouted, seen_before, messages): (
             String,
             u64,
@@ -153,6 +160,7 @@ impl Ledger {
         rows: &[NotifyRow],
         skipped: Option<Skipped<'_>>,
         window: Duration,
+        clock: &str,
     ) -> ScriptCall {
         let bytes: usize = rows.iter().map(|r| 128 + r.text.len()).sum();
         let (name, newest) = match mode {
@@ -161,11 +169,12 @@ impl Ledger {
         };
         let (count, notice) = skipped.map_or((0, ""), |s| (s.count, s.notice));
         let admins = join(&self.review.admin_chats);
-        let mut call = ScriptCall::new(&scripts::NOTIFY, 4, 11 + 8 * rows.len(), 256 + bytes);
+        let mut call = ScriptCall::new(&scripts::NOTIFY, 5, 12 + 10 * rows.len(), 256 + bytes);
         call.key("position hash", self.keys.notify_position())
             .key("seen zset", self.keys.notify_seen())
             .key("recent zset", self.keys.notify_recent())
             .key("replies stream", self.keys.replies_stream())
+            .key("notices prefix", self.keys.notice_prefix())
             .arg("mode", name)
             .arg("replies consumer group", keys::Stream::Replies.group())
             .arg("seen retention", SEEN_RETENTION.as_millis() as u64)
@@ -182,7 +191,8 @@ impl Ledger {
             .arg(
                 "start: its identity",
                 newest.map_or("", |r| r.identity.as_str()),
-            );
+            )
+            .arg("the clock of quiet hours", clock);
         for row in rows {
             call.args([
                 row.identity.as_str(),
@@ -197,6 +207,8 @@ impl Ledger {
                 } else {
                     join(&row.chats)
                 },
+                row.category.as_str(),
+                &join(&row.mine),
             ]);
         }
         call
@@ -397,7 +409,7 @@ impl Ledger {
 }
 
 /// Chats for a script, comma-separated: each `chat` or `chat/topic` (`queue_reply` splits it).
-fn join(ids: &[ChatTarget]) -> String {
+fn join<T: std::fmt::Display>(ids: &[T]) -> String {
     let mut out = String::new();
     for (i, id) in ids.iter().enumerate() {
         if i > 0 {

@@ -158,6 +158,7 @@ fn reply_entry(kind: ReplyKind) -> ReplyEntry {
         photo: None,
         card: None,
         thread_id: None,
+        silent: false,
     }
 }
 
@@ -423,12 +424,14 @@ async fn relay_calls_name_their_headers() {
         text: "t".into(),
         photo: None,
         chats: vec![ChatTarget::chat(1), ChatTarget::in_thread(2, Some(7))],
+        category: crate::vocabulary::NoticeCategory::Download,
+        mine: vec![1],
         seen_only: false,
     };
     let rows = [row.clone()];
     let window = Duration::from_secs(120);
     holds(
-        &l.notify_record_call(NotifyMode::Start { newest: &row }, &rows, None, window),
+        &l.notify_record_call(NotifyMode::Start { newest: &row }, &rows, None, window, "c"),
         true,
     );
     let skipped = Skipped {
@@ -436,7 +439,7 @@ async fn relay_calls_name_their_headers() {
         notice: "n",
     };
     holds(
-        &l.notify_record_call(NotifyMode::Rows, &rows, Some(skipped), window),
+        &l.notify_record_call(NotifyMode::Rows, &rows, Some(skipped), window, ""),
         true,
     );
     holds(&l.notify_lease_call("h", Duration::from_secs(3)), true);
@@ -469,9 +472,11 @@ async fn card_calls_name_their_headers() {
         ..super::CardStep::default()
     };
     holds(
-        &l.card_step_call(&card, &step, Duration::from_secs(60)),
+        &l.card_step_call(&card, &step, Duration::from_secs(60), "c"),
         true,
     );
+    let words = crate::i18n::Render::new(crate::config::Locale::Zh).quiet_summary();
+    holds(&l.quiet_end_call(1, &words), true);
     let mut edit = reply_entry(ReplyKind::Card);
     edit.card = Some((7, 2));
     holds(

@@ -136,7 +136,8 @@ pub(crate) static READY: LazyLock<Lua> = LazyLock::new(|| lua!("ready.lua"));
 
 /// `lua/notify.lua`: a batch of MoviePilot history rows seen, collapsed, queued, and the
 /// relay's position advanced, in one step.
-pub(crate) static NOTIFY: LazyLock<Lua> = LazyLock::new(|| lua!("notify.lua", "common.lua"));
+pub(crate) static NOTIFY: LazyLock<Lua> =
+    LazyLock::new(|| lua!("notify.lua", "common.lua", "prefs.lua"));
 
 /// `lua/users_turn.lua`: whether this process reads MoviePilot's users now.
 pub(crate) static USERS_TURN: LazyLock<Lua> =
@@ -183,13 +184,17 @@ pub(crate) static QUOTA: LazyLock<Lua> =
 pub(crate) static HELD_ELSEWHERE: LazyLock<Lua> = LazyLock::new(|| lua!("held_elsewhere.lua"));
 
 /// `lua/card.lua`: one step of a live card, its edit and its closing notice.
-pub(crate) static CARD: LazyLock<Lua> = LazyLock::new(|| lua!("card.lua", "common.lua"));
+pub(crate) static CARD: LazyLock<Lua> =
+    LazyLock::new(|| lua!("card.lua", "common.lua", "prefs.lua"));
+
+/// `lua/quiet_end.lua`: the notices held in quiet hours, summed up once the hours ended.
+pub(crate) static QUIET_END: LazyLock<Lua> = LazyLock::new(|| lua!("quiet_end.lua", "common.lua"));
 
 /// `lua/follow_turn.lua`: whether this process polls MoviePilot for the live cards now.
 pub(crate) static FOLLOW_TURN: LazyLock<Lua> = LazyLock::new(|| lua!("follow_turn.lua"));
 
 /// Every script, by the name of its file in `lua/`.
-fn all() -> [(&'static str, &'static Lua); 34] {
+fn all() -> [(&'static str, &'static Lua); 35] {
     [
         ("enqueue", &ENQUEUE),
         ("tap", &TAP),
@@ -225,6 +230,7 @@ fn all() -> [(&'static str, &'static Lua); 34] {
         ("quota", &QUOTA),
         ("card", &CARD),
         ("follow_turn", &FOLLOW_TURN),
+        ("quiet_end", &QUIET_END),
     ]
 }
 

@@ -181,6 +181,8 @@ pub struct Relay {
     lease: Arc<Lease>,
     /// `telegram.allowed_users`: a row MoviePilot wrote for one of them also goes to them.
     allowed: Vec<i64>,
+    /// `commands.day_zone`: the clock of each person's quiet hours.
+    zone: jiff::tz::TimeZone,
 }
 
 impl Relay {
@@ -200,6 +202,10 @@ impl Relay {
             render: Render::new(settings.telegram.locale),
             auth_wait: Duration::from_secs(settings.moviepilot.auth_wait_secs.max(60)),
             allowed: settings.telegram.allowed_user_ids(),
+            zone: settings
+                .commands
+                .day_zone()
+                .unwrap_or(jiff::tz::TimeZone::UTC),
             ledger,
             mp,
             cfg,
@@ -421,6 +427,8 @@ impl Relay {
                 text: String::new(),
                 photo: None,
                 chats: Vec::new(),
+                category: crate::vocabulary::NoticeCategory::Other,
+                mine: Vec::new(),
                 seen_only: false,
             },
         };
@@ -447,6 +455,7 @@ impl Relay {
                 &rows,
                 None,
                 self.window(),
+                &self.clock(),
             )
             .await?;
         crate::crash_point!("notify.after_record");
@@ -487,7 +496,7 @@ impl Relay {
             }
             let recorded = self
                 .ledger
-                .notify_record(mode, chunk, skip, self.window())
+                .notify_record(mode, chunk, skip, self.window(), &self.clock())
                 .await?;
             crate::crash_point!("notify.after_record");
             polled = self.count(polled, recorded, skip.map_or(0, |s| s.count));
@@ -513,6 +522,10 @@ impl Relay {
         polled.unrouted += r.unrouted;
         polled.skipped += skipped;
         polled
+    }
+
+    fn clock(&self) -> String {
+        crate::vocabulary::notice_clock(jiff::Timestamp::now(), &self.zone)
     }
 
     fn window(&self) -> Duration {
@@ -575,6 +588,10 @@ impl Relay {
             for chat in extra {
                 if !row.chats.contains(&chat) {
                     row.chats.push(chat);
+                }
+                // Theirs: a person's "only mine" (`/notify`) lets it through.
+                if !row.mine.contains(&chat.chat) {
+                    row.mine.push(chat.chat);
                 }
             }
             leave_to_cards(row, &carded);

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::ledger::NotifyRow;
 use crate::moviepilot::HistoryMessage;
 use crate::untrusted::{clean, clean_line};
-use crate::vocabulary::ChatTarget;
+use crate::vocabulary::{ChatTarget, NoticeCategory, NotificationType};
 
 /// `row` going to `chats`.
 pub(super) fn row(row: &HistoryMessage, chats: Vec<ChatTarget>) -> NotifyRow {
@@ -28,6 +28,8 @@ pub(super) fn row(row: &HistoryMessage, chats: Vec<ChatTarget>) -> NotifyRow {
         text: message(title, text, row.link.as_deref()),
         photo: poster(row.image.as_deref()),
         chats,
+        category: NoticeCategory::of(NotificationType::of_row(row.mtype.as_deref())),
+        mine: Vec::new(),
         seen_only: false,
     }
 }

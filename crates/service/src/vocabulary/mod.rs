@@ -3,7 +3,7 @@
 //! crash (`Recovery`), a person's decision on a held job (`Resolution`), what resolve.lua
 //! answered (`Resolved`), what a user may do (`Role`), how a MoviePilot call failed (`ErrorKind`)
 //! and what a job did there (`MpOutcome`), where a live card stands (`CardState`), where a
-//! message goes (`ChatTarget`: `chat/topic`), and the names of a job's fields (`job_field`).
+//! message goes (`ChatTarget`: `chat/topic`), a person's own notices (`NoticePrefs`), and the names of a job's fields (`job_field`).
 //! Each has one `as_str`, the exact string the scripts
 //! store and compare; nothing else in Rust spells those strings.
 //!
@@ -16,6 +16,7 @@ mod error_kind;
 pub mod job_field;
 mod job_state;
 mod mp_outcome;
+mod notice_prefs;
 mod notification_type;
 mod recovery;
 mod reply_kind;
@@ -26,6 +27,9 @@ pub use chat_target::ChatTarget;
 pub use error_kind::ErrorKind;
 pub use job_state::JobState;
 pub use mp_outcome::MpOutcome;
+pub use notice_prefs::{
+    NoticeCategory, NoticeMode, NoticePrefs, QUIET_NIGHT_MAX, QuietHours, notice_clock,
+};
 pub use notification_type::NotificationType;
 pub use recovery::Recovery;
 pub use reply_kind::ReplyKind;

@@ -227,6 +227,8 @@ pub struct SentMessage {
     pub thread: Option<i64>,
     pub text: String,
     pub reply_markup: Option<Value>,
+    /// Sent with `disable_notification: true` (no sound on the person's phone).
+    pub silent: bool,
     /// When the call arrived (for rate-limit checks).
     pub at: Instant,
 }
@@ -243,6 +245,8 @@ pub struct SentPhoto {
     /// Empty when it had none.
     pub caption: String,
     pub reply_markup: Option<Value>,
+    /// Sent with `disable_notification: true`.
+    pub silent: bool,
     /// When the call arrived (for rate-limit checks).
     pub at: Instant,
 }
@@ -1686,6 +1690,7 @@ fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
         thread,
         text: sent_text,
         reply_markup: sent_markup,
+        silent: silent(p),
         at: Instant::now(),
     });
     let result = message_json(st, &stored, false);
@@ -1695,6 +1700,11 @@ fn send_message(st: &mut State, p: &Map<String, Value>) -> Answer {
         .messages
         .insert(message_id, stored);
     Ok(result.into())
+}
+
+/// `disable_notification` as the Bot API reads it: a Boolean.
+fn silent(p: &Map<String, Value>) -> bool {
+    p.get("disable_notification").and_then(Value::as_bool) == Some(true)
 }
 
 fn edit_message(st: &mut State, method: &str, p: &Map<String, Value>) -> Answer {
@@ -1918,6 +1928,7 @@ async fn send_photo(shared: &Shared, p: &Map<String, Value>) -> Answer {
             photo: String::new(),
             caption: String::new(),
             reply_markup: None,
+            silent: silent(p),
             at: Instant::now(),
         }
     } else {
@@ -1928,6 +1939,7 @@ async fn send_photo(shared: &Shared, p: &Map<String, Value>) -> Answer {
             photo,
             caption,
             reply_markup: structured(p, "reply_markup"),
+            silent: silent(p),
             at: Instant::now(),
         }
     };
