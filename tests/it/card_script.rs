@@ -243,3 +243,55 @@ async fn one_poll_per_interval_for_the_deployment_and_none_without_an_open_card(
         .unwrap();
     assert!(left > 0 && left <= 60_000, "{left}");
 }
+
+/// A card's closing notice is its person's own (`/notify`): in their quiet hours it is queued
+/// with `silent`, with 入库 turned off it is not queued at all (the card still closes with its
+/// last edit), and in a group it is sent whatever anyone chose.
+#[tokio::test]
+async fn the_closing_notice_follows_its_persons_notice_settings() {
+    use oncebot::vocabulary::{NoticeCategory, NoticeMode, QuietHours};
+    let (_redis, ledger, store, _) = spawn_ledger(&[]).await;
+    ledger
+        .set_quiet_hours(42, QuietHours::parse("23:00-07:00"))
+        .await
+        .unwrap();
+    ledger
+        .set_notice_mode(43, NoticeCategory::Transfer, NoticeMode::Off)
+        .await
+        .unwrap();
+    ledger
+        .set_notice_mode(-100, NoticeCategory::Transfer, NoticeMode::Off)
+        .await
+        .unwrap();
+    let clock = "1410|2026-12-07|2026-12-06|1765150200000|50";
+    let fin = CardStep {
+        notice: "in the library".into(),
+        ..step(CardState::InLibrary, "t")
+    };
+    for (id, chat) in [(7, 42), (8, 43), (9, -100)] {
+        seed(&store, id, chat, 500).await;
+        let card = ledger.cards(&[id]).await.unwrap().remove(0);
+        let done = ledger.card_step(&card, &fin, MINUTE, clock).await.unwrap();
+        assert_eq!(done.outcome, "changed");
+    }
+    let ends = |entries: Vec<(String, std::collections::BTreeMap<String, String>)>| {
+        entries
+            .into_iter()
+            .filter(|(_, f)| f["kind"] == "card_end")
+            .map(|(_, f)| (f["chat_id"].clone(), f.get("silent").cloned()))
+            .collect::<Vec<_>>()
+    };
+    // `taken` keeps every card_end: read once, for all three cards.
+    let all = ends(taken(&store, 7).await);
+    assert_eq!(
+        all,
+        [
+            ("42".to_string(), Some("1".to_string())),
+            ("-100".to_string(), None)
+        ],
+        "quiet hours: silent; 入库 off: none; a group: as always"
+    );
+    let mut conn = store.conn().await;
+    let open: Vec<u64> = conn.zrange(store.keys.cards_open(), 0, -1).await.unwrap();
+    assert!(open.is_empty(), "every card closed: {open:?}");
+}

@@ -62,7 +62,8 @@ pub const BOUNDED: [(&str, &str); 15] = [
     ("chat", "ledger.chat_index_len ids per chat"),
     (
         "notify",
-        "position: one key; seen: 7 days and 100,000 members; recent: twice the duplicate window",
+        "position: one key; seen: 7 days and 100,000 members; recent: twice the duplicate window; \
+         prefs: one per person; held: a member per person, night and held:<id> 2 days",
     ),
     ("users", "one key"),
     ("mp_account", "one key"),
