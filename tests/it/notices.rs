@@ -12,10 +12,11 @@ use oncebot::ledger::{NotifyMode, NotifyRow, QuietSummary};
 use oncebot::vocabulary::{
     ChatTarget, NoticeCategory, NoticeMode, NotificationType, QUIET_NIGHT_MAX, QuietHours,
 };
-use oncebot_tools::sim::moviepilot::{SimNotification, SimOptions, routes};
+use oncebot_tools::sim::moviepilot::{SimNotification, SimOptions};
 use redis::AsyncCommands as _;
 
 use crate::grants::{button, message_in, tap};
+use crate::notify::two_more_polls;
 use crate::support::rig::{RECOVERY_DEADLINE, Rig};
 use crate::support::{ALICE, BOB, GROUP, eventually, tap_answer};
 
@@ -164,26 +165,13 @@ async fn only_mine_off_and_quiet_hours_decide_each_private_notice_and_groups_kee
         "720|2026-12-08|2026-12-07|{}|{QUIET_NIGHT_MAX}",
         at + 45_000_000
     );
-    ledger
-        .notify_record(
-            NotifyMode::Rows,
-            &[row(100, NoticeCategory::Site, &[CAROL], &[])],
-            None,
-            window,
-            &next_night,
-        )
-        .await
-        .unwrap();
-    ledger
-        .notify_record(
-            NotifyMode::Rows,
-            &[row(101, NoticeCategory::Site, &[CAROL], &[])],
-            None,
-            window,
-            &daytime,
-        )
-        .await
-        .unwrap();
+    for (id, clock) in [(100, &next_night), (101, &daytime)] {
+        let rows = [row(id, NoticeCategory::Site, &[CAROL], &[])];
+        ledger
+            .notify_record(NotifyMode::Rows, &rows, None, window, clock)
+            .await
+            .unwrap();
+    }
     let carol = queued(&store, CAROL).await;
     let tail = &carol[carol.len() - 2..];
     assert_eq!(
@@ -223,15 +211,6 @@ async fn delivered_silently(rig: &Rig, chat: i64, needle: &str) -> bool {
         async move { found.map(|m| m.silent) }
     })
     .await
-}
-
-/// Waits until the relay read MoviePilot's history twice more.
-async fn two_more_polls(rig: &Rig) {
-    let polled = rig.mp.calls(routes::MESSAGE_WEB);
-    eventually("two more polls", RECOVERY_DEADLINE, || async {
-        (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
-    })
-    .await;
 }
 
 async fn prefs(rig: &Rig, user: i64) -> BTreeMap<String, String> {

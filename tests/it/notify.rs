@@ -131,7 +131,7 @@ async fn wait_got(rig: &Rig, chat: i64, needle: &str, n: usize) {
 
 /// Waits until the relay has read MoviePilot's history twice more: whatever it would forward
 /// by then has been forwarded.
-async fn two_more_polls(rig: &Rig) {
+pub async fn two_more_polls(rig: &Rig) {
     let polled = rig.mp.calls(routes::MESSAGE_WEB);
     eventually("two more polls", RECOVERY_DEADLINE, || async {
         (rig.mp.calls(routes::MESSAGE_WEB) >= polled + 2).then_some(())
