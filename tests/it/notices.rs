@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use oncebot::ledger::{NotifyMode, NotifyRow, QuietSummary};
+use oncebot::ledger::{NotifyMode, NotifyRow, QuietSummary, Skipped};
 use oncebot::vocabulary::{
     ChatTarget, NoticeCategory, NoticeMode, NotificationType, QUIET_NIGHT_MAX, QuietHours,
 };
@@ -60,7 +60,9 @@ async fn queued(store: &crate::support::Store, chat: i64) -> Vec<(String, bool)>
 
 #[tokio::test]
 async fn only_mine_off_and_quiet_hours_decide_each_private_notice_and_groups_keep_theirs() {
-    let (_redis, ledger, store, _) = crate::support::app::spawn_ledger(&[]).await;
+    // CAROL is also the admin chat: the relay's own notice to it is never muted.
+    let (_redis, ledger, store, _) =
+        crate::support::app::spawn_ledger(&[("ONCEBOT__TELEGRAM__ADMIN_CHATS", "1003")]).await;
     let window = Duration::ZERO;
     ledger
         .notify_record(
@@ -103,9 +105,14 @@ async fn only_mine_off_and_quiet_hours_decide_each_private_notice_and_groups_kee
     ];
     let night = QUIET_NIGHT_MAX as u64 + 2;
     rows.extend((0..night).map(|i| row(10 + i, NoticeCategory::Download, &[CAROL], &[])));
-    for chunk in rows.chunks(20) {
+    let skipped = Skipped {
+        count: 3,
+        notice: "3 skipped",
+    };
+    for (i, chunk) in rows.chunks(20).enumerate() {
+        let skip = (i == 0).then_some(skipped);
         ledger
-            .notify_record(NotifyMode::Rows, chunk, None, window, &clock)
+            .notify_record(NotifyMode::Rows, chunk, skip, window, &clock)
             .await
             .unwrap();
     }
@@ -116,7 +123,13 @@ async fn only_mine_off_and_quiet_hours_decide_each_private_notice_and_groups_kee
     );
     assert_eq!(queued(&store, GROUP).await, [("row-2".to_string(), false)]);
     assert_eq!(queued(&store, BOB).await, [("row-5".to_string(), false)]);
-    let carol = queued(&store, CAROL).await;
+    let mut carol = queued(&store, CAROL).await;
+    let notice = carol.iter().position(|(t, _)| t == "3 skipped").unwrap();
+    assert_eq!(
+        carol.remove(notice),
+        ("3 skipped".to_string(), false),
+        "an admin notice in quiet hours: with a sound, not counted"
+    );
     assert_eq!(
         carol.len(),
         QUIET_NIGHT_MAX as usize,
@@ -193,6 +206,8 @@ async fn relay_rig() -> Rig {
         ("ONCEBOT__NOTIFY__LIVENESS_TTL_MS", "2500"),
         ("ONCEBOT__NOTIFY__CHATS", "1001"),
         ("ONCEBOT__COMMANDS__DAY_ZONE", "UTC"),
+        // The followers' tick, which sums up what quiet hours held.
+        ("ONCEBOT__FOLLOW__PROGRESS_POLL_SECS", "1"),
         ("ONCEBOT__DISPATCHER__PER_CHAT_INTERVAL_MS", "0"),
         ("ONCEBOT__DISPATCHER__GLOBAL_PER_SECOND", "1000"),
         ("ONCEBOT__DISPATCHER__SET_COMMANDS", "false"),
@@ -304,4 +319,28 @@ async fn the_notify_menu_sets_only_mine_and_quiet_hours_and_a_forged_tap_changes
         "x",
     ));
     assert!(delivered_silently(&rig, ALICE, "in-quiet-hours").await);
+
+    // Made-up callback data changes nothing either.
+    let made_up = tap(104, ALICE, &saved, "t:0123456789abcdef0123456789abcdef");
+    rig.post(&made_up).await;
+    tap_answer(&rig, &made_up).await;
+    assert_eq!(prefs(&rig, ALICE).await.len(), 2, "download and quiet");
+
+    // What quiet hours held is summed up by a worker once the hours ended, with a sound.
+    let mut conn = rig.store.conn().await;
+    let _: () = conn
+        .hset(rig.store.keys.notices_held_of(ALICE), "site", 3)
+        .await
+        .unwrap();
+    let _: () = conn
+        .zadd(rig.store.keys.notices_held(), ALICE, 1)
+        .await
+        .unwrap();
+    let summary = "During your quiet hours 3 more notices were not pushed: Sites 3.";
+    assert!(!delivered_silently(&rig, ALICE, summary).await);
+    let held: Vec<i64> = conn
+        .zrange(rig.store.keys.notices_held(), 0, -1)
+        .await
+        .unwrap();
+    assert!(held.is_empty(), "{held:?}");
 }

@@ -165,12 +165,12 @@ async fn mine_shows_the_states_and_withdraws_once_and_requests_is_an_admins() {
 
     rig.post(&private_text(7, CAROL, "/mine")).await;
     // The approved subscription's job opened its live card (issue 45), listed with them.
-    let mine = message_in(&rig, CAROL, "Your requests and cards (4), newest first:").await;
+    // Request #1's job is that card: one line for both.
+    let mine = message_in(&rig, CAROL, "Your requests and cards (3), newest first:").await;
     let states = [
-        "🃏 job #4 · 📺 subscribed",
+        "🃏 job #4 · 📺 subscribed (request #1, approved)",
         "#3 · ❌ declined by User 1002 (1002)\nDownload: Dune",
         "#2 · ⏳ waiting for approval\nBest-version subscription: Dune",
-        "#1 · ✅ approved by User 1001 (1001), job #4\nSubscription: Dune",
     ];
     let at: Vec<usize> = states
         .iter()
@@ -273,13 +273,12 @@ async fn mine_lists_cards_among_requests_and_show_sends_a_card_again_in_reply_to
     assert!(ttl > 30 * 86_400, "her index outlives her cards: {ttl}");
 
     rig.post(&private_text(7, CAROL, "/mine")).await;
-    let mine = message_in(&rig, CAROL, "Your requests and cards (5), newest first:").await;
+    // Each approved request is its job's card: one line for both.
+    let mine = message_in(&rig, CAROL, "Your requests and cards (3), newest first:").await;
     let lines = [
-        format!("🃏 job #{dl} · ⬇️ downloading 0%\nDownload: Dune"),
-        format!("🃏 job #{sub} · 📺 subscribed\nSubscription: Dune"),
-        format!("#3 · ✅ approved by User 1001 (1001), job #{dl}"),
+        format!("🃏 job #{dl} · ⬇️ downloading 0% (request #3, approved)\nDownload: Dune"),
+        format!("🃏 job #{sub} · 📺 subscribed (request #1, approved)\nSubscription: Dune"),
         "#2 · ⏳ waiting for approval".to_string(),
-        format!("#1 · ✅ approved by User 1001 (1001), job #{sub}"),
     ];
     let at: Vec<usize> = lines
         .iter()
@@ -370,7 +369,7 @@ async fn mine_lists_cards_among_requests_and_show_sends_a_card_again_in_reply_to
     )
     .await;
     rig.post(&group_text(13, CAROL, "/mine")).await;
-    let in_group = message_in(&rig, GROUP, "Your requests and cards (5)").await;
+    let in_group = message_in(&rig, GROUP, "Your requests and cards (3)").await;
     let label = format!("Show job #{sub}");
     let again = show_sends(&rig, tap(14, CAROL, &in_group, &button(&in_group, &label))).await;
     assert_eq!(again["chat_id"], json!(GROUP), "{again}");

@@ -99,7 +99,7 @@ async fn mine(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
         |range| cx.render.my_requests_page(&all, range, now),
         |group, i| match all[i] {
             Mine::Request(r) => withdraw_row(&cx.render, job, group, r, now),
-            Mine::Card(c) => show_row(&cx.render, job, group, c),
+            Mine::Card(c, _) => show_row(&cx.render, job, group, c),
         },
     )
     .await?;
@@ -107,13 +107,22 @@ async fn mine(cx: &Context<'_>, job: &Job) -> Result<Done, MpError> {
 }
 
 /// Requests (by when they were asked) and cards (by when they opened) in one list, newest
-/// first, at most [`LISTED_MOST`]: each input is newest first already.
+/// first, at most [`LISTED_MOST`]: each input is newest first already. An approved request
+/// whose job has a card is that card's line (its answer became the card): one line, not two.
 fn newest_first<'a>(requests: &'a [StoredRequest], cards: &'a [Card]) -> Vec<Mine<'a>> {
     let opened = |c: &Card| c.number::<i64>("started_at").unwrap_or_default();
+    let carried = |c: &Card| {
+        requests
+            .iter()
+            .find(|r| r.job_id == Some(c.id))
+            .map(|r| r.id)
+    };
+    let carded = |r: &StoredRequest| r.job_id.is_some_and(|j| cards.iter().any(|c| c.id == j));
     let mut all: Vec<(i64, Mine<'a>)> = requests
         .iter()
+        .filter(|r| !carded(r))
         .map(|r| (r.asked_at, Mine::Request(r)))
-        .chain(cards.iter().map(|c| (opened(c), Mine::Card(c))))
+        .chain(cards.iter().map(|c| (opened(c), Mine::Card(c, carried(c)))))
         .collect();
     // Stable: two at the same millisecond keep their order (requests first).
     all.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
@@ -260,7 +269,8 @@ mod tests {
         all.iter()
             .map(|m| match m {
                 Mine::Request(r) => format!("r{}", r.id),
-                Mine::Card(c) => format!("c{}", c.id),
+                Mine::Card(c, None) => format!("c{}", c.id),
+                Mine::Card(c, Some(r)) => format!("c{}/r{r}", c.id),
             })
             .collect()
     }
@@ -275,6 +285,15 @@ mod tests {
             ids(&newest_first(&requests, &cards)),
             ["r3", "c9", "r2", "r1", "c8"]
         );
+        // Request 2 was approved and its job opened card 9: one line, the card's.
+        let approved = [
+            request(3, 300),
+            StoredRequest {
+                job_id: Some(9),
+                ..request(2, 200)
+            },
+        ];
+        assert_eq!(ids(&newest_first(&approved, &cards)), ["r3", "c9/r2", "c8"]);
         let many: Vec<StoredRequest> = (0..40).map(|i| request(i, 1_000 - i as i64)).collect();
         let cards: Vec<Card> = (0..40).map(|i| card(100 + i, 500 - i as i64)).collect();
         let all = newest_first(&many, &cards);

@@ -10,11 +10,12 @@ use crate::ledger::{Card, StoredRequest};
 use crate::untrusted::clean_line;
 use crate::vocabulary::CardState;
 
-/// One line of `/mine`: a media request, or a live card (issue 45).
+/// One line of `/mine`: a media request, or a live card (issue 45) with the request it
+/// carries on, if an approval made its job (then that request has no line of its own).
 #[derive(Debug, Clone, Copy)]
 pub enum Mine<'a> {
     Request(&'a StoredRequest),
-    Card(&'a Card),
+    Card(&'a Card, Option<u64>),
 }
 
 impl Render {
@@ -74,11 +75,19 @@ impl Render {
                     let state = self.request_state(r, now);
                     out.push_str(&format!("\n\n#{} · {state}\n{}", r.id, what(r)));
                 }
-                Mine::Card(c) => {
+                Mine::Card(c, request) => {
                     let state = self.card_state(c.state, c.number("percent"));
                     let job = zh_en!(self.zh(), "任务", "job");
                     let title = self.card_title(c);
-                    out.push_str(&format!("\n\n🃏 {job} #{} · {state}\n{title}", c.id));
+                    let asked = match request {
+                        Some(r) => zh_en!(
+                            self.zh(),
+                            ("（请求 #{r} 已批准）"),
+                            (" (request #{r}, approved)")
+                        ),
+                        None => String::new(),
+                    };
+                    out.push_str(&format!("\n\n🃏 {job} #{} · {state}{asked}\n{title}", c.id));
                 }
             }
         }
@@ -298,7 +307,7 @@ mod tests {
             .collect(),
         };
         let pending = request("pending", "");
-        let all = [Mine::Card(&card), Mine::Request(&pending)];
+        let all = [Mine::Card(&card, None), Mine::Request(&pending)];
         assert_eq!(
             en.my_requests_page(&all, 0..2, 1_000),
             "Your requests and cards (2), newest first:\n\n\
