@@ -87,7 +87,9 @@
   Returns {outcome, job_id, state}:
     {"new", id, "pending"}            Confirm / a choice: the job was created; the group is used.
                                       A force button (action "force") creates it inside the
-                                      window, takes the window over and sets `forced_by`
+                                      window, takes the window over and sets `forced_by`; a
+                                      token with `in_place` gives the job the tapped message as
+                                      its `progress_message_id`, so its reply edits it
     {"duplicate_command", id, state}  the same command is inside its window as job id: no new
                                       job; the group is used and points at that job
     {"cancelled", "", ""}             Cancel: the group is used, no job
@@ -489,6 +491,11 @@ end
 if slots > 0 then
   quota_hold(KEYS[18] .. user_id, slots_of('j', id, slots), now)
   redis.call('HSET', job_prefix .. id, 'quota', slots)
+end
+-- A button answered in place (`in_place`: /notify's menu): the job's reply edits the tapped
+-- message (reply_begin.lua hands its progress_message_id over) instead of a new one.
+if tok.in_place == '1' and message_id ~= '' and tok.chat_id == chat_id then
+  redis.call('HSET', job_prefix .. id, 'progress_message_id', message_id)
 end
 use_group('job', id)
 answer(fill(texts.received, {job = id}), false)

@@ -45,7 +45,8 @@
                            include/requests.lua, or by Rust on a list), ask, poster, best_idem, best_window_ms (a
                            run button made for a requester: the request card's description
                            and poster, and a subscription's /best key and window), text (a
-                           show token's, and its card is `job_id`); a field
+                           show token's, and its card is `job_id`), in_place ("1": a run
+                           button whose job's answer edits the tapped message: tap.lua); a field
                            whose value would be empty is not stored (a Cancel button has no
                            command, a review button no user_id), and readers take a missing
                            field as empty
@@ -63,7 +64,7 @@
       "tokens": [{"token", "chat_id", "user_id", "scope", "action", "label", "command", "args",
       "idem", "window_ms", "recovery", "reply_to", "job_id", "decision", "solo", "list",
       "used_label", "page", "least_role", "person", "request", "ask", "poster",
-      "best_idem", "best_window_ms", "ttl", "text"}, ...]}; every value is a string (JSON numbers would lose the digits of
+      "best_idem", "best_window_ms", "ttl", "text", "in_place"}, ...]}; every value is a string (JSON numbers would lose the digits of
       52-bit ids, and a number given to redis.call is formatted with printf); a field left out
       is empty
   notify_review(n)
@@ -78,7 +79,7 @@
 local TOKEN_FIELDS = {'chat_id', 'user_id', 'scope', 'action', 'label', 'command', 'args', 'idem',
   'window_ms', 'recovery', 'reply_to', 'job_id', 'decision', 'solo', 'list', 'used_label',
   'page', 'least_role', 'person', 'request', 'ask', 'poster', 'best_idem', 'best_window_ms',
-  'text'}
+  'text', 'in_place'}
 
 local function create_tokens(token_prefix, group_prefix, g, now)
   local ttl = g.ttl

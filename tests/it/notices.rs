@@ -268,6 +268,11 @@ async fn the_notify_menu_sets_only_mine_and_quiet_hours_and_a_forged_tap_changes
         saved.text
     );
     assert_eq!(
+        (saved.message_id, rig.tg.count("sendMessage")),
+        (menu.message_id, 1),
+        "the answer edited the menu in place: one message in the chat"
+    );
+    assert_eq!(
         prefs(&rig, ALICE).await,
         BTreeMap::from([("download".into(), "mine".into())])
     );

@@ -6,6 +6,9 @@
 //! `user_id`: a button is its asker's, so nobody's tap changes another's) and apply to their
 //! private chat; groups stay the operator's routes. Reads and writes Redis only.
 //!
+//! A tap's answer edits the menu it was tapped on (`in_place` tokens), so changing five
+//! settings leaves one message, not five.
+//!
 //! Arguments, as the job keeps them: "" (show), `<category> <all|mine|off>`,
 //! `quiet <HH:MM-HH:MM>`, `quiet off`.
 
@@ -125,6 +128,8 @@ fn menu_buttons(
     let button = |group: &mut TokenGroup, label: String, change: Change| {
         let action = run_button(job, Command::Notify, change.args(), window);
         let data = group.add(owner(job), &label, action, reply_to(job));
+        // The answer is the menu again: it takes this message's place, not a new one.
+        group.in_place();
         (label, data)
     };
     for category in NoticeCategory::ALL {

@@ -99,6 +99,9 @@ pub struct Token {
     pub asking: Option<Asking>,
     /// A request button on a `/requests` or `/mine` list (see [`Listed`]).
     pub listed: Option<Listed>,
+    /// A run button whose job's answer takes the tapped message's place (`/notify`'s menu):
+    /// tap.lua gives the job that message as its `progress_message_id`, so the reply edits it.
+    pub in_place: bool,
 }
 
 /// A request button (Decide, Withdraw) on a `/requests` or `/mine` list (issue 44): the list
@@ -159,6 +162,7 @@ impl TokenGroup {
             solo: None,
             asking: None,
             listed: None,
+            in_place: false,
         });
         data
     }
@@ -167,6 +171,13 @@ impl TokenGroup {
     pub fn asking(&mut self, asking: Asking) {
         if let Some(t) = self.tokens.last_mut() {
             t.asking = Some(asking);
+        }
+    }
+
+    /// Marks the last button added as answered in place of its message (see [`Token`]).
+    pub fn in_place(&mut self) {
+        if let Some(t) = self.tokens.last_mut() {
+            t.in_place = true;
         }
     }
 
@@ -281,6 +292,9 @@ struct TokenSpec<'a> {
     /// A Show button's text for a card that has none yet.
     #[serde(skip_serializing_if = "str::is_empty")]
     text: &'a str,
+    /// "1": the job's answer edits the tapped message (tap.lua).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    in_place: &'static str,
 }
 
 fn token_spec(t: &Token) -> TokenSpec<'_> {
@@ -317,6 +331,7 @@ fn token_spec(t: &Token) -> TokenSpec<'_> {
         best_window_ms: String::new(),
         ttl: String::new(),
         text: "",
+        in_place: if t.in_place { "1" } else { "" },
     };
     match &t.action {
         TokenAction::Run(job) | TokenAction::Force(job) => {
