@@ -228,11 +228,7 @@ pub(super) async fn quota_now(
     let Some(limit) = cx.settings.household.quotas().limit(job.user_id, job.role) else {
         return Ok(None);
     };
-    let zone = cx
-        .settings
-        .commands
-        .day_zone()
-        .unwrap_or(jiff::tz::TimeZone::UTC);
+    let zone = cx.settings.commands.zone();
     let now = jiff::Timestamp::now().as_millisecond();
     let state = cx
         .ledger

@@ -94,4 +94,10 @@ impl CommandSettings {
     pub fn day_zone(&self) -> Result<jiff::tz::TimeZone, jiff::Error> {
         jiff::tz::TimeZone::get(&self.day_zone)
     }
+
+    /// The zone a role reads its clock in: `day_zone`, validated before any role starts, so
+    /// UTC only when it was not (a test's settings).
+    pub fn zone(&self) -> jiff::tz::TimeZone {
+        self.day_zone().unwrap_or(jiff::tz::TimeZone::UTC)
+    }
 }

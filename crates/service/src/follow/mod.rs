@@ -54,10 +54,7 @@ impl Follower {
             mp,
             summary: render.quiet_summary(),
             render,
-            zone: settings
-                .commands
-                .day_zone()
-                .unwrap_or(jiff::tz::TimeZone::UTC),
+            zone: settings.commands.zone(),
             holder: holder.to_string(),
             every: settings.follow.poll_every(),
             max_pages: settings.follow.max_pages as usize,

@@ -122,8 +122,7 @@ impl Ingress {
                     .into(),
                 texts: Texts::new(settings.telegram.locale),
                 commands: settings.commands.clone(),
-                // Validated before any role starts; UTC only if it was not.
-                day_zone: settings.commands.day_zone().unwrap_or(TimeZone::UTC),
+                day_zone: settings.commands.zone(),
                 confirm_ttl: Duration::from_secs(settings.telegram.confirm_ttl_secs),
                 wake_secret: (settings.notify.enabled
                     && !settings.notify.webhook_secret.is_empty())

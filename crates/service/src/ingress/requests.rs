@@ -36,10 +36,7 @@ impl RequestSettings {
             max_pending: h.max_pending_requests_per_person,
             admin_chats: settings.telegram.admin_chats.clone(),
             quotas: h.quotas(),
-            zone: settings
-                .commands
-                .day_zone()
-                .unwrap_or(jiff::tz::TimeZone::UTC),
+            zone: settings.commands.zone(),
         }
     }
 }

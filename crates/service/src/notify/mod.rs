@@ -202,10 +202,7 @@ impl Relay {
             render: Render::new(settings.telegram.locale),
             auth_wait: Duration::from_secs(settings.moviepilot.auth_wait_secs.max(60)),
             allowed: settings.telegram.allowed_user_ids(),
-            zone: settings
-                .commands
-                .day_zone()
-                .unwrap_or(jiff::tz::TimeZone::UTC),
+            zone: settings.commands.zone(),
             ledger,
             mp,
             cfg,
