@@ -493,8 +493,9 @@ if slots > 0 then
   redis.call('HSET', job_prefix .. id, 'quota', slots)
 end
 -- A button answered in place (`in_place`: /notify's menu): the job's reply edits the tapped
--- message (reply_begin.lua hands its progress_message_id over) instead of a new one.
-if tok.in_place == '1' and message_id ~= '' and tok.chat_id == chat_id then
+-- message (reply_begin.lua hands its progress_message_id over) instead of a new one. The
+-- message is in the token's chat: a tap from any other was refused above ("foreign").
+if tok.in_place == '1' and message_id ~= '' then
   redis.call('HSET', job_prefix .. id, 'progress_message_id', message_id)
 end
 use_group('job', id)

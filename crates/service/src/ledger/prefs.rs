@@ -46,34 +46,36 @@ impl Ledger {
         category: NoticeCategory,
         mode: NoticeMode,
     ) -> Result<(), LedgerError> {
-        let key = self.keys.notice_prefs(user_id);
-        let mut conn = self.conn.clone();
-        let done = match mode {
-            NoticeMode::All => conn.hdel::<_, _, ()>(key, category.as_str()).await,
-            _ => {
-                conn.hset::<_, _, _, ()>(key, category.as_str(), mode.as_str())
-                    .await
-            }
-        };
-        done.map_err(LedgerError::redis("writing a person's notice settings"))
+        let value = (mode != NoticeMode::All).then_some(mode.as_str().to_string());
+        self.set_notice_field(user_id, category.as_str(), value)
+            .await
     }
 
-    /// A person's quiet hours (`None`: none).
+    /// A person's quiet hours (`None`: none, the field removed).
     pub async fn set_quiet_hours(
         &self,
         user_id: i64,
         quiet: Option<QuietHours>,
     ) -> Result<(), LedgerError> {
+        let value = quiet.map(|q| q.to_string());
+        self.set_notice_field(user_id, QuietHours::FIELD, value)
+            .await
+    }
+
+    /// One field of a person's settings: written, or removed for its default (`None`).
+    async fn set_notice_field(
+        &self,
+        user_id: i64,
+        field: &str,
+        value: Option<String>,
+    ) -> Result<(), LedgerError> {
         let key = self.keys.notice_prefs(user_id);
         let mut conn = self.conn.clone();
-        let done = match quiet {
-            None => conn.hdel::<_, _, ()>(key, QuietHours::FIELD).await,
-            Some(q) => {
-                conn.hset::<_, _, _, ()>(key, QuietHours::FIELD, q.to_string())
-                    .await
-            }
+        let done = match value {
+            None => conn.hdel::<_, _, ()>(key, field).await,
+            Some(v) => conn.hset::<_, _, _, ()>(key, field, v).await,
         };
-        done.map_err(LedgerError::redis("writing a person's quiet hours"))
+        done.map_err(LedgerError::redis("writing a person's notice settings"))
     }
 
     /// quiet_end.lua: one summary for each person whose quiet hours ended by `now_ms` with
